@@ -1,0 +1,28 @@
+"""Stand-in for ``torchvision.datasets``: only ``VisionDataset`` (used as a base class)."""
+
+from typing import Any, Callable, Optional
+
+from torch.utils.data import Dataset
+
+
+class VisionDataset(Dataset):
+    """Attribute-compatible subset of torchvision's VisionDataset."""
+
+    def __init__(self,
+                 root: Optional[str] = None,
+                 transforms: Optional[Callable] = None,
+                 transform: Optional[Callable] = None,
+                 target_transform: Optional[Callable] = None) -> None:
+        self.root = root
+        self.transforms = transforms
+        self.transform = transform
+        self.target_transform = target_transform
+
+    def __getitem__(self, index: int) -> Any:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+
+__all__ = ['VisionDataset']

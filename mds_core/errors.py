@@ -1,0 +1,83 @@
+"""One exception hierarchy for everything a user can get wrong.
+
+Each class also derives from the builtin exception the reference raised in the same situation,
+so code written against Mosaic Streaming that catches ``ValueError`` or ``TypeError`` keeps working.
+Messages name the thing at fault (file, shard, column, sample, URL) and say what to do.
+"""
+
+from __future__ import annotations
+
+
+class MDSError(Exception):
+    """Root of every error raised on purpose by mds_core."""
+
+
+class InvalidIndexError(MDSError, ValueError):
+    """An ``index.json`` that is not valid JSON, has the wrong version, or malformed shard entries."""
+
+
+class UnsafePathError(InvalidIndexError):
+    """A basename that is absolute or climbs out of the dataset directory with ``..``."""
+
+
+class CorruptShardError(MDSError, ValueError):
+    """A shard file whose bytes disagree with its header or its index entry."""
+
+
+class HashMismatchError(CorruptShardError):
+    """A shard file whose digest differs from the one recorded in the index."""
+
+
+class UnknownEncodingError(MDSError, TypeError):
+    """A column encoding name that is not in the registry or has a malformed configuration."""
+
+
+class UnsafeEncodingError(MDSError, ValueError):
+    """A ``pkl`` column read without ``allow_unsafe_types=True``."""
+
+
+class EncodeError(MDSError, ValueError):
+    """A value that cannot be stored with its column's encoding (wrong type, size or range)."""
+
+
+class DecodeError(MDSError, ValueError):
+    """Stored bytes that cannot be decoded with their column's encoding."""
+
+
+class MissingColumnError(MDSError, KeyError):
+    """A sample given to the writer lacks one of the writer's columns."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class CompressionError(MDSError, ValueError):
+    """An unknown compression name or level, or data that does not decompress."""
+
+
+class MissingDependencyError(MDSError, ImportError):
+    """An optional package is needed; the message names the extra to install."""
+
+
+class HashAlgorithmError(MDSError, ValueError):
+    """An unknown hash algorithm, or a hash list that is not sorted and unique."""
+
+
+class WriterError(MDSError, ValueError):
+    """Invalid writer arguments or use of a finished writer."""
+
+
+class OutputExistsError(WriterError, FileExistsError):
+    """The writer's output directory already holds files and ``exist_ok`` is False."""
+
+
+class ShardTooLargeError(WriterError):
+    """A shard would pass 4 GiB, which its 32-bit offsets cannot address."""
+
+
+class SampleIndexError(MDSError, IndexError):
+    """A sample index outside the dataset."""
+
+
+class MergeError(MDSError, ValueError):
+    """Index files that cannot be merged into one dataset."""

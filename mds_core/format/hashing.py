@@ -1,0 +1,45 @@
+"""Hash algorithms by name: hashlib's (except ``shake_*``) plus xxhash's, as hex digests."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Callable
+
+import xxhash
+
+from mds_core.errors import HashAlgorithmError
+
+
+def get_hashes() -> set[str]:
+    """Every supported algorithm name."""
+    stdlib = {
+        name for name in hashlib.algorithms_available
+        if hasattr(hashlib, name) and not name.startswith("shake_")
+    }
+    return stdlib | set(xxhash.algorithms_available)
+
+
+def hasher(algo: str) -> Callable[[], Any]:
+    """A constructor for an incremental hash object (``update`` / ``hexdigest``)."""
+    if algo in xxhash.algorithms_available:
+        return getattr(xxhash, algo)
+    if algo in get_hashes():
+        return getattr(hashlib, algo)
+    raise HashAlgorithmError(f"unknown hash algorithm {algo!r}; supported: {', '.join(sorted(get_hashes()))}")
+
+
+def get_hash(algo: str, data: bytes) -> str:
+    """``algo``'s lowercase hex digest of ``data``."""
+    digest = hasher(algo)()
+    digest.update(data)
+    return digest.hexdigest()
+
+
+def check_hash_list(hashes: list[str] | None) -> list[str]:
+    """Validate a writer's ``hashes``: known, sorted and unique, as the reference requires."""
+    hashes = list(hashes or [])
+    for algo in hashes:
+        hasher(algo)
+    if hashes != sorted(set(hashes)):
+        raise HashAlgorithmError(f"hashes must be sorted and unique, got {hashes}; use {sorted(set(hashes))}")
+    return hashes

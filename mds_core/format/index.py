@@ -1,0 +1,191 @@
+"""The ``index.json`` model: parse and validate strictly, serialise byte-for-byte like the reference.
+
+A dataset index is ``{"shards": [...], "version": 2}``; each shard entry has exactly the twelve keys
+the reference's reader accepts (an extra or missing key makes it fail, so we refuse them too).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import PurePosixPath
+from typing import Any
+
+from mds_core.errors import InvalidIndexError, UnsafePathError
+
+INDEX_BASENAME = "index.json"
+INDEX_VERSION = 2
+SHARD_KEYS = frozenset({
+    "column_encodings", "column_names", "column_sizes", "compression", "format", "hashes",
+    "raw_data", "samples", "size_limit", "version", "zip_data",
+})
+FILE_KEYS = frozenset({"basename", "bytes", "hashes"})
+
+
+def get_index_basename() -> str:
+    return INDEX_BASENAME
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """One file of a shard: its path relative to the dataset root, size and digests."""
+
+    basename: str
+    bytes: int
+    hashes: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"basename": self.basename, "bytes": self.bytes, "hashes": dict(self.hashes)}
+
+
+@dataclass(frozen=True)
+class ShardInfo:
+    """One entry of ``index.json["shards"]`` for the MDS format."""
+
+    column_encodings: list[str]
+    column_names: list[str]
+    column_sizes: list[int | None]
+    compression: str | None
+    hashes: list[str]
+    raw_data: FileInfo
+    samples: int
+    size_limit: int | None
+    zip_data: FileInfo | None
+
+    @property
+    def files(self) -> list[FileInfo]:
+        return [self.raw_data] + ([self.zip_data] if self.zip_data else [])
+
+    def with_prefix(self, prefix: str) -> "ShardInfo":
+        """The same shard seen from a parent directory: basenames gain ``prefix/``."""
+        def moved(info: FileInfo | None) -> FileInfo | None:
+            return info and replace(info, basename=f"{prefix}/{info.basename}")
+
+        return replace(self, raw_data=moved(self.raw_data), zip_data=moved(self.zip_data))
+
+    def to_json(self) -> dict[str, Any]:
+        # Keys in sorted order, so even an unsorted json.dump matches the reference's merge output.
+        return {
+            "column_encodings": list(self.column_encodings),
+            "column_names": list(self.column_names),
+            "column_sizes": list(self.column_sizes),
+            "compression": self.compression,
+            "format": "mds",
+            "hashes": list(self.hashes),
+            "raw_data": self.raw_data.to_json(),
+            "samples": self.samples,
+            "size_limit": self.size_limit,
+            "version": INDEX_VERSION,
+            "zip_data": self.zip_data.to_json() if self.zip_data else None,
+        }
+
+
+def dumps_index(shards: list[ShardInfo]) -> str:
+    """``index.json`` text exactly as the reference writer produces it (sorted keys, no newline)."""
+    return json.dumps({"shards": [s.to_json() for s in shards], "version": INDEX_VERSION}, sort_keys=True)
+
+
+def dumps_merged_index(shards: list[ShardInfo]) -> str:
+    """``index.json`` text exactly as the reference's ``merge_index`` produces it (unsorted top level)."""
+    return json.dumps({"version": INDEX_VERSION, "shards": [s.to_json() for s in shards]})
+
+
+def load_index(path: str | os.PathLike[str]) -> list[ShardInfo]:
+    """Read and validate an ``index.json`` file."""
+    try:
+        with open(path, "rb") as file:
+            text = file.read()
+    except FileNotFoundError as err:
+        raise InvalidIndexError(f"{path}: no index.json here; is this an MDS dataset directory?") from err
+    return parse_index(text, str(path))
+
+
+def parse_index(text: str | bytes, where: str = INDEX_BASENAME) -> list[ShardInfo]:
+    """Validate index JSON text; ``where`` names the file in error messages."""
+    try:
+        obj = json.loads(text)
+    except (ValueError, UnicodeDecodeError) as err:
+        raise InvalidIndexError(f"{where}: not valid JSON ({err}); rewrite the dataset or restore the file") from err
+    if not isinstance(obj, dict) or set(obj) != {"shards", "version"}:
+        keys = sorted(obj) if isinstance(obj, dict) else type(obj).__name__
+        raise InvalidIndexError(f"{where}: expected an object with keys ['shards', 'version'], got {keys}")
+    if obj["version"] != INDEX_VERSION:
+        raise InvalidIndexError(f"{where}: index version {obj['version']!r} is not supported (only {INDEX_VERSION})")
+    if not isinstance(obj["shards"], list):
+        raise InvalidIndexError(f"{where}: 'shards' must be a list")
+    return [parse_shard(entry, f"{where}: shard {i}") for i, entry in enumerate(obj["shards"])]
+
+
+def parse_shard(entry: Any, where: str) -> ShardInfo:
+    """Validate one shard entry; ``where`` names the index file and shard number."""
+    if not isinstance(entry, dict):
+        raise InvalidIndexError(f"{where}: a shard entry must be an object, got {type(entry).__name__}")
+    missing, extra = SHARD_KEYS - set(entry), set(entry) - SHARD_KEYS
+    if missing or extra:
+        raise InvalidIndexError(f"{where}: missing keys {sorted(missing)}, unexpected keys {sorted(extra)}")
+    if entry["format"] != "mds":
+        raise InvalidIndexError(f"{where}: format {entry['format']!r} is not supported (only 'mds')")
+    if entry["version"] != INDEX_VERSION:
+        raise InvalidIndexError(f"{where}: shard version {entry['version']!r} is not supported")
+    names = _string_list(entry, "column_names", where)
+    encodings = _string_list(entry, "column_encodings", where)
+    sizes = entry["column_sizes"]
+    if not isinstance(sizes, list) or not all(s is None or _is_count(s) for s in sizes):
+        raise InvalidIndexError(f"{where}: 'column_sizes' must be a list of non-negative ints or nulls")
+    if not len(names) == len(encodings) == len(sizes):
+        raise InvalidIndexError(f"{where}: column_names, column_encodings and column_sizes differ in length")
+    if len(set(names)) != len(names):
+        raise InvalidIndexError(f"{where}: duplicate column names {names}")
+    if not _is_count(entry["samples"]):
+        raise InvalidIndexError(f"{where}: 'samples' must be a non-negative int, got {entry['samples']!r}")
+    if entry["size_limit"] is not None and not _is_count(entry["size_limit"]):
+        raise InvalidIndexError(f"{where}: 'size_limit' must be a non-negative int or null")
+    if entry["compression"] is not None and not isinstance(entry["compression"], str):
+        raise InvalidIndexError(f"{where}: 'compression' must be a string or null")
+    zip_data = None if entry["zip_data"] is None else _file_info(entry["zip_data"], f"{where} zip_data")
+    if (zip_data is None) != (not entry["compression"]):
+        raise InvalidIndexError(f"{where}: 'zip_data' must be present exactly when 'compression' is set")
+    return ShardInfo(
+        column_encodings=encodings,
+        column_names=names,
+        column_sizes=sizes,
+        compression=entry["compression"],
+        hashes=_string_list(entry, "hashes", where),
+        raw_data=_file_info(entry["raw_data"], f"{where} raw_data"),
+        samples=entry["samples"],
+        size_limit=entry["size_limit"],
+        zip_data=zip_data,
+    )
+
+
+def check_basename(basename: Any, where: str) -> str:
+    """A basename is a relative path that stays inside the dataset directory."""
+    if not isinstance(basename, str) or not basename:
+        raise InvalidIndexError(f"{where}: 'basename' must be a non-empty string")
+    path = PurePosixPath(basename)
+    if path.is_absolute() or ".." in path.parts or "\\" in basename or "\0" in basename or ":" in path.parts[0]:
+        raise UnsafePathError(f"{where}: basename {basename!r} must be a relative path inside the dataset")
+    return basename
+
+
+def _file_info(obj: Any, where: str) -> FileInfo:
+    if not isinstance(obj, dict) or set(obj) != FILE_KEYS:
+        raise InvalidIndexError(f"{where}: must be an object with keys {sorted(FILE_KEYS)}")
+    if not _is_count(obj["bytes"]):
+        raise InvalidIndexError(f"{where}: 'bytes' must be a non-negative int, got {obj['bytes']!r}")
+    hashes = obj["hashes"]
+    if not isinstance(hashes, dict) or not all(isinstance(v, str) for v in hashes.values()):
+        raise InvalidIndexError(f"{where}: 'hashes' must map algorithm names to hex digests")
+    return FileInfo(check_basename(obj["basename"], where), obj["bytes"], dict(hashes))
+
+
+def _string_list(entry: dict[str, Any], key: str, where: str) -> list[str]:
+    value = entry[key]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InvalidIndexError(f"{where}: {key!r} must be a list of strings")
+    return value
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

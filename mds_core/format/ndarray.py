@@ -1,0 +1,138 @@
+"""The ``ndarray`` coder in its three forms: ``ndarray``, ``ndarray:<dtype>``, ``ndarray:<dtype>:<shape>``.
+
+Layout (pieces present only when the encoding string does not fix them)::
+
+    [dtype code: u8] [shape byte: u8 = ndim << 2 | width code] [shape: ndim x width] [values, C order, LE]
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mds_core.errors import DecodeError, EncodeError, UnknownEncodingError
+
+DTYPE_CODES = {
+    "uint8": 8, "int8": 9, "uint16": 16, "int16": 17, "float16": 18, "uint32": 32,
+    "int32": 33, "float32": 34, "uint64": 64, "int64": 65, "float64": 66,
+}
+CODE_DTYPES = {code: np.dtype(name).newbyteorder("<") for name, code in DTYPE_CODES.items()}
+SHAPE_WIDTHS = [np.dtype("<u1"), np.dtype("<u2"), np.dtype("<u4"), np.dtype("<u8")]
+MAX_NDIM = 63
+
+
+@dataclass(frozen=True)
+class NDArrayCoder:
+    dtype: np.dtype | None = None
+    shape: tuple[int, ...] | None = None
+
+    @classmethod
+    def from_config(cls, config: str) -> "NDArrayCoder":
+        """Parse the part after ``ndarray:``, e.g. ``""``, ``"int16"`` or ``"int16:2,3"``."""
+        dtype_name, _, shape_text = config.partition(":")
+        if not dtype_name:
+            if shape_text:
+                raise UnknownEncodingError(
+                    f"'ndarray:{config}': a shape needs a dtype too, e.g. 'ndarray:uint8:{shape_text}'"
+                )
+            return cls()
+        if dtype_name not in DTYPE_CODES:
+            raise UnknownEncodingError(
+                f"'ndarray:{config}': unknown dtype {dtype_name!r}; use one of {sorted(DTYPE_CODES)}"
+            )
+        dtype = CODE_DTYPES[DTYPE_CODES[dtype_name]]
+        if not shape_text:
+            return cls(dtype)
+        try:
+            shape = tuple(int(dim) for dim in shape_text.split(","))
+        except ValueError:
+            shape = ()
+        if not shape or min(shape) < 1 or len(shape) > MAX_NDIM:
+            raise UnknownEncodingError(
+                f"'ndarray:{config}': the shape must be 1 to {MAX_NDIM} comma-separated integers >= 1"
+            )
+        return cls(dtype, shape)
+
+    @property
+    def name(self) -> str:
+        parts = ["ndarray"]
+        if self.dtype is not None:
+            parts.append(self.dtype.name)
+        if self.shape is not None:
+            parts.append(",".join(map(str, self.shape)))
+        return ":".join(parts)
+
+    @property
+    def size(self) -> int | None:
+        if self.dtype is None or self.shape is None:
+            return None
+        return math.prod(self.shape) * self.dtype.itemsize
+
+    def encode(self, obj: Any) -> bytes:
+        arr = self._checked_array(obj)
+        head = b""
+        if self.dtype is None:
+            head += bytes([DTYPE_CODES[arr.dtype.name]])
+        if self.shape is None:
+            head += _encode_shape(arr.shape)
+        # tobytes() writes the logical C-order values for any memory layout.
+        return head + arr.tobytes()
+
+    def _checked_array(self, obj: Any) -> np.ndarray:
+        if not isinstance(obj, np.ndarray):
+            raise EncodeError(f"encoding {self.name!r} needs a numpy ndarray, got {type(obj).__name__}")
+        if obj.ndim == 0 or obj.size == 0:
+            raise EncodeError(f"encoding {self.name!r} cannot store an array of shape {obj.shape}")
+        if obj.dtype.name not in DTYPE_CODES:
+            raise EncodeError(
+                f"encoding {self.name!r}: dtype {obj.dtype} is not supported; use one of {sorted(DTYPE_CODES)}"
+            )
+        if self.dtype is not None and obj.dtype.name != self.dtype.name:
+            raise EncodeError(f"encoding {self.name!r} needs dtype {self.dtype.name}, got {obj.dtype.name}")
+        if self.shape is not None and obj.shape != self.shape:
+            raise EncodeError(f"encoding {self.name!r} needs shape {self.shape}, got {obj.shape}")
+        # The reference writes native order under a little-endian code; store big-endian input as LE.
+        return obj.astype(obj.dtype.newbyteorder("<"), copy=False)
+
+    def decode(self, buf: Any, offset: int, size: int) -> np.ndarray:
+        end = offset + size
+        dtype = self.dtype
+        if dtype is None:
+            if size < 1 or buf[offset] not in CODE_DTYPES:
+                raise DecodeError(f"ndarray value has an unknown dtype code at byte {offset}")
+            dtype = CODE_DTYPES[buf[offset]]
+            offset += 1
+        shape = self.shape
+        if shape is None:
+            shape, offset = _decode_shape(buf, offset, end)
+        count = math.prod(shape)
+        if count * dtype.itemsize != end - offset:
+            raise DecodeError(
+                f"ndarray value of dtype {dtype.name} and shape {shape} needs {count * dtype.itemsize} "
+                f"bytes but has {end - offset}"
+            )
+        arr = np.frombuffer(buf, dtype, count, offset)
+        return arr if len(shape) == 1 else arr.reshape(shape)
+
+
+def _encode_shape(shape: tuple[int, ...]) -> bytes:
+    if len(shape) > MAX_NDIM:
+        raise EncodeError(f"ndarray has {len(shape)} dimensions; at most {MAX_NDIM} are supported")
+    largest = max(shape)
+    width_code = 0 if largest < 1 << 8 else 1 if largest < 1 << 16 else 2 if largest < 1 << 32 else 3
+    return bytes([len(shape) << 2 | width_code]) + np.array(shape, SHAPE_WIDTHS[width_code]).tobytes()
+
+
+def _decode_shape(buf: Any, offset: int, end: int) -> tuple[tuple[int, ...], int]:
+    if offset >= end:
+        raise DecodeError("ndarray value ends before its shape")
+    ndim, width = buf[offset] >> 2, SHAPE_WIDTHS[buf[offset] & 3]
+    offset += 1
+    shape_end = offset + ndim * width.itemsize
+    if ndim == 0 or shape_end > end:
+        raise DecodeError(f"ndarray value has an invalid shape header ({ndim} dimensions)")
+    shape = tuple(int(dim) for dim in np.frombuffer(buf, width, ndim, offset))
+    return shape, shape_end

@@ -1,0 +1,186 @@
+"""Coders for scalars and text: ``bytes``, ``str``, ``int``, fixed-width numbers, ``str_*``, ``json``, ``pkl``.
+
+Every coder has ``size`` (bytes when fixed, else ``None``), ``encode(obj) -> bytes`` and
+``decode(buf, offset, size)``, which reads ``size`` bytes of ``buf`` (bytes or an mmap) at ``offset``.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import struct
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import numpy as np
+
+from mds_core.errors import DecodeError, EncodeError
+
+
+def _type_name(obj: Any) -> str:
+    return type(obj).__name__
+
+
+def _require(obj: Any, types: type | tuple[type, ...], encoding: str) -> None:
+    if not isinstance(obj, types) or (types is int and isinstance(obj, bool)):
+        names = " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
+        raise EncodeError(f"encoding {encoding!r} needs a {names}, got {_type_name(obj)}")
+
+
+@dataclass(frozen=True)
+class BytesCoder:
+    name: str = "bytes"
+    size: int | None = None
+
+    def encode(self, obj: Any) -> bytes:
+        _require(obj, bytes, self.name)
+        return obj
+
+    def decode(self, buf: Any, offset: int, size: int) -> bytes:
+        return bytes(buf[offset : offset + size])
+
+
+@dataclass(frozen=True)
+class StrCoder:
+    name: str = "str"
+    size: int | None = None
+
+    def encode(self, obj: Any) -> bytes:
+        _require(obj, str, self.name)
+        return obj.encode("utf-8")
+
+    def decode(self, buf: Any, offset: int, size: int) -> str:
+        try:
+            return bytes(buf[offset : offset + size]).decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise DecodeError(f"'str' value is not valid UTF-8: {err}") from err
+
+
+@dataclass(frozen=True)
+class IntCoder:
+    """``int``: a Python int stored as little-endian int64, decoded back to a Python int."""
+
+    name: str = "int"
+    size: int | None = 8
+    _struct: struct.Struct = field(default=struct.Struct("<q"), repr=False, compare=False)
+
+    def encode(self, obj: Any) -> bytes:
+        if not isinstance(obj, (int, np.integer)):
+            raise EncodeError(f"encoding 'int' needs an int, got {_type_name(obj)}")
+        try:
+            return self._struct.pack(obj)
+        except struct.error as err:
+            raise EncodeError(f"{obj} does not fit in the int64 of encoding 'int'") from err
+
+    def decode(self, buf: Any, offset: int, size: int) -> int:
+        return self._struct.unpack_from(buf, offset)[0]
+
+
+@dataclass(frozen=True)
+class NumberCoder:
+    """``int8`` ... ``float64``: a number cast through numpy, decoded to a numpy scalar."""
+
+    name: str
+    dtype: np.dtype
+
+    @property
+    def size(self) -> int:
+        return self.dtype.itemsize
+
+    def encode(self, obj: Any) -> bytes:
+        if isinstance(obj, (str, bytes)) or not np.isscalar(obj) and not isinstance(obj, np.generic):
+            raise EncodeError(f"encoding {self.name!r} needs a number, got {_type_name(obj)}")
+        try:
+            # The reference casts with numpy (np.int8(obj)), so float inputs truncate and
+            # out-of-range floats become inf; keep those semantics.
+            with np.errstate(over="ignore"):
+                return np.asarray(self.dtype.type(obj)).astype(self.dtype).tobytes()
+        except (OverflowError, ValueError, TypeError) as err:
+            raise EncodeError(f"{obj!r} cannot be stored as {self.name}: {err}") from err
+
+    def decode(self, buf: Any, offset: int, size: int) -> np.generic:
+        return np.frombuffer(buf, self.dtype, 1, offset)[0]
+
+
+@dataclass(frozen=True)
+class TextNumberCoder:
+    """``str_int``, ``str_float`` and ``str_decimal``: a number stored as its decimal text."""
+
+    name: str
+    kind: type
+
+    size: int | None = None
+
+    def encode(self, obj: Any) -> bytes:
+        _require(obj, self.kind, self.name)
+        text = float.__repr__(obj) if self.kind is float else str(obj)
+        return text.encode("ascii")
+
+    def decode(self, buf: Any, offset: int, size: int) -> Any:
+        text = bytes(buf[offset : offset + size]).decode("ascii", errors="replace")
+        try:
+            return self.kind(text)
+        except (ValueError, InvalidOperation) as err:
+            raise DecodeError(f"{text!r} is not a valid {self.name} value") from err
+
+
+@dataclass(frozen=True)
+class JSONCoder:
+    name: str = "json"
+    size: int | None = None
+
+    def encode(self, obj: Any) -> bytes:
+        if isinstance(obj, np.ndarray):
+            obj = obj.tolist()
+        try:
+            return json.dumps(obj).encode("utf-8")
+        except (TypeError, ValueError) as err:
+            raise EncodeError(f"value is not JSON-serialisable: {err}") from err
+
+    def decode(self, buf: Any, offset: int, size: int) -> Any:
+        try:
+            return json.loads(bytes(buf[offset : offset + size]))
+        except ValueError as err:
+            raise DecodeError(f"'json' value does not parse: {err}") from err
+
+
+@dataclass(frozen=True)
+class PickleCoder:
+    """``pkl``: arbitrary objects. Unsafe to read from untrusted data, so readers gate it."""
+
+    name: str = "pkl"
+    size: int | None = None
+
+    def encode(self, obj: Any) -> bytes:
+        try:
+            return pickle.dumps(obj)
+        except (pickle.PicklingError, TypeError, AttributeError) as err:
+            raise EncodeError(f"value cannot be pickled: {err}") from err
+
+    def decode(self, buf: Any, offset: int, size: int) -> Any:
+        try:
+            return pickle.loads(bytes(buf[offset : offset + size]))
+        except Exception as err:  # unpickling can raise almost anything
+            raise DecodeError(f"'pkl' value does not unpickle: {err}") from err
+
+
+NUMBER_DTYPES = {
+    name: np.dtype(name).newbyteorder("<")
+    for name in (
+        "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+        "float16", "float32", "float64",
+    )
+}
+
+SCALAR_CODERS = {
+    "bytes": BytesCoder(),
+    "str": StrCoder(),
+    "int": IntCoder(),
+    "str_int": TextNumberCoder("str_int", int),
+    "str_float": TextNumberCoder("str_float", float),
+    "str_decimal": TextNumberCoder("str_decimal", Decimal),
+    "json": JSONCoder(),
+    "pkl": PickleCoder(),
+    **{name: NumberCoder(name, dtype) for name, dtype in NUMBER_DTYPES.items()},
+}

@@ -1,0 +1,193 @@
+"""The MDS shard layout: build shard bytes, and read samples from a memory-mapped shard file.
+
+A shard is ``u32 N``, ``u32 offsets[N+1]`` (absolute positions; the last equals the file size),
+the config JSON, then the samples. A sample is ``u32 size`` for each variable-size column followed
+by every column's bytes, in sorted column order.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+import sys
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import numpy as np
+
+from mds_core.errors import CorruptShardError, EncodeError, MDSError, MissingColumnError
+from mds_core.format.encodings import Coder, get_coder
+
+MAX_SHARD_BYTES = (1 << 32) - 1  # offsets are u32, and the last offset is the file size
+_U32 = np.dtype("<u4")
+_LITTLE_ENDIAN = sys.byteorder == "little"
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    coder: Coder
+    size: int | None
+
+
+class Schema:
+    """Columns in on-disk (sorted) order, with coders built once for every sample."""
+
+    def __init__(self, names: list[str], encodings: list[str]) -> None:
+        self.columns = [Column(n, get_coder(e), get_coder(e).size) for n, e in zip(names, encodings)]
+        self.num_var = sum(c.size is None for c in self.columns)
+        self.fixed_bytes = sum(c.size or 0 for c in self.columns)
+        self._var_sizes = struct.Struct(f"<{self.num_var}I")
+        # (name, coder, fixed size or None, index into the variable sizes)
+        plan, var = [], 0
+        for col in self.columns:
+            plan.append((col.name, col.coder, col.size, var if col.size is None else -1))
+            var += col.size is None
+        self._plan = plan
+
+    @classmethod
+    def from_columns(cls, columns: dict[str, str]) -> "Schema":
+        names = sorted(columns)
+        return cls(names, [columns[name] for name in names])
+
+    def encode(self, sample: Any) -> bytes:
+        """One sample's bytes. ``bytes`` values pass through unchanged, as in the reference."""
+        sizes, parts = [], []
+        for name, coder, fixed, _ in self._plan:
+            try:
+                value = sample[name]
+            except KeyError:
+                raise MissingColumnError(f"sample is missing column {name!r}; it has {sorted(sample)}") from None
+            except TypeError:
+                raise EncodeError(f"a sample must be a dict of column values, got {type(sample).__name__}") from None
+            try:
+                data = value if isinstance(value, bytes) else coder.encode(value)
+            except EncodeError as err:
+                raise EncodeError(f"column {name!r} ({coder.name}): {err}") from err
+            if fixed is None:
+                sizes.append(len(data))
+            elif len(data) != fixed:
+                raise EncodeError(f"column {name!r} ({coder.name}) takes {fixed} bytes, got {len(data)}")
+            parts.append(data)
+        if sizes:
+            parts.insert(0, self._var_sizes.pack(*sizes))
+        return b"".join(parts)
+
+    def decode(self, buf: Any, begin: int, end: int) -> dict[str, Any]:
+        """Decode the sample stored in ``buf[begin:end]``, never reading outside that range."""
+        pos = begin + 4 * self.num_var
+        if pos > end:
+            raise CorruptShardError(f"sample is {end - begin} bytes, shorter than its size table")
+        sizes = self._var_sizes.unpack_from(buf, begin)
+        if pos + self.fixed_bytes + sum(sizes) != end:
+            raise CorruptShardError(
+                f"sample is {end - begin} bytes but its columns add up to "
+                f"{4 * self.num_var + self.fixed_bytes + sum(sizes)}"
+            )
+        out = {}
+        for name, coder, fixed, var in self._plan:
+            size = sizes[var] if fixed is None else fixed
+            try:
+                out[name] = coder.decode(buf, pos, size)
+            except MDSError as err:
+                raise type(err)(f"column {name!r}: {err}") from err
+            pos += size
+        return out
+
+
+def build_shard(samples: list[bytes], header: bytes) -> bytes:
+    """The bytes of one shard file holding ``samples`` (already encoded) after ``header``."""
+    start = 4 * (len(samples) + 2) + len(header)
+    offsets = np.empty(len(samples) + 1, np.int64)
+    offsets[0] = start
+    np.cumsum(np.fromiter(map(len, samples), np.int64, len(samples)), out=offsets[1:])
+    offsets[1:] += start
+    if offsets[-1] > MAX_SHARD_BYTES:
+        raise MDSError(f"shard of {offsets[-1]} bytes passes the 4 GiB limit of MDS offsets")
+    return b"".join([struct.pack("<I", len(samples)), offsets.astype(_U32).tobytes(), header, *samples])
+
+
+class ShardReader:
+    """Random access to the samples of one raw shard file through a read-only mmap.
+
+    The header and offset table are validated once at open, so per-sample reads need no checks
+    beyond the column layout, and a corrupt or truncated file fails before any sample is decoded.
+    """
+
+    def __init__(self, path: str, schema: Schema, num_samples: int, expected_bytes: int | None = None) -> None:
+        self.path = path
+        self.schema = schema
+        self.num_samples = num_samples
+        self._mm = _map_file(path)
+        try:
+            self._offsets = self._check_layout(expected_bytes)
+        except BaseException:
+            self.close()
+            raise
+
+    def _check_layout(self, expected_bytes: int | None) -> Any:
+        size, n = len(self._mm), self.num_samples
+        if expected_bytes is not None and size != expected_bytes:
+            raise CorruptShardError(
+                f"{self.path}: {size} bytes but the index says {expected_bytes}; the shard is truncated "
+                "or was overwritten: re-download or rewrite it"
+            )
+        if size < 4 * (n + 2) or size < 4:
+            raise CorruptShardError(f"{self.path}: {size} bytes is too short for the header of {n} samples")
+        (stored,) = struct.unpack_from("<I", self._mm, 0)
+        if stored != n:
+            raise CorruptShardError(f"{self.path}: header holds {stored} samples but the index says {n}")
+        offsets = np.frombuffer(self._mm, _U32, n + 1, 4)
+        if offsets[0] < 4 * (n + 2) or offsets[-1] != size or np.any(offsets[1:] < offsets[:-1]):
+            raise CorruptShardError(
+                f"{self.path}: sample offsets are out of range or decreasing (first {offsets[0]}, "
+                f"last {offsets[-1]}, file {size} bytes)"
+            )
+        # A memoryview cast reads u32s as Python ints faster than numpy indexing does.
+        return memoryview(self._mm)[4 : 4 * (n + 2)].cast("I") if _LITTLE_ENDIAN else offsets.tolist()
+
+    def sample_bounds(self, index: int) -> tuple[int, int]:
+        return self._offsets[index], self._offsets[index + 1]
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        offsets = self._offsets
+        try:
+            return self.schema.decode(self._mm, offsets[index], offsets[index + 1])
+        except MDSError as err:
+            raise type(err)(f"{self.path}: sample {index}: {err}") from err
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for index in range(self.num_samples):
+            yield self[index]
+
+    def sample_bytes(self, index: int) -> bytes:
+        begin, end = self.sample_bounds(index)
+        return self._mm[begin:end]
+
+    def check_samples(self) -> None:
+        """Check every sample's column layout without decoding values."""
+        schema, offsets = self.schema, self._offsets
+        for index in range(self.num_samples):
+            begin, end = offsets[index], offsets[index + 1]
+            head = begin + 4 * schema.num_var
+            ok = head <= end and head + schema.fixed_bytes + sum(
+                schema._var_sizes.unpack_from(self._mm, begin)) == end
+            if not ok:
+                raise CorruptShardError(f"{self.path}: sample {index}: column sizes do not match its {end - begin} bytes")
+
+    def close(self) -> None:
+        offsets = getattr(self, "_offsets", None)
+        if isinstance(offsets, memoryview):
+            offsets.release()
+        try:
+            self._mm.close()
+        except BufferError:
+            pass  # zero-copy arrays still view the map; it closes when they are collected
+
+
+def _map_file(path: str) -> mmap.mmap | bytes:
+    with open(path, "rb") as file:
+        if os.fstat(file.fileno()).st_size == 0:
+            return b""  # mmap refuses empty files; the layout check reports it
+        return mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)

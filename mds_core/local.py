@@ -1,0 +1,147 @@
+"""``LocalDataset``: random access and in-order iteration over a local MDS directory.
+
+It is the layer ``StreamingDataset`` stands on: a list of shards from ``index.json``, a mapping
+from global sample index to (shard, index in shard), and one lazily-opened ``ShardReader`` per shard.
+"""
+
+from __future__ import annotations
+
+import os
+from bisect import bisect_right
+from itertools import accumulate
+from typing import Any, Iterator
+
+import numpy as np
+
+from mds_core.errors import InvalidIndexError, SampleIndexError, UnknownEncodingError, UnsafeEncodingError
+from mds_core.format.encodings import is_mds_encoding_safe
+from mds_core.format.index import INDEX_BASENAME, ShardInfo, load_index
+from mds_core.format.shard import Schema, ShardReader
+from mds_core.storage.cache import raw_shard_path
+
+
+class LocalDataset:
+    """A map-style dataset over ``<local>/<split>/index.json`` and its shards.
+
+    Args:
+        local: the dataset directory.
+        split: an optional sub-directory of ``local``.
+        allow_unsafe_types: read ``pkl`` columns (unpickling untrusted data can run code).
+        cache_dir: where decompressed shards go; defaults to next to the compressed files.
+    """
+
+    def __init__(
+        self,
+        local: str | os.PathLike[str],
+        split: str | None = None,
+        *,
+        allow_unsafe_types: bool = False,
+        cache_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.local = os.fspath(local)
+        self.split = split
+        self.root = os.path.join(self.local, split or "")
+        self.cache_dir = os.fspath(cache_dir) if cache_dir is not None else None
+        self.shards: list[ShardInfo] = load_index(os.path.join(self.root, INDEX_BASENAME))
+        self._schemas = _build_schemas(self.shards, self.root, allow_unsafe_types)
+        self._ends = list(accumulate(s.samples for s in self.shards))
+        self._starts = [end - s.samples for end, s in zip(self._ends, self.shards)]
+        self._readers: list[ShardReader | None] = [None] * len(self.shards)
+
+    @property
+    def num_samples(self) -> int:
+        return self._ends[-1] if self._ends else 0
+
+    @property
+    def size(self) -> int:
+        return self.num_samples
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, (int, np.integer)):
+            return self.get_item(int(index))
+        if isinstance(index, slice):
+            return [self.get_item(i) for i in range(*index.indices(self.num_samples))]
+        if isinstance(index, (list, tuple, np.ndarray)):
+            return [self[i] for i in index]
+        raise TypeError(f"dataset indices must be int, slice, list or numpy array, not {type(index).__name__}")
+
+    def get_item(self, index: int) -> dict[str, Any]:
+        """The sample at global ``index`` (negative counts from the end)."""
+        num_samples = self.num_samples
+        if index < 0:
+            index += num_samples
+        if not 0 <= index < num_samples:
+            raise SampleIndexError(f"sample index {index} is out of range for {num_samples} samples in {self.root}")
+        shard_id = bisect_right(self._ends, index)
+        reader = self._readers[shard_id] or self.open_shard(shard_id)
+        return reader[index - self._starts[shard_id]]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for shard_id, shard in enumerate(self.shards):
+            if shard.samples:
+                yield from self._readers[shard_id] or self.open_shard(shard_id)
+
+    def shard_location(self, index: int) -> tuple[int, int]:
+        """``(shard id, index within shard)`` of a global sample index."""
+        shard_id = bisect_right(self._ends, index)
+        return shard_id, index - self._starts[shard_id]
+
+    def open_shard(self, shard_id: int) -> ShardReader:
+        """Open (decompressing once if needed) and memory-map one shard."""
+        shard = self.shards[shard_id]
+        path = raw_shard_path(self.root, shard, self.cache_dir)
+        reader = ShardReader(path, self._schemas[shard_id], shard.samples, shard.raw_data.bytes)
+        self._readers[shard_id] = reader
+        return reader
+
+    def close(self) -> None:
+        for reader in self._readers:
+            if reader is not None:
+                reader.close()
+        self._readers = [None] * len(self.shards)
+
+    def __enter__(self) -> "LocalDataset":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Memory maps cannot be pickled; DataLoader workers reopen shards on first use.
+        state = self.__dict__.copy()
+        state["_readers"] = [None] * len(self.shards)
+        return state
+
+
+def _build_schemas(shards: list[ShardInfo], root: str, allow_unsafe_types: bool) -> list[Schema]:
+    """One schema per shard, shared between shards with the same columns."""
+    by_columns: dict[tuple, Schema] = {}
+    schemas = []
+    for shard_id, shard in enumerate(shards):
+        key = (tuple(shard.column_names), tuple(shard.column_encodings))
+        if key not in by_columns:
+            by_columns[key] = _schema_for(shard, f"{root}: shard {shard_id}", allow_unsafe_types)
+        schemas.append(by_columns[key])
+    return schemas
+
+
+def _schema_for(shard: ShardInfo, where: str, allow_unsafe_types: bool) -> Schema:
+    for name, encoding in zip(shard.column_names, shard.column_encodings):
+        if not is_mds_encoding_safe(encoding) and not allow_unsafe_types:
+            raise UnsafeEncodingError(
+                f"{where}: column {name!r} uses the unsafe encoding {encoding!r}; unpickling untrusted data "
+                "can run code. Pass allow_unsafe_types=True if you trust this dataset"
+            )
+    try:
+        schema = Schema(shard.column_names, shard.column_encodings)
+    except UnknownEncodingError as err:
+        raise UnknownEncodingError(f"{where}: {err}") from err
+    for column, size in zip(schema.columns, shard.column_sizes):
+        if column.size != size:
+            raise InvalidIndexError(
+                f"{where}: column {column.name!r} ({column.coder.name}) has size {column.size} but the index says {size}"
+            )
+    return schema

@@ -1,0 +1,1 @@
+"""Which sample when: shuffles, partitions and stream mixing (the streaming issue fills this in)."""

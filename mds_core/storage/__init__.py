@@ -1,0 +1,1 @@
+"""Where shard bytes live: output directories for writers, and raw shard files for readers."""

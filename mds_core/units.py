@@ -1,0 +1,35 @@
+"""Human-friendly sizes: ``"64mb"`` -> 67108864 (powers of 1024, as the reference's ``bytes_to_int``)."""
+
+from __future__ import annotations
+
+import re
+
+from mds_core.errors import WriterError
+
+_BYTE_SUFFIXES = {"b": 0, "kb": 1, "mb": 2, "gb": 3, "tb": 4, "pb": 5, "eb": 6, "zb": 7, "yb": 8}
+_SIZE_RE = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)$")
+
+
+def bytes_to_int(size: int | float | str) -> int:
+    """Parse ``1024``, ``1024.7``, ``"1024"``, ``"1.5kb"`` or ``"64MB"`` into a byte count."""
+    if isinstance(size, bool):
+        raise WriterError(f"a size must be a number or a string like '64mb', got {size!r}")
+    if isinstance(size, (int, float)):
+        return int(size)
+    if not isinstance(size, str):
+        raise WriterError(f"a size must be a number or a string like '64mb', got {type(size).__name__}")
+    match = _SIZE_RE.match(size.strip().lower())
+    if not match or match.group(2) not in _BYTE_SUFFIXES and match.group(2):
+        raise WriterError(f"cannot parse size {size!r}; use bytes or a suffix {sorted(_BYTE_SUFFIXES)}, e.g. '64mb'")
+    number, suffix = match.groups()
+    return int(float(number) * 1024 ** _BYTE_SUFFIXES[suffix or "b"])
+
+
+def parse_size_limit(size_limit: int | float | str | None) -> int | None:
+    """A writer's shard size limit in bytes; any falsy value means no limit."""
+    if not size_limit:
+        return None
+    limit = bytes_to_int(size_limit)
+    if limit < 0 or limit >= 1 << 32:
+        raise WriterError(f"size_limit must be between 0 and 4 GiB (exclusive), got {size_limit!r}")
+    return limit or None

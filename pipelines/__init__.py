@@ -1,0 +1,1 @@
+"""The Dagster code location: raw Spark tables -> validated DataFrames -> versioned MDS shard sets."""
