@@ -93,7 +93,7 @@ class LocalDataset:
         """Open (decompressing once if needed) and memory-map one shard."""
         shard = self.shards[shard_id]
         path = raw_shard_path(self.root, shard, self.cache_dir)
-        reader = ShardReader(path, self._schemas[shard_id], shard.samples, shard.raw_data.bytes)
+        reader = ShardReader.open(path, self._schemas[shard_id], shard.samples, shard.raw_data.bytes)
         self._readers[shard_id] = reader
         return reader
 

@@ -109,22 +109,29 @@ def build_shard(samples: list[bytes], header: bytes) -> bytes:
 
 
 class ShardReader:
-    """Random access to the samples of one raw shard file through a read-only mmap.
+    """Random access to the samples of one raw shard held in a buffer (usually a read-only mmap).
 
     The header and offset table are validated once at open, so per-sample reads need no checks
     beyond the column layout, and a corrupt or truncated file fails before any sample is decoded.
     """
 
-    def __init__(self, path: str, schema: Schema, num_samples: int, expected_bytes: int | None = None) -> None:
+    def __init__(
+        self, buf: Any, path: str, schema: Schema, num_samples: int, expected_bytes: int | None = None
+    ) -> None:
         self.path = path
         self.schema = schema
         self.num_samples = num_samples
-        self._mm = _map_file(path)
+        self._mm = buf
         try:
             self._offsets = self._check_layout(expected_bytes)
         except BaseException:
             self.close()
             raise
+
+    @classmethod
+    def open(cls, path: str, schema: Schema, num_samples: int, expected_bytes: int | None = None) -> "ShardReader":
+        """Memory-map the shard file at ``path``."""
+        return cls(_map_file(path), path, schema, num_samples, expected_bytes)
 
     def _check_layout(self, expected_bytes: int | None) -> Any:
         size, n = len(self._mm), self.num_samples
@@ -181,7 +188,8 @@ class ShardReader:
         if isinstance(offsets, memoryview):
             offsets.release()
         try:
-            self._mm.close()
+            if isinstance(self._mm, mmap.mmap):
+                self._mm.close()
         except BufferError:
             pass  # zero-copy arrays still view the map; it closes when they are collected
 

@@ -1,0 +1,34 @@
+# The few commands a person needs. Each target builds the virtual environment it uses.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+PYTEST_ARGS ?= -n 2
+
+.PHONY: install demo test bench bench-env interop clean
+
+# torch 2.13.0 (CPU) goes in first, from local disk, so nothing pulls a multi-GB CUDA build.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+install: $(STAMP)
+
+demo: install
+	$(PY) examples/demo.py
+
+test: install
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The benchmark environment holds the reference (mosaicml-streaming 0.13.0, numpy<2.2) and litdata.
+bench-env:
+	bash benchmarks/setup_env.sh
+
+bench: bench-env
+	benchmarks/.venv/bin/python benchmarks/bench_format.py --out benchmarks/results-latest.md
+
+clean:
+	rm -rf $(VENV) benchmarks/.venv data .pytest_cache .hypothesis
