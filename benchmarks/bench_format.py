@@ -356,7 +356,7 @@ def run_workload(bench: Bench, workload: str, n: int, have_ours: bool) -> dict[s
         for comp in COMPRESSIONS:
             for writer in writers:
                 out = data_dir(writer, comp) if rep == 0 else base / 'scratch-write'
-                bench.measure(('write', writer, comp), dict(common, op='write', impl=writer,
+                bench.measure((workload, 'write', writer, comp), dict(common, op='write', impl=writer,
                                                              compression=comp, dir=str(out)))
                 if rep > 0:
                     shutil.rmtree(out, ignore_errors=True)
@@ -376,7 +376,7 @@ def run_workload(bench: Bench, workload: str, n: int, have_ours: bool) -> dict[s
     for rep in range(args.reps):
         for writer in ('ref', 'litdata'):
             if data_dir(writer, None).is_dir():
-                bench.measure(('pagecache', writer, None),
+                bench.measure((workload, 'pagecache', writer, None),
                               dict(common, op='pagecache', impl=writer,
                                    dir=str(data_dir(writer, None))))
         for comp in COMPRESSIONS:
@@ -390,7 +390,7 @@ def run_workload(bench: Bench, workload: str, n: int, have_ours: bool) -> dict[s
                     # Fresh copy per measurement: the reference decompresses shards next to
                     # the .zstd files, which must not leak into the next measurement.
                     shutil.copytree(src, scratch)
-                    bench.measure(('read', reader, comp, mode),
+                    bench.measure((workload, 'read', reader, comp, mode),
                                   dict(common, op='read', impl=reader, compression=comp,
                                        mode=mode, dir=str(scratch)))
                     shutil.rmtree(scratch, ignore_errors=True)
@@ -430,7 +430,7 @@ def workload_table(bench: Bench, workload: str, n: int, info: dict[str, Any],
         ref_sps = n / ref_secs if ref_secs else None
         shard_mb = bench.med(key, 'bytes')
         pct = '—'
-        pc_secs = bench.med(('pagecache', pc_writer, None), 'seconds') if pc_writer else None
+        pc_secs = bench.med((workload, 'pagecache', pc_writer, None), 'seconds') if pc_writer else None
         if pc_secs and secs:
             pct = f'{100 * pc_secs / secs:.1f}%'  # same bytes: rate ratio = time ratio
         if key in bench.errors:
@@ -452,9 +452,10 @@ def workload_table(bench: Bench, workload: str, n: int, info: dict[str, Any],
             elif writer == 'ours' and comp in info['identical']:
                 same = info['identical'][comp]
                 note = 'shards byte-identical to ref' if same else '**shards differ from ref**'
-            row('write', writer, ('write', writer, comp), ('write', 'ref', comp), comp, None, note)
+            row('write', writer, (workload, 'write', writer, comp), (workload, 'write', 'ref', comp),
+                comp, None, note)
     for writer in ('ref', 'litdata'):
-        key = ('pagecache', writer, None)
+        key = (workload, 'pagecache', writer, None)
         secs, size = bench.med(key, 'seconds'), info['uncompressed_bytes'].get(writer)
         lines.append(
             f'| page-cache read | {"MDS" if writer == "ref" else "litdata"} shard files | none '
@@ -475,8 +476,8 @@ def workload_table(bench: Bench, workload: str, n: int, info: dict[str, Any],
                 elif reader == 'ref' and comp is not None:
                     note = 'includes decompressing shards to disk'
                 pc = ('litdata' if reader == 'litdata' else 'ref') if mode == 'in-order' else None
-                row(f'read {mode}', reader, ('read', reader, comp, mode),
-                    ('read', 'ref', comp, mode), comp, pc, note)
+                row(f'read {mode}', reader, (workload, 'read', reader, comp, mode),
+                    (workload, 'read', 'ref', comp, mode), comp, pc, note)
     return lines
 
 

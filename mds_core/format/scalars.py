@@ -9,13 +9,16 @@ from __future__ import annotations
 import json
 import pickle
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import numpy as np
 
 from mds_core.errors import DecodeError, EncodeError
+
+
+_INT64 = struct.Struct("<q")
 
 
 def _type_name(obj: Any) -> str:
@@ -63,18 +66,17 @@ class IntCoder:
 
     name: str = "int"
     size: int | None = 8
-    _struct: struct.Struct = field(default=struct.Struct("<q"), repr=False, compare=False)
 
     def encode(self, obj: Any) -> bytes:
         if not isinstance(obj, (int, np.integer)):
             raise EncodeError(f"encoding 'int' needs an int, got {_type_name(obj)}")
         try:
-            return self._struct.pack(obj)
+            return _INT64.pack(obj)
         except struct.error as err:
             raise EncodeError(f"{obj} does not fit in the int64 of encoding 'int'") from err
 
     def decode(self, buf: Any, offset: int, size: int) -> int:
-        return self._struct.unpack_from(buf, offset)[0]
+        return _INT64.unpack_from(buf, offset)[0]
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ class Schema:
     """Columns in on-disk (sorted) order, with coders built once for every sample."""
 
     def __init__(self, names: list[str], encodings: list[str]) -> None:
+        self.names, self.encodings = list(names), list(encodings)
         self.columns = [Column(n, get_coder(e), get_coder(e).size) for n, e in zip(names, encodings)]
         self.num_var = sum(c.size is None for c in self.columns)
         self.fixed_bytes = sum(c.size or 0 for c in self.columns)
@@ -45,6 +46,10 @@ class Schema:
             plan.append((col.name, col.coder, col.size, var if col.size is None else -1))
             var += col.size is None
         self._plan = plan
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt from names and encodings: struct.Struct objects cannot be pickled.
+        return Schema, (self.names, self.encodings)
 
     @classmethod
     def from_columns(cls, columns: dict[str, str]) -> "Schema":

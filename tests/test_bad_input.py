@@ -1,0 +1,187 @@
+"""Corrupt, truncated and hostile datasets: each gets a specific MDSError that names the file."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mds_core import LocalDataset, MDSWriter
+from mds_core.errors import (
+    CorruptShardError,
+    DecodeError,
+    InvalidIndexError,
+    MDSError,
+    UnknownEncodingError,
+    UnsafePathError,
+)
+from mds_core.verify import verify_dataset
+
+COLUMNS = {"id": "int", "text": "str", "vec": "ndarray:int16"}
+
+
+def _dataset(out: Path, n: int = 6, **kwargs) -> Path:
+    import numpy as np
+
+    with MDSWriter(out=str(out), columns=COLUMNS, **kwargs) as writer:
+        for i in range(n):
+            writer.write({"id": i, "text": "x" * i, "vec": np.arange(i + 1, dtype=np.int16)})
+    return out
+
+
+def _shard(out: Path) -> Path:
+    return out / "shard.00000.mds"
+
+
+def _patch(path: Path, offset: int, data: bytes) -> None:
+    raw = bytearray(path.read_bytes())
+    raw[offset : offset + len(data)] = data
+    path.write_bytes(bytes(raw))
+
+
+def _edit_index(out: Path, edit) -> None:
+    obj = json.loads((out / "index.json").read_text())
+    edit(obj)
+    (out / "index.json").write_text(json.dumps(obj))
+
+
+def test_truncated_shard(tmp_path: Path) -> None:
+    out = _dataset(tmp_path / "d")
+    data = _shard(out).read_bytes()
+    _shard(out).write_bytes(data[:-10])
+    with pytest.raises(CorruptShardError, match=rf"shard.00000.mds: {len(data) - 10} bytes but the index says {len(data)}"):
+        LocalDataset(out)[0]
+
+
+@pytest.mark.parametrize(
+    ("offset_index", "value"),
+    [(0, 3), (3, 0xFFFFFF00), (6, 1 << 31)],
+    ids=["first-offset-inside-header", "decreasing", "past-the-end"],
+)
+def test_bad_offsets(tmp_path: Path, offset_index: int, value: int) -> None:
+    out = _dataset(tmp_path / "d")
+    _patch(_shard(out), 4 + 4 * offset_index, struct.pack("<I", value))
+    with pytest.raises(CorruptShardError, match="sample offsets are out of range or decreasing"):
+        LocalDataset(out)[0]
+
+
+def test_sample_count_larger_than_the_file_allows(tmp_path: Path) -> None:
+    out = _dataset(tmp_path / "d")
+    size = len(_shard(out).read_bytes())
+    _patch(_shard(out), 0, struct.pack("<I", size))
+    _edit_index(out, lambda o: o["shards"][0].update(samples=size))
+    with pytest.raises(CorruptShardError, match=f"too short for the header of {size} samples"):
+        LocalDataset(out)[0]
+
+
+def test_sample_count_disagreeing_with_index(tmp_path: Path) -> None:
+    out = _dataset(tmp_path / "d")
+    _patch(_shard(out), 0, struct.pack("<I", 5))
+    with pytest.raises(CorruptShardError, match="header holds 5 samples but the index says 6"):
+        LocalDataset(out)[0]
+
+
+def test_column_sizes_that_do_not_match_the_sample(tmp_path: Path) -> None:
+    out = _dataset(tmp_path / "d")
+    raw = _shard(out).read_bytes()
+    (begin,) = struct.unpack_from("<I", raw, 4 + 4 * 2)  # sample 2
+    _patch(_shard(out), begin, struct.pack("<I", 1000))  # its first variable size
+    ds = LocalDataset(out)
+    assert ds[1]["id"] == 1
+    with pytest.raises(CorruptShardError, match=r"shard.00000.mds: sample 2: sample is \d+ bytes but its columns"):
+        ds[2]
+    report = verify_dataset(str(out))
+    assert not report.ok and "shard 0" in report.problems[0] and "sample 2" in report.problems[0]
+
+
+def test_garbage_inside_a_value_is_a_decode_error(tmp_path: Path) -> None:
+    out = _dataset(tmp_path / "d")
+    raw = _shard(out).read_bytes()
+    (begin,) = struct.unpack_from("<I", raw, 4 + 4 * 3)
+    text_size, _ = struct.unpack_from("<II", raw, begin)
+    vec_at = begin + 8 + 8 + text_size  # size table, id, text; then vec's shape byte
+    _patch(_shard(out), vec_at, bytes([24 << 2]))  # claims 24 dimensions
+    with pytest.raises(DecodeError, match=r"sample 3: column 'vec': ndarray value has an invalid shape header"):
+        LocalDataset(out)[3]
+
+
+def test_hash_mismatch_is_reported_by_verify(tmp_path: Path) -> None:
+    out = _dataset(tmp_path / "d", hashes=["sha256", "xxh64"], size_limit=300)
+    assert verify_dataset(str(out)).ok
+    shard = out / "shard.00001.mds"
+    _patch(shard, len(shard.read_bytes()) - 1, b"\xee")
+    report = verify_dataset(str(out))
+    assert len(report.problems) == 1
+    assert "shard 1:" in report.problems[0] and "shard.00001.mds: sha256 digest" in report.problems[0]
+
+
+def test_corrupt_compressed_shard(tmp_path: Path) -> None:
+    out = _dataset(tmp_path / "d", compression="zstd", hashes=["md5"])
+    zipped = out / "shard.00000.mds.zstd"
+    _patch(zipped, 10, b"\x00\x00\x00\x00")
+    with pytest.raises(CorruptShardError, match="shard.00000.mds.zstd: data does not decompress as zstd"):
+        LocalDataset(out)[0]
+    assert not list(out.glob("*.tmp")) and not (out / "shard.00000.mds").exists()
+    assert "md5 digest" in verify_dataset(str(out)).problems[0]
+
+
+def test_missing_shard_file(tmp_path: Path) -> None:
+    out = _dataset(tmp_path / "d")
+    _shard(out).unlink()
+    with pytest.raises(CorruptShardError, match="shard.00000.mds: shard file is missing"):
+        LocalDataset(out)[0]
+
+
+@pytest.mark.parametrize("basename", ["/etc/passwd", "../../etc/passwd", "sub/../../x.mds"])
+def test_path_tricks_never_leave_the_dataset(tmp_path: Path, basename: str) -> None:
+    out = _dataset(tmp_path / "d")
+    _edit_index(out, lambda o: o["shards"][0]["raw_data"].update(basename=basename))
+    with pytest.raises(UnsafePathError, match="must be a relative path inside the dataset"):
+        LocalDataset(out)
+
+
+def test_unknown_encoding_in_index(tmp_path: Path) -> None:
+    out = _dataset(tmp_path / "d")
+    _edit_index(out, lambda o: o["shards"][0]["column_encodings"].__setitem__(0, "int128"))
+    with pytest.raises(UnknownEncodingError, match="shard 0: unknown encoding 'int128'"):
+        LocalDataset(out)
+
+
+def test_column_size_disagreeing_with_encoding(tmp_path: Path) -> None:
+    out = _dataset(tmp_path / "d")
+    _edit_index(out, lambda o: o["shards"][0]["column_sizes"].__setitem__(0, 4))
+    with pytest.raises(InvalidIndexError, match="column 'id' \\(int\\) has size 8 but the index says 4"):
+        LocalDataset(out)
+
+
+@pytest.mark.parametrize("text", ["", "{", '{"shards": [], "version": 1}', '{"shards": {}, "version": 2}'])
+def test_broken_index_json(tmp_path: Path, text: str) -> None:
+    out = _dataset(tmp_path / "d")
+    (out / "index.json").write_text(text)
+    with pytest.raises(InvalidIndexError, match="index.json"):
+        LocalDataset(out)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_random_corruption_never_escapes_as_another_error(tmp_path_factory, data) -> None:
+    """Any byte flipped anywhere: every read returns a sample or raises MDSError, never reads outside."""
+    out = tmp_path_factory.mktemp("fuzz") / "d"
+    _dataset(out, n=5)
+    raw = bytearray(_shard(out).read_bytes())
+    for _ in range(data.draw(st.integers(1, 4))):
+        raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+    _shard(out).write_bytes(bytes(raw))
+    try:
+        ds = LocalDataset(out)
+        for i in range(len(ds)):
+            try:
+                ds[i]
+            except MDSError:
+                pass
+    except MDSError:
+        pass

@@ -1,0 +1,105 @@
+"""LocalDataset: indexing, iteration, zero-copy views, decompression once, and DataLoader workers."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import stat
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mds_core import LocalDataset, MDSWriter
+from mds_core.errors import MDSError, SampleIndexError
+
+COLUMNS = {"id": "int", "tokens": "ndarray:uint16:8", "text": "str"}
+
+
+def _dataset(out: Path, n: int = 50, **kwargs) -> Path:
+    with MDSWriter(out=str(out), columns=COLUMNS, size_limit=kwargs.pop("size_limit", 400), **kwargs) as writer:
+        for i in range(n):
+            writer.write({"id": i, "tokens": np.full(8, i, np.uint16), "text": f"t{i}"})
+    return out
+
+
+def test_indexing_and_iteration(tmp_path: Path) -> None:
+    ds = LocalDataset(_dataset(tmp_path / "d"))
+    assert len(ds) == ds.num_samples == ds.size == 50 and len(ds.shards) > 3
+    assert ds[0]["id"] == 0 and ds[-1]["id"] == 49 and ds[-50]["id"] == 0
+    assert [s["id"] for s in ds[10:20:3]] == [10, 13, 16, 19]
+    assert [s["id"] for s in ds[[3, 1, -1]]] == [3, 1, 49]
+    assert [s["id"] for s in ds[np.array([5, 6])]] == [5, 6]
+    assert ds[np.int64(7)]["text"] == "t7"
+    assert [s["id"] for s in ds] == list(range(50))
+
+
+@pytest.mark.parametrize("index", [50, -51, 10**9])
+def test_out_of_range_raises_index_error(tmp_path: Path, index: int) -> None:
+    ds = LocalDataset(_dataset(tmp_path / "d"))
+    with pytest.raises(SampleIndexError, match=f"sample index .* is out of range for 50 samples") as info:
+        ds[index]
+    assert isinstance(info.value, IndexError)
+
+
+def test_bad_index_type(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="not str"):
+        LocalDataset(_dataset(tmp_path / "d"))["a"]
+
+
+def test_fixed_arrays_are_zero_copy_views_of_the_shard(tmp_path: Path) -> None:
+    ds = LocalDataset(_dataset(tmp_path / "d"))
+    tokens = ds[3]["tokens"]
+    assert tokens.tolist() == [3] * 8 and not tokens.flags.writeable and not tokens.flags.owndata
+    base = tokens
+    while isinstance(base, np.ndarray):
+        base = base.base
+    assert isinstance(base, memoryview) and type(base.obj).__name__ == "mmap"
+
+
+def test_split_and_missing_index(tmp_path: Path) -> None:
+    _dataset(tmp_path / "root" / "train", 5)
+    assert len(LocalDataset(tmp_path / "root", split="train")) == 5
+    with pytest.raises(MDSError, match="no index.json here"):
+        LocalDataset(tmp_path / "root")
+
+
+def test_compressed_shards_are_decompressed_once_atomically(tmp_path: Path) -> None:
+    out = _dataset(tmp_path / "d", compression="zstd")
+    ds = LocalDataset(out)
+    assert [s["id"] for s in ds] == list(range(50))
+    raws = sorted(p for p in os.listdir(out) if p.endswith(".mds"))
+    assert len(raws) == len(ds.shards)
+    assert not [p for p in os.listdir(out) if p.endswith(".tmp")]
+    mtimes = {p: os.stat(out / p).st_mtime_ns for p in raws}
+    again = LocalDataset(out)
+    assert [s["id"] for s in again] == list(range(50))
+    assert {p: os.stat(out / p).st_mtime_ns for p in raws} == mtimes
+
+
+def test_read_only_datasets_decompress_into_cache_dir(tmp_path: Path) -> None:
+    out = _dataset(tmp_path / "d", compression="gz")
+    os.chmod(out, stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        ds = LocalDataset(out, cache_dir=tmp_path / "cache")
+        assert [s["id"] for s in ds] == list(range(50))
+        assert sorted(os.listdir(tmp_path / "cache")) == [f"shard.{i:05}.mds" for i in range(len(ds.shards))]
+    finally:
+        os.chmod(out, stat.S_IRWXU)
+
+
+def test_pickles_without_open_maps(tmp_path: Path) -> None:
+    ds = LocalDataset(_dataset(tmp_path / "d"))
+    ds[10]
+    clone = pickle.loads(pickle.dumps(ds))
+    assert [s["id"] for s in clone] == list(range(50))
+    ds.close()
+    assert ds[0]["id"] == 0  # reopens after close
+
+
+def test_works_under_a_dataloader_with_workers(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    ds = LocalDataset(_dataset(tmp_path / "d"))
+    loader = torch.utils.data.DataLoader(ds, batch_size=8, num_workers=2, shuffle=False)
+    ids = [int(i) for batch in loader for i in batch["id"]]
+    assert ids == list(range(50))
