@@ -194,7 +194,7 @@ def import_reader(impl: str) -> None:
         import streaming  # noqa: F401
 
 
-def open_reader(impl: str, path: str, batch_size: int) -> Any:
+def open_reader(impl: str, path: str, batch_size: int, mode: str) -> Any:
     if impl == 'ours':
         from mds_core import LocalDataset
         return LocalDataset(local=path)
@@ -205,6 +205,10 @@ def open_reader(impl: str, path: str, batch_size: int) -> Any:
         from streaming import LocalDataset as RefLocalDataset
         return RefLocalDataset(local=path)
     import litdata
+    if mode == 'random':
+        # litdata's default batch_decode='auto' decodes a window of up to 256 rows per miss
+        # (tuned for iteration); with random indices every access misses: per-item decode.
+        return litdata.StreamingDataset(path, batch_decode=0)
     return litdata.StreamingDataset(path)
 
 
@@ -256,7 +260,7 @@ def child_main(spec: dict[str, Any]) -> dict[str, Any]:
         reset_peak_rss()
         rss0 = _proc_status_kb('VmRSS')
         t0 = time.perf_counter()  # timed: open the dataset + read every sample once
-        ds = open_reader(impl, spec['dir'], spec['batch_size'])
+        ds = open_reader(impl, spec['dir'], spec['batch_size'], spec['mode'])
         count, first, last = 0, None, None
         if spec['mode'] == 'random':
             for i in order:
@@ -294,8 +298,10 @@ class Bench:
     def __init__(self, args: argparse.Namespace, work: Path) -> None:
         self.args = args
         self.work = work
+        # TMPDIR: the reference's /tmp lock files (and anything else) land in our temp dir.
         self.env = dict(os.environ, TMPDIR=str(work / 'tmp'), PYTHONWARNINGS='ignore',
-                        TOKENIZERS_PARALLELISM='false')
+                        TOKENIZERS_PARALLELISM='false', LITDATA_DISABLE_VERSION_CHECK='1',
+                        HF_HUB_OFFLINE='1', TRANSFORMERS_OFFLINE='1')
         (work / 'tmp').mkdir()
         self.results: dict[tuple, list[dict[str, Any]]] = {}
         self.errors: dict[tuple, str] = {}
@@ -475,6 +481,8 @@ def workload_table(bench: Bench, workload: str, n: int, info: dict[str, Any],
                     note = 'ds[i] for i in range(len(ds)) (map-style only)'
                 elif reader == 'ref' and comp is not None:
                     note = 'includes decompressing shards to disk'
+                elif reader == 'litdata' and mode == 'random':
+                    note = 'batch_decode=0 (per-item decode)'
                 pc = ('litdata' if reader == 'litdata' else 'ref') if mode == 'in-order' else None
                 row(f'read {mode}', reader, (workload, 'read', reader, comp, mode),
                     (workload, 'read', 'ref', comp, mode), comp, pc, note)
@@ -573,7 +581,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     args.hashes = [h for h in args.hashes.split(',') if h]
     sizes = {w: n for w, n in (('mixed', args.mixed), ('tokens', args.tokens)) if n > 0}
 
-    probe = subprocess.run([sys.executable, '-c', 'from mds_core import MDSWriter, LocalDataset'],
+    # -P: no cwd on sys.path, so the probe sees what the children (run as a script) see.
+    probe = subprocess.run([sys.executable, '-P', '-c',
+                            'from mds_core import MDSWriter, LocalDataset'],
                            capture_output=True, text=True)
     have_ours = probe.returncode == 0
     ours_error = '' if have_ours else (probe.stderr.strip().splitlines() or ['?'])[-1]

@@ -42,7 +42,7 @@ def _merge_listed(
         prefix = _partition_prefix(path, root)
         shards.extend(shard.with_prefix(prefix) for shard in load_index(path))
     _check_same_columns(shards)
-    atomic_write(os.path.join(root, INDEX_BASENAME), dumps_merged_index(shards).encode("utf-8"))
+    atomic_write(os.path.join(root, INDEX_BASENAME), [dumps_merged_index(shards).encode("utf-8")])
     if not keep_local and isinstance(out, tuple) and out[1]:
         shutil.rmtree(root)
 

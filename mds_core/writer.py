@@ -1,8 +1,10 @@
 """``MDSWriter``: write samples as MDS shards plus ``index.json``, byte-compatible with the reference.
 
-Samples are encoded in the caller's thread; building, hashing, compressing and writing a finished
-shard happens on one background thread, so the next shard is encoded while the last one is stored.
-At most one shard is in flight, which bounds memory to about two shards.
+Samples are encoded in the caller's thread. Everything else runs on one background thread, in
+order: compressing the current shard in chunks as it fills (zstd frames, gzip members and bz2
+streams concatenate, so a shard's compressed file is its head's piece followed by its chunks'),
+then hashing and writing each finished shard. At most one finished shard waits to be stored, so
+memory stays at about two shards.
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ from typing import Any
 
 from mds_core.errors import ShardTooLargeError, WriterError
 from mds_core.format.compression import Codec, get_codec
-from mds_core.format.hashing import check_hash_list, get_hash
+from mds_core.format.hashing import check_hash_list, digests
 from mds_core.format.index import FileInfo, ShardInfo, dumps_index
-from mds_core.format.shard import MAX_SHARD_BYTES, Schema, build_shard
-from mds_core.storage.output import open_output
+from mds_core.format.shard import MAX_SHARD_BYTES, Schema, shard_head
+from mds_core.storage.output import Output, open_output
 from mds_core.units import parse_size_limit
 
 _WRITER_KWARGS = {"progress_bar", "max_workers", "retry", "exist_ok"}
+CHUNK_BYTES = 4 << 20  # compress this much at a time while the shard is still filling
 
 
 class MDSWriter:
@@ -34,6 +37,7 @@ class MDSWriter:
         hashes: hash algorithms recorded per shard file; sorted and unique.
         size_limit: the most bytes in one raw shard, as an int or a string like ``"64mb"``; falsy for one shard.
         exist_ok: replace a non-empty output directory instead of raising.
+        progress_bar: show a progress bar of shards written.
     """
 
     format = "mds"
@@ -57,27 +61,26 @@ class MDSWriter:
         self.columns = dict(columns)
         self.schema = Schema.from_columns(self.columns)
         self.compression = compression or None
-        self.codec: Codec | None = get_codec(self.compression)
         self.hashes = check_hash_list(hashes)
         self.size_limit = parse_size_limit(size_limit)
         self.keep_local = keep_local
-        self.progress_bar = bool(kwargs.get("progress_bar", False))
-        self._output = open_output(out, exist_ok=bool(kwargs.get("exist_ok", False)))
-        self._header = json.dumps(self.get_config(), sort_keys=True).encode("utf-8")
-        self._shard_base = 8 + len(self._header)  # sample count + first offset + header
-        self._samples: list[bytes] = []
-        self._shard_bytes = self._shard_base
-        self.shards: list[ShardInfo] = []
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mds-writer")
-        self._pending: Future[ShardInfo] | None = None
+        get_codec(self.compression)  # an unknown or uninstalled codec fails before any output exists
+        output = open_output(out, exist_ok=bool(kwargs.get("exist_ok", False)))
+        self._store = _ShardStore(output, self.get_config(), bool(kwargs.get("progress_bar", False)))
+        self._shard_base = 8 + len(self._store.header)  # sample count + first offset + header
+        self._start_shard()
         self._finished = False
-        self._progress = _progress(self.progress_bar, self._output.location)
+
+    @property
+    def shards(self) -> list[ShardInfo]:
+        """Index entries of the shards stored so far."""
+        return self._store.shards
 
     def get_config(self) -> dict[str, Any]:
         """The per-shard config, which every shard file carries as its JSON header."""
         return {
-            "column_encodings": [self.columns[c.name] for c in self.schema.columns],
-            "column_names": [c.name for c in self.schema.columns],
+            "column_encodings": self.schema.encodings,
+            "column_names": self.schema.names,
             "column_sizes": [c.size for c in self.schema.columns],
             "compression": self.compression,
             "format": self.format,
@@ -86,61 +89,48 @@ class MDSWriter:
             "version": 2,
         }
 
+    def _start_shard(self) -> None:
+        # The shard as its samples' byte pieces (values are referenced, not copied) and sizes.
+        self._parts: list[bytes] = []
+        self._sizes: list[int] = []
+        self._shard_bytes = self._shard_base
+        self._chunk_start, self._chunk_bytes = 0, 0
+        self._chunks: list[Future[bytes]] = []
+
     def write(self, sample: dict[str, Any]) -> None:
         """Encode and buffer one sample, starting a new shard when this one would pass ``size_limit``."""
         if self._finished:
-            raise WriterError(f"writer for {self._output.location} is finished; create a new MDSWriter")
-        data = self.schema.encode(sample)
-        need = len(data) + 4  # the sample plus its offset-table entry
-        limit = self.size_limit or MAX_SHARD_BYTES
-        if self._shard_bytes + need > limit and self._samples and self.size_limit:
+            raise WriterError(f"writer for {self._store.output.location} is finished; create a new MDSWriter")
+        parts = self.schema.encode_parts(sample)
+        size = sum(map(len, parts))
+        need = size + 4  # the sample plus its offset-table entry
+        if self.size_limit and self._sizes and self._shard_bytes + need > self.size_limit:
             self.flush_shard()  # never flush an empty shard: a big sample gets a shard of its own
         if self._shard_bytes + need > MAX_SHARD_BYTES:
             raise ShardTooLargeError(
-                f"shard {len(self.shards) + (self._pending is not None)} in {self._output.location} would pass "
-                f"4 GiB ({self._shard_bytes + need} bytes), which MDS offsets cannot address; set a smaller "
+                f"shard {self._store.next_index} in {self._store.output.location} would pass 4 GiB "
+                f"({self._shard_bytes + need} bytes), which MDS offsets cannot address; set a smaller "
                 "size_limit such as '64mb'"
             )
-        self._samples.append(data)
+        self._parts.extend(parts)
+        self._sizes.append(size)
         self._shard_bytes += need
+        self._chunk_bytes += size
+        if self._chunk_bytes >= CHUNK_BYTES:
+            self._compress_chunk()
+
+    def _compress_chunk(self) -> None:
+        if self._store.compresses_chunks and self._chunk_start < len(self._parts):
+            self._chunks.append(self._store.compress(self._parts[self._chunk_start :]))
+        self._chunk_start, self._chunk_bytes = len(self._parts), 0
 
     def flush_shard(self) -> None:
         """Hand the buffered samples to the background thread as one shard."""
-        if not self._samples:
+        if not self._sizes:
             return
-        samples, self._samples, self._shard_bytes = self._samples, [], self._shard_base
-        self._wait_pending()
-        self._pending = self._executor.submit(self._store_shard, len(self.shards), samples)
-
-    def _wait_pending(self) -> None:
-        if self._pending is not None:
-            pending, self._pending = self._pending, None
-            self.shards.append(pending.result())
-            self._progress.update(1)
-
-    def _store_shard(self, index: int, samples: list[bytes]) -> ShardInfo:
-        raw = build_shard(samples, self._header)
-        raw_name = f"shard.{index:05}.mds"
-        raw_info = FileInfo(raw_name, len(raw), {algo: get_hash(algo, raw) for algo in self.hashes})
-        zip_info = None
-        if self.codec is None:
-            self._output.write_file(raw_name, raw)
-        else:
-            data = self.codec.compress(raw)
-            zip_name = f"{raw_name}.{self.codec.extension}"
-            zip_info = FileInfo(zip_name, len(data), {algo: get_hash(algo, data) for algo in self.hashes})
-            self._output.write_file(zip_name, data)
-        return ShardInfo(
-            column_encodings=[self.columns[c.name] for c in self.schema.columns],
-            column_names=[c.name for c in self.schema.columns],
-            column_sizes=[c.size for c in self.schema.columns],
-            compression=self.compression,
-            hashes=self.hashes,
-            raw_data=raw_info,
-            samples=len(samples),
-            size_limit=self.size_limit,
-            zip_data=zip_info,
-        )
+        self._compress_chunk()
+        self._store.submit(self._sizes, self._parts, self._chunks)
+        self._start_shard()
 
     def finish(self) -> None:
         """Store the last shard and publish ``index.json``; the dataset is complete after this."""
@@ -148,32 +138,21 @@ class MDSWriter:
             return
         try:
             self.flush_shard()
-            self._wait_pending()
-            self._output.publish_index(dumps_index(self.shards).encode("utf-8"))
+            self._store.wait()
+            self._store.output.publish_index(dumps_index(self.shards).encode("utf-8"))
         except BaseException:
             self.abort()
             raise
-        self._close()
+        self._finished = True
+        self._store.close()
 
     def abort(self) -> None:
         """Stop without publishing an index, and remove the shards written so far."""
         if self._finished:
             return
-        if self._pending is not None:
-            self._pending.cancel()
-            try:
-                self._pending.result()
-            except BaseException:
-                pass  # the original error is the one being reported
-            self._pending = None
-        self._close()
-        self._output.abort()
-
-    def _close(self) -> None:
         self._finished = True
-        self._samples = []
-        self._executor.shutdown(wait=True)
-        self._progress.close()
+        self._start_shard()
+        self._store.close(discard=True)
 
     def __enter__(self) -> "MDSWriter":
         return self
@@ -186,6 +165,69 @@ class MDSWriter:
             self.abort()
 
 
+class _ShardStore:
+    """The background half of the writer: compress chunks, then hash and write whole shards."""
+
+    def __init__(self, output: Output, config: dict[str, Any], progress: bool) -> None:
+        self.output, self.config = output, config
+        self.codec: Codec | None = get_codec(config["compression"])
+        self.hashes: list[str] = config["hashes"]
+        self.header = json.dumps(config, sort_keys=True).encode("utf-8")
+        self.compresses_chunks = self.codec is not None and self.codec.concatenable
+        self.shards: list[ShardInfo] = []
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mds-writer")
+        self._pending: Future[ShardInfo] | None = None
+        self._progress = _progress_bar(progress, output.location)
+
+    @property
+    def next_index(self) -> int:
+        return len(self.shards) + (self._pending is not None)
+
+    def compress(self, parts: list[bytes]) -> Future[bytes]:
+        assert self.codec is not None
+        return self._executor.submit(lambda: self.codec.compress(b"".join(parts)))
+
+    def submit(self, sizes: list[int], parts: list[bytes], chunks: list[Future[bytes]]) -> None:
+        self.wait()  # keeps at most one finished shard in memory
+        self._pending = self._executor.submit(self._store, self.next_index, sizes, parts, chunks)
+
+    def wait(self) -> None:
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            self.shards.append(pending.result())
+            self._progress.update(1)
+
+    def _store(self, index: int, sizes: list[int], parts: list[bytes], chunks: list[Future[bytes]]) -> ShardInfo:
+        # Uncompressed shards go to disk straight from the sample buffers, never joined in memory.
+        parts = [shard_head(sizes, self.header), *parts]
+        raw_name = f"shard.{index:05}.mds"
+        raw_info = FileInfo(raw_name, sum(map(len, parts)), digests(self.hashes, parts))
+        zip_info = None
+        if self.codec is None:
+            self.output.write_file(raw_name, parts)
+        else:
+            if self.compresses_chunks:
+                pieces = [self.codec.compress(parts[0]), *(chunk.result() for chunk in chunks)]
+            else:
+                pieces = [self.codec.compress(b"".join(parts))]
+            zip_name = f"{raw_name}.{self.codec.extension}"
+            zip_info = FileInfo(zip_name, sum(map(len, pieces)), digests(self.hashes, pieces))
+            self.output.write_file(zip_name, pieces)
+        return ShardInfo.from_config(self.config, raw_info, len(sizes), zip_info)
+
+    def close(self, discard: bool = False) -> None:
+        if discard and self._pending is not None:
+            try:
+                self._pending.result()
+            except BaseException:
+                pass  # the error being reported is the caller's
+            self._pending = None
+        self._executor.shutdown(wait=True, cancel_futures=discard)
+        self._progress.close()
+        if discard:
+            self.output.abort()
+
+
 class _NoProgress:
     def update(self, n: int) -> None:
         pass
@@ -194,7 +236,7 @@ class _NoProgress:
         pass
 
 
-def _progress(enabled: bool, location: str) -> Any:
+def _progress_bar(enabled: bool, location: str) -> Any:
     if not enabled:
         return _NoProgress()
     from tqdm import tqdm

@@ -37,6 +37,11 @@ class Codec:
     def extension(self) -> str:
         return self.family
 
+    @property
+    def concatenable(self) -> bool:
+        """Whether compressed pieces can simply be concatenated (zstd frames, gzip members, bz2 streams)."""
+        return self.family in ("zstd", "gz", "bz2")
+
     def compress(self, data: bytes) -> bytes:
         return _COMPRESSORS[self.family](data, self.level)
 
@@ -139,7 +144,16 @@ def _zstd_compress(data: bytes, level: int | None) -> bytes:
 
 
 def _zstd_decompress(data: bytes) -> bytes:
-    return _zstd().ZstdDecompressor().decompress(data, max_output_size=1 << 32)
+    # Shards may hold several concatenated frames (our writer compresses chunks as they fill).
+    decompressor, pieces = _zstd().ZstdDecompressor(), []
+    while True:
+        frame = decompressor.decompressobj()
+        pieces.append(frame.decompress(data))
+        if not frame.eof:
+            raise CompressionError("zstd data is truncated: the last frame is incomplete")
+        data = frame.unused_data
+        if not data:
+            return b"".join(pieces)
 
 
 _COMPRESSORS: dict[str, Callable[[bytes, int | None], bytes]] = {

@@ -35,6 +35,17 @@ def get_hash(algo: str, data: bytes) -> str:
     return digest.hexdigest()
 
 
+def digests(algos: list[str], parts: list[bytes]) -> dict[str, str]:
+    """Each algorithm's hex digest of the concatenation of ``parts``."""
+    result = {}
+    for algo in algos:
+        digest = hasher(algo)()
+        for part in parts:
+            digest.update(part)
+        result[algo] = digest.hexdigest()
+    return result
+
+
 def check_hash_list(hashes: list[str] | None) -> list[str]:
     """Validate a writer's ``hashes``: known, sorted and unique, as the reference requires."""
     hashes = list(hashes or [])

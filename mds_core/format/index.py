@@ -53,6 +53,14 @@ class ShardInfo:
     size_limit: int | None
     zip_data: FileInfo | None
 
+    @classmethod
+    def from_config(
+        cls, config: dict[str, Any], raw_data: FileInfo, samples: int, zip_data: FileInfo | None
+    ) -> "ShardInfo":
+        """An entry for a shard written with a writer's ``get_config()``."""
+        keys = ("column_encodings", "column_names", "column_sizes", "compression", "hashes", "size_limit")
+        return cls(**{key: config[key] for key in keys}, raw_data=raw_data, samples=samples, zip_data=zip_data)
+
     @property
     def files(self) -> list[FileInfo]:
         return [self.raw_data] + ([self.zip_data] if self.zip_data else [])

@@ -8,6 +8,7 @@ Layout (pieces present only when the encoding string does not fix them)::
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,19 @@ DTYPE_CODES = {
     "uint8": 8, "int8": 9, "uint16": 16, "int16": 17, "float16": 18, "uint32": 32,
     "int32": 33, "float32": 34, "uint64": 64, "int64": 65, "float64": 66,
 }
-CODE_DTYPES = {code: np.dtype(name).newbyteorder("<") for name, code in DTYPE_CODES.items()}
+
+def _little_endian(name: str) -> np.dtype:
+    # On little-endian hosts np.dtype(name) is the canonical object arrays carry, so `is` matches.
+    return np.dtype(name) if sys.byteorder == "little" else np.dtype(name).newbyteorder("<")
+
+
+CODE_DTYPES = {code: _little_endian(name) for name, code in DTYPE_CODES.items()}
+# dtype.num is a cheap int; several type characters (e.g. 'l' and 'q') share one dtype name.
+NUM_CODES = {
+    np.dtype(char).num: DTYPE_CODES[np.dtype(char).name]
+    for char in np.typecodes["AllInteger"] + np.typecodes["AllFloat"]
+    if np.dtype(char).name in DTYPE_CODES
+}
 SHAPE_WIDTHS = [np.dtype("<u1"), np.dtype("<u2"), np.dtype("<u4"), np.dtype("<u8")]
 MAX_NDIM = 63
 
@@ -72,14 +85,26 @@ class NDArrayCoder:
         return math.prod(self.shape) * self.dtype.itemsize
 
     def encode(self, obj: Any) -> bytes:
-        arr = self._checked_array(obj)
+        arr = obj if self._is_plain_match(obj) else self._checked_array(obj)
         head = b""
         if self.dtype is None:
-            head += bytes([DTYPE_CODES[arr.dtype.name]])
+            head += bytes([NUM_CODES[arr.dtype.num]])
         if self.shape is None:
             head += _encode_shape(arr.shape)
         # tobytes() writes the logical C-order values for any memory layout.
         return head + arr.tobytes()
+
+    def _is_plain_match(self, obj: Any) -> bool:
+        """The common case, checked cheaply: a little-endian array of an accepted dtype and shape."""
+        if type(obj) is not np.ndarray:
+            return False
+        dtype = obj.dtype
+        if self.dtype is not None:
+            if dtype is not self.dtype:
+                return False
+        elif dtype.num not in NUM_CODES or dtype.byteorder == ">":
+            return False
+        return obj.shape == self.shape if self.shape is not None else obj.ndim > 0 and obj.size > 0
 
     def _checked_array(self, obj: Any) -> np.ndarray:
         if not isinstance(obj, np.ndarray):
@@ -114,8 +139,8 @@ class NDArrayCoder:
                 f"ndarray value of dtype {dtype.name} and shape {shape} needs {count * dtype.itemsize} "
                 f"bytes but has {end - offset}"
             )
-        arr = np.frombuffer(buf, dtype, count, offset)
-        return arr if len(shape) == 1 else arr.reshape(shape)
+        # A view of the shard's bytes: no copy, read-only because the buffer is.
+        return np.ndarray(shape, dtype, buf, offset)
 
 
 def _encode_shape(shape: tuple[int, ...]) -> bytes:

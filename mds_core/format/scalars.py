@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import pickle
 import struct
+import sys
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -41,7 +42,7 @@ class BytesCoder:
         return obj
 
     def decode(self, buf: Any, offset: int, size: int) -> bytes:
-        return bytes(buf[offset : offset + size])
+        return buf[offset : offset + size]
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class StrCoder:
 
     def decode(self, buf: Any, offset: int, size: int) -> str:
         try:
-            return bytes(buf[offset : offset + size]).decode("utf-8")
+            return buf[offset : offset + size].decode("utf-8")
         except UnicodeDecodeError as err:
             raise DecodeError(f"'str' value is not valid UTF-8: {err}") from err
 
@@ -91,6 +92,13 @@ class NumberCoder:
         return self.dtype.itemsize
 
     def encode(self, obj: Any) -> bytes:
+        try:
+            # struct packs in-range ints and finite floats exactly as numpy's cast does, ~10x faster.
+            return _NUMBER_STRUCTS[self.name].pack(obj)
+        except (struct.error, OverflowError, TypeError):
+            return self._encode_with_numpy(obj)
+
+    def _encode_with_numpy(self, obj: Any) -> bytes:
         if isinstance(obj, (str, bytes)) or not np.isscalar(obj) and not isinstance(obj, np.generic):
             raise EncodeError(f"encoding {self.name!r} needs a number, got {_type_name(obj)}")
         try:
@@ -102,7 +110,8 @@ class NumberCoder:
             raise EncodeError(f"{obj!r} cannot be stored as {self.name}: {err}") from err
 
     def decode(self, buf: Any, offset: int, size: int) -> np.generic:
-        return np.frombuffer(buf, self.dtype, 1, offset)[0]
+        # A 0-d view then [()] copies the bits exactly (NaN payloads too), faster than frombuffer.
+        return np.ndarray((), self.dtype, buf, offset)[()]
 
 
 @dataclass(frozen=True)
@@ -168,11 +177,17 @@ class PickleCoder:
 
 
 NUMBER_DTYPES = {
-    name: np.dtype(name).newbyteorder("<")
+    name: np.dtype(name) if sys.byteorder == "little" else np.dtype(name).newbyteorder("<")
     for name in (
         "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
         "float16", "float32", "float64",
     )
+}
+
+_NUMBER_STRUCTS = {
+    name: struct.Struct("<" + {"int": "bhiq", "uint": "BHIQ", "float": "?efd"}[name.rstrip("0123456789")][
+        {1: 0, 2: 1, 4: 2, 8: 3}[dtype.itemsize]])
+    for name, dtype in NUMBER_DTYPES.items()
 }
 
 SCALAR_CODERS = {

@@ -58,6 +58,10 @@ class Schema:
 
     def encode(self, sample: Any) -> bytes:
         """One sample's bytes. ``bytes`` values pass through unchanged, as in the reference."""
+        return b"".join(self.encode_parts(sample))
+
+    def encode_parts(self, sample: Any) -> list[bytes]:
+        """One sample as a list of byte strings, so callers can write them without joining."""
         sizes, parts = [], []
         for name, coder, fixed, _ in self._plan:
             try:
@@ -77,7 +81,7 @@ class Schema:
             parts.append(data)
         if sizes:
             parts.insert(0, self._var_sizes.pack(*sizes))
-        return b"".join(parts)
+        return parts
 
     def decode(self, buf: Any, begin: int, end: int) -> dict[str, Any]:
         """Decode the sample stored in ``buf[begin:end]``, never reading outside that range."""
@@ -101,16 +105,21 @@ class Schema:
         return out
 
 
-def build_shard(samples: list[bytes], header: bytes) -> bytes:
-    """The bytes of one shard file holding ``samples`` (already encoded) after ``header``."""
-    start = 4 * (len(samples) + 2) + len(header)
-    offsets = np.empty(len(samples) + 1, np.int64)
+def shard_head(sample_sizes: list[int], header: bytes) -> bytes:
+    """The sample count, offset table and config header that precede a shard's samples."""
+    start = 4 * (len(sample_sizes) + 2) + len(header)
+    offsets = np.empty(len(sample_sizes) + 1, np.int64)
     offsets[0] = start
-    np.cumsum(np.fromiter(map(len, samples), np.int64, len(samples)), out=offsets[1:])
+    np.cumsum(np.asarray(sample_sizes, np.int64), out=offsets[1:])
     offsets[1:] += start
     if offsets[-1] > MAX_SHARD_BYTES:
         raise MDSError(f"shard of {offsets[-1]} bytes passes the 4 GiB limit of MDS offsets")
-    return b"".join([struct.pack("<I", len(samples)), offsets.astype(_U32).tobytes(), header, *samples])
+    return struct.pack("<I", len(sample_sizes)) + offsets.astype(_U32).tobytes() + header
+
+
+def build_shard(samples: list[bytes], header: bytes) -> bytes:
+    """The bytes of one shard file holding ``samples`` (already encoded) after ``header``."""
+    return shard_head([len(sample) for sample in samples], header) + b"".join(samples)
 
 
 class ShardReader:

@@ -21,7 +21,7 @@ class Output(Protocol):
 
     location: str
 
-    def write_file(self, basename: str, data: bytes) -> None: ...
+    def write_file(self, basename: str, parts: list[bytes]) -> None: ...
 
     def publish_index(self, data: bytes) -> None: ...
 
@@ -46,12 +46,12 @@ class LocalOutput:
         except OSError as err:
             raise WriterError(f"cannot create output directory {directory}: {err}") from err
 
-    def write_file(self, basename: str, data: bytes) -> None:
-        atomic_write(os.path.join(self.location, basename), data)
+    def write_file(self, basename: str, parts: list[bytes]) -> None:
+        atomic_write(os.path.join(self.location, basename), parts)
         self._written.append(basename)
 
     def publish_index(self, data: bytes) -> None:
-        atomic_write(os.path.join(self.location, "index.json"), data)
+        atomic_write(os.path.join(self.location, "index.json"), [data])
 
     def abort(self) -> None:
         """Remove what this writer wrote, so a failed run leaves no half-dataset behind."""
@@ -81,12 +81,13 @@ def is_url(path: str) -> bool:
     return len(scheme) > 1  # a single letter is a Windows drive, not a scheme
 
 
-def atomic_write(path: str, data: bytes) -> None:
+def atomic_write(path: str, parts: list[bytes]) -> None:
+    """Write ``parts`` to a unique temporary file beside ``path``, then rename it into place."""
     directory = os.path.dirname(path) or "."
     fd, tmp_path = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
     try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
+        with os.fdopen(fd, "wb", buffering=1 << 20) as file:
+            file.writelines(parts)
         os.replace(tmp_path, path)
     except BaseException:
         if os.path.exists(tmp_path):
