@@ -102,8 +102,10 @@ else
     echo "$ROOT" > "$SITE/mds_bench_project.pth"
 fi
 
-# 5. Smoke check.
-"$PY" - <<'EOF'
+# 5. Smoke check (in a private TMPDIR: importing torch creates $TMPDIR/torchinductor_<user>).
+SMOKE_TMP="$(mktemp -d)"
+trap 'rm -rf "$SMOKE_TMP"' EXIT
+TMPDIR="$SMOKE_TMP" "$PY" - <<'EOF'
 import importlib.metadata as md
 
 import numpy

@@ -79,6 +79,10 @@ class IntCoder:
     def decode(self, buf: Any, offset: int, size: int) -> int:
         return _INT64.unpack_from(buf, offset)[0]
 
+    def decode_many(self, u8: np.ndarray, starts: np.ndarray) -> list[int]:
+        """Values at many offsets of a uint8 view, as Python ints, in one gather."""
+        return u8[starts[:, None] + np.arange(8)].view("<i8").ravel().tolist()
+
 
 @dataclass(frozen=True)
 class NumberCoder:
@@ -112,6 +116,10 @@ class NumberCoder:
     def decode(self, buf: Any, offset: int, size: int) -> np.generic:
         # A 0-d view then [()] copies the bits exactly (NaN payloads too), faster than frombuffer.
         return np.ndarray((), self.dtype, buf, offset)[()]
+
+    def decode_many(self, u8: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        """Values at many offsets of a uint8 view, as one array whose items are numpy scalars."""
+        return u8[starts[:, None] + np.arange(self.dtype.itemsize)].view(self.dtype).ravel()
 
 
 @dataclass(frozen=True)
