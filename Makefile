@@ -27,6 +27,10 @@ test: install
 bench-env:
 	bash benchmarks/setup_env.sh
 
+# Interoperability: the reference reads what our writer writes (tests/test_interop.py).
+interop: install bench-env
+	$(PY) -m pytest tests/test_interop.py
+
 bench: bench-env
 	benchmarks/.venv/bin/python benchmarks/bench_format.py --out benchmarks/results-latest.md
 

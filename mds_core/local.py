@@ -60,6 +60,8 @@ class LocalDataset:
         return self.num_samples
 
     def __getitem__(self, index: Any) -> Any:
+        if type(index) is int:  # the hot path: skip the generic dispatch below
+            return self.get_item(index)
         if isinstance(index, (int, np.integer)):
             return self.get_item(int(index))
         if isinstance(index, slice):

@@ -19,13 +19,14 @@ def raw_shard_path(root: str, shard: ShardInfo, cache_root: str | None = None) -
 
     ``cache_root`` is where decompressed files go; by default next to the zip, as the reference does.
     """
+    in_place = os.path.join(root, shard.raw_data.basename)
+    if shard.zip_data is None or _has_size(in_place, shard.raw_data.bytes):
+        if not os.path.exists(in_place):
+            raise CorruptShardError(f"{in_place}: shard file is missing")
+        return in_place  # a size mismatch is reported by the reader, with context
     raw_path = os.path.join(cache_root or root, shard.raw_data.basename)
     if _has_size(raw_path, shard.raw_data.bytes):
         return raw_path
-    if shard.zip_data is None:
-        if os.path.exists(raw_path):
-            return raw_path  # the reader reports the size mismatch with context
-        raise CorruptShardError(f"{raw_path}: shard file is missing")
     zip_path = os.path.join(root, shard.zip_data.basename)
     if not os.path.exists(zip_path):
         raise CorruptShardError(f"{zip_path}: compressed shard file is missing (and no decompressed copy exists)")
