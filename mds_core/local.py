@@ -47,10 +47,11 @@ class LocalDataset:
         self._ends = list(accumulate(s.samples for s in self.shards))
         self._starts = [end - s.samples for end, s in zip(self._ends, self.shards)]
         self._readers: list[ShardReader | None] = [None] * len(self.shards)
+        self._num_samples = self._ends[-1] if self._ends else 0
 
     @property
     def num_samples(self) -> int:
-        return self._ends[-1] if self._ends else 0
+        return self._num_samples
 
     @property
     def size(self) -> int:
@@ -60,8 +61,10 @@ class LocalDataset:
         return self.num_samples
 
     def __getitem__(self, index: Any) -> Any:
-        if type(index) is int:  # the hot path: skip the generic dispatch below
-            return self.get_item(index)
+        if type(index) is int and 0 <= index < self._num_samples:  # the hot path, inlined
+            shard_id = bisect_right(self._ends, index)
+            reader = self._readers[shard_id] or self.open_shard(shard_id)
+            return reader[index - self._starts[shard_id]]
         if isinstance(index, (int, np.integer)):
             return self.get_item(int(index))
         if isinstance(index, slice):
