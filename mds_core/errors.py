@@ -81,3 +81,7 @@ class SampleIndexError(MDSError, IndexError):
 
 class MergeError(MDSError, ValueError):
     """Index files that cannot be merged into one dataset."""
+
+
+class ConfigurationError(MDSError, ValueError):
+    """Dataset, order or world settings that cannot work together (the message says which and why)."""
