@@ -13,8 +13,8 @@
 # runtime dependencies are listed here explicitly, minus torchvision (replaced by the
 # stand-in under benchmarks/stubs/, see stubs/README.md) and minus the cloud SDKs that
 # only streaming's remote upload/download paths use (google-cloud-storage, azure-*, oci,
-# paramiko) and matplotlib (simulator only). `pip check` therefore reports those as
-# missing; that is expected.
+# paramiko) and matplotlib (simulator only). pip's resolver therefore prints an ERROR
+# listing those as missing (so would `pip check`); that is expected.
 set -euo pipefail
 
 BENCH_DIR="$(cd "$(dirname "$0")" && pwd)"

@@ -1,6 +1,7 @@
 """Stand-in for ``torchvision.datasets``: only ``VisionDataset`` (used as a base class)."""
 
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 from torch.utils.data import Dataset
 
@@ -9,10 +10,10 @@ class VisionDataset(Dataset):
     """Attribute-compatible subset of torchvision's VisionDataset."""
 
     def __init__(self,
-                 root: Optional[str] = None,
-                 transforms: Optional[Callable] = None,
-                 transform: Optional[Callable] = None,
-                 target_transform: Optional[Callable] = None) -> None:
+                 root: str | None = None,
+                 transforms: Callable | None = None,
+                 transform: Callable | None = None,
+                 target_transform: Callable | None = None) -> None:
         self.root = root
         self.transforms = transforms
         self.transform = transform
