@@ -20,16 +20,17 @@ install: $(STAMP)
 demo: install
 	$(PY) examples/demo.py
 
-test: install
+# The suite includes the interoperability tests, which need the reference's environment.
+test: install bench-env
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The benchmark environment holds the reference (mosaicml-streaming 0.13.0, numpy<2.2) and litdata.
 bench-env:
 	bash benchmarks/setup_env.sh
 
-# Interoperability: the reference reads what our writer writes (tests/test_interop.py).
+# Interoperability alone: the reference reads what our writer writes (tests/test_interop.py).
 interop: install bench-env
-	$(PY) -m pytest tests/test_interop.py
+	$(PY) -m pytest $(PYTEST_ARGS) tests/test_interop.py
 
 bench: bench-env
 	benchmarks/.venv/bin/python benchmarks/bench_format.py --out benchmarks/results-latest.md

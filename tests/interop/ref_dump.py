@@ -49,14 +49,13 @@ def main() -> None:
     import argparse
 
     from streaming import StreamingDataset
-    from streaming.base.util import clean_stale_shared_memory
 
     parser = argparse.ArgumentParser()
     parser.add_argument("path")
     parser.add_argument("--allow-unsafe-types", action="store_true")
     parser.add_argument("--validate-hash", default=None)
     args = parser.parse_args()
-    clean_stale_shared_memory()
+    # No clean_stale_shared_memory(): it would unlink the segments of a reference process running in parallel.
     # remote=path, local=scratch: the reference copies, checks and decompresses into scratch.
     with tempfile.TemporaryDirectory() as scratch:
         dataset = StreamingDataset(remote=args.path, local=scratch, batch_size=1,
@@ -64,7 +63,6 @@ def main() -> None:
         for index in range(dataset.num_samples):
             print(json.dumps({col: tag(v) for col, v in dataset[index].items()}))
         del dataset
-    clean_stale_shared_memory()
 
 
 if __name__ == "__main__":
