@@ -1,0 +1,152 @@
+"""Node-local coordination through files in a per-job directory: no shared memory, no global names.
+
+Every StreamingDataset job gets its own directory ``<root>/mds-<user>/<job token>``. The local
+leader creates it and removes it at exit; directories left by crashed jobs (their creator is no
+longer alive on this host) are swept when the next job starts. Inside it:
+
+* ``<name>.lock`` files for ``fcntl.flock``: blocking waits, never polling sleeps;
+* small JSON records written atomically (write a temporary file, then rename);
+* shared arrays (``.npy``) computed once under a lock by whichever process needs them first and
+  memory-mapped read-only by the others.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import getpass
+import json
+import os
+import secrets
+import shutil
+import socket
+import tempfile
+import weakref
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from mds_core.errors import ConfigurationError
+from mds_core.storage.output import atomic_write
+
+OWNER_FILE = "owner.json"
+
+
+def default_root() -> str:
+    """``$MDS_JOB_ROOT`` if set, else the system temp directory."""
+    return os.environ.get("MDS_JOB_ROOT") or tempfile.gettempdir()
+
+
+def user_dir(root: str) -> str:
+    """Jobs of different users on one host never share or collide: each user has a private folder."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid())
+    return os.path.join(root, f"mds-{user}")
+
+
+def new_job_token() -> str:
+    return secrets.token_hex(8)
+
+
+class JobDir:
+    """One job's coordination directory on this node."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    @classmethod
+    def create(cls, root: str, token: str) -> "JobDir":
+        """Create the directory (the local leader does this), sweeping crashed jobs' leftovers first."""
+        parent = user_dir(root)
+        try:
+            os.makedirs(parent, mode=0o700, exist_ok=True)
+        except OSError as err:
+            raise ConfigurationError(f"cannot create the job directory root {parent}: {err}; set job_root") from err
+        sweep_stale_jobs(parent)
+        job = cls(os.path.join(parent, token))
+        os.makedirs(job.path, exist_ok=True)
+        job.write_json(OWNER_FILE, {"pid": os.getpid(), "host": socket.gethostname()})
+        # Removed when the creating process ends normally; sweep_stale_jobs covers crashes. The pid
+        # check matters: forked DataLoader workers inherit this finalizer and must not run it.
+        job.cleanup = weakref.finalize(job, _remove_if_owner, job.path, os.getpid())
+        return job
+
+    @classmethod
+    def attach(cls, root: str, token: str) -> "JobDir":
+        """The directory another process on this node created for the same job."""
+        job = cls(os.path.join(user_dir(root), token))
+        if not os.path.isdir(job.path):
+            raise ConfigurationError(f"job directory {job.path} does not exist; was it created by the local leader?")
+        return job
+
+    def file(self, name: str) -> str:
+        return os.path.join(self.path, name)
+
+    @contextlib.contextmanager
+    def lock(self, name: str) -> Iterator[None]:
+        """An exclusive lock over all processes on this node; waiting blocks in the kernel."""
+        with open(self.file(f"{name}.lock"), "a+b") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def read_json(self, name: str) -> Any | None:
+        try:
+            with open(self.file(name), "rb") as handle:
+                return json.load(handle)
+        except FileNotFoundError:
+            return None
+
+    def write_json(self, name: str, obj: Any) -> None:
+        atomic_write(self.file(name), [json.dumps(obj, sort_keys=True).encode("utf-8")])
+
+    def shared_array(self, name: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
+        """``compute()`` run once per node; every caller gets the same array, memory-mapped read-only."""
+        path = self.file(f"{name}.npy")
+        if not os.path.exists(path):
+            with self.lock(name):
+                if not os.path.exists(path):
+                    array = np.ascontiguousarray(compute())
+                    fd, tmp = tempfile.mkstemp(prefix=f"{name}.", suffix=".tmp", dir=self.path)
+                    with os.fdopen(fd, "wb") as handle:
+                        np.save(handle, array)
+                    os.replace(tmp, path)
+        return np.load(path, mmap_mode="r")
+
+    def remove_files(self, prefix: str, keep: set[str]) -> None:
+        """Delete ``prefix*`` files not named in ``keep`` (old epochs' work arrays)."""
+        for entry in os.listdir(self.path):
+            if entry.startswith(prefix) and entry not in keep:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.file(entry))
+
+
+def sweep_stale_jobs(parent: str) -> None:
+    """Remove job directories whose creating process is gone from this host (crashed runs)."""
+    host = socket.gethostname()
+    for entry in os.listdir(parent):
+        path = os.path.join(parent, entry)
+        owner = JobDir(path).read_json(OWNER_FILE) if os.path.isdir(path) else None
+        if owner and owner.get("host") == host and not _alive(int(owner.get("pid", -1))):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _remove_if_owner(path: str, pid: int) -> None:
+    if os.getpid() == pid:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by someone else
+    return True

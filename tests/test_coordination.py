@@ -1,0 +1,68 @@
+"""The per-job directory: private per user, compute-once shared arrays, crash leftovers swept."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from mds_core.coordination import OWNER_FILE, JobDir, new_job_token, user_dir
+
+
+def _compute_in_child(root: str, token: str, marker: str, out) -> None:
+    job = JobDir.attach(root, token)
+
+    def compute() -> np.ndarray:
+        with open(marker, "a") as handle:  # counts how many processes really computed
+            handle.write("x")
+        return np.arange(1000, dtype=np.int64)
+
+    out.put(int(job.shared_array("work-e0", compute).sum()))
+
+
+def test_shared_array_is_computed_once_across_processes(tmp_path: Path) -> None:
+    token = new_job_token()
+    job = JobDir.create(str(tmp_path), token)
+    marker = str(tmp_path / "computed")
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_compute_in_child, args=(str(tmp_path), token, marker, out)) for _ in range(4)]
+    for proc in procs:
+        proc.start()
+    results = [out.get(timeout=60) for _ in procs]
+    for proc in procs:
+        proc.join(60)
+    assert results == [499500] * 4
+    assert Path(marker).read_text() == "x"
+    assert not job.shared_array("work-e0", lambda: np.zeros(1)).flags.writeable
+
+
+def test_job_dirs_are_per_user_and_removed_with_their_creator(tmp_path: Path) -> None:
+    code = ("import sys; from mds_core.coordination import JobDir; "
+            f"job = JobDir.create({str(tmp_path)!r}, 'tok'); print(job.path)")
+    path = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert path.startswith(user_dir(str(tmp_path))) and not os.path.exists(path)
+
+
+def test_a_crashed_jobs_directory_is_swept_by_the_next_job(tmp_path: Path) -> None:
+    code = ("import os; from mds_core.coordination import JobDir; "
+            f"job = JobDir.create({str(tmp_path)!r}, 'crashed'); os._exit(0)")  # no clean-up: a crash
+    subprocess.run([sys.executable, "-c", code], check=True)
+    crashed = Path(user_dir(str(tmp_path))) / "crashed"
+    assert (crashed / OWNER_FILE).exists()
+    JobDir.create(str(tmp_path), "next")
+    assert not crashed.exists()
+
+
+def test_forked_children_do_not_remove_the_parents_directory(tmp_path: Path) -> None:
+    job = JobDir.create(str(tmp_path), "parent")
+    proc = mp.get_context("fork").Process(target=job.cleanup)  # what a worker's exit would run
+    proc.start()
+    proc.join(30)
+    assert proc.exitcode == 0 and os.path.isdir(job.path)
+    job.cleanup()
+    assert not os.path.exists(job.path)
