@@ -81,6 +81,10 @@ class JobDir:
             raise ConfigurationError(f"job directory {job.path} does not exist; was it created by the local leader?")
         return job
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Copies in DataLoader workers share the directory but never own its clean-up.
+        return {"path": self.path}
+
     def file(self, name: str) -> str:
         return os.path.join(self.path, name)
 
