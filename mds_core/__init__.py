@@ -10,5 +10,22 @@ from mds_core.local import LocalDataset
 from mds_core.merge import merge_index
 from mds_core.writer import MDSWriter
 
-__all__ = ["LocalDataset", "MDSError", "MDSWriter", "merge_index"]
+__all__ = [
+    "LocalDataset", "MDSError", "MDSWriter", "Stream", "StreamingDataLoader", "StreamingDataset", "merge_index",
+]
+
+# These import torch, which takes a second or two: load them on first use, not with mds_core.
+_LAZY = {
+    "Stream": "mds_core.stream",
+    "StreamingDataset": "mds_core.dataset",
+    "StreamingDataLoader": "mds_core.loader",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'mds_core' has no attribute {name!r}")
 __version__ = "0.1.0"

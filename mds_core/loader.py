@@ -1,0 +1,45 @@
+"""``StreamingDataLoader``: a DataLoader that counts what it yielded, so its state dict can resume mid-epoch."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import torch
+from torch.utils.data import DataLoader
+
+from mds_core.dataset import StreamingDataset
+from mds_core.world import World
+
+
+class StreamingDataLoader(DataLoader):
+    """``torch.utils.data.DataLoader`` with ``state_dict`` / ``load_state_dict``, as in the reference."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.num_samples_yielded = 0
+
+    def __iter__(self) -> Iterator[Any]:
+        self.num_samples_yielded = 0
+        for batch in super().__iter__():
+            self.num_samples_yielded += _batch_size(batch)
+            yield batch
+
+    def state_dict(self) -> dict[str, Any] | None:
+        """The dataset's state after the batches handed out so far (unconsumed prefetches not counted)."""
+        if not isinstance(self.dataset, StreamingDataset):
+            return None
+        replication = self.dataset.replication or 1
+        num_samples = self.num_samples_yielded * World.detect().num_ranks // replication
+        return self.dataset.state_dict(num_samples, from_beginning=False)
+
+    def load_state_dict(self, obj: dict[str, Any]) -> None:
+        if isinstance(self.dataset, StreamingDataset):
+            self.dataset.load_state_dict(obj)
+
+
+def _batch_size(batch: Any) -> int:
+    if isinstance(batch, torch.Tensor):
+        return len(batch)
+    if isinstance(batch, dict) or hasattr(batch, "keys"):
+        return len(next(iter(batch.values())))
+    return len(batch[0])

@@ -1,0 +1,108 @@
+"""Epochs and resumption, shared by a rank's process and its DataLoader workers through the job directory.
+
+Each (rank, worker) keeps a small record of the epoch it is iterating: every ``__iter__`` starts the
+next epoch, unless a state dict was loaded since its last ``__iter__``, in which case it resumes
+that state. A loaded state therefore always applies to the next iteration, even on a dataset object
+that has already iterated (the reference silently ignores such a state and restarts).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from mds_core.coordination import JobDir
+from mds_core.errors import MDSError
+
+STATE_KEYS = ("epoch", "sample_in_epoch", "num_canonical_nodes", "shuffle_seed", "initial_physical_nodes")
+
+
+class ResumeError(MDSError, ValueError):
+    """A state dict that cannot be resumed: malformed, or taken on different data or settings."""
+
+
+@dataclass(frozen=True)
+class EpochStart:
+    epoch: int
+    sample_in_epoch: int
+    state: dict[str, Any] | None  # the loaded state this epoch resumes, if any
+
+
+def validate_state(obj: Any, fingerprint: str, epoch_size: int, allow_other_data: bool = False) -> dict[str, Any]:
+    """Check a state dict before it is stored, so a bad checkpoint fails at load, not mid-epoch."""
+    if not isinstance(obj, dict):
+        raise ResumeError(f"a state dict must be a dict, got {type(obj).__name__}")
+    missing = [key for key in STATE_KEYS if key not in obj]
+    if missing:
+        raise ResumeError(f"state dict lacks {missing}; expected the keys {list(STATE_KEYS)}")
+    for key in STATE_KEYS:
+        if not isinstance(obj[key], int) or isinstance(obj[key], bool):
+            raise ResumeError(f"state dict {key!r} must be an int, got {obj[key]!r}")
+    # epoch -1 is what a state taken before the first iteration says (as in the reference).
+    if obj["epoch"] < -1 or obj["sample_in_epoch"] < 0 or obj["num_canonical_nodes"] < 1:
+        raise ResumeError(f"state dict values out of range: {obj}")
+    if obj["sample_in_epoch"] > epoch_size:
+        raise ResumeError(
+            f"state dict resumes at sample {obj['sample_in_epoch']} but an epoch has only {epoch_size}: "
+            "it was taken on a different dataset or epoch_size"
+        )
+    theirs = obj.get("fingerprint")
+    if theirs is not None and theirs != fingerprint and not allow_other_data:
+        raise ResumeError(
+            f"state dict was taken on different data or order settings (fingerprint {theirs} != {fingerprint}); "
+            "resume with the same streams, weights and settings, or pass allow_other_data=True to load_state_dict"
+        )
+    return dict(obj)
+
+
+class EpochLedger:
+    """Per-rank records in the job directory: loaded states and each worker's current epoch."""
+
+    def __init__(self, job: JobDir, rank: int) -> None:
+        self.job, self.rank = job, rank
+
+    def _worker_file(self, worker: int) -> str:
+        return f"epoch-rank{self.rank}-worker{worker}.json"
+
+    def load(self, state: dict[str, Any]) -> None:
+        """Store ``state`` for the next ``__iter__`` of every worker of this rank."""
+        name = f"resume-rank{self.rank}.json"
+        previous = self.job.read_json(name) or {"version": 0}
+        self.job.write_json(name, {"version": previous["version"] + 1, "state": state})
+
+    def pending_state(self) -> dict[str, Any] | None:
+        """The loaded state no worker has started from yet, if any."""
+        loaded = self.job.read_json(f"resume-rank{self.rank}.json")
+        if loaded is None:
+            return None
+        consumed = [record.get("resume_version", 0) for record in self._records()]
+        return loaded["state"] if not consumed or max(consumed) < loaded["version"] else None
+
+    def start_epoch(self, worker: int) -> EpochStart:
+        """Called by each worker at ``__iter__``: which epoch, from which sample."""
+        record = self.job.read_json(self._worker_file(worker)) or {"epoch": -1, "resume_version": 0}
+        loaded = self.job.read_json(f"resume-rank{self.rank}.json")
+        if loaded is not None and loaded["version"] > record["resume_version"]:
+            state = loaded["state"]
+            start = EpochStart(state["epoch"], state["sample_in_epoch"], state)
+            version = loaded["version"]
+        else:
+            start = EpochStart(record["epoch"] + 1, 0, None)
+            version = record["resume_version"]
+        self.job.write_json(self._worker_file(worker), {
+            "epoch": start.epoch, "sample_in_epoch": start.sample_in_epoch, "resume_version": version,
+            "state": start.state,
+        })
+        return start
+
+    def current(self) -> dict[str, Any] | None:
+        """The latest epoch record among this rank's workers (what ``state_dict`` reports)."""
+        records = self._records()
+        return max(records, key=lambda r: (r["epoch"], r.get("resume_version", 0))) if records else None
+
+    def _records(self) -> list[dict[str, Any]]:
+        pattern = os.path.join(self.job.path, f"epoch-rank{self.rank}-worker*.json")
+        records = [self.job.read_json(os.path.basename(path)) for path in glob.glob(pattern)]
+        return [r for r in records if r is not None]

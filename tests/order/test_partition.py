@@ -1,0 +1,328 @@
+"""get_partitions against the reference (fixtures, ordering.md Appendix A) and its promised properties."""
+
+from __future__ import annotations
+
+import json
+import logging
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mds_core.errors import ConfigurationError
+from mds_core.order import PARTITION_ALGOS, get_partitions, get_shuffle, traversal_order
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "order-golden"
+CASES = json.loads((FIXTURES / "partition.json").read_text())["cases"]
+ARG_NAMES = (
+    "algo",
+    "num_samples",
+    "num_canonical_nodes",
+    "num_physical_nodes",
+    "ranks_per_node",
+    "workers_per_rank",
+    "batch_size",
+    "drop_first",
+    "initial_physical_nodes",
+)
+
+
+def _partitions(*args, **kwargs) -> np.ndarray:
+    # Tiny epochs warn that they repeat samples; expected in small cases.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return get_partitions(*args, **kwargs)
+
+
+def _case_id(i: int, case: dict) -> str:
+    values = "-".join(str(case[name]) for name in ARG_NAMES)
+    return f"{i}-{values}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[_case_id(i, c) for i, c in enumerate(CASES)])
+def test_matches_reference_fixture(case: dict) -> None:
+    args = [case[name] for name in ARG_NAMES]
+    if "error" in case:
+        with pytest.raises(ConfigurationError):
+            _partitions(*args)
+        return
+    work = _partitions(*args)
+    assert work.dtype == np.int64
+    assert list(work.shape) == case["shape"]
+    np.testing.assert_array_equal(work.ravel(), np.asarray(case["ids"], np.int64))
+
+
+# ------------------------------------------------------------------------------------------
+# Appendix A
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        ((10, 1, 1, 1, 1, 1, 0), list(range(10))),
+        ((10, 2, 1, 1, 1, 1, 0), [0, 5, 1, 6, 2, 7, 3, 8, 4, 9]),
+        ((11, 3, 1, 1, 1, 1, 0), [0, 3, 7, 1, 4, 8, 2, 5, 9, 2, 6, 10]),
+        ((10, 2, 2, 2, 2, 2, 0), [0, 2, 1, 3, 5, 7, 6, 8, 4, -1, 3, -1, 9, -1, 8, -1]),
+        ((10, 1, 2, 1, 1, 1, 0), list(range(10))),
+    ],
+)
+def test_appendix_a_global_order(args: tuple[int, ...], expected: list[int]) -> None:
+    assert traversal_order(get_partitions("orig", *args)).tolist() == expected
+
+
+def _device_rows(work: np.ndarray) -> dict[tuple[int, ...], list[int]]:
+    p, r, w = work.shape[:3]
+    return {(i, j, k): work[i, j, k].ravel().tolist() for i in range(p) for j in range(r) for k in range(w)}
+
+
+def test_appendix_a_devices_and_workers() -> None:
+    rows = _device_rows(get_partitions("orig", 10, 2, 2, 2, 2, 2, 0))
+    assert rows == {
+        (0, 0, 0): [0, 2], (0, 0, 1): [4, -1], (0, 1, 0): [1, 3], (0, 1, 1): [3, -1],
+        (1, 0, 0): [5, 7], (1, 0, 1): [9, -1], (1, 1, 0): [6, 8], (1, 1, 1): [8, -1],
+    }  # fmt: skip
+    rows = _device_rows(get_partitions("orig", 10, 2, 2, 2, 2, 2, 4))
+    assert rows == {
+        (0, 0, 0): [2, 4], (0, 0, 1): [-1, -1], (0, 1, 0): [3, 3], (0, 1, 1): [-1, -1],
+        (1, 0, 0): [7, 9], (1, 0, 1): [-1, -1], (1, 1, 0): [8, 8], (1, 1, 1): [-1, -1],
+    }  # fmt: skip
+
+
+def test_appendix_a_nodes() -> None:
+    work = get_partitions("orig", 10, 1, 2, 1, 1, 1, 0)
+    assert [work[p].ravel().tolist() for p in range(2)] == [[0, 2, 4, 6, 8], [1, 3, 5, 7, 9]]
+
+
+def test_appendix_a_more_physical_than_canonical_nodes() -> None:
+    work = get_partitions("orig", 9, 1, 2, 2, 1, 1, 0)  # pad column, then rank padding
+    rows = {(p, r): work[p, r].ravel().tolist() for p in range(2) for r in range(2)}
+    assert rows == {(0, 0): [0, 4, 8], (0, 1): [2, 6, 6], (1, 0): [1, 5, 7], (1, 1): [3, 7, 7]}
+
+
+def test_appendix_a_relaxed_resume_on_incompatible_nodes() -> None:
+    work = get_partitions("relaxed", 24, 2, 3, 2, 1, 2, 0, 2)
+    assert traversal_order(work).tolist() == [
+        0, 2, 4, 1, 3, 5, 12, 14, 16, 13, 15, 17, 6, 8, 10, 7, 9, 11, 18, 20, 22, 19, 21, 23
+    ]  # fmt: skip
+
+
+E2E_PERM = [8, 14, 9, 18, 15, 17, 16, 2, 1, 0, 3, 6, 4, 7, 5, 10, 12, 13, 11, 19]
+E2E_BATCHES = [{8, 14, 3, 6}, {9, 18, 4, 7}, {15, 17, 5, 10}, {16, 2, 12, 13}, {1, 0, 11, 19}]
+
+
+@pytest.mark.parametrize("world", [(1, 2, 1, 2), (2, 1, 2, 2), (1, 4, 1, 1)])
+def test_appendix_a_end_to_end(world: tuple[int, int, int, int]) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        perm = get_shuffle("py1e", [3, 5, 2, 4, 6], 2, 7, 0, 6)
+    assert perm.tolist() == E2E_PERM
+    p, r, w, b = world
+    positions = _steps(get_partitions("relaxed", 20, 2, p, r, w, b), 4)  # W=2 leaves an all-padding step
+    batches = [{int(perm[i]) for i in step if i >= 0} for step in positions]
+    assert batches == E2E_BATCHES
+
+
+def test_appendix_a_end_to_end_rank_streams() -> None:
+    perm = np.asarray(E2E_PERM)
+    work = get_partitions("relaxed", 20, 2, 1, 4, 1, 1)
+    streams = [perm[work[0, r].ravel()].tolist() for r in range(4)]
+    assert streams == [[8, 9, 15, 16, 1], [3, 4, 5, 12, 11], [14, 18, 17, 2, 0], [6, 7, 10, 13, 19]]
+
+
+# ------------------------------------------------------------------------------------------
+# Errors and edge cases
+
+
+def test_unknown_algorithm_names_the_accepted_ones() -> None:
+    with pytest.raises(ConfigurationError, match="relaxed") as info:
+        get_partitions("pypy", 10, 1, 1, 1, 1, 1)
+    for algo in PARTITION_ALGOS:
+        assert algo in str(info.value)
+
+
+@pytest.mark.parametrize("algo", PARTITION_ALGOS)
+def test_incompatible_canonical_and_physical_nodes(algo: str) -> None:
+    with pytest.raises(ConfigurationError, match="divisible"):
+        get_partitions(algo, 100, 4, 3, 1, 1, 1)
+
+
+def test_relaxed_resume_needs_the_same_global_batch() -> None:
+    with pytest.raises(ConfigurationError, match="global batch size of 12"):
+        get_partitions("relaxed", 333, 2, 3, 4, 3, 1, 0, 4)
+
+
+@pytest.mark.parametrize(
+    "num_samples, ranks, limit",
+    [(10, 4, 12), (12, 4, 16)],  # the allowance is a full world when N divides evenly
+)
+def test_drop_first_limit(num_samples: int, ranks: int, limit: int) -> None:
+    work = get_partitions("orig", num_samples, 1, 1, ranks, 1, 1, limit)
+    assert (work == -1).all()
+    with pytest.raises(ConfigurationError, match="further into the epoch"):
+        get_partitions("orig", num_samples, 1, 1, ranks, 1, 1, limit + 1)
+
+
+def test_resume_at_the_end_of_the_epoch_yields_nothing() -> None:
+    work = get_partitions("orig", 96, 4, 2, 4, 2, 3, 96)
+    assert work.size == 0 or (work == -1).all()
+
+
+def test_too_few_samples_for_more_physical_than_canonical_nodes() -> None:
+    # The reference fails with a numpy broadcast error here.
+    with pytest.raises(ConfigurationError, match="too few"):
+        get_partitions("orig", 2, 1, 4, 1, 1, 1)
+
+
+def test_fewer_samples_than_canonical_nodes_warns_and_repeats() -> None:
+    with pytest.warns(UserWarning, match="repeats"):
+        work = get_partitions("orig", 3, 8, 1, 1, 1, 1)
+    assert traversal_order(work).tolist() == [0, 1, 2, 0, 1, 2, 0, 1]
+
+
+def test_drop_first_rounds_down_to_physical_nodes(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="mds_core.order.partition"):
+        rounded = get_partitions("orig", 100, 4, 2, 2, 1, 2, 5)
+    assert "rounding it down" in caplog.text
+    np.testing.assert_array_equal(rounded, get_partitions("orig", 100, 4, 2, 2, 1, 2, 4))
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"num_samples": 0}, "0 samples"),
+        ({"num_canonical_nodes": 0}, "num_canonical_nodes"),
+        ({"num_physical_nodes": 0}, "num_physical_nodes"),
+        ({"ranks_per_node": 0}, "ranks_per_node"),
+        ({"workers_per_rank": 0}, "workers_per_rank"),
+        ({"batch_size": 0}, "batch_size"),
+        ({"batch_size": None}, "batch_size"),
+        ({"drop_first": -1}, "drop_first"),
+        ({"initial_physical_nodes": 0}, "initial_physical_nodes"),
+    ],
+)
+def test_invalid_arguments(kwargs: dict, match: str) -> None:
+    args = dict(
+        algo="relaxed",
+        num_samples=10,
+        num_canonical_nodes=1,
+        num_physical_nodes=1,
+        ranks_per_node=1,
+        workers_per_rank=1,
+        batch_size=1,
+    ) | kwargs
+    with pytest.raises(ConfigurationError, match=match):
+        get_partitions(**args)
+
+
+def test_result_is_contiguous() -> None:
+    assert get_partitions("relaxed", 100, 2, 3, 2, 2, 4, 0, 2).flags.c_contiguous
+
+
+# ------------------------------------------------------------------------------------------
+# Properties
+
+
+def _compatible(c: int, p: int) -> bool:
+    return c % p == 0 if c >= p else p % c == 0
+
+
+def _steps(work: np.ndarray, global_batch: int) -> np.ndarray:
+    """Global batches in traversal order, with trailing all-padding steps removed."""
+    steps = traversal_order(work).reshape(-1, global_batch)
+    keep = len(steps)
+    while keep and (steps[keep - 1] == -1).all():
+        keep -= 1
+    return steps[:keep]
+
+
+@st.composite
+def worlds(draw: st.DrawFn, canonical_nodes: int) -> tuple[int, int, int, int]:
+    nodes = draw(st.sampled_from([p for p in range(1, 9) if _compatible(canonical_nodes, p)]))
+    return nodes, draw(st.integers(1, 4)), draw(st.integers(1, 3)), draw(st.integers(1, 6))
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), c=st.integers(1, 8), n_extra=st.integers(1, 400), k=st.integers(0, 4))
+def test_elastic_invariant(data: st.DataObject, c: int, n_extra: int, k: int) -> None:
+    """Global batch t has the same multiset for every (P, R, W, B) with the same G, tail aside (§5.2)."""
+    p, r, _, b = data.draw(worlds(c))
+    g = p * r * b
+    n = c + n_extra
+    drop = min(k * g, n // g * g)  # a resume lands on a global batch boundary
+    full_columns = c * -(-n // c)  # the grid before P-dependent pad columns and rank padding
+    comparable = (full_columns - drop) // g
+    reference = _steps(_partitions("orig", n, c, 1, 1, 1, g, drop), g)[:comparable]
+    for p2 in [q for q in range(1, 9) if _compatible(c, q) and g % q == 0]:
+        for r2 in [q for q in range(1, 5) if (g // p2) % q == 0]:
+            b2 = g // (p2 * r2)
+            w2 = data.draw(st.integers(1, 3))
+            try:
+                work = _partitions("orig", n, c, p2, r2, w2, b2, drop)
+            except ConfigurationError:  # too few samples for P > C
+                assert p2 > c
+                continue
+            steps = _steps(work, g)[:comparable]
+            np.testing.assert_array_equal(np.sort(steps, axis=1), np.sort(reference, axis=1))
+
+
+@settings(max_examples=40, deadline=None)
+@given(c=st.integers(1, 6), data=st.data(), k=st.integers(1, 3))
+def test_exactly_once_when_everything_divides(c: int, data: st.DataObject, k: int) -> None:
+    p, r, w, b = data.draw(worlds(c))
+    n = c * p * r * w * b * k
+    for algo in PARTITION_ALGOS:
+        work = get_partitions(algo, n, c, p, r, w, b)
+        assert work.shape[:3] == (p, r, w) and work.shape[4] == b
+        np.testing.assert_array_equal(np.sort(work.ravel()), np.arange(n))
+
+
+@settings(max_examples=50, deadline=None)
+@given(data=st.data(), c=st.integers(1, 8), n=st.integers(1, 400), relaxed=st.booleans())
+def test_resume_is_a_suffix_of_the_uninterrupted_epoch(data: st.DataObject, c: int, n: int, relaxed: bool) -> None:
+    """drop_first = (batches seen) * G continues exactly where the uninterrupted epoch was."""
+    p, r, w, b = data.draw(worlds(c))
+    initial = None
+    if relaxed:
+        # Resume onto any node count whose global batch the initial world can reproduce.
+        initial = p
+        p = data.draw(st.integers(1, 8))
+        b = data.draw(st.sampled_from([q for q in range(1, 25) if (p * q) % initial == 0]))
+    g = p * r * b
+    algo = "relaxed" if relaxed else "orig"
+    try:
+        full = _steps(_partitions(algo, n, c, p, r, w, b, 0, initial), g)
+    except ConfigurationError:
+        return  # a configuration the reference refuses (tiny N with P > C)
+    seen = data.draw(st.integers(0, len(full)))
+    world = p * r
+    if seen * g > n + world - n % world:  # only tiny epochs have that many repeats
+        with pytest.raises(ConfigurationError, match="further into the epoch"):
+            get_partitions(algo, n, c, p, r, w, b, seen * g, initial)
+        return
+    resumed = _steps(_partitions(algo, n, c, p, r, w, b, seen * g, initial), g)
+    np.testing.assert_array_equal(resumed, full[seen:])
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data(), c=st.integers(1, 8), n=st.integers(1, 400))
+def test_relaxed_reproduces_the_initial_traversal(data: st.DataObject, c: int, n: int) -> None:
+    p0, r, w, b0 = data.draw(worlds(c))
+    g = p0 * r * b0
+    p = data.draw(st.sampled_from([q for q in range(1, 13) if g % (q * r) == 0]))
+    try:
+        initial = _steps(_partitions("orig", n, c, p0, r, w, b0), g)
+    except ConfigurationError:
+        return
+    try:
+        resumed = _steps(_partitions("relaxed", n, c, p, r, w, g // (p * r), 0, p0), g)
+    except ConfigurationError:
+        assert _compatible(c, p) and p > c  # orig on the new world, too few samples
+        return
+    if _compatible(c, p):  # orig on the new world: same batch multisets, different placement
+        comparable = c * -(-n // c) // g
+        np.testing.assert_array_equal(np.sort(resumed[:comparable], axis=1), np.sort(initial[:comparable], axis=1))
+    else:
+        np.testing.assert_array_equal(resumed, initial)

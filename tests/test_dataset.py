@@ -1,0 +1,126 @@
+"""StreamingDataset end to end over the reference's order fixtures, in one process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mds_core import Stream, StreamingDataLoader, StreamingDataset
+from mds_core.errors import ConfigurationError, MDSError
+from mds_core.resume import ResumeError
+
+ORDER = Path(__file__).parent / "fixtures" / "order-golden"
+EPOCHS = json.loads((ORDER / "epochs.json").read_text())["cases"]
+SINGLE = [c for c in EPOCHS if c["world"] == {"num_nodes": 1, "ranks_per_node": 1, "workers_per_rank": 1}]
+
+
+def _streams(case: dict) -> list[Stream]:
+    return [Stream(local=str(ORDER / "datasets" / s["name"]), **{k: v for k, v in s.items() if k != "name"})
+            for s in case["streams"]]
+
+
+def _dataset(case: dict, tmp_path: Path) -> StreamingDataset:
+    return StreamingDataset(streams=_streams(case), batch_size=case["batch_size"], job_root=str(tmp_path),
+                            **case["dataset_kwargs"])
+
+
+def _resume_at(ds: StreamingDataset, case: dict) -> None:
+    state = ds.state_dict(0, from_beginning=True)
+    state.update(epoch=case["epoch"], sample_in_epoch=case["sample_in_epoch"])
+    ds.load_state_dict(state)
+
+
+@pytest.mark.parametrize("case", SINGLE, ids=lambda c: f"{c['dataset_kwargs']['batching_method']}-{c['dataset_kwargs']['shuffle_algo']}")
+def test_single_device_order_matches_the_reference(case: dict, tmp_path: Path) -> None:
+    if "error" in case:
+        with pytest.raises(ConfigurationError):
+            ds = _dataset(case, tmp_path)
+            _resume_at(ds, case)
+            list(ds)
+        return
+    ds = _dataset(case, tmp_path)
+    _resume_at(ds, case)
+    expected = [i for i in case["ids"] if i >= 0]
+    assert [int(s["id"]) for s in ds] == expected
+
+
+def _simple(tmp_path: Path, **kwargs) -> StreamingDataset:
+    streams = [Stream(local=str(ORDER / "datasets" / name)) for name in ("s0", "s1", "s2")]
+    return StreamingDataset(streams=streams, job_root=str(tmp_path), **{"batch_size": 4, **kwargs})
+
+
+def test_sizes_and_random_access(tmp_path: Path) -> None:
+    ds = _simple(tmp_path)
+    assert ds.num_samples == ds.size == ds.epoch_size == 420 and len(ds) == 420
+    assert int(ds[0]["id"]) == 0 and int(ds[-1]["id"]) == 419 and [int(s["id"]) for s in ds[5:8]] == [5, 6, 7]
+
+
+def test_every_iteration_is_the_next_epoch_and_shuffles_differ(tmp_path: Path) -> None:
+    ds = _simple(tmp_path, shuffle=True, num_canonical_nodes=1)
+    first, second = [int(s["id"]) for s in ds], [int(s["id"]) for s in ds]
+    assert sorted(first) == sorted(second) == list(range(420)) and first != second
+    again = _simple(tmp_path, shuffle=True, num_canonical_nodes=1)
+    assert [int(s["id"]) for s in again] == first  # deterministic across objects and processes
+
+
+@pytest.mark.parametrize(("num_workers", "context"), [(0, None), (1, "fork"), (3, "fork"), (1, "spawn"), (3, "spawn")])
+def test_loader_resumes_mid_epoch_exactly(tmp_path: Path, num_workers: int, context: str | None) -> None:
+    kwargs = {"shuffle": True, "num_canonical_nodes": 2, "batch_size": 4}
+    loader_kwargs = {"batch_size": 4, "num_workers": num_workers, "multiprocessing_context": context}
+    full = [b["id"].tolist() for b in StreamingDataLoader(_simple(tmp_path, **kwargs), **loader_kwargs)]
+    loader = StreamingDataLoader(_simple(tmp_path, **kwargs), **loader_kwargs)
+    seen = []
+    for batch in loader:
+        seen.append(batch["id"].tolist())
+        if len(seen) == 7:
+            break
+    state = loader.state_dict()
+    assert state["epoch"] == 0 and state["sample_in_epoch"] == 28
+    resumed = StreamingDataLoader(_simple(tmp_path, **kwargs), **loader_kwargs)
+    resumed.load_state_dict(state)
+    rest = [b["id"].tolist() for b in resumed]
+    assert seen + rest == full
+    # The same loader object: the next iteration is the next epoch.
+    assert [b["id"].tolist() for b in resumed] != full
+
+
+def test_a_loaded_state_applies_even_after_iterating(tmp_path: Path) -> None:
+    """The reference ignores a state loaded into a dataset that already iterated (issue #437)."""
+    ds = _simple(tmp_path, shuffle=True, num_canonical_nodes=1)
+    epoch0 = [int(s["id"]) for s in ds]
+    state = ds.state_dict(100, from_beginning=True)
+    assert state["epoch"] == 0
+    ds.load_state_dict(state)
+    assert [int(s["id"]) for s in ds] == epoch0[100:]
+
+
+def test_resuming_on_other_data_is_refused(tmp_path: Path) -> None:
+    state = _simple(tmp_path).state_dict(10, from_beginning=True)
+    other = StreamingDataset(local=str(ORDER / "datasets" / "s0"), batch_size=4, job_root=str(tmp_path))
+    with pytest.raises(ResumeError, match="different data or order settings"):
+        other.load_state_dict(state)
+    other.load_state_dict({**state, "sample_in_epoch": 0}, allow_other_data=True)
+    with pytest.raises(ResumeError, match="lacks"):
+        other.load_state_dict({"epoch": 0})
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"streams": [], "local": "x"}, "not both"),
+    ({}, "pass streams"),
+    ({"local": str(ORDER / "datasets/s0"), "stream_name": "foo"}, "only the built-in"),
+    ({"local": str(ORDER / "datasets/s0"), "shuffle_algo": "py1b"}, "shuffle_algo"),
+    ({"local": str(ORDER / "datasets/s0"), "remote": "s3://bucket/x"}, "not supported yet"),
+])
+def test_bad_arguments(tmp_path: Path, kwargs: dict, message: str) -> None:
+    with pytest.raises(MDSError, match=message):
+        StreamingDataset(job_root=str(tmp_path), **kwargs)
+
+
+def test_batch_size_is_needed_to_iterate(tmp_path: Path) -> None:
+    ds = StreamingDataset(local=str(ORDER / "datasets/s0"), job_root=str(tmp_path))
+    with pytest.raises(ConfigurationError, match="batch_size"):
+        next(iter(ds))
+    assert np.asarray(ds[3]["id"]) == 3
