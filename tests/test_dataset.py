@@ -124,3 +124,22 @@ def test_batch_size_is_needed_to_iterate(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="batch_size"):
         next(iter(ds))
     assert np.asarray(ds[3]["id"]) == 3
+
+
+RESUME = json.loads((ORDER / "resume.json").read_text())["cases"]
+
+
+@pytest.mark.parametrize("case", RESUME, ids=lambda c: f"{c['dataset_kwargs'].get('shuffle_algo', 'noshuffle')}-w{c['num_workers']}")
+def test_a_reference_state_dict_continues_the_reference_order(case: dict, tmp_path: Path) -> None:
+    def loader() -> StreamingDataLoader:
+        ds = StreamingDataset(streams=_streams(case), batch_size=case["batch_size"], job_root=str(tmp_path),
+                              **case["dataset_kwargs"])
+        return StreamingDataLoader(ds, batch_size=case["batch_size"], num_workers=case["num_workers"])
+
+    fresh = loader()
+    assert [b["id"].tolist() for b in fresh] == case["epoch0_batches"]
+    resumed = loader()
+    resumed.load_state_dict(case["state_dict"])
+    assert [b["id"].tolist() for b in resumed] == case["epoch0_batches"][case["resume_after_batches"]:]
+    next_epoch = [b["id"].tolist() for b in resumed][: len(case["epoch1_first_batches"])]
+    assert next_epoch == case["epoch1_first_batches"]

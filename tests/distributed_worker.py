@@ -1,0 +1,38 @@
+"""One rank of a multi-process test (started by tests/test_distributed.py with torchrun-style env vars).
+
+Usage: python tests/distributed_worker.py CONFIG_JSON OUT_JSON
+CONFIG: {"streams": [names], "dataset_kwargs": {...}, "batch_size": B, "num_workers": W,
+         "job_root": path, "stop_after": k or null, "state": state dict or null}
+Writes {"batches": [[ids...], ...], "state": state_dict after stop_after batches (or null)}.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from mds_core import Stream, StreamingDataLoader, StreamingDataset
+
+ORDER = Path(__file__).parent / "fixtures" / "order-golden"
+
+
+def main() -> None:
+    config = json.loads(Path(sys.argv[1]).read_text())
+    streams = [Stream(local=str(ORDER / "datasets" / name), **weights) for name, weights in config["streams"]]
+    dataset = StreamingDataset(streams=streams, batch_size=config["batch_size"], job_root=config["job_root"],
+                               **config["dataset_kwargs"])
+    loader = StreamingDataLoader(dataset, batch_size=config["batch_size"], num_workers=config["num_workers"])
+    if config.get("state"):
+        loader.load_state_dict(config["state"])
+    batches, state = [], None
+    for batch in loader:
+        batches.append(batch["id"].tolist())
+        if config.get("stop_after") and len(batches) == config["stop_after"]:
+            state = loader.state_dict()
+            break
+    Path(sys.argv[2]).write_text(json.dumps({"batches": batches, "state": state}))
+
+
+if __name__ == "__main__":
+    main()

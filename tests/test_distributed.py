@@ -1,0 +1,90 @@
+"""Several real rank processes (torch.distributed over gloo on 127.0.0.1), as torchrun would start them."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ORDER = ROOT / "tests" / "fixtures" / "order-golden"
+EPOCHS = json.loads((ORDER / "epochs.json").read_text())["cases"]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _run_ranks(tmp_path: Path, num_ranks: int, ranks_per_node: int, config: dict) -> list[dict]:
+    """Start every rank as its own process and return each rank's output."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    port, procs, outs = _free_port(), [], []
+    for rank in range(num_ranks):
+        config_path, out = tmp_path / f"config{rank}.json", tmp_path / f"out{rank}-{port}.json"
+        config_path.write_text(json.dumps(config))
+        env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": str(num_ranks), "LOCAL_RANK": str(rank % ranks_per_node),
+               "LOCAL_WORLD_SIZE": str(ranks_per_node), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+        procs.append(subprocess.Popen([sys.executable, str(ROOT / "tests/distributed_worker.py"), str(config_path), str(out)],
+                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        outs.append(out)
+    for proc in procs:
+        output, _ = proc.communicate(timeout=300)
+        assert proc.returncode == 0, output[-3000:]
+    return [json.loads(out.read_text()) for out in outs]
+
+
+def _config(tmp_path: Path, batch_size: int, num_workers: int, **extra) -> dict:
+    return {"streams": [["s0", {}], ["s1", {}], ["s2", {}]], "batch_size": batch_size, "num_workers": num_workers,
+            "job_root": str(tmp_path / "jobs"), "dataset_kwargs": {"shuffle": True, "num_canonical_nodes": 2}, **extra}
+
+
+def _global_batches(outputs: list[dict]) -> list[list[int]]:
+    """Step t's global batch: every rank's t-th batch, in rank order."""
+    steps = max(len(o["batches"]) for o in outputs)
+    return [sum((o["batches"][t] for o in outputs if t < len(o["batches"])), []) for t in range(steps)]
+
+
+TWO_NODE_CASE = next(c for c in EPOCHS if c["world"] == {"num_nodes": 2, "ranks_per_node": 1, "workers_per_rank": 1}
+                     and "error" not in c)
+
+
+def test_two_nodes_get_the_reference_rows(tmp_path: Path) -> None:
+    case = TWO_NODE_CASE
+    config = {"streams": [[s["name"], {k: v for k, v in s.items() if k != "name"}] for s in case["streams"]],
+              "batch_size": case["batch_size"], "num_workers": 0, "job_root": str(tmp_path / "jobs"),
+              "dataset_kwargs": case["dataset_kwargs"],
+              "state": {"epoch": case["epoch"], "sample_in_epoch": case["sample_in_epoch"],
+                        "num_canonical_nodes": case["dataset_kwargs"]["num_canonical_nodes"],
+                        "shuffle_seed": case["dataset_kwargs"]["shuffle_seed"], "initial_physical_nodes": 2}}
+    outputs = _run_ranks(tmp_path, 2, 1, config)  # LOCAL_WORLD_SIZE=1: each rank is its own node
+    work = np.array(case["ids"]).reshape(case["shape"])
+    for node, output in enumerate(outputs):
+        row = work[node, 0, 0].ravel()
+        assert sum(output["batches"], []) == row[row >= 0].tolist()
+
+
+def test_two_ranks_with_workers_see_every_sample_once_in_the_single_rank_batches(tmp_path: Path) -> None:
+    single = _run_ranks(tmp_path / "one", 1, 1, _config(tmp_path / "one", 8, 0))
+    double = _run_ranks(tmp_path / "two", 2, 2, _config(tmp_path / "two", 4, 2))
+    ids = sum(_global_batches(double), [])
+    assert sorted(ids) == list(range(420))  # 420 = 2 ranks x 4 x 52 + 4 tail... every sample exactly once
+    for mine, theirs in zip(_global_batches(double), _global_batches(single)):
+        assert Counter(mine) == Counter(theirs)  # elastic: same global batches for any world
+
+
+def test_resume_on_a_different_number_of_ranks(tmp_path: Path) -> None:
+    full = _global_batches(_run_ranks(tmp_path / "full", 2, 2, _config(tmp_path / "full", 4, 1)))
+    first = _run_ranks(tmp_path / "a", 2, 2, _config(tmp_path / "a", 4, 1, stop_after=9))
+    state = first[0]["state"]
+    assert state["sample_in_epoch"] == 9 * 8 and first[1]["state"] == state
+    rest = _global_batches(_run_ranks(tmp_path / "b", 1, 1, _config(tmp_path / "b", 8, 2, state=state)))
+    assert [Counter(b) for b in _global_batches(first) + rest] == [Counter(b) for b in full]
