@@ -164,9 +164,8 @@ class _EpochPlan:
 
 def take_keeping_padding(table: NDArray[np.int64], positions: NDArray[np.int64]) -> NDArray[np.int64]:
     """``table[positions]`` where positions are ``>= 0``; ``-1`` padding stays ``-1``."""
-    out = np.full(positions.shape, -1, np.int64)
-    real = positions >= 0
-    out[real] = table[positions[real]]
+    out = table[positions]  # a -1 reads the last entry, which is overwritten just below
+    out[positions < 0] = -1
     return out
 
 
@@ -246,7 +245,7 @@ def _per_stream_batching(plan: _EpochPlan, sample_in_epoch: int) -> NDArray[np.i
         full = _count_full_rows(rows)
         if full == 0:
             raise ConfigurationError(
-                f"stream {stream_id} has too few samples ({len(plan.resample(stream_id)[1])} this epoch) for one "
+                f"stream {stream_id} has too few samples this epoch ({plan.spec.mix.choose[stream_id]}) for one "
                 f"complete global batch of {global_batch} with per_stream batching: raise its weight or "
                 "lower the batch size")
         if full < rows.shape[0]:

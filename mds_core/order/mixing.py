@@ -150,7 +150,7 @@ def apply_weights(stream_sizes: Sequence[int], weights: Sequence[StreamWeights |
     _check_stream_sizes(sizes)
     all_weights = [StreamWeights.of(w) for w in weights]
     if len(all_weights) != len(sizes):
-        raise ConfigurationError(f"got weights for {len(all_weights)} streams but {len(sizes)} streams")
+        raise ConfigurationError(f"got weights for {len(all_weights)} streams but there are {len(sizes)} streams")
     relative = _weights_are_relative(all_weights)
     if relative:
         proportion = _normalized([w.proportion for w in all_weights])

@@ -8,7 +8,7 @@ turns it, a world and an epoch into that epoch's sample ids. Defaults follow Mos
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -61,7 +61,7 @@ class OrderSpec:
     batch_size: int | None = None
     initial_physical_nodes: int | None = None
     replication: int | None = None
-    weights_seed: int | None = field(default=None)
+    weights_seed: int | None = None
 
     def __post_init__(self) -> None:
         shard_sizes = _normalize_shard_sizes(self.shard_sizes)

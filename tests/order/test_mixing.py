@@ -117,7 +117,7 @@ def test_epoch_size_zero_means_not_given() -> None:
     ([StreamWeights(repeat=2), None, None], 100, "epoch_size"),
     ([StreamWeights(choose=0)] * 3, None, "no samples"),
     ([StreamWeights(proportion=0)] * 3, 100, "sum to 0"),
-    ([None, None], None, "2 streams but 3"),
+    ([None, None], None, "2 streams but there are 3"),
 ])
 def test_invalid_weightings_raise_configuration_errors(weights, epoch_size, message) -> None:
     with pytest.raises(ConfigurationError, match=message):
@@ -254,11 +254,11 @@ def test_balanced_with_shuffle_changes_the_shard_counts_per_epoch() -> None:
 
 
 def test_resampling_one_stream_uses_global_ids_and_a_fresh_generator() -> None:
-    all_units, all_small = _resample([40, 100, 7])
+    _, all_small = _resample([40, 100, 7])
     units, small = _resample([40, 100, 7], stream_id=2)
     assert small.min() >= 170 and units.sum() == 7
     # Stream 0 first: the same generator state as the all-streams call, so the same draw.
-    units0, small0 = _resample([40, 100, 7], stream_id=0)
+    _, small0 = _resample([40, 100, 7], stream_id=0)
     assert small0.tolist() == all_small[:40].tolist()
 
 

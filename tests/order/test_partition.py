@@ -282,7 +282,12 @@ def test_exactly_once_when_everything_divides(c: int, data: st.DataObject, k: in
 @settings(max_examples=50, deadline=None)
 @given(data=st.data(), c=st.integers(1, 8), n=st.integers(1, 400), relaxed=st.booleans())
 def test_resume_is_a_suffix_of_the_uninterrupted_epoch(data: st.DataObject, c: int, n: int, relaxed: bool) -> None:
-    """drop_first = (batches seen) * G continues exactly where the uninterrupted epoch was."""
+    """drop_first = (batches seen) * G continues exactly where the uninterrupted epoch was.
+
+    Exactly, up to the last step: its rank-padding repeats are chosen from the (shorter) rows that
+    remain after the drop, so they may repeat different already-seen samples; the new samples of
+    that step are the same.
+    """
     p, r, w, b = data.draw(worlds(c))
     initial = None
     if relaxed:
@@ -303,7 +308,13 @@ def test_resume_is_a_suffix_of_the_uninterrupted_epoch(data: st.DataObject, c: i
             get_partitions(algo, n, c, p, r, w, b, seen * g, initial)
         return
     resumed = _steps(_partitions(algo, n, c, p, r, w, b, seen * g, initial), g)
-    np.testing.assert_array_equal(resumed, full[seen:])
+    expected = full[seen:]
+    assert len(resumed) == len(expected)
+    if not len(expected):
+        return
+    np.testing.assert_array_equal(resumed[:-1], expected[:-1])
+    earlier = set(full[:-1].ravel().tolist())
+    assert set(resumed[-1].tolist()) - earlier == set(expected[-1].tolist()) - earlier
 
 
 @settings(max_examples=30, deadline=None)
