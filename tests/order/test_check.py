@@ -1,0 +1,55 @@
+"""check_order and `mds check-order`: same global batches across worlds and resume points, or the first difference."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mds_core.errors import MDSError
+from mds_core.order.check import SimulatedWorld, check_order, parse_world
+from mds_core.order.spec import OrderSpec
+
+DATA = Path(__file__).resolve().parent.parent / "fixtures" / "order-golden" / "datasets"
+MDS = [str(Path(sys.executable).parent / "mds"), "check-order"]
+
+
+def test_random_batching_is_elastic_across_worlds_and_resumes() -> None:
+    spec = OrderSpec(shard_sizes=[[28, 7, 71, 3], [50, 50, 13, 137]], shuffle=True, num_canonical_nodes=4)
+    worlds = [parse_world(w) for w in ("1x1", "1x4x2", "2x2", "4x1x3")]
+    results = check_order(spec, worlds, global_batch=16, resume_fractions=(0.0, 0.3, 0.9))
+    assert len(results) == 12 and all(r.ok for r in results), [r for r in results if not r.ok]
+    assert results[0].batches_compared == -(-358 // 16) - 1  # all but the padded final batch
+
+
+def test_a_difference_is_reported_with_its_batch() -> None:
+    spec = OrderSpec(shard_sizes=[[109], [250]], shuffle=True, num_canonical_nodes=2,
+                     batching_method="device_per_stream")
+    results = check_order(spec, [SimulatedWorld(1, 2, 0), SimulatedWorld(2, 2, 0)], global_batch=8)
+    bad = results[1]
+    assert not bad.ok and bad.first_difference is not None
+    batch, expected, got = bad.first_difference
+    assert batch == 0 and sorted(expected) != sorted(got) and len(expected) == len(got) == 8
+
+
+def test_incompatible_worlds_are_refused_not_crashed() -> None:
+    spec = OrderSpec(shard_sizes=[[100]], num_canonical_nodes=2)
+    result = check_order(spec, [SimulatedWorld(1, 1, 0), SimulatedWorld(3, 1, 0)], global_batch=8)[1]
+    assert result.error and "not divisible by 3 ranks" in result.error
+
+
+@pytest.mark.parametrize("text", ["2", "0x1", "axb", "1x1x-1"])
+def test_bad_world_strings(text: str) -> None:
+    with pytest.raises(MDSError, match="NODESxRANKS"):
+        parse_world(text)
+
+
+def test_cli_exit_codes_and_report() -> None:
+    args = [str(DATA / "s0"), str(DATA / "s2"), "--global-batch", "8", "--num-canonical-nodes", "2"]
+    ok = subprocess.run([*MDS, *args, "--world", "1x1", "--world", "2x2x2"], capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and ok.stdout.count("same") == 4
+    bad = subprocess.run([*MDS, *args, "--world", "1x2", "--world", "2x2", "--batching-method", "device_per_stream"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 1 and "DIFFERS  2 node(s) x 2 rank(s)" in bad.stdout and "global batch 0 has" in bad.stdout
