@@ -143,3 +143,64 @@ def test_a_reference_state_dict_continues_the_reference_order(case: dict, tmp_pa
     assert [b["id"].tolist() for b in resumed] == case["epoch0_batches"][case["resume_after_batches"]:]
     next_epoch = [b["id"].tolist() for b in resumed][: len(case["epoch1_first_batches"])]
     assert next_epoch == case["epoch1_first_batches"]
+
+
+def test_resuming_exactly_at_the_end_of_an_epoch_starts_the_next(tmp_path: Path) -> None:
+    ds = _simple(tmp_path, shuffle=True, num_canonical_nodes=1)
+    epoch0, epoch1 = [int(s["id"]) for s in ds], [int(s["id"]) for s in ds]
+    resumed = _simple(tmp_path, shuffle=True, num_canonical_nodes=1)
+    resumed.load_state_dict({**ds.state_dict(0, True), "epoch": 0, "sample_in_epoch": 420})
+    assert [int(s["id"]) for s in resumed] == []
+    assert [int(s["id"]) for s in resumed] == epoch1 != epoch0
+
+
+def test_persistent_workers_advance_epochs_like_fresh_ones(tmp_path: Path) -> None:
+    kwargs = {"shuffle": True, "num_canonical_nodes": 2}
+    fresh = StreamingDataLoader(_simple(tmp_path, **kwargs), batch_size=4, num_workers=2)
+    persistent = StreamingDataLoader(_simple(tmp_path, **kwargs), batch_size=4, num_workers=2, persistent_workers=True)
+    for _ in range(2):
+        assert [b["id"].tolist() for b in persistent] == [b["id"].tolist() for b in fresh]
+
+
+def test_two_datasets_in_one_process_do_not_interfere(tmp_path: Path) -> None:
+    a = _simple(tmp_path, shuffle=True, num_canonical_nodes=1)
+    b = _simple(tmp_path, shuffle=True, num_canonical_nodes=1, shuffle_seed=1)
+    expected_a = [int(s["id"]) for s in _simple(tmp_path / "x", shuffle=True, num_canonical_nodes=1)]
+    pairs = list(zip(a, b))
+    assert [int(x["id"]) for x, _ in pairs] == expected_a
+    assert [int(y["id"]) for _, y in pairs] != expected_a
+
+
+_ITERATE = """
+import os, sys
+from pathlib import Path
+from mds_core import Stream, StreamingDataset
+data = Path(sys.argv[1])
+ds = StreamingDataset(streams=[Stream(local=str(data / n)) for n in ("s0", "s1", "s2")], batch_size=4,
+                      shuffle=True, num_canonical_nodes=1, job_root=sys.argv[2])
+for i, sample in enumerate(ds):
+    if i == 50 and sys.argv[3] == "kill":
+        print(ds._job.path, flush=True)
+        os.kill(os.getpid(), 9)
+print(ds._job.path, i + 1, flush=True)
+"""
+
+
+def test_a_killed_run_leaves_nothing_that_breaks_the_next(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    def run(mode: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", _ITERATE, str(ORDER / "datasets"), str(tmp_path), mode],
+                              capture_output=True, text=True, timeout=120)
+
+    killed = run("kill")
+    assert killed.returncode == -9
+    stale = Path(killed.stdout.split()[0])
+    assert stale.exists()  # SIGKILL: no clean-up ran
+    both = [subprocess.Popen([sys.executable, "-c", _ITERATE, str(ORDER / "datasets"), str(tmp_path), "full"],
+                             stdout=subprocess.PIPE, text=True) for _ in range(2)]  # two jobs on one host at once
+    outputs = [proc.communicate(timeout=120)[0].split() for proc in both]
+    assert all(proc.returncode == 0 for proc in both) and [o[1] for o in outputs] == ["420", "420"]
+    assert outputs[0][0] != outputs[1][0]  # separate job directories
+    assert not stale.exists() and not any(Path(o[0]).exists() for o in outputs)
