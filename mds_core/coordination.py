@@ -30,6 +30,7 @@ from mds_core.errors import ConfigurationError
 from mds_core.storage.output import atomic_write
 
 OWNER_FILE = "owner.json"
+USERS = "users"  # one empty file per process using the job directory: <host>-<pid>
 
 
 def default_root() -> str:
@@ -66,11 +67,9 @@ class JobDir:
             raise ConfigurationError(f"cannot create the job directory root {parent}: {err}; set job_root") from err
         sweep_stale_jobs(parent)
         job = cls(os.path.join(parent, token))
-        os.makedirs(job.path, exist_ok=True)
+        os.makedirs(os.path.join(job.path, USERS), exist_ok=True)
         job.write_json(OWNER_FILE, {"pid": os.getpid(), "host": socket.gethostname()})
-        # Removed when the creating process ends normally; sweep_stale_jobs covers crashes. The pid
-        # check matters: forked DataLoader workers inherit this finalizer and must not run it.
-        job.cleanup = weakref.finalize(job, _remove_if_owner, job.path, os.getpid())
+        job._join()
         return job
 
     @classmethod
@@ -79,7 +78,18 @@ class JobDir:
         job = cls(os.path.join(user_dir(root), token))
         if not os.path.isdir(job.path):
             raise ConfigurationError(f"job directory {job.path} does not exist; was it created by the local leader?")
+        job._join()
         return job
+
+    def _join(self) -> None:
+        """Register this process as a user; the last user to leave removes the directory.
+
+        Leaving runs when this process ends normally; sweep_stale_jobs covers crashes. The pid
+        check in _leave matters: forked DataLoader workers inherit the finalizer and must not run it.
+        """
+        with open(os.path.join(self.path, USERS, _user_name(os.getpid())), "w"):
+            pass
+        self.cleanup = weakref.finalize(self, _leave, self.path, os.getpid())
 
     def __getstate__(self) -> dict[str, Any]:
         # Copies in DataLoader workers share the directory but never own its clean-up.
@@ -130,18 +140,36 @@ class JobDir:
 
 
 def sweep_stale_jobs(parent: str) -> None:
-    """Remove job directories whose creating process is gone from this host (crashed runs)."""
+    """Remove job directories of this host none of whose users is alive (crashed runs)."""
     host = socket.gethostname()
     for entry in os.listdir(parent):
         path = os.path.join(parent, entry)
         owner = JobDir(path).read_json(OWNER_FILE) if os.path.isdir(path) else None
-        if owner and owner.get("host") == host and not _alive(int(owner.get("pid", -1))):
+        if owner and owner.get("host") == host and not _live_users(path):
             shutil.rmtree(path, ignore_errors=True)
 
 
-def _remove_if_owner(path: str, pid: int) -> None:
-    if os.getpid() == pid:
-        shutil.rmtree(path, ignore_errors=True)
+def _user_name(pid: int) -> str:
+    return f"{socket.gethostname()}-{pid}"
+
+
+def _live_users(path: str) -> list[str]:
+    host = socket.gethostname()
+    try:
+        names = os.listdir(os.path.join(path, USERS))
+    except FileNotFoundError:
+        return []
+    return [n for n in names if not n.startswith(f"{host}-") or _alive(int(n.rsplit("-", 1)[1]))]
+
+
+def _leave(path: str, pid: int) -> None:
+    if os.getpid() != pid or not os.path.isdir(path):
+        return
+    with JobDir(path).lock("users"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(path, USERS, _user_name(pid)))
+        if not _live_users(path):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def _alive(pid: int) -> bool:

@@ -6,6 +6,7 @@ import multiprocessing as mp
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -66,3 +67,18 @@ def test_forked_children_do_not_remove_the_parents_directory(tmp_path: Path) -> 
     assert proc.exitcode == 0 and os.path.isdir(job.path)
     job.cleanup()
     assert not os.path.exists(job.path)
+
+
+def test_the_directory_outlives_its_creator_while_another_rank_uses_it(tmp_path: Path) -> None:
+    leader = JobDir.create(str(tmp_path), "shared")
+    code = (f"import sys; from mds_core.coordination import JobDir; j = JobDir.attach({str(tmp_path)!r}, 'shared'); "
+            "sys.stdin.readline(); j.write_json('late.json', {'ok': True})")
+    other = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, text=True)
+    while not any(name.endswith(f"-{other.pid}") for name in os.listdir(Path(leader.path) / "users")):
+        other.poll()
+        assert other.returncode is None
+        time.sleep(0.01)
+    leader.cleanup()  # the creating rank finishes first
+    assert os.path.isdir(leader.path)
+    other.communicate("go\n", timeout=60)
+    assert other.returncode == 0 and not os.path.exists(leader.path)  # the last user removed it

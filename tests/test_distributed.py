@@ -88,3 +88,22 @@ def test_resume_on_a_different_number_of_ranks(tmp_path: Path) -> None:
     assert state["sample_in_epoch"] == 9 * 8 and first[1]["state"] == state
     rest = _global_batches(_run_ranks(tmp_path / "b", 1, 1, _config(tmp_path / "b", 8, 2, state=state)))
     assert [Counter(b) for b in _global_batches(first) + rest] == [Counter(b) for b in full]
+
+
+def test_state_from_2_ranks_resumes_on_1_and_on_4_ranks_exactly_once(tmp_path: Path) -> None:
+    def config(where: str, batch_size: int, workers: int, **extra) -> dict:
+        base = _config(tmp_path / where, batch_size, workers, **extra)
+        base["dataset_kwargs"]["epoch_size"] = 416  # divisible by every global layout below: no padding
+        return base
+
+    full = _global_batches(_run_ranks(tmp_path / "full", 2, 2, config("full", 4, 2)))
+    assert sorted(sum(full, [])) == sorted(set(sum(full, []))) and len(sum(full, [])) == 416
+    step = int(np.random.default_rng(7).integers(1, len(full) - 1))
+    first = _run_ranks(tmp_path / "first", 2, 2, config("first", 4, 2, stop_after=step))
+    state = first[0]["state"]
+    for ranks, batch_size, workers in ((1, 8, 2), (4, 2, 0)):
+        where = f"rest{ranks}"
+        rest = _global_batches(_run_ranks(tmp_path / where, ranks, ranks, config(where, batch_size, workers, state=state)))
+        combined = _global_batches(first) + rest
+        assert [Counter(b) for b in combined] == [Counter(b) for b in full], f"resumed on {ranks} ranks"
+        assert sorted(sum(combined, [])) == sorted(sum(full, []))  # the union covers the epoch exactly once
