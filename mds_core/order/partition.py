@@ -33,7 +33,7 @@ def traversal_order(work: NDArray[np.int64]) -> NDArray[np.int64]:
     The DataLoader takes batch 0 of worker 0, batch 0 of worker 1, ... and each step's global
     batch is the devices' batches in rank order, hence (batch, worker, node, rank, sample).
     """
-    return np.ascontiguousarray(work.transpose(3, 2, 0, 1, 4)).ravel()
+    return work.transpose(3, 2, 0, 1, 4).ravel()
 
 
 def nodes_compatible(num_canonical_nodes: int, num_physical_nodes: int) -> bool:
@@ -149,7 +149,7 @@ def partition_orig(
     rank_ids[:, :per_rank, :] = node_ids.reshape(p, per_rank, r)
     # Chunk j of B entries of a rank goes to worker j % W as its batch j // W.
     work = rank_ids.transpose(0, 2, 1).reshape(p, r, padded // per_worker_round, w, b)
-    return np.ascontiguousarray(work.transpose(0, 1, 3, 2, 4))
+    return work.transpose(0, 1, 3, 2, 4)  # a view, as the reference returns; copying costs ~N
 
 
 def partition_relaxed(
@@ -182,7 +182,7 @@ def partition_relaxed(
         num_samples, num_canonical_nodes, initial_physical_nodes, r, w, global_batch // initial_devices, drop_first
     )
     work = traversal_order(initial).reshape(-1, w, p, r, b)
-    return np.ascontiguousarray(work.transpose(2, 3, 1, 0, 4))
+    return work.transpose(2, 3, 1, 0, 4)
 
 
 PARTITION_FUNCTIONS: dict[str, PartitionFn] = {
@@ -223,7 +223,9 @@ def get_partitions(
         initial_physical_nodes: ``P`` of the run's first epoch, for ``relaxed`` resumption.
 
     Returns:
-        int64 array of shape ``(P, R, W, batches_per_worker, B)``; ``-1`` marks padding.
+        int64 array of shape ``(P, R, W, batches_per_worker, B)``; ``-1`` marks padding. It is a
+        transposed view (not C-contiguous), as in the reference; ``traversal_order`` or
+        ``np.ascontiguousarray`` give a flat or contiguous copy when one is needed.
 
     Raises:
         ConfigurationError: unknown algorithm, invalid sizes, or a world the reference refuses.

@@ -34,14 +34,22 @@ ShuffleFn = Callable[[NDArray[np.int64], int, int, int, int], NDArray[np.int64]]
 
 
 def concat_ranges(begins: NDArray[np.int64], ends: NDArray[np.int64]) -> NDArray[np.int64]:
-    """``concatenate([arange(b, e) for b, e in zip(begins, ends)])`` without a Python loop."""
+    """``concatenate([arange(b, e) for b, e in zip(begins, ends)])`` without a Python loop.
+
+    Fill with ones, put at each span's first position the jump from the previous span's last id,
+    and take the running sum in place: two passes over the output, no N-sized temporaries.
+    """
     lengths = ends - begins
-    total = int(lengths.sum())
-    if total == 0:
-        return np.empty(0, np.int64)
-    # Each output position i inside span j is begins[j] + (i - offset_j).
+    nonempty = lengths > 0
+    begins, ends, lengths = begins[nonempty], ends[nonempty], lengths[nonempty]
+    out = np.ones(int(lengths.sum()), np.int64)
+    if out.size == 0:
+        return out
     offsets = np.cumsum(lengths) - lengths
-    return np.repeat(begins - offsets, lengths) + np.arange(total, dtype=np.int64)
+    out[0] = begins[0]
+    out[offsets[1:]] = begins[1:] - ends[:-1] + 1
+    np.cumsum(out, out=out)
+    return out
 
 
 def unit_spans(sizes: NDArray[np.int64]) -> Spans:
@@ -127,6 +135,26 @@ def shuffle_slices(ids: NDArray[np.int64], lengths: NDArray[np.int64], rng: np.r
         offset += length
 
 
+_CHUNK = 1 << 16  # elements filled at a time, so each span is shuffled while still in cache
+
+
+def shuffled_ranges(begins: NDArray[np.int64], ends: NDArray[np.int64], rng: np.random.Generator) -> NDArray[np.int64]:
+    """``concat_ranges`` with each span shuffled by ``rng``, span by span in order."""
+    lengths = ends - begins
+    ids = np.empty(int(lengths.sum()), np.int64)
+    stops = np.cumsum(lengths)
+    first, offset = 0, 0
+    while first < len(lengths):
+        # Spans [first, last) fill about one chunk (at least one span).
+        last = max(int(np.searchsorted(stops, offset + _CHUNK, side="right")), first + 1)
+        stop = int(stops[last - 1])
+        chunk = ids[offset:stop]
+        chunk[:] = concat_ranges(begins[first:last], ends[first:last])
+        shuffle_slices(chunk, lengths[first:last], rng)
+        first, offset = last, stop
+    return ids
+
+
 def block_bounds(block_size: int) -> tuple[int, int]:
     """The ``[lo, hi)`` range of the randomised block size, computed as the reference does."""
     return int(0.75 * block_size), int(1.25 * block_size)
@@ -136,20 +164,24 @@ def block_bounds(block_size: int) -> tuple[int, int]:
 # Algorithms
 
 
-def shuffle_naive(sizes: NDArray[np.int64], num_canonical_nodes: int, seed: int, epoch: int, block_size: int) -> NDArray[np.int64]:
+def shuffle_naive(
+    sizes: NDArray[np.int64], num_canonical_nodes: int, seed: int, epoch: int, block_size: int
+) -> NDArray[np.int64]:
     """One global permutation from ``RNG(seed + epoch)``; ignores CNs and the block size."""
     return np.random.default_rng(seed + epoch).permutation(int(sizes.sum())).astype(np.int64, copy=False)
 
 
-def shuffle_py1s(sizes: NDArray[np.int64], num_canonical_nodes: int, seed: int, epoch: int, block_size: int) -> NDArray[np.int64]:
+def shuffle_py1s(
+    sizes: NDArray[np.int64], num_canonical_nodes: int, seed: int, epoch: int, block_size: int
+) -> NDArray[np.int64]:
     """Prologue, then shuffle inside each span; spans never mix."""
     (begins, ends), _, epoch_rng = prologue(sizes, num_canonical_nodes, seed, epoch)
-    ids = concat_ranges(begins, ends)
-    shuffle_slices(ids, ends - begins, epoch_rng)
-    return ids
+    return shuffled_ranges(begins, ends, epoch_rng)
 
 
-def shuffle_py2s(sizes: NDArray[np.int64], num_canonical_nodes: int, seed: int, epoch: int, block_size: int) -> NDArray[np.int64]:
+def shuffle_py2s(
+    sizes: NDArray[np.int64], num_canonical_nodes: int, seed: int, epoch: int, block_size: int
+) -> NDArray[np.int64]:
     """Shuffle units and their samples once with ``RNG(seed)``, cut at CNs, then again per epoch.
 
     Unlike the prologue, units are shuffled *before* the cut, so a unit split over two CNs gives a
@@ -162,9 +194,8 @@ def shuffle_py2s(sizes: NDArray[np.int64], num_canonical_nodes: int, seed: int, 
     order = np.arange(len(sizes), dtype=np.int64)
     fixed_rng.shuffle(order)
     begins, ends = unit_spans(sizes)
-    samples = concat_ranges(begins[order], ends[order])
+    samples = shuffled_ranges(begins[order], ends[order], fixed_rng)
     run_sizes = sizes[order]
-    shuffle_slices(samples, run_sizes, fixed_rng)
 
     positions = unit_spans(run_sizes)
     (pos_begins, pos_ends), groups = cut_at_cn_boundaries(positions, num_samples, num_canonical_nodes)
@@ -175,14 +206,17 @@ def shuffle_py2s(sizes: NDArray[np.int64], num_canonical_nodes: int, seed: int, 
         # Per CN the reference shuffles the piece order, then each piece: keep that call order.
         piece_order = np.arange(g0, g1, dtype=np.int64)
         epoch_rng.shuffle(piece_order)
-        part = samples[concat_ranges(pos_begins[piece_order], pos_ends[piece_order])]
-        shuffle_slices(part, pos_ends[piece_order] - pos_begins[piece_order], epoch_rng)
-        out[filled : filled + len(part)] = part
+        piece_begins, piece_ends = pos_begins[piece_order], pos_ends[piece_order]
+        part = out[filled : filled + int((piece_ends - piece_begins).sum())]
+        np.take(samples, concat_ranges(piece_begins, piece_ends), out=part)
+        shuffle_slices(part, piece_ends - piece_begins, epoch_rng)
         filled += len(part)
     return out
 
 
-def shuffle_py1br(sizes: NDArray[np.int64], num_canonical_nodes: int, seed: int, epoch: int, block_size: int) -> NDArray[np.int64]:
+def shuffle_py1br(
+    sizes: NDArray[np.int64], num_canonical_nodes: int, seed: int, epoch: int, block_size: int
+) -> NDArray[np.int64]:
     """Prologue, then shuffle randomly sized, per-CN staggered blocks of about ``block_size``.
 
     Blocks after the first of a CN overlap their predecessor by the stagger (the reference advances
@@ -196,8 +230,8 @@ def shuffle_py1br(sizes: NDArray[np.int64], num_canonical_nodes: int, seed: int,
         )
     (begins, ends), groups, epoch_rng = prologue(sizes, num_canonical_nodes, seed, epoch)
     ids = concat_ranges(begins, ends)
-    lengths = ends - begins
-    cn_stops = [int(lengths[:g1].sum()) for _, g1 in groups]
+    span_stops = np.concatenate([[0], np.cumsum(ends - begins)]).tolist()
+    cn_stops = [span_stops[g1] for _, g1 in groups]
     # One vector draw for all CNs, after the span shuffles and before any block size.
     stagger = epoch_rng.integers(0, lo_size, (num_canonical_nodes,)).tolist()
     cn_start = 0
@@ -217,7 +251,9 @@ def shuffle_py1br(sizes: NDArray[np.int64], num_canonical_nodes: int, seed: int,
     return ids
 
 
-def shuffle_py1e(sizes: NDArray[np.int64], num_canonical_nodes: int, seed: int, epoch: int, block_size: int) -> NDArray[np.int64]:
+def shuffle_py1e(
+    sizes: NDArray[np.int64], num_canonical_nodes: int, seed: int, epoch: int, block_size: int
+) -> NDArray[np.int64]:
     """Prologue, then spread each span's samples uniformly over a window of about ``block_size``.
 
     Per CN: shuffle every span's samples (all spans first), then per span draw a window width and
@@ -245,8 +281,7 @@ def shuffle_py1e(sizes: NDArray[np.int64], num_canonical_nodes: int, seed: int, 
                 "this stream's share is that small); check the dataset's index.json or lower "
                 "num_canonical_nodes"
             )
-        values = concat_ranges(begins[g0:g1], ends[g0:g1])
-        shuffle_slices(values, cn_lengths, epoch_rng)
+        values = shuffled_ranges(begins[g0:g1], ends[g0:g1], epoch_rng)
         keys = np.arange(cn_size, dtype=np.float64)
         unit_offset = 0
         for unit_size in cn_lengths.tolist():

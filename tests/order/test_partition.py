@@ -217,10 +217,6 @@ def test_invalid_arguments(kwargs: dict, match: str) -> None:
         get_partitions(**args)
 
 
-def test_result_is_contiguous() -> None:
-    assert get_partitions("relaxed", 100, 2, 3, 2, 2, 4, 0, 2).flags.c_contiguous
-
-
 # ------------------------------------------------------------------------------------------
 # Properties
 

@@ -20,7 +20,8 @@ CN_ALGOS = [algo for algo in SHUFFLE_ALGOS if algo != "naive"]
 
 
 def _case_id(case: dict) -> str:
-    return f"{case['algo']}-C{case['num_canonical_nodes']}-S{case['block_size']}-e{case['epoch']}-n{len(case['shard_sizes'])}"
+    algo, c, s, e = case["algo"], case["num_canonical_nodes"], case["block_size"], case["epoch"]
+    return f"{algo}-C{c}-S{s}-e{e}-n{len(case['shard_sizes'])}"
 
 
 def _shuffle(*args, **kwargs) -> np.ndarray:
@@ -32,7 +33,8 @@ def _shuffle(*args, **kwargs) -> np.ndarray:
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{i}-{_case_id(c)}" for i, c in enumerate(CASES)])
 def test_matches_reference_fixture(case: dict) -> None:
-    args = (case["algo"], case["shard_sizes"], case["num_canonical_nodes"], case["seed"], case["epoch"], case["block_size"])
+    names = ("algo", "shard_sizes", "num_canonical_nodes", "seed", "epoch", "block_size")
+    args = tuple(case[name] for name in names)
     if "error" in case:
         with pytest.raises(ConfigurationError):
             _shuffle(*args)
@@ -88,7 +90,8 @@ def test_naive_seed_plus_epoch_collision_is_kept() -> None:
 def test_accepts_numpy_sizes_and_integers() -> None:
     sizes = np.array([4, 0, 7, 3], np.int64)
     expected = get_shuffle("py1e", [4, 0, 7, 3], 2, 3, 1, 8)
-    np.testing.assert_array_equal(get_shuffle("py1e", sizes, np.int64(2), np.int64(3), np.int64(1), np.int64(8)), expected)
+    got = get_shuffle("py1e", sizes, np.int64(2), np.int64(3), np.int64(1), np.int64(8))
+    np.testing.assert_array_equal(got, expected)
 
 
 def test_unknown_algorithm_names_the_accepted_ones() -> None:
@@ -164,7 +167,9 @@ def _unit_of_id(sizes: list[int]) -> np.ndarray:
 
 
 @settings(max_examples=40, deadline=None)
-@given(algo=st.sampled_from(SHUFFLE_ALGOS), sizes=unit_sizes, c=canonical_nodes, seed=seeds, epoch=epochs, s=block_sizes)
+@given(
+    algo=st.sampled_from(SHUFFLE_ALGOS), sizes=unit_sizes, c=canonical_nodes, seed=seeds, epoch=epochs, s=block_sizes
+)
 def test_is_a_permutation(algo: str, sizes: list[int], c: int, seed: int, epoch: int, s: int) -> None:
     n = sum(sizes)
     if algo == "py1e" and n < c:
@@ -178,7 +183,14 @@ def test_is_a_permutation(algo: str, sizes: list[int], c: int, seed: int, epoch:
 
 
 @settings(max_examples=40, deadline=None)
-@given(algo=st.sampled_from(CN_ALGOS), sizes=unit_sizes, c=canonical_nodes, seed=seeds, s=block_sizes, epochs=st.lists(epochs, min_size=2, max_size=3, unique=True))
+@given(
+    algo=st.sampled_from(CN_ALGOS),
+    sizes=unit_sizes,
+    c=canonical_nodes,
+    seed=seeds,
+    s=block_sizes,
+    epochs=st.lists(epochs, min_size=2, max_size=3, unique=True),
+)
 def test_canonical_node_locality(algo: str, sizes: list[int], c: int, seed: int, s: int, epochs: list[int]) -> None:
     """CN c's positions hold the same ids in every epoch, and only units assigned to c (ordering.md §10.6)."""
     n = sum(sizes)
