@@ -112,6 +112,20 @@ class StreamingDataset(IterableDataset):
     def size(self) -> int:
         return self.num_samples
 
+    @property
+    def shards(self) -> list:
+        """Index entries of every shard, streams in order."""
+        return [shard for reader in self.readers for shard in reader.shards]
+
+    @property
+    def next_epoch(self) -> int:
+        """The epoch the next iteration of this rank starts (a loaded state's, if one is pending)."""
+        ledger = EpochLedger(self._job, World.detect().rank)
+        pending, current = ledger.pending_state(), ledger.current()
+        if pending is not None:
+            return pending["epoch"]
+        return current["epoch"] + 1 if current else 0
+
     def __len__(self) -> int:
         """Samples this device sees per epoch, as in the reference: ceil(epoch size / parallel ranks)."""
         return math.ceil(self.epoch_size / World.detect().replicate(self.replication).num_ranks)

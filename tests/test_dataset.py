@@ -60,7 +60,9 @@ def test_sizes_and_random_access(tmp_path: Path) -> None:
 
 def test_every_iteration_is_the_next_epoch_and_shuffles_differ(tmp_path: Path) -> None:
     ds = _simple(tmp_path, shuffle=True, num_canonical_nodes=1)
+    assert ds.next_epoch == 0 and len(ds.shards) == 9
     first, second = [int(s["id"]) for s in ds], [int(s["id"]) for s in ds]
+    assert ds.next_epoch == 2
     assert sorted(first) == sorted(second) == list(range(420)) and first != second
     again = _simple(tmp_path, shuffle=True, num_canonical_nodes=1)
     assert [int(s["id"]) for s in again] == first  # deterministic across objects and processes
