@@ -1,0 +1,794 @@
+#!/usr/bin/env python3
+"""Streaming benchmark: mds_core.StreamingDataset vs mosaicml-streaming vs litdata.
+
+One run writes each workload once (the reference's ``streaming.MDSWriter`` for the MDS readers,
+litdata's ``BinaryWriter`` for litdata) and measures, on that same data:
+
+1. shuffled single-process iteration (``shuffle=True``; py1e for the MDS readers);
+2. one epoch through each library's ``StreamingDataLoader`` (2 workers, batch size 256);
+3. cold start: a newly started interpreter, from ``Popen`` to its first shuffled sample;
+4. resume latency: construct + ``load_state_dict`` (a state taken by the library's own
+   ``StreamingDataLoader`` at 50% of the epoch) + the first batch, at two dataset sizes;
+5. epoch order generation: ``mds_core.order.generate_work`` against the reference's
+   ``streaming.base.batching.generate_work`` (random batching, py1e) for ``--order-samples``.
+
+Measurements 1, 2, 4 and 5 run as bench_format.py's do: each in a fresh process forked from a
+template process that has only imported one library (so the 2-8 s of imports are not timed),
+``--reps`` times, interleaved, medians shown, peak RSS from VmHWM reset at the start of the timed
+section. Measurement 3 starts a new interpreter per rep and times everything. Run with the
+benchmark venv::
+
+    bash benchmarks/setup_env.sh
+    benchmarks/.venv/bin/python benchmarks/bench_streaming.py            # full (tens of minutes)
+    benchmarks/.venv/bin/python benchmarks/bench_streaming.py --quick    # smoke run (~2 min)
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import pickle
+import platform
+import resource
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import bench_format as bf  # noqa: E402  (harness: template processes, peak RSS, report helpers)
+
+WORKLOAD_COLUMNS: dict[str, dict[str, str]] = {
+    **bf.WORKLOAD_COLUMNS,  # 'mixed' and 'tokens' (2048 uint16)
+    'tiny': {'tokens': 'ndarray:uint16:16'},  # small samples: resume latency at scale
+}
+IMPLS = ['ours', 'ref', 'litdata']
+OTHERS = ['ref', 'litdata']
+LABELS = {
+    'ours': 'mds_core',
+    'ref': 'streaming 0.13 (reference)',
+    'litdata': 'litdata',
+}
+
+
+# ----------------------------------------------------------------------------- data
+#
+# Every workload's tokens start with the sample index (tokens[0] = i & 0xffff,
+# tokens[1] = i >> 16), so tokens samples carry an id like 'mixed' does: the same
+# "key" identifies a sample in every library's output, which checks coverage and order.
+
+
+def iter_samples(workload: str, n: int, seed: int) -> Iterator[dict[str, Any]]:
+    if workload == 'tiny':  # generated in blocks: 10M samples need not sit in memory as dicts
+        for start in range(0, n, 1 << 20):
+            stop = min(n, start + (1 << 20))
+            rng = np.random.default_rng([seed, start])
+            block = rng.integers(0, 50257, size=(stop - start, 16), dtype=np.uint16)
+            ids = np.arange(start, stop)
+            block[:, 0], block[:, 1] = ids & 0xFFFF, ids >> 16
+            for row in block:
+                yield {'tokens': row}
+        return
+    samples = bf.make_samples(workload, n, seed)
+    if workload == 'tokens':
+        for i, sample in enumerate(samples):
+            sample['tokens'][0], sample['tokens'][1] = i & 0xFFFF, i >> 16
+    yield from samples
+
+
+def sample_key(workload: str, sample: Any) -> int:
+    if workload == 'mixed':
+        return int(sample['id'])
+    tokens = sample['tokens']
+    return int(tokens[0]) | int(tokens[1]) << 16
+
+
+def batch_keys(workload: str, batch: Any) -> list[int]:
+    if workload == 'mixed':
+        return np.asarray(batch['id']).astype(np.int64).tolist()
+    tokens = np.asarray(batch['tokens']).astype(np.int64)
+    return (tokens[:, 0] | tokens[:, 1] << 16).tolist()
+
+
+def fingerprint(keys: list[int]) -> str:
+    return hashlib.sha1(np.asarray(keys, np.int64).tobytes()).hexdigest()[:12]
+
+
+# ----------------------------------------------------------------------------- measured code
+
+
+def import_family(family: str) -> None:
+    """What a family's measurements use, imported in its template process (never timed)."""
+    if family == 'ours':
+        from mds_core import StreamingDataLoader, StreamingDataset  # noqa: F401
+        from mds_core.order import OrderSpec, generate_work  # noqa: F401
+    elif family == 'ref':
+        import streaming  # noqa: F401
+        from streaming.base.batching import generate_work  # noqa: F401
+    elif family == 'litdata':
+        import litdata  # noqa: F401
+        from litdata.streaming.writer import BinaryWriter  # noqa: F401
+
+
+def write_dataset(spec: dict[str, Any]) -> None:
+    samples = iter_samples(spec['workload'], spec['n'], spec['seed'])
+    if spec['impl'] == 'ref':
+        from streaming import MDSWriter
+        with MDSWriter(out=spec['dir'], columns=WORKLOAD_COLUMNS[spec['workload']],
+                       size_limit=spec['size_limit']) as writer:
+            for sample in samples:
+                writer.write(sample)
+    else:
+        from litdata.streaming.writer import BinaryWriter
+        writer = BinaryWriter(spec['dir'], chunk_bytes=spec['size_limit'])
+        for index, sample in enumerate(samples):
+            writer.add_item(index, sample)
+        writer.done()
+        writer.merge()
+
+
+def open_dataset(spec: dict[str, Any]) -> Any:
+    """A shuffled StreamingDataset over spec['dir'] (py1e, default seed, canonical nodes)."""
+    impl = spec['impl']
+    if impl == 'ours':
+        from mds_core import StreamingDataset
+        return StreamingDataset(local=spec['dir'], batch_size=spec['batch_size'], shuffle=True,
+                                shuffle_algo='py1e', job_root=spec['job_root'])
+    if impl == 'ref':
+        from streaming import StreamingDataset as RefStreamingDataset
+        return RefStreamingDataset(local=spec['dir'], batch_size=spec['batch_size'], shuffle=True,
+                                   shuffle_algo='py1e')
+    import litdata
+    return litdata.StreamingDataset(spec['dir'], shuffle=True)
+
+
+def litdata_bytes_collate(items: list[Any]) -> Any:
+    """litdata's default collate, after turning memoryview fields into bytes.
+
+    litdata returns a ``bytes`` column as a ``memoryview``, which torch's default_collate takes
+    for a sequence (and fails on when the lengths differ); the MDS readers return ``bytes``.
+    """
+    from litdata.streaming.collate import litdata_collate
+    if items and isinstance(items[0], dict):
+        items = [{k: bytes(v) if isinstance(v, memoryview) else v for k, v in item.items()}
+                 for item in items]
+    return litdata_collate(items)
+
+
+def open_loader(spec: dict[str, Any], ds: Any) -> Any:
+    kwargs: dict[str, Any] = {}
+    if spec['impl'] == 'ours':
+        from mds_core import StreamingDataLoader
+    elif spec['impl'] == 'ref':
+        from streaming import StreamingDataLoader
+    else:
+        from litdata import StreamingDataLoader
+        if spec['workload'] == 'mixed':
+            kwargs['collate_fn'] = litdata_bytes_collate
+    return StreamingDataLoader(ds, batch_size=spec['batch_size'], num_workers=spec['workers'],
+                               **kwargs)
+
+
+def order_sizes(n: int, shard: int) -> list[int]:
+    return [shard] * (n // shard) + ([n % shard] if n % shard else [])
+
+
+def ref_order_standin(sizes: list[int], ncn: int, batch_size: int) -> Any:
+    """An object with the attributes of ``streaming.StreamingDataset`` its random batching reads.
+
+    ``streaming.base.batching.generate_work('random', dataset, world, epoch, sample_in_epoch)``
+    calls ``dataset.resample_streams(epoch)`` and reads the settings below; the values are what
+    ``StreamingDataset.__init__`` and ``__iter__`` set for one unweighted local stream of these
+    shards, so the reference's own code runs unchanged (``resample_streams`` is its method).
+    """
+    from streaming import StreamingDataset as RefStreamingDataset
+
+    class StandIn:
+        resample_streams = RefStreamingDataset.resample_streams
+
+    self = StandIn()
+    self.num_streams = 1
+    self.samples_per_shard = np.array(sizes, np.int64)
+    self.sample_offset_per_shard = self.samples_per_shard.cumsum() - self.samples_per_shard
+    self.shard_offset_per_stream = np.zeros(1, np.int64)
+    self.shards_per_stream = np.array([len(sizes)], np.int64)
+    self.streams = [SimpleNamespace(choose=int(self.samples_per_shard.sum()))]
+    self.epoch_size = int(self.samples_per_shard.sum())
+    self.sampling_method, self.sampling_granularity = 'balanced', 1
+    self.shuffle, self.shuffle_algo, self.shuffle_seed = True, 'py1e', 9176
+    self.epoch_seed_change = True  # shuffle and sampling_method == 'balanced'
+    self.num_canonical_nodes, self.batch_size = ncn, batch_size
+    self.shuffle_block_size = max(4_000_000 // ncn, 1 << 18)  # the reference's default
+    self.partition_algo, self.initial_physical_nodes = 'relaxed', None
+    return self
+
+
+def generate_order(spec: dict[str, Any]) -> np.ndarray:
+    sizes = order_sizes(spec['n'], spec['shard_samples'])
+    nodes, ranks, workers = spec['world']
+    if spec['impl'] == 'ours':
+        from mds_core.order import OrderSpec, generate_work
+        order = OrderSpec(shard_sizes=[sizes], shuffle=True, shuffle_algo='py1e',
+                          num_canonical_nodes=spec['ncn'], batch_size=spec['batch_size'])
+        return generate_work(order, nodes, ranks, workers, 0, 0)
+    from streaming.base.batching import generate_work as ref_generate_work
+    from streaming.base.world import World as RefWorld
+    standin = ref_order_standin(sizes, spec['ncn'], spec['batch_size'])
+    return ref_generate_work('random', standin, RefWorld(nodes, ranks, workers, 0), 0, 0)
+
+
+def children_peak_mb() -> float:
+    """Peak RSS of the largest waited-for child (DataLoader workers), MB."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def measure(spec: dict[str, Any]) -> dict[str, Any]:
+    """One measurement; runs in a fresh process forked from the impl's template."""
+    op, impl, workload = spec['op'], spec['impl'], spec.get('workload')
+    result: dict[str, Any] = {}
+    state = None
+    if op == 'resume':
+        state = pickle.loads(Path(spec['state_file']).read_bytes())
+
+    bf.reset_peak_rss()
+    rss0 = bf._proc_status_kb('VmRSS')
+    t0 = time.perf_counter()
+    keys: list[int] = []
+    first = ds = None
+    if op == 'write':  # setup, not reported
+        write_dataset(spec)
+    elif op == 'iterate':  # timed: construct + iterate every sample once
+        ds = open_dataset(spec)
+        for sample in ds:
+            if first is None:
+                first = sample
+            keys.append(sample_key(workload, sample))
+    elif op == 'loader':  # timed: construct dataset + loader + one epoch of batches
+        ds = open_dataset(spec)
+        for batch in open_loader(spec, ds):
+            keys += batch_keys(workload, batch)
+    elif op == 'resume-setup':  # setup: iterate half an epoch, take the loader's state dict
+        ds = open_dataset(spec)
+        loader = open_loader(spec, ds)
+        it = iter(loader)
+        for _ in range(spec['n'] // 2 // spec['batch_size']):
+            keys += batch_keys(workload, next(it))
+        Path(spec['state_file']).write_bytes(pickle.dumps(loader.state_dict()))
+        result['expected'] = batch_keys(workload, next(it))
+        result['consumed'] = len(keys)
+        del it
+    elif op == 'resume':  # timed: construct + load_state_dict + first batch
+        ds = open_dataset(spec)
+        loader = open_loader(spec, ds)
+        loader.load_state_dict(state)
+        it = iter(loader)
+        keys = batch_keys(workload, next(it))
+    elif op == 'order':  # timed: generate one epoch's work
+        work = generate_order(spec)
+    seconds = time.perf_counter() - t0
+    hwm = bf._proc_status_kb('VmHWM')
+    if op in ('resume',):
+        del it  # shut the workers down (joins them), so their peak RSS is counted
+    result.update(seconds=seconds, peak_rss_mb=hwm / 1024, delta_rss_mb=(hwm - rss0) / 1024,
+                  workers_peak_mb=children_peak_mb())
+
+    # not timed: what came back
+    if op in ('iterate', 'loader'):
+        result.update(count=len(keys), order=fingerprint(keys),
+                      complete=sorted(keys) == list(range(spec['n'])))
+        if first is not None:  # the first sample's content against the generated data
+            key = sample_key(workload, first)
+            want = next(s for i, s in enumerate(iter_samples(workload, spec['n'], spec['seed']))
+                        if i == key)
+            result['content_ok'] = bf.same_sample(first, want)
+    elif op == 'resume':
+        result.update(batch=keys)
+    elif op == 'order':
+        work = np.ascontiguousarray(work, dtype=np.int64)
+        result.update(shape=list(work.shape), order=hashlib.sha1(work.data).hexdigest()[:12],
+                      valid=int((work >= 0).sum()))
+    if impl == 'ref' and ds is not None:
+        result['shm_prefix'] = int(getattr(ds, '_shm_prefix_int', -1))
+    return result
+
+
+def reply_for(spec: dict[str, Any]) -> dict[str, Any]:
+    signal.alarm(spec.get('timeout', 0))  # a hung measurement dies: its reply says so
+    try:
+        return {'ok': True, 'result': measure(spec)}
+    except BaseException:
+        return {'ok': False, 'error': traceback.format_exc()}
+
+
+# The template server (fork per request) is bench_format's; it looks these up in its module.
+bf.import_family = import_family
+bf.reply_for = reply_for
+
+
+# ----------------------------------------------------------------------------- cold start
+
+COLD_CHILD = r'''
+import sys, json
+impl, path, batch_size, job_root, workload = sys.argv[1:6]
+if impl == "ours":
+    from mds_core import StreamingDataset
+    ds = StreamingDataset(local=path, batch_size=int(batch_size), shuffle=True, shuffle_algo="py1e",
+                          job_root=job_root)
+elif impl == "ref":
+    from streaming import StreamingDataset
+    ds = StreamingDataset(local=path, batch_size=int(batch_size), shuffle=True, shuffle_algo="py1e")
+else:
+    import litdata
+    ds = litdata.StreamingDataset(path, shuffle=True)
+sample = next(iter(ds))
+status = open("/proc/self/status").read()
+hwm = int(status.split("VmHWM:")[1].split()[0])
+if workload == "mixed":
+    key = int(sample["id"])
+else:
+    key = int(sample["tokens"][0]) | int(sample["tokens"][1]) << 16
+print(json.dumps({"peak_rss_mb": hwm / 1024, "key": key,
+                  "shm_prefix": int(getattr(ds, "_shm_prefix_int", -1))}), flush=True)
+'''
+
+
+# ----------------------------------------------------------------------------- parent side
+
+
+class Bench(bf.Bench):
+    """bench_format's Bench (template processes, results, medians), serving this script."""
+
+    def server(self, family: str) -> subprocess.Popen[str]:
+        if family not in self.servers:
+            with open(self.work / f'server-{family}.log', 'w') as log:
+                self.servers[family] = subprocess.Popen(
+                    [sys.executable, str(Path(__file__).resolve()), '--_serve', family],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
+                    env=self.env, cwd=self.work)
+        return self.servers[family]
+
+    def run(self, key: tuple, spec: dict[str, Any]) -> dict[str, Any] | None:
+        """One measurement; its result (or None after an error)."""
+        spec = dict(spec, timeout=self.args.timeout, seed=self.args.seed,
+                    job_root=str(self.work / 'jobs'))
+        before = len(self.results.get(key, []))
+        self.measure(key, spec)
+        got = self.results.get(key, [])
+        return got[-1] if len(got) > before else None
+
+    def cold_start(self, key: tuple, impl: str, path: Path, workload: str) -> None:
+        """A new interpreter: time from Popen to the line it prints after its first sample."""
+        if key in self.errors:
+            return
+        before = set(os.listdir('/dev/shm'))
+        argv = [sys.executable, '-c', COLD_CHILD, impl, str(path), str(self.args.batch_size),
+                str(self.work / 'jobs'), workload]
+        with open(self.work / 'cold.log', 'a') as log:
+            t0 = time.perf_counter()
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, text=True,
+                                    env=self.env, cwd=self.work)
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            seconds = time.perf_counter() - t0
+            try:
+                proc.wait(timeout=self.args.timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if not line.strip():
+            self.errors[key] = f'exit status {proc.returncode} (see cold.log)'
+            print(f'  FAILED {key}: exit status {proc.returncode}', file=sys.stderr)
+            return
+        res = dict(json.loads(line), seconds=seconds)
+        self.results.setdefault(key, []).append(res)
+        if res['shm_prefix'] >= 0:
+            self._unlink_shm(f"{res['shm_prefix']:06d}_", before)
+        print(f"  {key} {seconds:.3f}s peak {res['peak_rss_mb']:.0f}MB", file=sys.stderr)
+
+    def all(self, key: tuple, field: str) -> list[Any]:
+        return [r[field] for r in self.results.get(key, []) if field in r]
+
+
+def write_data(bench: Bench, workload: str, n: int) -> dict[str, Path]:
+    dirs = {}
+    for writer in ('ref', 'litdata'):
+        out = bench.work / f'data-{workload}-{n}-{writer}'
+        print(f'[write] {workload} n={n} {writer}', file=sys.stderr)
+        bench.run(('write', workload, n, writer),
+                  dict(op='write', impl=writer, workload=workload, n=n, dir=str(out),
+                       size_limit=bench.args.size_limit))
+        dirs[writer] = out
+    return {'ours': dirs['ref'], 'ref': dirs['ref'], 'litdata': dirs['litdata']}
+
+
+def run_all(bench: Bench) -> dict[str, Any]:
+    args = bench.args
+    info: dict[str, Any] = {'throughput': {}, 'resume': {}}
+    common = dict(batch_size=args.batch_size, workers=args.workers)
+
+    # 1-3 on each workload
+    for workload, n in (('mixed', args.mixed), ('tokens', args.tokens)):
+        if n <= 0:
+            continue
+        dirs = write_data(bench, workload, n)
+        info['throughput'][workload] = n
+        print(f'[{workload}] iterate / loader / cold start', file=sys.stderr)
+        for _rep in range(args.reps):
+            for impl in IMPLS:
+                for op in ('iterate', 'loader'):
+                    bench.run((op, workload, impl),
+                              dict(common, op=op, impl=impl, workload=workload, n=n,
+                                   dir=str(dirs[impl])))
+                bench.cold_start(('cold', workload, impl), impl, dirs[impl], workload)
+        for path in set(dirs.values()):
+            shutil.rmtree(path, ignore_errors=True)
+
+    # 4: resume at each size (the 'tiny' workload)
+    for n in args.resume_sizes:
+        dirs = write_data(bench, 'tiny', n)
+        print(f'[resume] n={n}', file=sys.stderr)
+        expected = {}
+        for impl in IMPLS:
+            state_file = bench.work / f'state-{impl}-{n}.pkl'
+            res = bench.run(('resume-setup', n, impl),
+                            dict(common, op='resume-setup', impl=impl, workload='tiny', n=n,
+                                 dir=str(dirs[impl]), state_file=str(state_file)))
+            if res is not None:
+                expected[impl] = res['expected']
+        info['resume'][n] = expected
+        for _rep in range(args.reps):
+            for impl in IMPLS:
+                if impl in expected:
+                    bench.run(('resume', n, impl),
+                              dict(common, op='resume', impl=impl, workload='tiny', n=n,
+                                   dir=str(dirs[impl]),
+                                   state_file=str(bench.work / f'state-{impl}-{n}.pkl')))
+        for path in set(dirs.values()):
+            shutil.rmtree(path, ignore_errors=True)
+
+    # 5: order generation
+    if args.order_samples > 0:
+        print(f'[order] n={args.order_samples:,}', file=sys.stderr)
+        for _rep in range(args.reps):
+            for impl in ('ours', 'ref'):
+                bench.run(('order', impl),
+                          dict(op='order', impl=impl, n=args.order_samples,
+                               shard_samples=args.order_shard_samples, ncn=args.order_ncn,
+                               batch_size=args.order_batch_size, world=args.order_world))
+    return info
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def fmt(value: float | None, digits: int = 0) -> str:
+    return bf.fmt(value, digits)
+
+
+def verdict(value: float | None, target: float, at_most: bool) -> str:
+    if value is None:
+        return '—'
+    met = value <= target if at_most else value >= target
+    sign = '≤' if at_most else '≥'
+    return f'{value:.2f}× ({"met" if met else "**not met**"}; target {sign} {target:g}×)'
+
+
+def versus(a: float | None, b: float | None, target: float) -> str:
+    """a / b against an "at most target" goal; '' when either is missing."""
+    return verdict(a / b, target, True) if a and b else ''
+
+
+def ratio_text(a: float | None, b: float | None) -> str:
+    return f'{a / b:.2f}×' if a and b else ''
+
+
+def error_note(bench: Bench, key: tuple) -> list[str]:
+    return [f'error: {bench.errors[key]}'] if key in bench.errors else []
+
+
+def throughput_section(bench: Bench, info: dict[str, Any], op: str, title: str, target: float,
+                       how: str) -> list[str]:
+    lines = [f'## {title}', '', how, '',
+             '| workload | implementation | samples/s | seconds | peak RSS MB | Δ RSS MB '
+             + ('| worker peak RSS MB ' if op == 'loader' else '')
+             + '| ours ÷ faster other | check |',
+             '|---|---|--:|--:|--:|--:|' + ('--:|' if op == 'loader' else '') + '---|---|']
+    for workload, n in info['throughput'].items():
+        sps = {i: (n / s if (s := bench.med((op, workload, i), 'seconds')) else None)
+               for i in IMPLS}
+        best_impl = max((i for i in OTHERS if sps[i]), key=lambda i: sps[i], default=None)
+        best = sps[best_impl] if best_impl else None
+        ref_orders = set(bench.all((op, workload, 'ref'), 'order'))
+        for impl in IMPLS:
+            key = (op, workload, impl)
+            notes = error_note(bench, key)
+            counts = set(bench.all(key, 'count'))
+            if counts:
+                notes.append(f'{"/".join(map(str, sorted(counts)))} samples'
+                             + ('' if all(bench.all(key, 'complete')) else ' (**not each once**)'))
+            if False in bench.all(key, 'content_ok'):
+                notes.append('**first sample has wrong content**')
+            orders = set(bench.all(key, 'order'))
+            if impl == 'ours' and orders and ref_orders:
+                notes.append('same order as the reference' if orders == ref_orders
+                             else '**order differs from the reference**')
+            if len(orders) > 1 and impl != 'litdata':
+                notes.append('**order differs between reps**')
+            ratio = verdict(sps['ours'] / best if sps['ours'] and best else None, target, False)
+            if best_impl:
+                ratio += f' vs {best_impl}'
+            lines.append(
+                f'| {workload} ({n:,}) | {LABELS[impl]} | {fmt(sps[impl])} '
+                f'| {fmt(bench.med(key, "seconds"), 3)} | {fmt(bench.med(key, "peak_rss_mb"))} '
+                f'| {fmt(bench.med(key, "delta_rss_mb"))} '
+                + (f'| {fmt(bench.med(key, "workers_peak_mb"))} ' if op == 'loader' else '')
+                + f'| {ratio if impl == "ours" else ""} | {"; ".join(notes)} |')
+    return lines + ['']
+
+
+def cold_section(bench: Bench, info: dict[str, Any]) -> list[str]:
+    lines = ['## 3. Cold start: new interpreter to first shuffled sample', '',
+             'Timed: from `subprocess.Popen` of `python -c <script>` to reading the line the child '
+             'prints right after `next(iter(StreamingDataset(..., shuffle=True)))`: interpreter '
+             'start, imports (torch included, all three import it), construction, order '
+             'generation and the first sample. Data in the page cache. Peak RSS = the child\'s '
+             'VmHWM at that point. Target: ours ≤ 0.7× litdata.', '',
+             '| workload | implementation | seconds | peak RSS MB | ours ÷ litdata '
+             '| ours ÷ reference | check |',
+             '|---|---|--:|--:|---|---|---|']
+    for workload in info['throughput']:
+        secs = {i: bench.med(('cold', workload, i), 'seconds') for i in IMPLS}
+        for impl in IMPLS:
+            key = ('cold', workload, impl)
+            notes = error_note(bench, key)
+            ref_keys = set(bench.all(('cold', workload, 'ref'), 'key'))
+            if impl == 'ours' and bench.all(key, 'key') and ref_keys:
+                same = set(bench.all(key, 'key')) == ref_keys
+                notes.append('same first sample as the reference' if same
+                             else '**first sample differs from the reference**')
+            ours = impl == 'ours' and secs['ours']
+            lines.append(
+                f'| {workload} | {LABELS[impl]} | {fmt(secs[impl], 3)} '
+                f'| {fmt(bench.med(key, "peak_rss_mb"))} '
+                f'| {versus(secs["ours"], secs["litdata"], 0.7) if ours else ""} '
+                f'| {ratio_text(secs["ours"], secs["ref"]) if ours else ""} '
+                f'| {"; ".join(notes)} |')
+    return lines + ['']
+
+
+def resume_section(bench: Bench, info: dict[str, Any]) -> list[str]:
+    args = bench.args
+    sizes = list(info['resume'])
+    lines = ['## 4. Resume latency', '',
+             f'Workload `tiny` (`ndarray:uint16:16`, 32 B samples). Setup (not timed): each '
+             f'library\'s '
+             f'`StreamingDataLoader` (batch {args.batch_size}, {args.workers} workers, shuffled) '
+             f'iterates half an epoch in one process, saves `loader.state_dict()` and records the '
+             f'next batch. Timed, in a fresh forked process (imports done): construct the dataset '
+             f'and loader + `loader.load_state_dict(state)` + `next(iter(loader))` (worker start '
+             f'and the order computation included). "next batch" checks the batch against the one '
+             f'the uninterrupted run yielded. Target: ours ≤ litdata, and not growing much with '
+             f'size.', '',
+             '| samples | implementation | seconds | peak RSS MB | Δ RSS MB | worker peak RSS MB '
+             '| ours ÷ litdata | ours ÷ reference | check |',
+             '|--:|---|--:|--:|--:|--:|---|---|---|']
+    for n in sizes:
+        secs = {i: bench.med(('resume', n, i), 'seconds') for i in IMPLS}
+        for impl in IMPLS:
+            key = ('resume', n, impl)
+            notes = error_note(bench, key) + error_note(bench, ('resume-setup', n, impl))
+            want = info['resume'][n].get(impl)
+            got = bench.all(key, 'batch')
+            if want is not None and got:
+                notes.append('next batch correct' if all(b == want for b in got)
+                             else '**resumed batch differs from the uninterrupted run**')
+            ours = impl == 'ours' and secs['ours']
+            lines.append(
+                f'| {n:,} | {LABELS[impl]} | {fmt(secs[impl], 3)} '
+                f'| {fmt(bench.med(key, "peak_rss_mb"))} | {fmt(bench.med(key, "delta_rss_mb"))} '
+                f'| {fmt(bench.med(key, "workers_peak_mb"))} '
+                f'| {versus(secs["ours"], secs["litdata"], 1.0) if ours else ""} '
+                f'| {ratio_text(secs["ours"], secs["ref"]) if ours else ""} '
+                f'| {"; ".join(notes)} |')
+    if len(sizes) >= 2:
+        lo, hi = sizes[0], sizes[-1]
+        growth = []
+        for impl in IMPLS:
+            a = bench.med(('resume', lo, impl), 'seconds')
+            b = bench.med(('resume', hi, impl), 'seconds')
+            growth.append(f'{LABELS[impl]} {b / a:.2f}×' if a and b else f'{LABELS[impl]} —')
+        lines += ['', f'Growth from {lo:,} to {hi:,} samples ({hi / lo:g}× the data): '
+                  + ', '.join(growth) + '.']
+    return lines + ['']
+
+
+def order_section(bench: Bench) -> list[str]:
+    args = bench.args
+    nodes, ranks, workers = args.order_world
+    n = args.order_samples
+    lines = ['## 5. Epoch order generation', '',
+             f'{n:,} samples in shards of {args.order_shard_samples:,}, one stream, py1e, '
+             f'{args.order_ncn} canonical nodes, batch {args.order_batch_size}, '
+             f'world {nodes} node × '
+             f'{ranks} ranks × {workers} workers, epoch 0 from sample 0. Timed: ours = '
+             '`generate_work(OrderSpec(...), ...)`; reference = `streaming.base.batching.'
+             "generate_work('random', stand_in, World(...), 0, 0)`, the reference's own "
+             '`resample_streams` → `get_partitions` → `get_shuffle` → index mapping, on a '
+             'stand-in '
+             'object holding the attributes its StreamingDataset would have (its real path then '
+             'also copies the result into shared memory: not timed here). Δ RSS = VmHWM during '
+             'the '
+             'call minus RSS before it (the memory the generation itself takes). Target: ours no '
+             'slower, ≤ 60% of the reference\'s peak memory.', '',
+             '| implementation | seconds | samples/s | peak RSS MB | Δ RSS MB | time ÷ ref '
+             '| peak RSS ÷ ref | Δ RSS ÷ ref | check |',
+             '|---|--:|--:|--:|--:|---|---|---|---|']
+    s = {i: bench.med(('order', i), 'seconds') for i in ('ours', 'ref')}
+    p = {i: bench.med(('order', i), 'peak_rss_mb') for i in ('ours', 'ref')}
+    d = {i: bench.med(('order', i), 'delta_rss_mb') for i in ('ours', 'ref')}
+    for impl in ('ours', 'ref'):
+        key = ('order', impl)
+        notes = error_note(bench, key)
+        shapes = {tuple(x) for x in bench.all(key, 'shape')}
+        if shapes:
+            valid = '/'.join(f'{v:,}' for v in sorted(set(bench.all(key, 'valid'))))
+            notes.append('shape ' + ', '.join('×'.join(map(str, x)) for x in shapes)
+                         + f'; {valid} ids')
+        if impl == 'ours' and bench.all(key, 'order') and bench.all(('order', 'ref'), 'order'):
+            same = set(bench.all(key, 'order')) == set(bench.all(('order', 'ref'), 'order'))
+            notes.append('identical to the reference\'s array' if same
+                         else '**differs from the reference\'s array**')
+        mine = impl == 'ours'
+        lines.append(
+            f'| {LABELS[impl]} | {fmt(s[impl], 2)} | {fmt(n / s[impl] if s[impl] else None)} '
+            f'| {fmt(p[impl])} | {fmt(d[impl])} '
+            f'| {versus(s["ours"], s["ref"], 1.0) if mine else ""} '
+            f'| {versus(p["ours"], p["ref"], 0.6) if mine else ""} '
+            f'| {versus(d["ours"], d["ref"], 0.6) if mine else ""} '
+            f'| {"; ".join(notes)} |')
+    return lines + ['']
+
+
+def report(bench: Bench, info: dict[str, Any], wall: float) -> str:
+    args, ver = bench.args, bf.versions()
+    cmd = shlex.join([os.path.relpath(sys.executable)] + sys.argv)
+    lines = [
+        '# Streaming benchmark: mds_core vs mosaicml-streaming vs litdata',
+        '',
+        f'- command: `{cmd}`',
+        f'- date: {time.strftime("%Y-%m-%d %H:%M:%S %Z")}; wall time {wall:.0f} s',
+        f'- machine: nproc {len(os.sched_getaffinity(0))}, {platform.machine()}, '
+        f'{platform.system()} {platform.release()}, '
+        f'{os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30:.0f} GiB RAM; '
+        f'python {ver["python"]}, numpy {ver["numpy"]}, torch {ver["torch"]}',
+        f'- mosaicml-streaming {ver["mosaicml-streaming"]}, litdata {ver["litdata"]}, '
+        f'mds_core (mds-pipelines) {ver["mds-pipelines"]}',
+        f'- settings: reps={args.reps} (median shown), batch size {args.batch_size}, '
+        f'{args.workers} DataLoader workers, size_limit={args.size_limit:,} B (litdata '
+        f'chunk_bytes too), seed={args.seed}',
+        '',
+        'How to read it:',
+        '- One data set per workload, written once by `streaming.MDSWriter` (read by mds_core and '
+        'the reference) and once by litdata\'s `BinaryWriter` (read by litdata); warm page cache.',
+        '- Workloads: `mixed` = int64 `id`, int32 `label`, ~200 B `str`, ~8 KiB `bytes`, '
+        '`ndarray:float32:64`; `tokens` = `ndarray:uint16:2048`; `tiny` = `ndarray:uint16:16`.',
+        '- Shuffled everywhere: mds_core and the reference `shuffle=True, shuffle_algo="py1e"`, '
+        'default seed and canonical nodes (1); litdata `shuffle=True`.',
+        '- Except for the cold start, each rep runs in a fresh process forked from a template '
+        'that has imported only that library (not timed). peak RSS = VmHWM of that process, reset '
+        'at the start of the timed section (forked processes count only the pages they touch); '
+        'Δ RSS = peak minus RSS at the start; worker peak RSS = the largest DataLoader worker\'s '
+        'peak (ru_maxrss, includes what it inherited at fork).',
+        '- Checks (not timed): every sample once, mds_core\'s order equal to the reference\'s '
+        '(sample ids/key sequence), first sample\'s content, resumed batch = the uninterrupted '
+        'run\'s next batch.',
+        '- Noise: a 2-core machine shared with other work; compare ratios, not absolute numbers.',
+        '',
+    ]
+    if info['throughput']:
+        lines += throughput_section(
+            bench, info, 'iterate', '1. Shuffled single-process iteration', 1.5,
+            'Timed: construct the dataset + `for sample in dataset` over one epoch in the main '
+            'process (reference: its prepare/ready threads run). Target: ours ≥ 1.5× the faster '
+            'of the reference and litdata.')
+        lines += throughput_section(
+            bench, info, 'loader',
+            f'2. StreamingDataLoader, {args.workers} workers, batch size {args.batch_size}, '
+            'one epoch',
+            3.0,
+            'Timed: construct the dataset + the library\'s `StreamingDataLoader` (default collate; '
+            'litdata on `mixed`: its default collate after turning its `memoryview` bytes values '
+            'into `bytes`, which its own default cannot batch) + iterate every batch of one epoch '
+            '(worker start and shutdown included). Target: ours ≥ 3× the faster other.')
+        lines += cold_section(bench, info)
+    if info['resume']:
+        lines += resume_section(bench, info)
+    if args.order_samples > 0:
+        lines += order_section(bench)
+    return '\n'.join(lines)
+
+
+def own_shm_leftovers(before: set[str]) -> list[str]:
+    return sorted(set(os.listdir('/dev/shm')) - before) if os.path.isdir('/dev/shm') else []
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--mixed', type=int, default=20_000,
+                        help='samples in "mixed" for iteration/loader/cold start (0: skip)')
+    parser.add_argument('--tokens', type=int, default=20_000,
+                        help='samples in "tokens" for iteration/loader/cold start (0: skip)')
+    parser.add_argument('--resume-sizes', default=None,
+                        help='comma list of "tiny" dataset sizes for resume latency, smallest '
+                             'first (default 50000,1000000; --quick 5000,20000; "": skip)')
+    parser.add_argument('--order-samples', type=int, default=100_000_000,
+                        help='samples in the order-generation epoch (0: skip)')
+    parser.add_argument('--order-shard-samples', type=int, default=50_000)
+    parser.add_argument('--order-ncn', type=int, default=8, help='canonical nodes for ordering')
+    parser.add_argument('--order-batch-size', type=int, default=32)
+    parser.add_argument('--order-world', default='1,8,8',
+                        help='nodes,ranks per node,workers per rank for ordering')
+    parser.add_argument('--reps', type=int, default=3, help='repetitions of each measurement')
+    parser.add_argument('--batch-size', type=int, default=256)
+    parser.add_argument('--workers', type=int, default=2, help='DataLoader workers')
+    parser.add_argument('--size-limit', type=int, default=1 << 26,
+                        help='shard size limit in bytes (MDS size_limit, litdata chunk_bytes)')
+    parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--timeout', type=int, default=1800,
+                        help='seconds after which one measurement is killed')
+    parser.add_argument('--quick', action='store_true',
+                        help='smoke run: 600 mixed/tokens, resume at 5k and 20k, 2M order, 1 rep')
+    parser.add_argument('--out', default=str(HERE / 'results-streaming-latest.md'),
+                        help='markdown output file')
+    parser.add_argument('--_serve', help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args._serve:
+        bf.serve(args._serve)
+        return 0
+
+    if args.quick:
+        args.mixed, args.tokens, args.reps = min(args.mixed, 600), min(args.tokens, 600), 1
+        if args.resume_sizes is None:
+            args.resume_sizes = '5000,20000'
+        args.order_samples = min(args.order_samples, 2_000_000)
+    if args.resume_sizes is None:
+        args.resume_sizes = '50000,1000000'
+    args.resume_sizes = [int(x) for x in args.resume_sizes.split(',') if x.strip()]
+    args.order_world = tuple(int(x) for x in args.order_world.split(','))
+    args.fresh_exec = False  # bf.Bench: always fork from the template processes
+
+    t0 = time.perf_counter()
+    shm_before = set(os.listdir('/dev/shm')) if os.path.isdir('/dev/shm') else set()
+    with tempfile.TemporaryDirectory(prefix='mds-bench-streaming-') as tmp:
+        bench = Bench(args, Path(tmp))
+        try:
+            info = run_all(bench)
+        finally:
+            bench.close()
+        leftovers = own_shm_leftovers(shm_before)
+    if leftovers:  # not removed: they may be another process's (ours are unlinked per rep)
+        print(f'NOTE: new /dev/shm entries since the start: {leftovers[:10]}', file=sys.stderr)
+    text = report(bench, info, time.perf_counter() - t0)
+    print(text)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(text + '\n')
+    print(f'\nwritten to {args.out}', file=sys.stderr)
+    return 1 if bench.errors else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
