@@ -29,6 +29,9 @@ from mds_core.stream import INHERITED, Stream
 from mds_core.world import World
 
 
+_ITER_CHUNK = 4096  # ids mapped to shards per numpy call while iterating
+
+
 class StreamingDataset(IterableDataset):
     """Iterate one or more MDS streams in Mosaic Streaming's exact order. Arguments follow ``streaming.StreamingDataset``.
 
@@ -92,6 +95,11 @@ class StreamingDataset(IterableDataset):
         )
         self._write_back_weights()
         self._stream_ends = list(accumulate(len(reader) for reader in self.readers))
+        # Every shard of every stream in global order, so iteration maps ids to shards in bulk.
+        self._shard_owners = [(reader, i) for reader in self.readers for i in range(len(reader.shards))]
+        sizes = np.array([shard.samples for reader in self.readers for shard in reader.shards], np.int64)
+        self._shard_ends = np.cumsum(sizes)
+        self._shard_starts = self._shard_ends - sizes
         self.fingerprint = self._fingerprint()
         self._job = _open_job(job_root or default_root(), World.detect())
 
@@ -155,8 +163,18 @@ class StreamingDataset(IterableDataset):
     def __iter__(self) -> Iterator[dict[str, Any]]:
         world = World.detect()
         start = EpochLedger(self._job, world.rank).start_epoch(world.worker_of_rank)
-        for sample_id in self._work_row(world, start.epoch, start.sample_in_epoch, start.state).tolist():
-            yield self.get_item(sample_id)
+        row = self._work_row(world, start.epoch, start.sample_in_epoch, start.state)
+        for begin in range(0, len(row), _ITER_CHUNK):
+            yield from self._samples(row[begin : begin + _ITER_CHUNK])
+
+    def _samples(self, ids: np.ndarray) -> Iterator[dict[str, Any]]:
+        """Samples for many ids: shards found for all of them at once, then straight to each shard's reader."""
+        shard_ids = np.searchsorted(self._shard_ends, ids, side="right")
+        local_ids = ids - self._shard_starts[shard_ids]
+        owners = self._shard_owners
+        for shard_id, local_id in zip(shard_ids.tolist(), local_ids.tolist()):
+            reader, shard_of_reader = owners[shard_id]
+            yield reader.shard_reader(shard_of_reader)[local_id]
 
     def _work_row(self, world: World, epoch: int, sample_in_epoch: int, state: dict | None) -> np.ndarray:
         """This worker's sample ids for the epoch, computed once per node and shared."""

@@ -94,6 +94,10 @@ class LocalDataset:
         shard_id = bisect_right(self._ends, index)
         return shard_id, index - self._starts[shard_id]
 
+    def shard_reader(self, shard_id: int) -> ShardReader:
+        """The open reader of one shard (opened on first use)."""
+        return self._readers[shard_id] or self.open_shard(shard_id)
+
     def open_shard(self, shard_id: int) -> ShardReader:
         """Open (decompressing once if needed) and memory-map one shard."""
         shard = self.shards[shard_id]

@@ -206,3 +206,10 @@ def test_a_killed_run_leaves_nothing_that_breaks_the_next(tmp_path: Path) -> Non
     assert all(proc.returncode == 0 for proc in both) and [o[1] for o in outputs] == ["420", "420"]
     assert outputs[0][0] != outputs[1][0]  # separate job directories
     assert not stale.exists() and not any(Path(o[0]).exists() for o in outputs)
+
+
+def test_streams_with_zero_sample_shards(tmp_path: Path) -> None:
+    golden = Path(__file__).parent / "fixtures" / "mds-golden" / "datasets" / "zero_sample_shard"
+    ds = StreamingDataset(local=str(golden), batch_size=2, job_root=str(tmp_path))
+    expected = [ds.get_item(i)["b"] for i in range(7)]
+    assert [s["b"] for s in ds] == expected and len(set(expected)) > 1
