@@ -131,6 +131,10 @@ class _EpochPlan:
                                 sampling_granularity=spec.sampling_granularity, shuffle=spec.shuffle,
                                 stream_id=stream_id)
 
+    def takes_every_sample_once(self) -> bool:
+        """Whether each stream contributes exactly its samples, so resampling changes nothing."""
+        return self.spec.mix.choose == self.spec.stream_sizes
+
     def positions(self, num_samples: int, num_nodes: int, batch_size: int, drop_first: int) -> NDArray[np.int64]:
         return get_partitions(self.spec.partition_algo, num_samples, self.canonical_nodes, num_nodes,
                               self.world.ranks_per_node, self.world.workers_per_rank, batch_size, drop_first,
@@ -141,7 +145,7 @@ class _EpochPlan:
             return positions
         permutation = get_shuffle(self.spec.shuffle_algo, units, self.canonical_nodes, self.spec.shuffle_seed,
                                   self.epoch, block_size)
-        return take_keeping_padding(permutation, positions)
+        return remap_in_place(permutation, positions)
 
     def stream_block_size(self, stream_id: int) -> int:
         # Per-stream shuffles scale the block by the stream's share, so the block over all streams
@@ -167,6 +171,28 @@ def take_keeping_padding(table: NDArray[np.int64], positions: NDArray[np.int64])
     out = table[positions]  # a -1 reads the last entry, which is overwritten just below
     out[positions < 0] = -1
     return out
+
+
+_REMAP_CHUNK = 1 << 20
+
+
+def remap_in_place(table: NDArray[np.int64], positions: NDArray[np.int64]) -> NDArray[np.int64]:
+    """:func:`take_keeping_padding`, written over ``positions``' own memory when it is the only view of it.
+
+    The mapping is element-wise, so the layout does not matter; working through the owning buffer
+    in chunks saves one N-sized array (800 MB at 100M samples) at the peak of epoch generation.
+    """
+    base = positions if positions.base is None else positions.base
+    if (not isinstance(base, np.ndarray) or base.size != positions.size or not base.flags.c_contiguous
+            or not base.flags.writeable):
+        return take_keeping_padding(table, positions)
+    flat = base.reshape(-1)
+    for start in range(0, flat.size, _REMAP_CHUNK):
+        chunk = flat[start:start + _REMAP_CHUNK]
+        padding = chunk < 0
+        chunk[...] = table[chunk]
+        chunk[padding] = -1
+    return positions
 
 
 # --------------------------------------------------------------------------------------------------
@@ -230,6 +256,11 @@ def _stream_batch_order(batches_per_stream: list[int], rng: np.random.Generator)
 
 def _random_batching(plan: _EpochPlan, sample_in_epoch: int) -> NDArray[np.int64]:
     """Streams mixed sample by sample: one resampling, partition and shuffle over all streams."""
+    if plan.takes_every_sample_once():
+        # small_per_big would be the identity: skip building and applying an N-sized table.
+        sizes = np.concatenate([np.asarray(s, np.int64) for s in plan.spec.shard_sizes])
+        positions = plan.positions(int(sizes.sum()), plan.world.num_nodes, plan.batch_size, sample_in_epoch)
+        return plan.shuffled(positions, sizes[sizes > 0], plan.block_size)
     units, small_per_big = plan.resample()
     positions = plan.positions(len(small_per_big), plan.world.num_nodes, plan.batch_size, sample_in_epoch)
     positions = plan.shuffled(positions, units, plan.block_size)

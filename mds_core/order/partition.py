@@ -137,16 +137,20 @@ def partition_orig(
         logger.warning("drop_first=%d is not a multiple of %d physical nodes; rounding it down", drop_first, p)
         drop_first -= drop_first % p
 
-    rows = canonical_rows(num_samples, num_canonical_nodes, p)
-    sequence = rows.T.ravel()[drop_first:]  # column-major: CN 0, CN 1, ... at each depth
+    # Column-major: CN 0, CN 1, ... at each depth. Only the sequence is kept: at 100M samples
+    # every N-sized array alive at once costs 800 MB.
+    sequence = canonical_rows(num_samples, num_canonical_nodes, p).T.ravel()[drop_first:]
     node_ids = _pad_to_ranks(sequence.reshape(-1, p).T, r)  # node q takes every P-th entry
+    del sequence
 
     per_rank = node_ids.shape[1] // r
     per_worker_round = w * b
     padded = math.ceil(per_rank / per_worker_round) * per_worker_round
     # (P, per_rank, R): rank r takes every R-th entry of its node's row.
-    rank_ids = np.full((p, padded, r), -1, np.int64)
+    rank_ids = np.empty((p, padded, r), np.int64)
     rank_ids[:, :per_rank, :] = node_ids.reshape(p, per_rank, r)
+    rank_ids[:, per_rank:, :] = -1
+    del node_ids
     # Chunk j of B entries of a rank goes to worker j % W as its batch j // W.
     work = rank_ids.transpose(0, 2, 1).reshape(p, r, padded // per_worker_round, w, b)
     return work.transpose(0, 1, 3, 2, 4)  # a view, as the reference returns; copying costs ~N
