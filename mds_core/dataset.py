@@ -22,7 +22,7 @@ from torch.utils.data import IterableDataset
 from mds_core.coordination import JobDir, default_root, new_job_token
 from mds_core.errors import ConfigurationError, SampleIndexError
 from mds_core.format.index import INDEX_BASENAME
-from mds_core.local import LocalDataset
+from mds_core.local import select
 from mds_core.order import OrderSpec, generate_work
 from mds_core.resume import STATE_KEYS, EpochLedger, validate_state
 from mds_core.stream import INHERITED, Stream
@@ -139,13 +139,7 @@ class StreamingDataset(IterableDataset):
         return math.ceil(self.epoch_size / World.detect().replicate(self.replication).num_ranks)
 
     def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, (int, np.integer)):
-            return self.get_item(int(index))
-        if isinstance(index, slice):
-            return [self.get_item(i) for i in range(*index.indices(self.num_samples))]
-        if isinstance(index, (list, tuple, np.ndarray)):
-            return [self[i] for i in index]
-        raise TypeError(f"dataset indices must be int, slice, list or numpy array, not {type(index).__name__}")
+        return select(self.get_item, self.num_samples, index)
 
     def get_item(self, sample_id: int) -> dict[str, Any]:
         """The sample with global id ``sample_id`` (streams in order, then shards, then samples)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from bisect import bisect_right
 from itertools import accumulate
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -65,13 +65,7 @@ class LocalDataset:
             shard_id = bisect_right(self._ends, index)
             reader = self._readers[shard_id] or self.open_shard(shard_id)
             return reader[index - self._starts[shard_id]]
-        if isinstance(index, (int, np.integer)):
-            return self.get_item(int(index))
-        if isinstance(index, slice):
-            return [self.get_item(i) for i in range(*index.indices(self.num_samples))]
-        if isinstance(index, (list, tuple, np.ndarray)):
-            return [self[i] for i in index]
-        raise TypeError(f"dataset indices must be int, slice, list or numpy array, not {type(index).__name__}")
+        return select(self.get_item, self.num_samples, index)
 
     def get_item(self, index: int) -> dict[str, Any]:
         """The sample at global ``index`` (negative counts from the end)."""
@@ -123,6 +117,17 @@ class LocalDataset:
         state = self.__dict__.copy()
         state["_readers"] = [None] * len(self.shards)
         return state
+
+
+def select(get_item: Callable[[int], Any], num_samples: int, index: Any) -> Any:
+    """``dataset[index]`` for an int (negative counts from the end), a slice, or a list/array of them."""
+    if isinstance(index, (int, np.integer)):
+        return get_item(int(index))
+    if isinstance(index, slice):
+        return [get_item(i) for i in range(*index.indices(num_samples))]
+    if isinstance(index, (list, tuple, np.ndarray)):
+        return [select(get_item, num_samples, i) for i in index]
+    raise TypeError(f"dataset indices must be int, slice, list or numpy array, not {type(index).__name__}")
 
 
 def _build_schemas(shards: list[ShardInfo], root: str, allow_unsafe_types: bool) -> list[Schema]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Mapping
 
 from mds_core.errors import ConfigurationError
+from mds_core.order.batching import replicate_world
 
 
 @dataclass(frozen=True)
@@ -70,13 +71,8 @@ class World:
         """
         if replication is None or replication == 1:
             return self
-        if not isinstance(replication, int) or replication <= 0 or self.num_ranks % replication:
-            raise ConfigurationError(
-                f"replication={replication!r} must be a positive int dividing the world size {self.num_ranks}"
-            )
-        ranks = self.num_ranks // replication
-        per_node = self.ranks_per_node if ranks % self.ranks_per_node == 0 else ranks
-        return World(ranks // per_node, per_node, self.rank // replication, self.workers_per_rank, self.worker_of_rank)
+        nodes, per_node = replicate_world(self.num_nodes, self.ranks_per_node, replication)
+        return World(nodes, per_node, self.rank // replication, self.workers_per_rank, self.worker_of_rank)
 
 
 def _env_int(env: Mapping[str, str], name: str, default: int) -> int:
