@@ -83,11 +83,6 @@ class LocalDataset:
             if shard.samples:
                 yield from self._readers[shard_id] or self.open_shard(shard_id)
 
-    def shard_location(self, index: int) -> tuple[int, int]:
-        """``(shard id, index within shard)`` of a global sample index."""
-        shard_id = bisect_right(self._ends, index)
-        return shard_id, index - self._starts[shard_id]
-
     def shard_reader(self, shard_id: int) -> ShardReader:
         """The open reader of one shard (opened on first use)."""
         return self._readers[shard_id] or self.open_shard(shard_id)

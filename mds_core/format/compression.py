@@ -101,11 +101,6 @@ def get_codec(name: str | None) -> Codec | None:
     return Codec(family, int(level_text))
 
 
-def compression_family(name: str | None) -> str | None:
-    codec = get_codec(name)
-    return codec.family if codec else None
-
-
 def _check_installed(family: str) -> None:
     if family == "br":
         _brotli()

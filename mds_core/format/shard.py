@@ -212,9 +212,6 @@ class ShardReader:
         # A memoryview cast reads u32s as Python ints faster than numpy indexing does.
         return memoryview(self._mm)[4 : 4 * (n + 2)].cast("I") if _LITTLE_ENDIAN else offsets.tolist()
 
-    def sample_bounds(self, index: int) -> tuple[int, int]:
-        return self._offsets[index], self._offsets[index + 1]
-
     def __getitem__(self, index: int) -> dict[str, Any]:
         offsets = self._offsets
         try:
@@ -236,10 +233,6 @@ class ShardReader:
             except MDSError:
                 block = [self[index] for index in range(start, stop)]  # names the exact sample and column
             yield from block
-
-    def sample_bytes(self, index: int) -> bytes:
-        begin, end = self.sample_bounds(index)
-        return self._mm[begin:end]
 
     def check_samples(self) -> None:
         """Check every sample's column layout without decoding values."""

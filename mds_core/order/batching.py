@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mds_core.errors import ConfigurationError
+from mds_core.order.checks import as_int
 from mds_core.order.mixing import resample_streams
 from mds_core.order.partition import get_partitions
 from mds_core.order.shuffle import get_shuffle
@@ -49,11 +50,11 @@ def replicate_world(num_nodes: int, ranks_per_node: int, replication: int | None
     ``num_ranks // replication`` "parallel" ranks: as nodes of the physical size when that divides,
     else as one node (reference ``World.replicate``). Workers per rank are unchanged.
     """
-    _check_count("num_nodes", num_nodes)
-    _check_count("ranks_per_node", ranks_per_node)
+    as_int("num_nodes", num_nodes)
+    as_int("ranks_per_node", ranks_per_node)
     if replication is None:
         return num_nodes, ranks_per_node
-    _check_count("replication", replication)
+    as_int("replication", replication)
     num_ranks = num_nodes * ranks_per_node
     if num_ranks % replication:
         raise ConfigurationError(
@@ -62,12 +63,6 @@ def replicate_world(num_nodes: int, ranks_per_node: int, replication: int | None
     parallel_ranks = num_ranks // replication
     parallel_nodes = parallel_ranks // ranks_per_node if parallel_ranks % ranks_per_node == 0 else 1
     return parallel_nodes, parallel_ranks // parallel_nodes
-
-
-def _check_count(name: str, value: Any, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ConfigurationError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -85,15 +80,15 @@ def generate_work(source: OrderSpec | Any, num_nodes: int, ranks_per_node: int, 
     """
     spec = _order_spec_of(source)
     nodes, ranks = replicate_world(num_nodes, ranks_per_node, spec.replication)
-    world = Topology(nodes, ranks, _check_count("workers_per_rank", workers_per_rank))
+    world = Topology(nodes, ranks, as_int("workers_per_rank", workers_per_rank))
     if spec.batch_size is None:
         raise ConfigurationError(
             "batch_size is needed to order samples: pass batch_size to StreamingDataset (the per-device "
             "batch size, the same as the DataLoader's)")
-    plan = _EpochPlan(spec=spec, world=world, epoch=_check_count("epoch", epoch, 0),
+    plan = _EpochPlan(spec=spec, world=world, epoch=as_int("epoch", epoch, 0),
                       batch_size=check_batch_size(spec.batch_size),
                       canonical_nodes=spec.canonical_nodes(nodes), block_size=spec.block_size(nodes))
-    sample_in_epoch = _check_count("sample_in_epoch", sample_in_epoch, 0)
+    sample_in_epoch = as_int("sample_in_epoch", sample_in_epoch, 0)
     if spec.batching_method == "device_per_stream" and plan.canonical_nodes % nodes:
         raise ConfigurationError(
             f"device_per_stream batching needs num_canonical_nodes divisible by the number of physical "

@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mds_core.errors import ConfigurationError
+from mds_core.order.checks import as_int
 
 logger = logging.getLogger(__name__)
 
@@ -196,14 +197,6 @@ PARTITION_FUNCTIONS: dict[str, PartitionFn] = {
 PARTITION_ALGOS: tuple[str, ...] = tuple(PARTITION_FUNCTIONS)
 
 
-def _as_int(name: str, value: int, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ConfigurationError(f"{name} must be an integer, got {value!r}")
-    if value < minimum:
-        raise ConfigurationError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
-
-
 def get_partitions(
     algo: str,
     num_samples: int,
@@ -240,17 +233,17 @@ def get_partitions(
         raise ConfigurationError(
             f"unknown partition_algo {algo!r}; expected one of {', '.join(PARTITION_ALGOS)}"
         ) from None
-    num_samples = _as_int("num_samples", num_samples, 0)
+    num_samples = as_int("num_samples", num_samples, 0)
     if num_samples == 0:
         raise ConfigurationError("an epoch of 0 samples cannot be partitioned; check the streams' sizes and weights")
-    num_canonical_nodes = _as_int("num_canonical_nodes", num_canonical_nodes, 1)
-    num_physical_nodes = _as_int("num_physical_nodes", num_physical_nodes, 1)
-    ranks_per_node = _as_int("ranks_per_node", ranks_per_node, 1)
-    workers_per_rank = _as_int("workers_per_rank", workers_per_rank, 1)
-    batch_size = _as_int("batch_size", batch_size, 1)
-    drop_first = _as_int("drop_first", drop_first, 0)
+    num_canonical_nodes = as_int("num_canonical_nodes", num_canonical_nodes, 1)
+    num_physical_nodes = as_int("num_physical_nodes", num_physical_nodes, 1)
+    ranks_per_node = as_int("ranks_per_node", ranks_per_node, 1)
+    workers_per_rank = as_int("workers_per_rank", workers_per_rank, 1)
+    batch_size = as_int("batch_size", batch_size, 1)
+    drop_first = as_int("drop_first", drop_first, 0)
     if initial_physical_nodes is not None:
-        initial_physical_nodes = _as_int("initial_physical_nodes", initial_physical_nodes, 1)
+        initial_physical_nodes = as_int("initial_physical_nodes", initial_physical_nodes, 1)
 
     # The reference allows resuming into the world-size padding at the end of the epoch (a full
     # extra world when N divides evenly), so resuming exactly at the end works.

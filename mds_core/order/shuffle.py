@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from mds_core.errors import ConfigurationError
+from mds_core.order.checks import as_int
 
 Spans = tuple[NDArray[np.int64], NDArray[np.int64]]  # (begins, ends), end exclusive
 Groups = list[tuple[int, int]]  # per CN: [first span, last span) into Spans
@@ -336,14 +337,6 @@ def _as_sizes(shard_sizes: ArrayLike) -> NDArray[np.int64]:
     return sizes
 
 
-def _as_int(name: str, value: int, minimum: int | None) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ConfigurationError(f"{name} must be an integer, got {value!r}")
-    if minimum is not None and value < minimum:
-        raise ConfigurationError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
-
-
 def get_shuffle(
     algo: str,
     shard_sizes: ArrayLike,
@@ -376,10 +369,10 @@ def get_shuffle(
             f"unknown shuffle_algo {algo!r}; expected one of {', '.join(SHUFFLE_ALGOS)}"
         ) from None
     sizes = _as_sizes(shard_sizes)
-    num_canonical_nodes = _as_int("num_canonical_nodes", num_canonical_nodes, 1)
-    seed = _as_int("shuffle_seed", seed, 0)
-    epoch = _as_int("epoch", epoch, 0)
+    num_canonical_nodes = as_int("num_canonical_nodes", num_canonical_nodes, 1)
+    seed = as_int("shuffle_seed", seed, 0)
+    epoch = as_int("epoch", epoch, 0)
     # Only py1br and py1e use the block size, and they check it themselves: the reference accepts
     # any value (per-stream batching can pass 0) for the others.
-    block_size = _as_int("shuffle_block_size", block_size, None)
+    block_size = as_int("shuffle_block_size", block_size, None)
     return shuffle(sizes, num_canonical_nodes, seed, epoch, block_size)

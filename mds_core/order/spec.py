@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from mds_core.errors import ConfigurationError
+from mds_core.order.checks import as_int
 from mds_core.order.mixing import (
     StreamMix,
     StreamWeights,
@@ -161,10 +162,8 @@ def _check_choice(name: str, value: Any, choices: Sequence[str]) -> None:
 
 
 def _check_int(name: str, value: Any, *, minimum: int, optional: bool = False) -> None:
-    if value is None and optional:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ConfigurationError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if value is not None or not optional:
+        as_int(name, value, minimum)
 
 
 def check_batch_size(batch_size: Any) -> int:
