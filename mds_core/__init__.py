@@ -14,7 +14,8 @@ __all__ = [
     "LocalDataset", "MDSError", "MDSWriter", "Stream", "StreamingDataLoader", "StreamingDataset", "merge_index",
 ]
 
-# These import torch, which takes a second or two: load them on first use, not with mds_core.
+# Loaded on first use: StreamingDataLoader imports torch (seconds), and the dataset modules pull in
+# the order machinery, which plain readers and writers do not need.
 _LAZY = {
     "Stream": "mds_core.stream",
     "StreamingDataset": "mds_core.dataset",

@@ -12,12 +12,12 @@ import hashlib
 import json
 import math
 import os
+import sys
 from bisect import bisect_right
 from itertools import accumulate
 from typing import Any, Iterator
 
 import numpy as np
-from torch.utils.data import IterableDataset
 
 from mds_core.coordination import JobDir, default_root, new_job_token
 from mds_core.errors import ConfigurationError, SampleIndexError
@@ -32,13 +32,18 @@ from mds_core.world import World
 _ITER_CHUNK = 4096  # ids mapped to shards per numpy call while iterating
 
 
-class StreamingDataset(IterableDataset):
+class StreamingDataset:
     """Iterate one or more MDS streams in Mosaic Streaming's exact order. Arguments follow ``streaming.StreamingDataset``.
 
     Pass ``streams=[Stream(...), ...]`` or a single ``local=`` (and ``split=``). ``batch_size`` (the
     per-device batch size, equal to the DataLoader's) is needed before iterating. ``job_root`` (or
     ``$MDS_JOB_ROOT``) is where the per-job coordination directory goes; the default is the system
     temp directory.
+
+    torch is not imported here (it takes seconds): the class is registered as a virtual subclass of
+    ``torch.utils.data.IterableDataset`` as soon as torch is loaded, so ``DataLoader`` treats it as
+    iterable. Import torch (or ``StreamingDataLoader``) before constructing the dataset, as training
+    scripts do anyway.
     """
 
     def __init__(
@@ -71,7 +76,7 @@ class StreamingDataset(IterableDataset):
         stream_config: dict[str, Any] | None = None,
         job_root: str | None = None,
     ) -> None:
-        super().__init__()
+        register_with_torch()
         self.streams = _resolve_streams(streams, remote, local, split, stream_name, stream_config)
         defaults = {"download_retry": download_retry, "download_timeout": download_timeout,
                     "validate_hash": validate_hash, "keep_zip": keep_zip}
@@ -302,3 +307,13 @@ def _open_job(root: str, world: World) -> JobDir:
 
 def _short_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def register_with_torch() -> None:
+    """Make ``StreamingDataset`` a ``torch.utils.data.IterableDataset`` if torch is loaded (idempotent)."""
+    torch_data = sys.modules.get("torch.utils.data")
+    if torch_data is not None and not issubclass(StreamingDataset, torch_data.IterableDataset):
+        torch_data.IterableDataset.register(StreamingDataset)
+
+
+register_with_torch()

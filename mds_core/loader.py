@@ -7,8 +7,11 @@ from typing import Any, Iterator
 import torch
 from torch.utils.data import DataLoader
 
-from mds_core.dataset import StreamingDataset
+from mds_core.dataset import StreamingDataset, register_with_torch
 from mds_core.world import World
+
+# mds_core.dataset may have been imported before torch.
+register_with_torch()
 
 
 class StreamingDataLoader(DataLoader):

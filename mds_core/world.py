@@ -8,6 +8,7 @@ Ranks are assumed node-contiguous with the same number per node.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, replace
 from typing import Mapping
 
@@ -87,9 +88,9 @@ def _env_int(env: Mapping[str, str], name: str, default: int) -> int:
 
 def _worker_info() -> tuple[int, int]:
     """(workers per rank, this worker) inside a DataLoader worker, else (1, 0)."""
-    try:
-        from torch.utils.data import get_worker_info
-    except ImportError:
+    # A DataLoader worker has torch loaded already; importing it otherwise would cost seconds.
+    torch_data = sys.modules.get("torch.utils.data")
+    if torch_data is None:
         return 1, 0
-    info = get_worker_info()
+    info = torch_data.get_worker_info()
     return (info.num_workers, info.id) if info is not None else (1, 0)

@@ -213,3 +213,29 @@ def test_streams_with_zero_sample_shards(tmp_path: Path) -> None:
     ds = StreamingDataset(local=str(golden), batch_size=2, job_root=str(tmp_path))
     expected = [ds.get_item(i)["b"] for i in range(7)]
     assert [s["b"] for s in ds] == expected and len(set(expected)) > 1
+
+
+_LAZY_TORCH = """
+import sys
+from mds_core import StreamingDataset
+ds = StreamingDataset(local=sys.argv[1], batch_size=2, job_root=sys.argv[2])
+first = next(iter(ds))
+assert "torch" not in sys.modules, "constructing and iterating must not import torch"
+import torch
+from torch.utils.data import DataLoader, IterableDataset
+again = StreamingDataset(local=sys.argv[1], batch_size=2, job_root=sys.argv[2])
+assert isinstance(again, IterableDataset)
+plain = [int(i) for batch in DataLoader(again, batch_size=2) for i in batch["id"]]
+assert plain == [int(s["id"]) for s in StreamingDataset(local=sys.argv[1], batch_size=2, job_root=sys.argv[2])]
+print("ok", len(plain))
+"""
+
+
+def test_torch_is_imported_only_when_the_caller_uses_it(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _LAZY_TORCH, str(ORDER / "datasets" / "s0"), str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["ok", str(len(StreamingDataset(local=str(ORDER / "datasets" / "s0"))))]
