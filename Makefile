@@ -8,11 +8,12 @@ PYTEST_ARGS ?= -n 2
 .PHONY: install demo test bench bench-env interop clean
 
 # torch 2.13.0 (CPU) goes in first, from local disk, so nothing pulls a multi-GB CUDA build.
-$(STAMP): pyproject.toml
+# constraints.txt holds known-good versions, so pip resolves in seconds instead of backtracking.
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev]' -c constraints.txt
 	touch $@
 
 install: $(STAMP)
