@@ -85,3 +85,15 @@ class MergeError(MDSError, ValueError):
 
 class ConfigurationError(MDSError, ValueError):
     """Dataset, order or world settings that cannot work together (the message says which and why)."""
+
+
+class StorageError(MDSError, OSError):
+    """A remote store or cache operation that failed for good (after retries); the message names the URL."""
+
+
+class VersionConflictError(MDSError, RuntimeError):
+    """Another writer committed the same shard-set version first; nothing of this commit was published."""
+
+
+class ConversionError(MDSError, ValueError):
+    """A table or DataFrame that cannot be converted to MDS: an unsupported type, a null, a bad column."""
