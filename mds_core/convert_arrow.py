@@ -1,0 +1,289 @@
+"""Encode Arrow record batches into MDS sample bytes, column by column.
+
+Each column is turned into per-row byte strings by one vectorised step (numpy casts, Arrow
+buffers reinterpreted, lists laid out by their offsets); rows are then joined in the MDS order:
+the u32 sizes of the variable-size columns, then every column's bytes, columns sorted by name.
+The bytes equal what ``Schema.encode`` produces for the same values (tests/test_convert.py).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from mds_core.convert_types import ColumnPlan, is_list
+from mds_core.errors import ConversionError
+from mds_core.format.ndarray import _encode_shape
+
+Parts = tuple[list[list[bytes]], "np.ndarray | None"]  # per-row byte pieces, and sizes if variable
+
+
+def plain(arr: pa.Array) -> pa.Array:
+    """Dictionary arrays decoded and fixed-size lists as plain lists, so encoders see one form."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    plain_type = _plain_type(arr.type)
+    return arr if plain_type == arr.type else arr.cast(plain_type)
+
+
+def _plain_type(dtype: pa.DataType) -> pa.DataType:
+    if pa.types.is_fixed_size_list(dtype):
+        return pa.list_(_plain_type(dtype.value_type))
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        inner = _plain_type(dtype.value_type)
+        return dtype if inner == dtype.value_type else pa.list_(inner)
+    return dtype
+
+
+def _fixed_bytes(values: np.ndarray, width: int) -> list[bytes]:
+    """One ``bytes`` of ``width`` per row of a C-contiguous array (void views keep NUL bytes)."""
+    return np.ascontiguousarray(values).view(np.uint8).reshape(-1, width).view(f"V{width}").ravel().tolist()
+
+
+def _sliced_bytes(data: np.ndarray, offsets: np.ndarray) -> list[bytes]:
+    """``data[offsets[i]:offsets[i+1]]`` as bytes for every i, built by Arrow in one pass."""
+    offsets = np.ascontiguousarray(offsets - offsets[0], np.int64)
+    binary = pa.Array.from_buffers(pa.large_binary(), len(offsets) - 1,
+                                   [None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(data))])
+    return binary.to_pylist()
+
+
+def _numbers(arr: pa.Array, plan: ColumnPlan) -> Parts:
+    dtype = np.dtype(plan.dtype).newbyteorder("<")
+    values = arr.to_numpy(zero_copy_only=False).astype(dtype, copy=False)
+    return [_fixed_bytes(values, dtype.itemsize)], None
+
+
+def _dates(arr: pa.Array, plan: ColumnPlan) -> Parts:
+    if pa.types.is_date64(arr.type):
+        arr = _exact_cast(arr, pa.date32(), plan, "whole days")
+    return _numbers(arr.cast(pa.int32()), plan)
+
+
+def _timestamps(arr: pa.Array, plan: ColumnPlan) -> Parts:
+    micros = _exact_cast(arr, pa.timestamp("us", arr.type.tz), plan, "whole microseconds")
+    return _numbers(micros.cast(pa.int64()), plan)
+
+
+def _exact_cast(arr: pa.Array, dtype: pa.DataType, plan: ColumnPlan, unit: str) -> pa.Array:
+    try:
+        return arr.cast(dtype)
+    except pa.ArrowInvalid:
+        exact = pc.equal(arr.cast(dtype, safe=False).cast(arr.type), arr).to_numpy(zero_copy_only=False)
+        row = int(np.argmin(exact))
+        raise ConversionError(
+            f"column {plan.name!r} row {row}: {arr[row]} is not in {unit}, so {plan.encoding!r} would lose "
+            "precision; round the column first"
+        ) from None
+
+
+def _strings(arr: pa.Array, plan: ColumnPlan) -> Parts:
+    binary = pa.large_binary() if pa.types.is_large_string(arr.type) else pa.binary()
+    return _binary(arr.view(binary) if arr.type != binary else arr, plan)
+
+
+def _binary(arr: pa.Array, plan: ColumnPlan) -> Parts:
+    if pa.types.is_fixed_size_binary(arr.type):
+        values = arr.to_pylist()
+        return [values], np.full(len(values), arr.type.byte_width, np.int64)
+    lengths = pc.binary_length(arr).to_numpy(zero_copy_only=False).astype(np.int64)
+    return [arr.to_pylist()], lengths
+
+
+def _python_values(encode: Callable[[Any], bytes]) -> Callable[[pa.Array, ColumnPlan], Parts]:
+    def encoder(arr: pa.Array, plan: ColumnPlan) -> Parts:
+        values = [encode(v) for v in _to_python(arr)]
+        return [values], np.fromiter(map(len, values), np.int64, len(values))
+
+    return encoder
+
+
+def _to_python(arr: pa.Array) -> list[Any]:
+    values = arr.to_pylist()
+    return [_maps_as_dicts(v, arr.type) for v in values] if _has_map(arr.type) else values
+
+
+def _has_map(dtype: pa.DataType) -> bool:
+    if pa.types.is_map(dtype):
+        return True
+    if is_list(dtype):
+        return _has_map(dtype.value_type)
+    return pa.types.is_struct(dtype) and any(_has_map(f.type) for f in dtype)
+
+
+def _maps_as_dicts(value: Any, dtype: pa.DataType) -> Any:
+    """Arrow gives maps as lists of (key, value) pairs; JSON wants objects."""
+    if value is None:
+        return None
+    if pa.types.is_map(dtype):
+        return {k: _maps_as_dicts(v, dtype.item_type) for k, v in value}
+    if is_list(dtype):
+        return [_maps_as_dicts(v, dtype.value_type) for v in value]
+    if pa.types.is_struct(dtype):
+        return {f.name: _maps_as_dicts(value[f.name], f.type) for f in dtype}
+    return value
+
+
+def _json_bytes(value: Any) -> bytes:
+    # json.dumps with its defaults, as the reference's 'json' encoding writes.
+    return json.dumps(value).encode("utf-8")
+
+
+# ---- arrays ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class ListLayout:
+    """Where each row's elements lie in the flattened leaf values, and each row's shape."""
+
+    leaf: pa.Array
+    bounds: np.ndarray  # (n + 1,) positions in ``leaf``
+    dims: np.ndarray  # (n, ndim) per-row shape
+    ragged: np.ndarray  # (n,) bool: inner lists of one row differ in length
+    inner_nulls: np.ndarray  # (n,) bool: a null inner list or null element
+
+
+def list_layout(arr: pa.Array, ndim: int) -> ListLayout:
+    n = len(arr)
+    bounds = np.arange(n + 1, dtype=np.int64)
+    dims = np.zeros((n, ndim), np.int64)
+    ragged = np.zeros(n, bool)
+    inner_nulls = np.zeros(n, bool)
+    level = arr
+    for depth in range(ndim):
+        if depth:
+            inner_nulls |= _nulls_in_ranges(level, bounds)
+        offsets = np.asarray(level.offsets, np.int64)
+        lengths = np.diff(offsets)
+        dims[:, depth], bad = _row_lengths(lengths, bounds)
+        ragged |= bad
+        bounds = offsets[bounds]
+        level = level.values
+    inner_nulls |= _nulls_in_ranges(level, bounds)
+    return ListLayout(level, bounds, dims, ragged, inner_nulls)
+
+
+def _nulls_in_ranges(items: pa.Array, bounds: np.ndarray) -> np.ndarray:
+    if items.null_count == 0:
+        return np.zeros(len(bounds) - 1, bool)
+    cumulative = np.concatenate([[0], np.cumsum(items.is_null().to_numpy(zero_copy_only=False))])
+    return cumulative[bounds[1:]] > cumulative[bounds[:-1]]
+
+
+def _row_lengths(lengths: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: the length of its items (0 when it has none), and whether they differ."""
+    starts, stops = bounds[:-1], bounds[1:]
+    has = stops > starts
+    out, bad = np.zeros(len(starts), np.int64), np.zeros(len(starts), bool)
+    if has.any():
+        window = lengths[starts[has][0] : stops[has][-1]]
+        local = starts[has] - starts[has][0]
+        out[has] = window[local]
+        bad[has] = np.minimum.reduceat(window, local) != np.maximum.reduceat(window, local)
+    return out, bad
+
+
+def _ndarrays(arr: pa.Array, plan: ColumnPlan) -> Parts:
+    layout = list_layout(arr, plan.ndim)
+    check_shapes(layout, plan)
+    return _array_parts(layout.leaf, layout.bounds, layout.dims, plan)
+
+
+def check_shapes(layout: ListLayout, plan: ColumnPlan, first_row: int = 0) -> None:
+    """Rectangular rows, and the declared shape when there is one: else name the first bad row."""
+    if layout.ragged.any():
+        row = int(np.argmax(layout.ragged))
+        raise ConversionError(
+            f"column {plan.name!r} row {first_row + row}: nested array is ragged (its inner lists differ in "
+            f"length); a {plan.ndim}-dimensional ndarray needs rectangular rows"
+        )
+    if plan.shape is not None:
+        wrong = np.any(layout.dims != np.asarray(plan.shape), axis=1)
+        if wrong.any():
+            row = int(np.argmax(wrong))
+            raise ConversionError(
+                f"column {plan.name!r} row {first_row + row}: array of shape {tuple(layout.dims[row].tolist())} "
+                f"does not match the declared {plan.encoding!r}"
+            )
+
+
+def _array_parts(leaf: pa.Array, bounds: np.ndarray, dims: np.ndarray, plan: ColumnPlan) -> Parts:
+    dtype = np.dtype(plan.dtype).newbyteorder("<")
+    leaf = leaf.slice(int(bounds[0]), int(bounds[-1] - bounds[0]))
+    values = leaf.to_numpy(zero_copy_only=False).astype(dtype, copy=False)
+    if plan.shape is not None:
+        return [_fixed_bytes(values, int(np.prod(plan.shape)) * dtype.itemsize)], None
+    data = _sliced_bytes(values.view(np.uint8), (bounds - bounds[0]) * dtype.itemsize)
+    heads = _shape_heads(dims)
+    sizes = np.diff(bounds) * dtype.itemsize + np.fromiter(map(len, heads), np.int64, len(heads))
+    return [heads, data], sizes
+
+
+def _shape_heads(dims: np.ndarray) -> list[bytes]:
+    cache: dict[tuple[int, ...], bytes] = {}
+    heads = []
+    for shape in map(tuple, dims.tolist()):
+        head = cache.get(shape)
+        if head is None:
+            head = cache[shape] = _encode_shape(shape)
+        heads.append(head)
+    return heads
+
+
+def _vectors(arr: pa.Array, plan: ColumnPlan) -> Parts:
+    """Spark ML vectors (struct<type, size, indices, values>): dense as-is, sparse filled with zeros."""
+    fields = dict(zip((f.name for f in arr.type), arr.flatten()))  # flatten() honours the slice offset
+    kinds, sizes, indices, values = (fields[i] for i in ("type", "size", "indices", "values"))
+    kinds = kinds.to_numpy(zero_copy_only=False)
+    layout = list_layout(values, 1)
+    dims = layout.dims.copy()
+    sparse = np.flatnonzero(kinds == 0)
+    dims[sparse, 0] = sizes.to_numpy(zero_copy_only=False)[sparse]
+    (heads, data), _ = _array_parts(layout.leaf, layout.bounds, layout.dims, plan)
+    heads = _shape_heads(dims) if len(sparse) else heads
+    for row in sparse.tolist():
+        dense = np.zeros(int(dims[row, 0]), "<f8")
+        dense[np.asarray(indices[row].as_py(), np.int64)] = np.asarray(values[row].as_py(), "<f8")
+        data[row] = dense.tobytes()
+    byte_sizes = np.fromiter(map(len, heads), np.int64, len(heads)) + dims[:, 0] * 8
+    return [heads, data], byte_sizes
+
+
+ENCODERS: dict[str, Callable[[pa.Array, ColumnPlan], Parts]] = {
+    "number": _numbers,
+    "bool": _numbers,
+    "date": _dates,
+    "timestamp": _timestamps,
+    "str": _strings,
+    "bytes": _binary,
+    "decimal": _python_values(lambda d: str(d).encode("ascii")),
+    "json": _python_values(_json_bytes),
+    "ndarray": _ndarrays,
+    "vector": _vectors,
+}
+
+
+def encode_rows(columns: dict[str, pa.Array], plans: list[ColumnPlan]) -> list[bytes]:
+    """Every row's MDS sample bytes. Nulls must have been dealt with (see ``mds_core.convert_nulls``)."""
+    pieces: list[list[bytes]] = []
+    var_sizes: list[np.ndarray] = []
+    for plan in sorted(plans, key=lambda p: p.name):
+        parts, sizes = ENCODERS[plan.kind](columns[plan.name], plan)
+        pieces.extend(parts)
+        if sizes is not None:
+            var_sizes.append(sizes)
+    if var_sizes:
+        table = np.stack(var_sizes, axis=1)
+        if table.max(initial=0) >= 1 << 32:
+            raise ConversionError("a value of 4 GiB or more cannot be stored in an MDS sample")
+        pieces.insert(0, _fixed_bytes(table.astype("<u4"), 4 * len(var_sizes)))
+    if len(pieces) == 1:
+        return pieces[0]
+    return list(map(b"".join, zip(*pieces)))

@@ -1,0 +1,488 @@
+"""``dataframe_to_mds``: write a Spark DataFrame as MDS shards from the executors.
+
+The reference's signature, defaults and return value, with its known problems fixed:
+
+* exact types (``mds_core.convert_types``), encoded from Arrow record batches (``mapInArrow``), never
+  row by row through pandas;
+* every task attempt writes to its own staging directory ``<out>/_staging/<run>/<partition>.<attempt>``;
+  the driver commits the winning attempt of each partition to ``<out>/<partition:05>``, removes the
+  rest, and publishes ``index.json`` last, so retried or speculative attempts leave no orphans;
+* with a remote ``out`` each shard uploads as soon as it is complete and is deleted locally;
+* the driver collects one small manifest per partition, never data.
+
+pyspark is imported only when a function here is called (the ``spark`` extra).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import pyarrow as pa
+
+from mds_core import errors
+from mds_core.convert import ConversionStats, encoded_writer, write_batch
+from mds_core.convert_types import ColumnPlan, check_null_policy, plan_columns, with_shape
+from mds_core.errors import ConversionError, MissingDependencyError, OutputExistsError
+from mds_core.format.index import INDEX_BASENAME, dumps_index, dumps_merged_index, parse_index
+from mds_core.writer import MDSWriter
+
+STAGING_DIR = "_staging"
+# Writer arguments the converter decides itself (out, columns) or handles on the driver.
+_DRIVER_KWARGS = {"out", "columns", "keep_local", "exist_ok", "progress_bar"}
+MANIFEST_SCHEMA = pa.schema([
+    ("partition", pa.int32()), ("attempt", pa.int64()), ("staging", pa.string()), ("rows", pa.int64()),
+    ("skipped", pa.int64()), ("seconds", pa.float64()), ("index", pa.string()),
+])
+_MANIFEST_DDL = ("partition int, attempt long, staging string, rows long, skipped long, seconds double, "
+                 "index string")
+
+
+class ConversionResult(tuple):
+    """``(local, remote)`` as the reference returns, carrying ``.stats`` (a ``ConversionStats``)."""
+
+    stats: ConversionStats
+
+    def __new__(cls, local: str, remote: str, stats: ConversionStats) -> "ConversionResult":
+        result = super().__new__(cls, (local, remote))
+        result.stats = stats
+        return result
+
+
+def dataframe_to_mds(
+    dataframe: Any,
+    merge_index: bool = True,
+    mds_kwargs: dict[str, Any] | None = None,
+    udf_iterable: Callable[..., Any] | None = None,
+    udf_kwargs: dict[str, Any] | None = None,
+    *,
+    null_policy: str = "error",
+    fill_values: dict[str, Any] | None = None,
+) -> ConversionResult:
+    """Write ``dataframe`` as MDS shards under ``mds_kwargs["out"]``; one sub-directory per partition.
+
+    Args:
+        dataframe: a ``pyspark.sql.DataFrame``.
+        merge_index: also write ``<out>/index.json`` over every partition (published last).
+        mds_kwargs: ``MDSWriter`` arguments; ``out`` is required (a local path, a URL such as
+            ``s3://bucket/prefix``, or ``(local, remote)``); ``compression`` defaults to ``"zstd"``;
+            ``columns`` (name -> encoding) selects and types the columns, else every column is
+            written with the encoding of its type (README, "Type mapping").
+        udf_iterable: ``f(pandas_df, **udf_kwargs)`` returning sample dicts, as in the reference
+            (needs ``columns``; this path is row by row).
+        null_policy: ``"error"`` (name the column and first bad row), ``"skip"`` (count them) or ``"fill"``.
+        fill_values: column -> replacement value for ``"fill"``.
+
+    Returns:
+        ``(local, remote)`` like the reference (remote is ``""`` for a local ``out``), with ``.stats``:
+        rows, skipped rows, raw and compressed bytes, shards, seconds, rows/s, rows per partition.
+    """
+    _import_pyspark()
+    started = time.perf_counter()
+    check_null_policy(null_policy, fill_values)
+    kwargs = _check_arguments(dataframe, mds_kwargs, udf_iterable)
+    target = open_target(kwargs["out"], bool(kwargs.get("exist_ok", False)))
+    plans = _plans(dataframe, kwargs.get("columns"), udf_iterable is None)
+    if udf_iterable is None:
+        dataframe = dataframe.select(*[f"`{plan.name}`" for plan in plans])
+    spec = TaskSpec(
+        plans=plans, columns={p.name: p.encoding for p in plans} if udf_iterable is None else kwargs["columns"],
+        writer_kwargs=_writer_kwargs(kwargs, target.remote), staging=target.staging_location(uuid.uuid4().hex[:16]),
+        remote=target.remote, null_policy=null_policy, fill_values=fill_values,
+        udf_iterable=udf_iterable, udf_kwargs=udf_kwargs or {},
+    )
+    manifests = _run_tasks(dataframe, spec, target, kwargs.get("progress_bar"))
+    stats = target.commit(manifests, spec.staging, merge_index)
+    stats.seconds = time.perf_counter() - started
+    return ConversionResult(target.local_result(kwargs.get("keep_local", False)), target.remote or "", stats)
+
+
+def _import_pyspark() -> Any:
+    try:
+        import pyspark
+    except ImportError as err:
+        raise MissingDependencyError(
+            "dataframe_to_mds needs pyspark: pip install 'mds-pipelines[spark]'"
+        ) from err
+    return pyspark
+
+
+def _check_arguments(dataframe: Any, mds_kwargs: dict[str, Any] | None, udf_iterable: Any) -> dict[str, Any]:
+    from pyspark.sql import DataFrame
+
+    if dataframe is None or not isinstance(dataframe, DataFrame):
+        raise ConversionError(f"dataframe must be a pyspark.sql.DataFrame, got {type(dataframe).__name__}")
+    kwargs = dict(mds_kwargs or {})  # the reference mutates the caller's dict; we copy it
+    if "out" not in kwargs:
+        raise ConversionError("mds_kwargs must contain 'out': a local path, a URL or (local, remote)")
+    kwargs.setdefault("compression", "zstd")
+    if udf_iterable is not None and "columns" not in kwargs:
+        raise ConversionError("with udf_iterable, mds_kwargs must give 'columns' (name -> encoding)")
+    return kwargs
+
+
+def _writer_kwargs(kwargs: dict[str, Any], remote: str | None) -> dict[str, Any]:
+    writer_kwargs = {k: v for k, v in kwargs.items() if k not in _DRIVER_KWARGS}
+    if remote:
+        writer_kwargs.setdefault("max_workers", 1)  # one upload in flight: about two shards on local disk
+    return writer_kwargs
+
+
+# ---- planning (driver) ----------------------------------------------------------------------------
+
+
+def _plans(dataframe: Any, columns: dict[str, str] | None, check: bool) -> list[ColumnPlan]:
+    schema, vectors, type_names = spark_to_arrow(dataframe.schema)
+    if not check:  # with a udf the written columns come from the udf, not the schema
+        if dataframe.isEmpty():
+            raise ConversionError("dataframe is empty; there is nothing to convert")
+        return []
+    plans = plan_columns(schema, columns, vectors=vectors, type_names=type_names)
+    return _detect_shapes(dataframe, plans, columns)
+
+
+def spark_to_arrow(schema: Any) -> tuple[pa.Schema, frozenset[str], dict[str, str]]:
+    """The Arrow form of a Spark schema (as ``mapInArrow`` delivers it), ML vector columns, type names."""
+    fields, vectors = [], set()
+    for spark_field in schema.fields:
+        if _is_vector(spark_field.dataType):
+            vectors.add(spark_field.name)
+        fields.append(pa.field(spark_field.name, _arrow_type(spark_field.dataType)))
+    names = {f.name: f.dataType.simpleString() for f in schema.fields}
+    return pa.schema(fields), frozenset(vectors), names
+
+
+def _is_vector(dtype: Any) -> bool:
+    from pyspark.sql.types import UserDefinedType
+
+    return isinstance(dtype, UserDefinedType) and type(dtype).__name__ == "VectorUDT"
+
+
+def _arrow_type(dtype: Any) -> pa.DataType:
+    from pyspark.sql import types as T
+
+    simple = {
+        T.ByteType: pa.int8(), T.ShortType: pa.int16(), T.IntegerType: pa.int32(), T.LongType: pa.int64(),
+        T.FloatType: pa.float32(), T.DoubleType: pa.float64(), T.StringType: pa.string(),
+        T.BinaryType: pa.binary(), T.BooleanType: pa.bool_(), T.DateType: pa.date32(),
+        T.TimestampType: pa.timestamp("us", "UTC"), T.TimestampNTZType: pa.timestamp("us"),
+        T.NullType: pa.null(),
+    }
+    for spark_type, arrow_type in simple.items():
+        if isinstance(dtype, spark_type):
+            return arrow_type
+    if isinstance(dtype, T.DecimalType):
+        return pa.decimal128(dtype.precision, dtype.scale)
+    if isinstance(dtype, T.ArrayType):
+        return pa.list_(_arrow_type(dtype.elementType))
+    if isinstance(dtype, T.MapType):
+        return pa.map_(_arrow_type(dtype.keyType), _arrow_type(dtype.valueType))
+    if isinstance(dtype, T.StructType):
+        return pa.struct([pa.field(f.name, _arrow_type(f.dataType)) for f in dtype.fields])
+    if isinstance(dtype, T.UserDefinedType):
+        return _arrow_type(dtype.sqlType())
+    return pa.month_day_nano_interval()  # intervals, variants...: rejected by the type rules
+
+
+def _detect_shapes(dataframe: Any, plans: list[ColumnPlan], columns: dict[str, str] | None) -> list[ColumnPlan]:
+    """One aggregation finds the ndarray columns whose every row has the same shape (and empties)."""
+    from pyspark.sql import functions as F
+
+    todo = [p for p in plans if p.kind == "ndarray" and p.shape is None
+            and (columns is None or columns[p.name].count(":") < 2)]
+    if not todo:
+        if dataframe.isEmpty():
+            raise ConversionError("dataframe is empty; there is nothing to convert")
+        return plans
+    exprs = [F.count(F.lit(1)).alias("rows")]
+    for i, plan in enumerate(todo):
+        for level, sizes in enumerate(_level_sizes(F, F.col(f"`{plan.name}`"), plan.ndim)):
+            exprs += [F.min(sizes[0]).alias(f"lo_{i}_{level}"), F.max(sizes[1]).alias(f"hi_{i}_{level}")]
+    row = dataframe.agg(*exprs).collect()[0].asDict()
+    if not row["rows"]:
+        raise ConversionError("dataframe is empty; there is nothing to convert")
+    shapes = {}
+    for i, plan in enumerate(todo):
+        bounds = [(row[f"lo_{i}_{lv}"], row[f"hi_{i}_{lv}"]) for lv in range(plan.ndim)]
+        if all(lo is not None and lo == hi and lo > 0 for lo, hi in bounds):
+            shapes[plan.name] = tuple(int(lo) for lo, _ in bounds)
+    return [with_shape(p, shapes[p.name]) if p.name in shapes else p for p in plans]
+
+
+def _level_sizes(F: Any, column: Any, ndim: int) -> list[tuple[Any, Any]]:
+    """Per nesting level: expressions for the smallest and largest list length in each row."""
+    size = F.when(column.isNotNull(), F.size(column))
+    levels = [(size, size)]
+    flat = column
+    for _ in range(1, ndim):
+        inner = F.transform(flat, lambda x: F.size(x))
+        levels.append((F.array_min(inner), F.array_max(inner)))
+        flat = F.flatten(flat)
+    return levels
+
+
+# ---- tasks (executors) ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """Everything a task needs; pickled once into the task closure."""
+
+    plans: list[ColumnPlan]
+    columns: dict[str, str]
+    writer_kwargs: dict[str, Any]
+    staging: str  # a local directory or a URL; each attempt writes below it
+    remote: str | None
+    null_policy: str
+    fill_values: dict[str, Any] | None
+    udf_iterable: Callable[..., Any] | None = None
+    udf_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def convert_partition(spec: TaskSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The ``mapInArrow`` function: write this attempt's shards to staging, yield its manifest."""
+    from pyspark import TaskContext
+
+    started = time.perf_counter()
+    context = TaskContext.get()
+    partition, attempt = context.partitionId(), context.taskAttemptId()
+    name = f"{partition:05}.{attempt}"
+    scratch = None
+    if spec.remote:
+        scratch = tempfile.mkdtemp(prefix=f"mds-{name}-", dir=_executor_scratch())
+        out: Any = (scratch, f"{spec.staging}/{name}")
+    else:
+        out = os.path.join(spec.staging, name)
+    try:
+        writer = MDSWriter(out=out, columns=spec.columns, keep_local=False, **spec.writer_kwargs)
+        with writer:
+            rows, skipped = _write_partition(writer, spec, batches, partition)
+    finally:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+    index = dumps_index(writer.shards)
+    yield pa.RecordBatch.from_pylist([{
+        "partition": partition, "attempt": attempt, "staging": name, "rows": rows, "skipped": skipped,
+        "seconds": time.perf_counter() - started, "index": index,
+    }], schema=MANIFEST_SCHEMA)
+
+
+def _write_partition(writer: MDSWriter, spec: TaskSpec, batches: Iterator[pa.RecordBatch],
+                     partition: int) -> tuple[int, int]:
+    rows = skipped = 0
+    if spec.udf_iterable is not None:
+        for batch in batches:
+            for sample in spec.udf_iterable(batch.to_pandas(), **spec.udf_kwargs):
+                writer.write(sample)
+                rows += 1
+        return rows, 0
+    write = encoded_writer(writer)
+    where = f" of partition {partition}"
+    for batch in batches:
+        written, dropped = write_batch(write, batch, spec.plans, spec.null_policy, spec.fill_values,
+                                       rows + skipped, where)
+        rows, skipped = rows + written, skipped + dropped
+    return rows, skipped
+
+
+def _executor_scratch() -> str | None:
+    # Spark hands Python workers its local directories (spark.local.dir), which executors clean up.
+    local_dirs = os.environ.get("SPARK_LOCAL_DIRS", "")
+    return local_dirs.split(",")[0] or None
+
+
+# ---- running and committing (driver) --------------------------------------------------------------
+
+
+def _run_tasks(dataframe: Any, spec: TaskSpec, target: "Target", progress: bool | None) -> list[dict[str, Any]]:
+    import functools
+
+    context = dataframe.sparkSession.sparkContext
+    group = f"mds-{uuid.uuid4().hex[:12]}"
+    previous = context.getLocalProperty("spark.jobGroup.id")
+    context.setJobGroup(group, f"dataframe_to_mds -> {target.url}")
+    watcher = _ProgressWatcher(context, group, dataframe.rdd.getNumPartitions(), progress, target.url)
+    try:
+        rows = dataframe.mapInArrow(functools.partial(convert_partition, spec), _MANIFEST_DDL).collect()
+    except Exception as err:
+        target.discard(spec.staging)
+        raise _executor_error(err) from err
+    finally:
+        watcher.stop()
+        context.setLocalProperty("spark.jobGroup.id", previous)
+    return [row.asDict() for row in rows]
+
+
+def _executor_error(err: Exception) -> Exception:
+    """Our own error class and message when a task raised one of ours, else the Spark error."""
+    found = re.findall(r"mds_core\.errors\.(\w+): (.+)", str(err))
+    if not found:
+        return err
+    name, message = found[-1]
+    cls = getattr(errors, name, None)
+    if isinstance(cls, type) and issubclass(cls, errors.MDSError):
+        return cls(message.strip())
+    return err
+
+
+class _ProgressWatcher:
+    """A tqdm bar of finished partitions, fed by Spark's status tracker while ``collect`` blocks."""
+
+    def __init__(self, context: Any, group: str, total: int, enabled: bool | None, url: str) -> None:
+        self._stop = threading.Event()
+        self._thread = None
+        if enabled is False:
+            return
+        from tqdm import tqdm
+
+        self._bar = tqdm(total=total, desc=f"partitions -> {url}", unit="partition",
+                         disable=None if enabled is None else False, delay=0 if enabled else 2.0)
+        self._thread = threading.Thread(target=self._poll, args=(context.statusTracker(), group), daemon=True)
+        self._thread.start()
+
+    def _poll(self, tracker: Any, group: str) -> None:
+        while not self._stop.wait(0.5):
+            done = 0
+            for job in tracker.getJobIdsForGroup(group):
+                info = tracker.getJobInfo(job)
+                for stage in info.stageIds if info else []:
+                    stage_info = tracker.getStageInfo(stage)
+                    done += stage_info.numCompletedTasks if stage_info else 0
+            self._bar.update(max(0, min(done, self._bar.total) - self._bar.n))
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._bar.close()
+
+
+class Target:
+    """The converter's output location: where staging lives, how attempts are committed."""
+
+    def __init__(self, url: str, local: str | None, remote: str | None) -> None:
+        self.url, self.local, self.remote = url, local, remote
+
+    def staging_location(self, run: str) -> str:
+        return f"{self.url}/{STAGING_DIR}/{run}" if self.remote else os.path.join(self.url, STAGING_DIR, run)
+
+    def commit(self, manifests: list[dict[str, Any]], staging: str, merge: bool) -> ConversionStats:
+        """Move each partition's winning attempt into place, drop the rest, publish index.json last."""
+        stats = ConversionStats()
+        shards = []
+        for manifest in sorted(manifests, key=lambda m: m["partition"]):
+            stats.rows_per_partition.append(manifest["rows"])
+            stats.rows += manifest["rows"]
+            stats.skipped_rows += manifest["skipped"]
+            partition_shards = parse_index(manifest["index"], f"partition {manifest['partition']}")
+            stats.add_shards(partition_shards)
+            if not partition_shards:
+                continue  # an empty partition gets no directory
+            name = f"{manifest['partition']:05}"
+            self._move_attempt(f"{staging}/{manifest['staging']}", name, [s for p in partition_shards
+                                                                           for s in (p.raw_data, p.zip_data) if s])
+            shards += [s.with_prefix(name) for s in partition_shards]
+        self.discard(staging)
+        if merge:
+            self._publish(INDEX_BASENAME, dumps_merged_index(shards).encode("utf-8"))
+        return stats
+
+    def _move_attempt(self, attempt: str, name: str, files: list[Any]) -> None:
+        if not self.remote:
+            os.replace(attempt, os.path.join(self.url, name))
+            return
+        store = self._store()
+        rel = attempt[len(self.url) + 1:]
+        for info in files:
+            if store.exists(f"{rel}/{info.basename}"):  # raw files exist only when uncompressed
+                store.move(f"{rel}/{info.basename}", f"{name}/{info.basename}")
+        store.move(f"{rel}/{INDEX_BASENAME}", f"{name}/{INDEX_BASENAME}")  # the partition's index last
+
+    def _publish(self, rel: str, data: bytes) -> None:
+        if self.remote:
+            self._store().write_bytes(rel, data)
+            if self.local:
+                from mds_core.storage.output import atomic_write
+
+                atomic_write(os.path.join(self.local, rel), [data])
+        else:
+            from mds_core.storage.output import atomic_write
+
+            atomic_write(os.path.join(self.url, rel), [data])
+
+    def discard(self, staging: str) -> None:
+        """Remove a run's staging tree (losing attempts included), and ``_staging`` once empty."""
+        if self.remote:
+            self._store().delete_tree(staging[len(self.url) + 1:])
+            return
+        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            os.rmdir(os.path.dirname(staging))
+        except OSError:
+            pass  # another run's staging is still there
+
+    def local_result(self, keep_local: bool) -> str:
+        if self.remote:
+            if self.local and not keep_local:
+                shutil.rmtree(self.local, ignore_errors=True)
+            return self.local or ""
+        return self.url
+
+    def _store(self) -> Any:
+        from mds_core.storage.remote import open_store
+
+        return open_store(self.url)
+
+
+def open_target(out: Any, exist_ok: bool) -> Target:
+    """Resolve ``out`` and refuse (or, with ``exist_ok``, clear) a location that already holds data."""
+    local, remote = (out if isinstance(out, tuple) else (None, out))
+    remote = os.fspath(remote) if remote is not None else None
+    if remote is not None and not _is_remote(remote):
+        local, remote = remote, None
+    if remote is None:
+        target = Target(os.path.abspath(os.fspath(local)), None, None)
+        _prepare_local(target.url, exist_ok)
+        return target
+    local = os.fspath(local) if local is not None else tempfile.mkdtemp(prefix="mds-driver-")
+    os.makedirs(local, exist_ok=True)
+    target = Target(remote.rstrip("/"), local, remote.rstrip("/"))
+    _prepare_remote(target, exist_ok)
+    return target
+
+
+def _is_remote(path: str) -> bool:
+    from urllib.parse import urlparse
+
+    scheme = urlparse(path).scheme
+    return len(scheme) > 1 and scheme != "file"
+
+
+def _prepare_local(path: str, exist_ok: bool) -> None:
+    existing = [name for name in os.listdir(path) if name != STAGING_DIR] if os.path.isdir(path) else []
+    if existing and not exist_ok:
+        raise OutputExistsError(f"{path} already holds {sorted(existing)[:5]}; write elsewhere or pass "
+                                "exist_ok=True in mds_kwargs to replace it")
+    for name in existing:
+        full = os.path.join(path, name)
+        shutil.rmtree(full) if os.path.isdir(full) and not os.path.islink(full) else os.unlink(full)
+    os.makedirs(path, exist_ok=True)
+
+
+def _prepare_remote(target: Target, exist_ok: bool) -> None:
+    store = target._store()
+    existing = [rel for rel in store.list() if not rel.startswith(f"{STAGING_DIR}/")]
+    if existing and not exist_ok:
+        raise OutputExistsError(f"{target.url} already holds {existing[:5]}; write elsewhere or pass "
+                                "exist_ok=True in mds_kwargs to replace it")
+    if INDEX_BASENAME in existing:
+        store.delete(INDEX_BASENAME)  # retract the old dataset before touching its shards
+    for rel in existing:
+        store.delete(rel)
