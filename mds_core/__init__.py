@@ -20,6 +20,7 @@ _LAZY = {
     "Stream": "mds_core.stream",
     "StreamingDataset": "mds_core.dataset",
     "StreamingDataLoader": "mds_core.loader",
+    "dataframe_to_mds": "mds_core.spark",
 }
 
 
