@@ -1,0 +1,1 @@
+"""Assets: raw table → validated table (+ quarantine) → shard set version → published version."""

@@ -1,0 +1,129 @@
+"""The shard set: the validated rows written as MDS shards into a new version, and its publication.
+
+A day's run appends (the new version is the previous version's shards plus the day's); a run with
+``full_refresh`` overwrites (the new version holds only the rows of the run's days). Publication is
+a separate asset downstream of the blocking loader smoke test, so it moves only when the test passes.
+"""
+
+# No `from __future__ import annotations`: Dagster reads the Config and resource annotations at runtime.
+import json
+from typing import TYPE_CHECKING, Any
+
+from dagster import AssetExecutionContext, Config, MaterializeResult, MetadataValue, TableRecord, asset
+from dagster import TableColumn, TableMetadataValue, TableSchema
+from pydantic import Field
+
+from pipelines.assets.smoke import SMOKE_CHECK, version_from_this_run
+from pipelines.assets.validated import validated_table
+from pipelines.partitions import DAILY, GROUP, ONE_RUN
+from pipelines.resources import ShardStore, SourceSettings, SparkResource, TableCatalog
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+PREVIEW_ROWS = 5
+# dagster.yaml limits this pool to one run at a time, so appends never race for a version number.
+WRITER_POOL = "shard_set_writer"
+
+
+class ShardsConfig(Config):
+    full_refresh: bool = Field(default=False, description="Overwrite: the new version holds only this run's days.")
+    compression: str = Field(default="zstd", description="Shard compression (zstd, zstd:7, gz, ... or empty).")
+    size_limit: str = Field(default="1mb", description="Largest raw shard, e.g. 1mb or 64mb.")
+
+
+@asset(group_name=GROUP, partitions_def=DAILY, backfill_policy=ONE_RUN, deps=[validated_table], pool=WRITER_POOL,
+       description="Validated rows as MDS shards, committed as a new immutable version of the shard set "
+                   "(append for a new day, overwrite for a full refresh). Not yet published.")
+def shard_set(context: AssetExecutionContext, config: ShardsConfig, spark: SparkResource,
+              catalog: TableCatalog, shard_store: ShardStore, source: SourceSettings) -> MaterializeResult:
+    from mds_core.spark import dataframe_to_mds
+
+    days = sorted(context.partition_keys)
+    frame = catalog.read_days(spark.session(), f"{source.dataset}_validated", days).orderBy("day", "id")
+    shards = shard_store.shard_set(source.dataset)
+    latest = _latest(shards)
+    mode = "overwrite" if config.full_refresh or latest is None else "append"
+    if mode == "append":
+        _refuse_repeated_days(latest, days)
+    lineage = _lineage(context, source, catalog, days, latest if mode == "append" else None, mode)
+    mds_kwargs: dict[str, Any] = {"compression": config.compression or None, "size_limit": config.size_limit}
+    with shards.transaction(mode=mode, lineage=lineage) as tx:
+        result = dataframe_to_mds(frame, merge_index=True, mds_kwargs={**mds_kwargs, "out": tx.out})
+    info = tx.version
+    stats = _stats(result)
+    context.log.info(f"{source.dataset}: committed version {info.number} ({mode}) at {shards_url(shard_store, source)}")
+    return MaterializeResult(metadata={
+        "version": info.number, "parent": info.parent if info.parent is not None else -1, "mode": mode,
+        "rows": info.rows, "shards": info.shards, "bytes": info.bytes,
+        "rows_added": stats.get("rows", frame.count()), "shards_added": stats.get("shards", 0),
+        "compression_ratio": stats.get("compression_ratio", 0.0),
+        "rows_per_second": stats.get("rows_per_second", 0.0),
+        "store_url": shards_url(shard_store, source),
+        "lineage": MetadataValue.json(info.lineage),
+        "preview": preview(frame),
+    })
+
+
+def shards_url(shard_store: ShardStore, source: SourceSettings) -> str:
+    return shard_store.url(source.dataset)
+
+
+def _latest(shards: Any) -> Any:
+    versions = shards.versions()
+    return versions[-1] if versions else None
+
+
+def _refuse_repeated_days(latest: Any, days: list[str]) -> None:
+    repeated = sorted(set(days) & set((latest.lineage or {}).get("days", [])))
+    if repeated:
+        raise ValueError(f"day(s) {', '.join(repeated)} are already in version {latest.number}; appending them "
+                         "again would duplicate rows. Run with config full_refresh: true to rebuild instead.")
+
+
+def _lineage(context: AssetExecutionContext, source: SourceSettings, catalog: TableCatalog, days: list[str],
+             parent: Any, mode: str) -> dict[str, Any]:
+    earlier = list((parent.lineage or {}).get("days", [])) if parent is not None else []
+    return {"dataset": source.dataset, "source_kind": source.kind, "days": sorted(set(earlier) | set(days)),
+            "added_days": days, "mode": mode, "dagster_run_id": context.run_id,
+            "validated_table": catalog.location(f"{source.dataset}_validated")}
+
+
+def _stats(result: Any) -> dict[str, Any]:
+    """The converter's figures (rows, shards, bytes, rows/s), whatever form it returns them in."""
+    for candidate in (result, *(result if isinstance(result, tuple) else ())):
+        stats = getattr(candidate, "stats", None) or (candidate if isinstance(candidate, dict) else None)
+        if stats:
+            return dict(stats if isinstance(stats, dict) else vars(stats))
+    return {}
+
+
+def preview(frame: "DataFrame") -> TableMetadataValue:
+    rows = [row.asDict() for row in frame.limit(PREVIEW_ROWS).collect()]
+    columns = list(frame.columns)
+    records = [TableRecord({c: _cell(row[c]) for c in columns}) for row in rows]
+    schema = TableSchema(columns=[TableColumn(name, "string") for name in columns])
+    return MetadataValue.table(records, schema=schema)
+
+
+def _cell(value: Any) -> str:
+    text = json.dumps(value) if isinstance(value, (list, dict)) else str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+@asset(group_name=GROUP, partitions_def=DAILY, backfill_policy=ONE_RUN, deps=[shard_set], pool=WRITER_POOL,
+       description="Moves the shard set's published pointer (the root index.json training code reads) to "
+                   f"the version this run wrote. Runs only after the blocking {SMOKE_CHECK} check passed.")
+def published_version(context: AssetExecutionContext, shard_store: ShardStore,
+                      source: SourceSettings) -> MaterializeResult:
+    written = version_from_this_run(context, "shard_set")
+    shards = shard_store.shard_set(source.dataset)
+    before = shards.published()
+    shards.publish(int(written["version"]))
+    url = shards_url(shard_store, source)
+    return MaterializeResult(metadata={
+        "published": int(written["version"]), "previously_published": before if before is not None else -1,
+        "store_url": url,
+        "read_it": MetadataValue.md(f"```python\nStreamingDataset(remote={url!r}, local='/tmp/cache', "
+                                    f"version={int(written['version'])})\n```"),
+    })

@@ -1,0 +1,95 @@
+"""The validated table and its quarantine: every raw row ends in exactly one of them."""
+
+# No `from __future__ import annotations`: Dagster reads the Config and resource annotations at runtime.
+import importlib
+from typing import TYPE_CHECKING
+
+from dagster import (AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetExecutionContext, Config,
+                     MaterializeResult, MetadataValue, asset)
+from pydantic import Field
+
+from pipelines.assets.raw import raw_table
+from pipelines.partitions import DAILY, GROUP, ONE_RUN
+from pipelines.resources import SourceSettings, SparkResource, TableCatalog
+from pipelines.schemas import TableSchema, not_null_schema, pandera_errors, split_rows
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+COUNTS_CHECK = "quarantine_counts"
+
+
+class ValidateConfig(Config):
+    max_quarantined_fraction: float = Field(
+        default=0.01, description="The counts check fails when more than this fraction of rows is quarantined.")
+    schema_ref: str = Field(default="", description="module:attribute of a TableSchema, or 'not_null'; "
+                            "empty keeps the source's default.")
+
+
+@asset(group_name=GROUP, partitions_def=DAILY, backfill_policy=ONE_RUN, deps=[raw_table],
+       check_specs=[AssetCheckSpec(COUNTS_CHECK, asset="validated_table", blocking=True,
+                                   description="in = valid + quarantined, and the quarantined share is "
+                                               "within the threshold")],
+       description="Raw rows that pass the pandera.pyspark schema; the others go to the quarantine table "
+                   "with the reason.")
+def validated_table(context: AssetExecutionContext, config: ValidateConfig, spark: SparkResource,
+                    catalog: TableCatalog, source: SourceSettings) -> MaterializeResult:
+    days = context.partition_keys
+    raw = catalog.read_days(spark.session(), f"{source.dataset}_raw", days)
+    schema = load_schema(config.schema_ref or source.schema_ref, raw)
+    valid, quarantined = split_rows(raw, schema)
+    catalog.write_days(valid, f"{source.dataset}_validated")
+    catalog.write_days(quarantined, f"{source.dataset}_quarantine")
+    # Count what was written, not what was planned: the check is about the tables as they are.
+    session = spark.session()
+    written_valid = catalog.read_days(session, f"{source.dataset}_validated", days, valid.schema)
+    written_quarantine = catalog.read_days(session, f"{source.dataset}_quarantine", days, quarantined.schema)
+    counts = {"in": raw.count(), "valid": written_valid.count(), "quarantined": written_quarantine.count()}
+    leftover = pandera_errors(written_valid, schema.build())
+    check = counts_check(counts, config.max_quarantined_fraction, top_reasons(written_quarantine), leftover)
+    return MaterializeResult(
+        metadata={**counts, "schema": schema.name,
+                  "validated_location": MetadataValue.path(catalog.location(f"{source.dataset}_validated")),
+                  "quarantine_location": MetadataValue.path(catalog.location(f"{source.dataset}_quarantine"))},
+        check_results=[check])
+
+
+def load_schema(reference: str, frame: "DataFrame") -> TableSchema:
+    """``module:attribute`` naming a TableSchema, or ``not_null`` for the source's own columns."""
+    if reference == "not_null":
+        return not_null_schema(frame)
+    module_name, _, attribute = reference.partition(":")
+    try:
+        schema = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as error:
+        raise ValueError(f"schema {reference!r} cannot be loaded ({error}); give module:attribute of a "
+                         "pipelines.schemas.TableSchema, or 'not_null'") from error
+    if not isinstance(schema, TableSchema):
+        raise ValueError(f"schema {reference!r} is a {type(schema).__name__}, not a pipelines.schemas.TableSchema")
+    return schema
+
+
+def top_reasons(quarantined: "DataFrame", limit: int = 5) -> dict[str, int]:
+    rows = quarantined.groupBy("reason").count().orderBy("count", ascending=False).limit(limit).collect()
+    return {row["reason"]: row["count"] for row in rows}
+
+
+def counts_check(counts: dict[str, int], threshold: float, reasons: dict[str, int],
+                 leftover: dict) -> AssetCheckResult:
+    fraction = counts["quarantined"] / counts["in"] if counts["in"] else 0.0
+    balanced = counts["in"] == counts["valid"] + counts["quarantined"]
+    passed = balanced and fraction <= threshold and not leftover
+    return AssetCheckResult(
+        check_name=COUNTS_CHECK, passed=passed, severity=AssetCheckSeverity.ERROR,
+        description=None if passed else _failure(balanced, fraction, threshold, leftover),
+        metadata={**counts, "quarantined_fraction": fraction, "threshold": threshold,
+                  "balanced": balanced, "top_reasons": MetadataValue.json(reasons),
+                  "pandera_errors_in_valid": MetadataValue.json(leftover)})
+
+
+def _failure(balanced: bool, fraction: float, threshold: float, leftover: dict) -> str:
+    if not balanced:
+        return "rows went missing: in != valid + quarantined"
+    if leftover:
+        return "pandera still finds errors in the valid rows (a check without a row rule?)"
+    return f"{fraction:.2%} of rows quarantined, above the threshold of {threshold:.2%}"

@@ -1,0 +1,179 @@
+"""Resources: the Spark session, the local table catalog, the shard store and the landing folder.
+
+Every setting has a default that works offline on a fresh clone and can be changed in two ways:
+an environment variable read when the definitions load (``MDS_SPARK_MASTER``, ``MDS_SHARD_STORE``,
+``MDS_DATA_DIR``, ...), or Dagster config (the Launchpad's ``resources:`` section, or the resource
+objects passed to ``Definitions``/``materialize``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dagster import ConfigurableResource
+from pydantic import Field
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+    from mds_core.versions import ShardSet
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def data_dir() -> Path:
+    """The project's data folder: ``$MDS_DATA_DIR`` or ``data/`` in the project."""
+    return Path(os.environ.get("MDS_DATA_DIR") or PROJECT_ROOT / "data").resolve()
+
+
+def join_url(root: str, *parts: str) -> str:
+    """Join a local path or a URL (``s3://bucket/prefix``) with path parts, keeping the scheme."""
+    if "://" in root:
+        return "/".join([root.rstrip("/"), *(part.strip("/") for part in parts)])
+    return str(Path(root, *parts))
+
+
+class SparkResource(ConfigurableResource):
+    """A Spark session: ``local[*]`` by default, or any master URL (``spark://host:7077``, ``yarn``).
+
+    Sessions are per process (the JVM is), so the first ``session()`` call decides the settings; runs
+    use the in-process executor so a run starts one JVM, not one per step.
+    """
+
+    master: str = Field(default="local[*]", description="Spark master URL ($MDS_SPARK_MASTER).")
+    app_name: str = "mds-pipelines"
+    conf: dict[str, str] = Field(default_factory=dict, description="Extra Spark settings (spark.* keys).")
+
+    def session(self) -> "SparkSession":
+        from pyspark.sql import SparkSession
+
+        builder = SparkSession.builder.master(self.master).appName(self.app_name)
+        # Small-machine defaults: few shuffle partitions, no UI port to collide on.
+        defaults = {"spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false",
+                    "spark.sql.session.timeZone": "UTC", "spark.driver.memory": "2g",
+                    # Keep the `day` partition column a 'YYYY-MM-DD' string, not a date.
+                    "spark.sql.sources.partitionColumnTypeInference.enabled": "false"}
+        for key, value in {**defaults, **self.conf}.items():
+            builder = builder.config(key, value)
+        return builder.getOrCreate()
+
+
+class TableCatalog(ConfigurableResource):
+    """Spark tables kept as Parquet folders partitioned by ``day`` under one warehouse folder.
+
+    Path-based tables survive across run processes without a Hive metastore (whose embedded Derby
+    database admits one JVM at a time, so concurrent runs would fail).
+    """
+
+    warehouse: str = Field(default="", description="Warehouse folder or URL; default <data dir>/warehouse.")
+
+    def location(self, table: str) -> str:
+        return join_url(self.warehouse or str(data_dir() / "warehouse"), table)
+
+    def write_days(self, frame: "DataFrame", table: str) -> None:
+        """Replace the ``day`` partitions present in ``frame``; other days stay as they are."""
+        (frame.write.mode("overwrite").option("partitionOverwriteMode", "dynamic")
+         .partitionBy("day").parquet(self.location(table)))
+
+    def read_days(self, spark: "SparkSession", table: str, days: list[str],
+                  schema: "StructType | None" = None) -> "DataFrame":
+        """The table's rows for ``days``; pass ``schema`` for a table that may be empty (nothing to infer from)."""
+        from pyspark.sql import functions as F
+
+        location = self.location(table)
+        if not _exists(location):
+            raise FileNotFoundError(f"table {table!r} has no data at {location}; materialise its asset first")
+        reader = spark.read.schema(schema) if schema is not None else spark.read
+        frame = reader.parquet(location)
+        return frame.where(F.col("day").isin(days))
+
+
+def _exists(location: str) -> bool:
+    if "://" not in location:
+        return Path(location).exists()
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(location)
+    return fs.exists(path)
+
+
+class ShardStore(ConfigurableResource):
+    """Where versioned shard sets live: ``<data dir>/shard-sets`` by default, or ``s3://``, ``gs://``..."""
+
+    root: str = Field(default="", description="Local folder or URL ($MDS_SHARD_STORE).")
+    storage_options: dict[str, Any] = Field(default_factory=dict, description="fsspec options ($MDS_STORAGE_OPTIONS, JSON).")
+    cache_dir: str = Field(default="", description="Local cache for reading shards; default <data dir>/cache.")
+
+    def url(self, name: str) -> str:
+        return join_url(self.root or str(data_dir() / "shard-sets"), name)
+
+    def cache(self, name: str) -> str:
+        return str(Path(self.cache_dir or data_dir() / "cache", name))
+
+    def shard_set(self, name: str) -> "ShardSet":
+        from mds_core.versions import ShardSet
+
+        return ShardSet(self.url(name), storage_options=self.storage_options or None)
+
+
+class LandingZone(ConfigurableResource):
+    """A folder where new files arrive as ``<YYYY-MM-DD>/*.parquet|csv|json``; the sensor watches it."""
+
+    path: str = Field(default="", description="Landing folder; default <data dir>/landing ($MDS_LANDING_DIR).")
+
+    def folder(self) -> Path:
+        return Path(self.path or data_dir() / "landing")
+
+
+class SmokeTestSettings(ConfigurableResource):
+    """What the loader smoke test demands before a version is published."""
+
+    num_workers: int = 2
+    batch_size: int = 16
+    min_rows_per_second: float = Field(default=0.0, description="Fail below this throughput ($MDS_SMOKE_MIN_ROWS_PER_SECOND).")
+
+
+class SourceSettings(ConfigurableResource):
+    """The deployment's default source; a run's asset config can override any field.
+
+    ``kind`` is ``digits`` (scikit-learn's handwritten digits, shipped with the dependency),
+    ``synthetic`` (any number of rows per day), ``table`` (a Spark table name) or ``path`` (Parquet,
+    CSV, JSON or Delta files, local or remote).
+    """
+
+    dataset: str = Field(default="digits", description="Names the tables and the shard set ($MDS_DATASET).")
+    kind: str = Field(default="digits", description="digits | synthetic | table | path ($MDS_SOURCE).")
+    table: str = Field(default="", description="Spark table for kind=table ($MDS_SOURCE_TABLE).")
+    path: str = Field(default="", description="Files for kind=path ($MDS_SOURCE_PATH).")
+    format: str = Field(default="", description="parquet | csv | json | delta; default from the path ($MDS_SOURCE_FORMAT).")
+    day_column: str = Field(default="", description="Column holding the day (YYYY-MM-DD) of each row; "
+                            "empty: the whole source is the partition's day ($MDS_SOURCE_DAY_COLUMN).")
+    rows_per_day: int = Field(default=180, description="Rows per day for digits and synthetic ($MDS_ROWS_PER_DAY).")
+    schema_ref: str = Field(default="pipelines.schemas:DIGITS",
+                            description="module:attribute of the TableSchema to validate with, or 'not_null' ($MDS_SCHEMA).")
+
+
+def resources_from_env(environ: dict[str, str] | None = None) -> dict[str, ConfigurableResource]:
+    """The default resources, each setting taken from its environment variable when set."""
+    env = os.environ if environ is None else environ
+    return {
+        "spark": SparkResource(master=env.get("MDS_SPARK_MASTER", "local[*]"),
+                               conf=json.loads(env.get("MDS_SPARK_CONF", "{}"))),
+        "catalog": TableCatalog(warehouse=env.get("MDS_WAREHOUSE", "")),
+        "shard_store": ShardStore(root=env.get("MDS_SHARD_STORE", ""),
+                                  storage_options=json.loads(env.get("MDS_STORAGE_OPTIONS", "{}")),
+                                  cache_dir=env.get("MDS_CACHE_DIR", "")),
+        "source": SourceSettings(
+            dataset=env.get("MDS_DATASET", "digits"), kind=env.get("MDS_SOURCE", "digits"),
+            table=env.get("MDS_SOURCE_TABLE", ""), path=env.get("MDS_SOURCE_PATH", ""),
+            format=env.get("MDS_SOURCE_FORMAT", ""), day_column=env.get("MDS_SOURCE_DAY_COLUMN", ""),
+            rows_per_day=int(env.get("MDS_ROWS_PER_DAY", "180")),
+            schema_ref=env.get("MDS_SCHEMA", "pipelines.schemas:DIGITS")),
+        "landing": LandingZone(path=env.get("MDS_LANDING_DIR", "")),
+        "smoke_settings": SmokeTestSettings(
+            min_rows_per_second=float(env.get("MDS_SMOKE_MIN_ROWS_PER_SECOND", "0"))),
+    }

@@ -1,0 +1,37 @@
+"""One real local Spark session per test session (per xdist worker); fresh folders per test."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+
+from pipelines.resources import (LandingZone, ShardStore, SmokeTestSettings, SourceSettings, SparkResource,
+                                 TableCatalog)
+
+# pyspark.pandas (imported by pandera.pyspark) warns about pandas and timezones on import.
+warnings.filterwarnings("ignore", category=FutureWarning, module="pyspark")
+warnings.filterwarnings("ignore", category=UserWarning, module="pyspark")
+
+SPARK = SparkResource(master="local[2]", conf={"spark.driver.memory": "1g"})
+
+
+@pytest.fixture(scope="session")
+def spark_session():
+    session = SPARK.session()
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def resources(tmp_path: Path, spark_session) -> dict:
+    """The pipeline's resources, every folder inside this test's tmp_path."""
+    return {
+        "spark": SPARK,
+        "catalog": TableCatalog(warehouse=str(tmp_path / "warehouse")),
+        "shard_store": ShardStore(root=str(tmp_path / "shard-sets"), cache_dir=str(tmp_path / "cache")),
+        "landing": LandingZone(path=str(tmp_path / "landing")),
+        "source": SourceSettings(rows_per_day=60),
+        "smoke_settings": SmokeTestSettings(batch_size=8),
+    }
