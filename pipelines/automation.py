@@ -13,11 +13,11 @@ from pathlib import Path
 from dagster import (AssetSelection, DefaultScheduleStatus, DefaultSensorStatus, RunRequest, SensorEvaluationContext,
                      SensorResult, SkipReason, build_schedule_from_partitioned_job, define_asset_job, sensor)
 
-from pipelines.partitions import DAILY, GROUP
+from pipelines.partitions import DAILY, GROUP  # the job is partitioned like its assets
 from pipelines.resources import LandingZone
 
 daily_conversion = define_asset_job(
-    "daily_conversion", selection=AssetSelection.groups(GROUP), partitions_def=DAILY,
+    "daily_conversion", selection=AssetSelection.groups(GROUP),
     description="One day (or, as a backfill, a range of days) from the raw table to a published version.")
 
 LANDING_FORMATS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json"}

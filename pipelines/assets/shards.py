@@ -56,9 +56,10 @@ def shard_set(context: AssetExecutionContext, config: ShardsConfig, spark: Spark
     return MaterializeResult(metadata={
         "version": info.number, "parent": info.parent if info.parent is not None else -1, "mode": mode,
         "rows": info.rows, "shards": info.shards, "bytes": info.bytes,
-        "rows_added": stats.get("rows", frame.count()), "shards_added": stats.get("shards", 0),
-        "compression_ratio": stats.get("compression_ratio", 0.0),
-        "rows_per_second": stats.get("rows_per_second", 0.0),
+        "rows_added": stats["rows"], "shards_added": stats["shards"],
+        "bytes_added": stats["compressed_bytes"], "raw_bytes_added": stats["raw_bytes"],
+        "compression_ratio": round(stats["compression_ratio"], 3),
+        "rows_per_second": round(stats["rows_per_second"], 1), "seconds": round(stats["seconds"], 2),
         "store_url": shards_url(shard_store, source),
         "lineage": MetadataValue.json(info.lineage),
         "preview": preview(frame),
@@ -90,12 +91,10 @@ def _lineage(context: AssetExecutionContext, source: SourceSettings, catalog: Ta
 
 
 def _stats(result: Any) -> dict[str, Any]:
-    """The converter's figures (rows, shards, bytes, rows/s), whatever form it returns them in."""
-    for candidate in (result, *(result if isinstance(result, tuple) else ())):
-        stats = getattr(candidate, "stats", None) or (candidate if isinstance(candidate, dict) else None)
-        if stats:
-            return dict(stats if isinstance(stats, dict) else vars(stats))
-    return {}
+    """The converter's figures for the shards this run added (``dataframe_to_mds(...).stats``)."""
+    stats = result.stats.as_dict()
+    stats["compression_ratio"] = stats["raw_bytes"] / stats["compressed_bytes"] if stats["compressed_bytes"] else 1.0
+    return stats
 
 
 def preview(frame: "DataFrame") -> TableMetadataValue:
