@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?= -n 2
 
-.PHONY: install demo test bench bench-env interop clean
+.PHONY: install demo ui test bench bench-env interop clean
 
 # torch 2.13.0 (CPU) goes in first, from local disk, so nothing pulls a multi-GB CUDA build.
 # constraints.txt holds known-good versions, so pip resolves in seconds instead of backtracking.
@@ -18,8 +18,19 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
+# Dagster keeps its runs, events and schedules here; `make demo` and `make ui` share it.
+DAGSTER_HOME ?= $(CURDIR)/.dagster_home
+UI_PORT      ?= 3000
+
+# The whole pipeline on the embedded digits: two runs (a full refresh, then a day's append), each
+# smoke-tested and published; prints the shard set, its versions and the smoke-test results.
 demo: install
-	$(PY) examples/demo.py
+	DAGSTER_HOME=$(DAGSTER_HOME) $(PY) -m pipelines.demo
+
+# The Dagster UI (webserver and daemon) on http://127.0.0.1:$(UI_PORT).
+ui: install
+	mkdir -p $(DAGSTER_HOME) && cp dagster.yaml $(DAGSTER_HOME)/dagster.yaml
+	DAGSTER_HOME=$(DAGSTER_HOME) $(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p $(UI_PORT)
 
 # The suite includes the interoperability tests, which need the reference's environment.
 test: install bench-env
