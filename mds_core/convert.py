@@ -101,7 +101,8 @@ def table_to_mds(
 
 
 def _undeclared_array(plan: ColumnPlan, columns: dict[str, str] | None) -> bool:
-    return plan.kind == "ndarray" and plan.shape is None and (columns is None or columns[plan.name].count(":") < 2)
+    # A declared encoding is used as given; only inferred ones get the fixed-shape form.
+    return plan.kind == "ndarray" and plan.shape is None and columns is None
 
 
 def detect_fixed_shape(plan: ColumnPlan, column: pa.Array | pa.ChunkedArray) -> ColumnPlan:

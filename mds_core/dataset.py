@@ -15,17 +15,20 @@ import os
 import sys
 from bisect import bisect_right
 from itertools import accumulate
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from mds_core.coordination import JobDir, default_root, new_job_token
-from mds_core.errors import ConfigurationError, SampleIndexError
+from mds_core.errors import ConfigurationError, MDSError, SampleIndexError
 from mds_core.format.index import INDEX_BASENAME
 from mds_core.local import select
 from mds_core.order import OrderSpec, generate_work
 from mds_core.resume import STATE_KEYS, EpochLedger, validate_state
+from mds_core.storage.cache_limit import check_cache_limit, shards_in_use
+from mds_core.storage.prefetch import Prefetch
 from mds_core.stream import INHERITED, Stream
+from mds_core.units import bytes_to_int
 from mds_core.world import World
 
 
@@ -84,7 +87,10 @@ class StreamingDataset:
             stream.apply_default(defaults)
         self.batch_size, self.replication, self.shuffle_seed = batch_size, replication, shuffle_seed
         self.predownload = predownload if predownload is not None else 8 * batch_size if batch_size else 64
-        self.cache_limit = cache_limit
+        self.cache_limit = _parse_cache_limit(cache_limit)
+        world = World.detect()
+        # The job directory first: its barrier lets each node's first rank fetch the indexes alone.
+        self._job = _open_job(job_root or default_root(), world, on_node_leader=self._fetch_indexes)
         self.readers = [stream.open(allow_unsafe_types) for stream in self.streams]
         for stream, reader in zip(self.streams, self.readers):
             if not len(reader):
@@ -106,7 +112,8 @@ class StreamingDataset:
         self._shard_ends = np.cumsum(sizes)
         self._shard_starts = self._shard_ends - sizes
         self.fingerprint = self._fingerprint()
-        self._job = _open_job(job_root or default_root(), World.detect())
+        if self.cache_limit is not None:
+            self._apply_cache_limit(world)
 
     # ----------------------------------------------------------------------------------------------
     # sizes and random access
@@ -160,11 +167,22 @@ class StreamingDataset:
     # iteration
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
+        register_with_torch()
         world = World.detect()
         start = EpochLedger(self._job, world.rank).start_epoch(world.worker_of_rank)
         row = self._work_row(world, start.epoch, start.sample_in_epoch, start.state)
-        for begin in range(0, len(row), _ITER_CHUNK):
-            yield from self._samples(row[begin : begin + _ITER_CHUNK])
+        if not any(stream.remote for stream in self.streams):
+            for begin in range(0, len(row), _ITER_CHUNK):
+                yield from self._samples(row[begin : begin + _ITER_CHUNK])
+            return
+        prefetch = Prefetch(self._shard_owners, np.searchsorted(self._shard_ends, row, side="right"))
+        step = max(1, min(_ITER_CHUNK, self.predownload))
+        try:
+            for begin in range(0, len(row), step):
+                prefetch.up_to(begin + step + self.predownload)  # downloads run ahead, in sample order
+                yield from self._samples(row[begin : begin + step])
+        finally:
+            prefetch.stop()
 
     def _samples(self, ids: np.ndarray) -> Iterator[dict[str, Any]]:
         """Samples for many ids: shards found for all of them at once, then straight to each shard's reader."""
@@ -247,6 +265,30 @@ class StreamingDataset:
 
     # ----------------------------------------------------------------------------------------------
 
+    def _fetch_indexes(self) -> None:
+        for stream in self.streams:
+            stream.fetch_index()
+
+    def _apply_cache_limit(self, world: World) -> None:
+        """Check the limit against the order, then share it among the remote streams by size."""
+        remote = [(stream, reader) for stream, reader in zip(self.streams, self.readers) if stream.remote]
+        if not remote:
+            return  # a shard whose only copy is local is never evicted
+        spec, nodes = self.order_spec, world.replicate(self.replication).num_nodes
+        caches = [reader.shard_cache for _, reader in remote]
+        shard_bytes = [cache.shard_bytes(i) for cache in caches for i in range(len(cache.shards))]
+        in_use = shards_in_use(spec.shuffle, spec.shuffle_algo, spec.block_size(nodes),
+                               [shard.samples for _, reader in remote for shard in reader.shards])
+        index_bytes = sum(os.path.getsize(os.path.join(stream.root, INDEX_BASENAME)) for stream, _ in remote)
+        order = f"shuffle={spec.shuffle}, shuffle_algo={spec.shuffle_algo!r}, block {spec.block_size(nodes):,}"
+        check_cache_limit(self.cache_limit or 0, shard_bytes, index_bytes, in_use, world.ranks_per_node, order)
+        total = sum(shard_bytes)
+        for cache, (_, reader) in zip(caches, remote):
+            share = sum(cache.shard_bytes(i) for i in range(len(cache.shards)))
+            cache.cache_limit = (self.cache_limit or 0) * share // max(1, total)
+            cache.threads = 2  # fewer shards in flight under a limit
+            reader.max_open = in_use + 1
+
     def _write_back_weights(self) -> None:
         """As in the reference, each Stream ends up with its resolved proportion, repeat and choose."""
         mix = self.order_spec.mix
@@ -281,10 +323,15 @@ def _resolve_streams(streams: list[Stream] | None, remote: str | None, local: st
     return [Stream(remote=remote, local=local, split=split, **(stream_config or {}))]
 
 
-def _open_job(root: str, world: World) -> JobDir:
-    """The job directory: created by each node's first rank, its name agreed over torch.distributed."""
+def _open_job(root: str, world: World, on_node_leader: Callable[[], None]) -> JobDir:
+    """The job directory: created by each node's first rank, its name agreed over torch.distributed.
+
+    ``on_node_leader`` runs on each node's first rank before the others go on (index downloads).
+    """
     if world.num_ranks == 1:
-        return JobDir.create(root, new_job_token())
+        job = JobDir.create(root, new_job_token())
+        on_node_leader()
+        return job
     import torch.distributed as dist
 
     started_here = not dist.is_initialized()
@@ -298,11 +345,28 @@ def _open_job(root: str, world: World) -> JobDir:
         token = [new_job_token() if world.rank == 0 else None]
         dist.broadcast_object_list(token, src=0)
         job = JobDir.create(root, token[0]) if world.rank_of_node == 0 else None
+        failure = None
+        if job is not None:
+            try:
+                on_node_leader()
+            except Exception as err:  # reach the barrier anyway, so the other ranks do not hang
+                failure = err
         dist.barrier()
+        if failure is not None:
+            raise failure
         return job or JobDir.attach(root, token[0])
     finally:
         if started_here:
             dist.destroy_process_group()
+
+
+def _parse_cache_limit(cache_limit: int | str | None) -> int | None:
+    if not cache_limit:
+        return None
+    try:
+        return bytes_to_int(cache_limit)
+    except MDSError as err:
+        raise ConfigurationError(f"cache_limit: {err}") from None
 
 
 def _short_hash(text: str) -> str:

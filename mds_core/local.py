@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from mds_core.errors import InvalidIndexError, SampleIndexError, UnknownEncodingError, UnsafeEncodingError
+from mds_core.errors import CorruptShardError, InvalidIndexError, SampleIndexError, UnknownEncodingError, UnsafeEncodingError
 from mds_core.format.encodings import is_mds_encoding_safe
 from mds_core.format.index import INDEX_BASENAME, ShardInfo, load_index
 from mds_core.format.shard import Schema, ShardReader
@@ -47,6 +47,11 @@ class LocalDataset:
         self._ends = list(accumulate(s.samples for s in self.shards))
         self._starts = [end - s.samples for end, s in zip(self._ends, self.shards)]
         self._readers: list[ShardReader | None] = [None] * len(self.shards)
+        # Set by Stream for remote data: fetches shards into this directory on first use.
+        self.shard_cache: Any = None
+        # With a cache limit, at most this many shards stay mapped, so evicted files free their disk.
+        self.max_open: int | None = None
+        self._open_order: list[int] = []
         self._num_samples = self._ends[-1] if self._ends else 0
 
     @property
@@ -88,18 +93,38 @@ class LocalDataset:
         return self._readers[shard_id] or self.open_shard(shard_id)
 
     def open_shard(self, shard_id: int) -> ShardReader:
-        """Open (decompressing once if needed) and memory-map one shard."""
+        """Open (downloading or decompressing once if needed) and memory-map one shard."""
         shard = self.shards[shard_id]
-        path = raw_shard_path(self.root, shard, self.cache_dir)
-        reader = ShardReader.open(path, self._schemas[shard_id], shard.samples, shard.raw_data.bytes)
+        for attempt in range(3):
+            path = self.shard_cache.ensure(shard_id) if self.shard_cache else raw_shard_path(self.root, shard, self.cache_dir)
+            try:
+                reader = ShardReader.open(path, self._schemas[shard_id], shard.samples, shard.raw_data.bytes)
+                break
+            except FileNotFoundError:
+                if self.shard_cache is None or attempt == 2:
+                    raise CorruptShardError(f"{path}: shard file is missing") from None
+                # evicted by another process between ensure() and open(): fetch it again
         self._readers[shard_id] = reader
+        if self.max_open is not None:
+            self._close_oldest(keep=shard_id)
         return reader
+
+    def _close_oldest(self, keep: int) -> None:
+        self._open_order.append(keep)
+        while len(self._open_order) > max(1, self.max_open or 1):
+            oldest = self._open_order.pop(0)
+            reader, self._readers[oldest] = self._readers[oldest], None
+            if reader is not None:
+                reader.close()
 
     def close(self) -> None:
         for reader in self._readers:
             if reader is not None:
                 reader.close()
         self._readers = [None] * len(self.shards)
+        self._open_order = []
+        if self.shard_cache is not None:
+            self.shard_cache.close()
 
     def __enter__(self) -> "LocalDataset":
         return self
@@ -111,6 +136,7 @@ class LocalDataset:
         # Memory maps cannot be pickled; DataLoader workers reopen shards on first use.
         state = self.__dict__.copy()
         state["_readers"] = [None] * len(self.shards)
+        state["_open_order"] = []
         return state
 
 

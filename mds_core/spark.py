@@ -195,8 +195,8 @@ def _detect_shapes(dataframe: Any, plans: list[ColumnPlan], columns: dict[str, s
     """One aggregation finds the ndarray columns whose every row has the same shape (and empties)."""
     from pyspark.sql import functions as F
 
-    todo = [p for p in plans if p.kind == "ndarray" and p.shape is None
-            and (columns is None or columns[p.name].count(":") < 2)]
+    # A declared encoding is used as given; only inferred ones get the fixed-shape form.
+    todo = [p for p in plans if p.kind == "ndarray" and p.shape is None and columns is None]
     if not todo:
         if dataframe.isEmpty():
             raise ConversionError("dataframe is empty; there is nothing to convert")

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import tempfile
 from typing import Any
 
 from mds_core.errors import ConfigurationError
+from mds_core.format.index import INDEX_BASENAME
 from mds_core.local import LocalDataset
 from mds_core.order.mixing import StreamWeights
+from mds_core.coordination import user_dir
+from mds_core.storage.remote import RemoteStore, local_path, open_store
 
 # Settings a Stream inherits from its StreamingDataset when left as None.
 INHERITED = ("download_retry", "download_timeout", "validate_hash", "keep_zip")
@@ -17,7 +22,8 @@ class Stream:
     """A dataset directory (``local``, optionally copied from ``remote``) and how much of it an epoch takes.
 
     Arguments and checks follow ``streaming.Stream``; at most one of ``proportion`` (relative),
-    ``repeat`` or ``choose`` (absolute) may be given.
+    ``repeat`` or ``choose`` (absolute) may be given. ``remote`` is any URL ``open_store`` accepts;
+    with ``local=None`` the cache directory is ``<temp>/mds-<user>/cache/<hash of remote and split>``.
     """
 
     def __init__(
@@ -42,14 +48,30 @@ class Stream:
             raise ConfigurationError(f"download_timeout must be > 0 seconds, got {download_timeout!r}")
         if local is None and remote is None:
             raise ConfigurationError("a Stream needs local= (a dataset directory) or remote=")
-        if remote is not None and (local is None or os.fspath(remote) != os.fspath(local)):
-            raise ConfigurationError(
-                f"remote={remote!r}: downloading from a remote store is not supported yet; pass the local "
-                "dataset directory as local="
-            )
-        self.remote, self.local, self.split = remote, os.fspath(local), split
+        if remote is not None and local is not None and os.fspath(remote) == os.fspath(local):
+            remote = None  # the dataset is already here, as in the reference
+        self.remote = os.fspath(remote) if remote is not None else None
+        self.split = split
+        self.local = local_path(local) if local is not None else default_cache_dir(self.remote or "", split)
         self.download_retry, self.download_timeout = download_retry, download_timeout
         self.validate_hash, self.keep_zip = validate_hash, keep_zip
+
+    @property
+    def root(self) -> str:
+        """The local directory that holds this stream's ``index.json``."""
+        return os.path.join(self.local, self.split or "")
+
+    def store(self) -> RemoteStore:
+        """The remote directory of this stream's split (only for streams with a remote)."""
+        if self.remote is None:
+            raise ConfigurationError(f"stream {self.local!r} has no remote")
+        url = self.remote if not self.split else f"{self.remote.rstrip('/')}/{self.split}"
+        return open_store(url, retry=max(1, self.download_retry or 1), timeout=self.download_timeout)
+
+    def fetch_index(self) -> None:
+        """Download ``index.json`` from the remote (once per node: the node's first rank calls this)."""
+        if self.remote is not None:
+            self.store().download(INDEX_BASENAME, os.path.join(self.root, INDEX_BASENAME))
 
     def apply_default(self, defaults: dict[str, Any]) -> None:
         """Take the dataset's value for every setting this stream left as None."""
@@ -57,9 +79,22 @@ class Stream:
             if getattr(self, name) is None:
                 setattr(self, name, defaults[name])
 
-    def open(self, allow_unsafe_types: bool) -> LocalDataset:
-        """The stream's samples, memory-mapped shard by shard."""
-        return LocalDataset(self.local, self.split, allow_unsafe_types=allow_unsafe_types)
+    def open(self, allow_unsafe_types: bool, cache_limit: int | None = None, threads: int = 4) -> LocalDataset:
+        """The stream's samples, memory-mapped shard by shard; remote shards download on first use."""
+        dataset = LocalDataset(self.local, self.split, allow_unsafe_types=allow_unsafe_types)
+        if self.remote is not None:
+            from mds_core.storage.shard_cache import ShardCache
+
+            dataset.shard_cache = ShardCache(self.store(), dataset.root, dataset.shards,
+                                             validate_hash=self.validate_hash, keep_zip=bool(self.keep_zip),
+                                             cache_limit=cache_limit, threads=threads)
+        return dataset
 
     def __repr__(self) -> str:
-        return f"Stream(local={self.local!r}, split={self.split!r}, weights={self.weights})"
+        return f"Stream(remote={self.remote!r}, local={self.local!r}, split={self.split!r}, weights={self.weights})"
+
+
+def default_cache_dir(remote: str, split: str | None) -> str:
+    """A cache directory of its own for each remote, split and user: ``<temp>/mds-<user>/cache/<hash>``."""
+    key = hashlib.sha256(f"{remote}\0{split or ''}".encode()).hexdigest()[:16]
+    return os.path.join(user_dir(tempfile.gettempdir()), "cache", key)

@@ -31,8 +31,11 @@ class MDSWriter:
 
     Args:
         columns: column name -> encoding, e.g. ``{"id": "int", "tokens": "ndarray:uint16:2048"}``.
-        out: the output directory (remote URLs come with the storage layer).
+        out: a local directory, a remote URL (``s3://...``, ``gs://...``; staged in a temporary
+            directory), or ``(local, remote)``. Shards upload in the background as they are written;
+            ``index.json`` goes up last, after every shard upload has succeeded.
         keep_local: keep local files after upload (for remote output).
+        retry: total attempts per upload (default 2); max_workers: parallel uploads (default 4).
         compression: ``None``, ``"zstd"``, ``"zstd:7"``, ``"gz"``, ``"bz2"``, ``"br"`` or ``"snappy"``.
         hashes: hash algorithms recorded per shard file; sorted and unique.
         size_limit: the most bytes in one raw shard, as an int or a string like ``"64mb"``; falsy for one shard.
@@ -65,7 +68,8 @@ class MDSWriter:
         self.size_limit = parse_size_limit(size_limit)
         self.keep_local = keep_local
         get_codec(self.compression)  # an unknown or uninstalled codec fails before any output exists
-        output = open_output(out, exist_ok=bool(kwargs.get("exist_ok", False)))
+        output = open_output(out, exist_ok=bool(kwargs.get("exist_ok", False)), keep_local=keep_local,
+                             retry=kwargs.get("retry", 2), max_workers=kwargs.get("max_workers"))
         self._store = _ShardStore(output, self.get_config(), bool(kwargs.get("progress_bar", False)))
         self._shard_base = 8 + len(self._store.header)  # sample count + first offset + header
         self._start_shard()

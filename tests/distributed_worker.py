@@ -2,6 +2,7 @@
 
 Usage: python tests/distributed_worker.py CONFIG_JSON OUT_JSON
 CONFIG: {"streams": [names], "dataset_kwargs": {...}, "batch_size": B, "num_workers": W,
+         "remote": URL and "local": cache dir (instead of "streams"),
          "job_root": path, "stop_after": k or null, "state": state dict or null}
 Writes {"batches": [[ids...], ...], "state": state_dict after stop_after batches (or null)}.
 """
@@ -19,7 +20,10 @@ ORDER = Path(__file__).parent / "fixtures" / "order-golden"
 
 def main() -> None:
     config = json.loads(Path(sys.argv[1]).read_text())
-    streams = [Stream(local=str(ORDER / "datasets" / name), **weights) for name, weights in config["streams"]]
+    if config.get("remote"):  # one stream downloaded from a remote store into a node-local cache
+        streams = [Stream(remote=config["remote"], local=config["local"])]
+    else:
+        streams = [Stream(local=str(ORDER / "datasets" / name), **weights) for name, weights in config["streams"]]
     dataset = StreamingDataset(streams=streams, batch_size=config["batch_size"], job_root=config["job_root"],
                                **config["dataset_kwargs"])
     loader = StreamingDataLoader(dataset, batch_size=config["batch_size"], num_workers=config["num_workers"])

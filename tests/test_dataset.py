@@ -114,7 +114,8 @@ def test_resuming_on_other_data_is_refused(tmp_path: Path) -> None:
     ({}, "pass streams"),
     ({"local": str(ORDER / "datasets/s0"), "stream_name": "foo"}, "only the built-in"),
     ({"local": str(ORDER / "datasets/s0"), "shuffle_algo": "py1b"}, "shuffle_algo"),
-    ({"local": str(ORDER / "datasets/s0"), "remote": "s3://bucket/x"}, "not supported yet"),
+    ({"local": str(ORDER / "datasets/s0"), "remote": "ftp://bucket/x"}, "unsupported URL scheme 'ftp'"),
+    ({"local": str(ORDER / "datasets/s0"), "cache_limit": "lots"}, "cache_limit: cannot parse size 'lots'"),
 ])
 def test_bad_arguments(tmp_path: Path, kwargs: dict, message: str) -> None:
     with pytest.raises(MDSError, match=message):

@@ -12,6 +12,7 @@ import pytest
 from mds_core import LocalDataset, MDSWriter
 from mds_core.errors import (
     EncodeError,
+    MDSError,
     HashAlgorithmError,
     MissingColumnError,
     OutputExistsError,
@@ -145,9 +146,9 @@ def test_write_after_finish_raises(tmp_path: Path) -> None:
         writer.write({"id": 1, "payload": b""})
 
 
-def test_remote_output_is_refused_clearly(tmp_path: Path) -> None:
-    with pytest.raises(WriterError, match="s3://bucket/x.*not supported yet"):
-        MDSWriter(out="s3://bucket/x", columns=COLUMNS)
+def test_an_unknown_url_scheme_is_refused_clearly(tmp_path: Path) -> None:
+    with pytest.raises(MDSError, match=r"ftp://bucket/x: unsupported URL scheme 'ftp'; use a local path, file://.*s3://"):
+        MDSWriter(out="ftp://bucket/x", columns=COLUMNS)
 
 
 def test_a_shard_over_4_gib_raises_instead_of_wrapping_offsets(tmp_path: Path) -> None:

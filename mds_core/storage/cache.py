@@ -1,7 +1,8 @@
 """Raw shard files for readers: decompress a shard once, through a temporary file and a rename.
 
 Readers see either no raw file or a complete one: a crash mid-decompression leaves only a
-temporary file with a unique name, never a truncated shard under the real name.
+temporary file with a unique name, never a truncated shard under the real name. Shards of a
+remote stream come through ``ShardCache`` (``storage/shard_cache.py``), which downloads first.
 """
 
 from __future__ import annotations

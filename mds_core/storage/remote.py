@@ -1,0 +1,379 @@
+"""One client over fsspec for every remote store: retries with backoff, a real per-file deadline.
+
+``open_store(url)`` gives a ``RemoteStore`` rooted at ``url``: a local path or ``file://``,
+``s3://`` (s3fs; the endpoint comes from ``S3_ENDPOINT_URL`` or the storage options), ``gs://``
+(gcsfs), ``az://``/``abfs://`` (adlfs), ``hf://`` (huggingface_hub) or ``dbfs:/Volumes/...``
+(fsspec's Databricks filesystem with ``DATABRICKS_HOST`` and ``DATABRICKS_TOKEN``). Every failure
+that survives the retries is a ``StorageError`` naming the URL; downloads land under a unique
+temporary name and are renamed into place, so a failed one never leaves a partial file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import shutil
+import time
+import uuid
+from typing import Any, Callable, TypeVar
+from urllib.parse import urlparse
+
+from mds_core.errors import ConfigurationError, MDSError, MissingDependencyError, StorageError
+
+T = TypeVar("T")
+
+# scheme -> (module that provides it, the extra that installs it)
+BACKENDS: dict[str, tuple[str, str]] = {
+    "s3": ("s3fs", "s3"),
+    "s3a": ("s3fs", "s3"),
+    "gs": ("gcsfs", "gcs"),
+    "gcs": ("gcsfs", "gcs"),
+    "az": ("adlfs", "azure"),
+    "abfs": ("adlfs", "azure"),
+    "abfss": ("adlfs", "azure"),
+    "hf": ("huggingface_hub", "hf"),
+    "dbfs": ("requests", "databricks"),
+}
+_COPY_CHUNK = 8 << 20
+_MAX_BACKOFF = 8.0
+
+
+def is_remote(url: str | os.PathLike[str] | None) -> bool:
+    """True for a URL with a scheme other than ``file``; plain paths (and ``C:``) are local."""
+    if url is None:
+        return False
+    scheme = urlparse(os.fspath(url)).scheme
+    return len(scheme) > 1 and scheme != "file"
+
+
+def local_path(url: str | os.PathLike[str]) -> str:
+    """A plain path for a local path or ``file://`` URL."""
+    url = os.fspath(url)
+    return urlparse(url).path if url.startswith("file://") else url
+
+
+class RemoteStore:
+    """Files under one root URL. ``retry`` is the total number of attempts per file, as in the reference.
+
+    ``timeout`` is a deadline in seconds for each whole file transfer (not per socket read), or None.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        retry: int = 2,
+        timeout: float | None = 60.0,
+        storage_options: dict[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(retry, int) or retry < 1:
+            raise ConfigurationError(f"retry must be an int >= 1 (total attempts per file), got {retry!r}")
+        if timeout is not None and not timeout > 0:
+            raise ConfigurationError(f"timeout must be > 0 seconds or None, got {timeout!r}")
+        self.url = url.rstrip("/") if is_remote(url) else os.path.abspath(local_path(url))
+        self.retry, self.timeout = retry, timeout
+        self.storage_options = dict(storage_options or {})
+        self._fs, self.path = _filesystem(self.url, timeout, self.storage_options)
+        self._pid = os.getpid()
+
+    @property
+    def fs(self) -> Any:
+        """The fsspec filesystem, made anew in each process: async clients are not fork-safe."""
+        if self._fs is None or self._pid != os.getpid():
+            self._fs, self.path = _filesystem(self.url, self.timeout, self.storage_options)
+            self._pid = os.getpid()
+        return self._fs
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_fs": None}
+
+    def __repr__(self) -> str:
+        return f"RemoteStore({self.url!r})"
+
+    def url_of(self, rel: str) -> str:
+        return f"{self.url}/{rel}" if rel else self.url
+
+    def _path_of(self, rel: str) -> str:
+        return f"{self.path.rstrip('/')}/{rel}" if rel else self.path
+
+    # ---------------------------------------------------------------------------------------------
+    # transfers
+
+    def download(self, rel: str, dest: str, *, expected_bytes: int | None = None,
+                 check: Callable[[str], None] | None = None) -> None:
+        """Copy ``rel`` to the local file ``dest`` atomically.
+
+        ``expected_bytes`` catches truncated bodies; ``check(tmp_path)`` may raise to reject the
+        bytes (a hash mismatch). Both count as failed attempts and are retried.
+        """
+        os.makedirs(os.path.dirname(dest) or ".", exist_ok=True)
+        tmp = f"{dest}.{uuid.uuid4().hex[:12]}.tmp"
+
+        def attempt() -> None:
+            try:
+                self._transfer(self._get_file, self._path_of(rel), tmp)
+                size = os.path.getsize(tmp)
+                if expected_bytes is not None and size != expected_bytes:
+                    raise _Truncated(f"got {size} bytes, expected {expected_bytes}")
+                if check is not None:
+                    check(tmp)
+                os.replace(tmp, dest)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+
+        self._retrying(f"download of {self.url_of(rel)}", attempt)
+
+    def upload(self, src: str, rel: str) -> None:
+        """Copy the local file ``src`` to ``rel`` (object stores replace the object in one step)."""
+        self._retrying(f"upload to {self.url_of(rel)}",
+                       lambda: self._transfer(self._put_file, src, self._path_of(rel)))
+
+    def read_bytes(self, rel: str) -> bytes:
+        return self._retrying(f"read of {self.url_of(rel)}", lambda: self.fs.cat_file(self._path_of(rel)))
+
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        """Replace ``rel`` with ``data`` (atomically on local disks: temp file and rename)."""
+        if self._is_local:
+            from mds_core.storage.output import atomic_write
+
+            self._retrying(f"write of {self.url_of(rel)}", lambda: _local_atomic(atomic_write, self._path_of(rel), data))
+            return
+        self._retrying(f"write of {self.url_of(rel)}", lambda: self.fs.pipe_file(self._path_of(rel), data))
+
+    def write_if_absent(self, rel: str, data: bytes) -> bool:
+        """Create ``rel`` only if it does not exist; False if it already did (another writer won).
+
+        Locally this is an exclusive link of a complete temporary file; on object stores a
+        conditional PUT (``If-None-Match: *``).
+        """
+        if self._is_local:
+            return _local_create(self._path_of(rel), data)
+
+        def attempt() -> bool:
+            try:
+                self.fs.pipe_file(self._path_of(rel), data, mode="create")
+                return True
+            except FileExistsError:
+                return False
+            except OSError as err:
+                if "PreconditionFailed" in str(err) or "412" in str(err):
+                    return False
+                raise
+
+        return self._retrying(f"conditional write of {self.url_of(rel)}", attempt)
+
+    def exists(self, rel: str) -> bool:
+        return self._retrying(f"lookup of {self.url_of(rel)}", lambda: self.fs.exists(self._path_of(rel)))
+
+    def delete(self, rel: str) -> None:
+        """Remove one file; a missing file is fine."""
+        def attempt() -> None:
+            try:
+                self.fs.rm_file(self._path_of(rel))
+            except FileNotFoundError:
+                pass
+
+        self._retrying(f"delete of {self.url_of(rel)}", attempt)
+
+    def delete_tree(self, rel: str) -> None:
+        """Remove everything under ``rel``; a missing directory is fine."""
+        def attempt() -> None:
+            try:
+                self.fs.rm(self._path_of(rel), recursive=True)
+            except FileNotFoundError:
+                pass
+
+        self._retrying(f"delete of {self.url_of(rel)}", attempt)
+
+    def list(self, rel: str = "") -> list[str]:
+        """Every file under ``rel``, as paths relative to the store's root, sorted."""
+        base = self.path.rstrip("/")
+
+        def attempt() -> list[str]:
+            try:
+                found = self.fs.find(self._path_of(rel))
+            except FileNotFoundError:
+                return []
+            return sorted(p[len(base) + 1:] if p.startswith(base + "/") else p for p in found)
+
+        return self._retrying(f"listing of {self.url_of(rel)}", attempt)
+
+    def move(self, src_rel: str, dst_rel: str) -> None:
+        """Rename a file (a copy then delete on object stores)."""
+        self._retrying(f"move of {self.url_of(src_rel)} to {self.url_of(dst_rel)}",
+                       lambda: self.fs.mv(self._path_of(src_rel), self._path_of(dst_rel)))
+
+    # ---------------------------------------------------------------------------------------------
+    # machinery
+
+    @property
+    def _is_local(self) -> bool:
+        return not is_remote(self.url)
+
+    def _retrying(self, what: str, attempt: Callable[[], T]) -> T:
+        last: BaseException | None = None
+        for number in range(self.retry):
+            if number:
+                time.sleep(min(_MAX_BACKOFF, 0.25 * 2 ** (number - 1)) + random.uniform(0, 0.1))
+            try:
+                return attempt()
+            except (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError) as err:
+                raise StorageError(f"{what} failed: {_describe(err)}") from err  # retrying cannot help
+            except (StorageError, ConfigurationError, MissingDependencyError):
+                raise
+            except Exception as err:  # network errors come in many library-specific types
+                last = err
+        message = f"{what} failed after {self.retry} attempt(s): {_describe(last)}"
+        if isinstance(last, MDSError):  # e.g. a checksum mismatch: keep its type, add the context
+            raise type(last)(message) from last
+        raise StorageError(message) from last
+
+    def _transfer(self, method: Callable[..., Any], src: str, dst: str) -> None:
+        """One transfer under the deadline: cancelled (async stores) or abandoned between chunks."""
+        if getattr(self.fs, "async_impl", False) and getattr(self.fs, "loop", None) is not None:
+            from fsspec.asyn import sync
+            from fsspec.exceptions import FSTimeoutError
+
+            coro = getattr(self.fs, "_" + method.__name__.lstrip("_"))
+            try:
+                sync(self.fs.loop, _with_deadline, coro(src, dst), self.timeout)
+            except FSTimeoutError:
+                raise TimeoutError(f"did not finish within the {self.timeout} s timeout") from None
+        else:
+            method(src, dst)
+
+    def _get_file(self, rpath: str, lpath: str) -> None:
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        with self.fs.open(rpath, "rb") as source, open(lpath, "wb") as target:
+            _copy_until(source, target, deadline)
+
+    def _put_file(self, lpath: str, rpath: str) -> None:
+        if self._is_local:
+            os.makedirs(os.path.dirname(rpath), exist_ok=True)
+            tmp = f"{rpath}.{uuid.uuid4().hex[:12]}.tmp"
+            try:
+                shutil.copyfile(lpath, tmp)
+                os.replace(tmp, rpath)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+            return
+        self.fs.put_file(lpath, rpath)
+
+
+class _Truncated(Exception):
+    """A download shorter or longer than the index says: retried like a network error."""
+
+
+async def _with_deadline(coro: Any, timeout: float | None) -> Any:
+    """Cancel the transfer itself at the deadline, so nothing keeps writing to the temporary file."""
+    return await asyncio.wait_for(coro, timeout)
+
+
+def _copy_until(source: Any, target: Any, deadline: float | None) -> None:
+    while chunk := source.read(_COPY_CHUNK):
+        target.write(chunk)
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError("did not finish within the download timeout")
+
+
+def _local_atomic(atomic_write: Callable[[str, list[bytes]], None], path: str, data: bytes) -> None:
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    atomic_write(path, [data])
+
+
+def _local_create(path: str, data: bytes) -> bool:
+    """Write a complete temporary file, then hard-link it to ``path``: linking fails if ``path`` exists."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    tmp = f"{path}.{uuid.uuid4().hex[:12]}.tmp"
+    try:
+        with open(tmp, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        return True
+    finally:
+        os.unlink(tmp)
+
+
+def _describe(err: BaseException | None) -> str:
+    if err is None:
+        return "unknown error"
+    text = str(err) or type(err).__name__
+    return f"{type(err).__name__}: {text}" if type(err).__name__ not in text else text
+
+
+def _filesystem(url: str, timeout: float | None, options: dict[str, Any]) -> tuple[Any, str]:
+    """(fsspec filesystem, path inside it) for a root URL or local path."""
+    import fsspec
+
+    if not is_remote(url):
+        return fsspec.filesystem("file"), url
+    scheme = urlparse(url).scheme
+    if scheme not in BACKENDS:
+        raise ConfigurationError(
+            f"{url}: unsupported URL scheme {scheme!r}; use a local path, file://, "
+            + ", ".join(f"{s}://" for s in sorted(BACKENDS))
+        )
+    module, extra = BACKENDS[scheme]
+    try:
+        __import__(module)
+    except ImportError:
+        raise MissingDependencyError(
+            f"{url}: the {scheme}:// backend needs the {module!r} package: pip install 'mds-pipelines[{extra}]'"
+        ) from None
+    if scheme in ("s3", "s3a"):
+        return _s3(url, timeout, options)
+    if scheme == "dbfs":
+        return _dbfs(url, options)
+    fs, path = fsspec.core.url_to_fs(url, **options)
+    return fs, path
+
+
+def _s3(url: str, timeout: float | None, options: dict[str, Any]) -> tuple[Any, str]:
+    import s3fs
+
+    options = dict(options)
+    endpoint = options.pop("endpoint_url", None) or os.environ.get("S3_ENDPOINT_URL") or None
+    client_kwargs = dict(options.pop("client_kwargs", {}))
+    if endpoint:
+        client_kwargs.setdefault("endpoint_url", endpoint)
+    config_kwargs = dict(options.pop("config_kwargs", {}))
+    # Our own retry loop counts attempts (download_retry); botocore's and s3fs's would multiply it.
+    config_kwargs.setdefault("retries", {"total_max_attempts": 1, "mode": "standard"})
+    if timeout is not None:
+        config_kwargs.setdefault("connect_timeout", min(timeout, 30))
+        config_kwargs.setdefault("read_timeout", timeout)
+    fs = s3fs.S3FileSystem(client_kwargs=client_kwargs, config_kwargs=config_kwargs, skip_instance_cache=True,
+                           **options)
+    fs.retries = 1
+    return fs, url.split("://", 1)[1]
+
+
+def _dbfs(url: str, options: dict[str, Any]) -> tuple[Any, str]:
+    """``dbfs:/Volumes/...`` through fsspec's Databricks filesystem."""
+    from fsspec.implementations.dbfs import DatabricksFileSystem
+
+    host = options.get("instance") or os.environ.get("DATABRICKS_HOST", "")
+    token = options.get("token") or os.environ.get("DATABRICKS_TOKEN", "")
+    if not host or not token:
+        raise ConfigurationError(f"{url}: set DATABRICKS_HOST and DATABRICKS_TOKEN (or pass instance= and token=)")
+    host = urlparse(host).netloc or host
+    return DatabricksFileSystem(instance=host, token=token), urlparse(url).path
+
+
+def open_store(
+    url: str | os.PathLike[str],
+    *,
+    retry: int = 2,
+    timeout: float | None = 60.0,
+    storage_options: dict[str, Any] | None = None,
+) -> RemoteStore:
+    """A ``RemoteStore`` rooted at ``url`` (a local path, ``file://`` or any supported remote URL)."""
+    return RemoteStore(os.fspath(url), retry=retry, timeout=timeout, storage_options=storage_options)

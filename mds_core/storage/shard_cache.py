@@ -1,0 +1,284 @@
+"""The node-local cache of a remote stream: each shard downloaded once per node, evicted least-recently-used.
+
+Every rank and DataLoader worker on a node shares ``<local>/<split>/``. A shard is fetched under
+an exclusive ``flock`` on its own lock file, so whichever process asks first downloads it and the
+others block on the lock (no polling) and then find the finished file. Downloads and
+decompression land under unique temporary names and are renamed into place, so a crash never
+leaves a partial shard under a real name.
+
+With ``cache_limit``, a small ledger file shared through ``mmap`` holds each shard's last use and
+whether it is being fetched; making room evicts the least recently used shards that are neither
+being fetched nor local-only. Deleting a file another process has memory-mapped is safe on POSIX:
+its map stays valid until closed.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+
+from mds_core.errors import ConfigurationError, HashMismatchError
+from mds_core.format.hashing import hasher
+from mds_core.format.index import FileInfo, ShardInfo
+from mds_core.storage.cache import decompress_shard
+from mds_core.storage.remote import RemoteStore
+
+CACHE_DIR = ".mds-cache"  # lock files and the ledger, inside the stream's local directory
+_HASH_CHUNK = 8 << 20
+
+
+class ShardCache:
+    """Makes the raw files of ``shards`` present under ``root``, fetching from ``store``.
+
+    Args:
+        store: the remote directory that holds the stream's ``index.json`` and shards.
+        root: the local directory the shards go to.
+        shards: the stream's index entries.
+        validate_hash: an algorithm to check each newly downloaded file with, or None.
+        keep_zip: keep compressed files after decompressing them.
+        cache_limit: bytes this cache may hold (shard files; the index is not counted), or None.
+        threads: downloads run in parallel by ``prefetch``.
+    """
+
+    def __init__(
+        self,
+        store: RemoteStore,
+        root: str,
+        shards: list[ShardInfo],
+        *,
+        validate_hash: str | None = None,
+        keep_zip: bool = False,
+        cache_limit: int | None = None,
+        threads: int = 4,
+    ) -> None:
+        self.store, self.root, self.shards = store, root, shards
+        self.validate_hash, self.keep_zip, self.cache_limit = validate_hash, keep_zip, cache_limit
+        self.threads = threads
+        if validate_hash:
+            _check_hash_available(shards, validate_hash, store.url)
+        self._dir = os.path.join(root, CACHE_DIR)
+        os.makedirs(os.path.join(self._dir, "locks"), exist_ok=True)
+        self._key = _index_key(shards)
+        self._ledger: _Ledger | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._futures: dict[int, Future[str]] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Threads, futures and maps belong to one process; a DataLoader worker makes its own.
+        state = self.__dict__.copy()
+        state.update(_ledger=None, _pool=None, _futures={})
+        return state
+
+    def shard_bytes(self, shard_id: int) -> int:
+        """Disk the shard takes while cached: its raw file, plus its zip when zips are kept."""
+        shard = self.shards[shard_id]
+        kept_zip = shard.zip_data.bytes if shard.zip_data is not None and self.keep_zip else 0
+        return shard.raw_data.bytes + kept_zip
+
+    # ---------------------------------------------------------------------------------------------
+    # the consumer side
+
+    def ensure(self, shard_id: int) -> str:
+        """The local path of the shard's raw file, fetching it first (once per node) if needed."""
+        future = self._futures.pop(shard_id, None)
+        if future is not None:
+            future.result()  # a failed prefetch reports its own error instead of retrying again
+        raw_path = self._make_present(shard_id)
+        self._touch(shard_id)
+        return raw_path
+
+    def prefetch(self, shard_ids: Iterable[int]) -> None:
+        """Start fetching these shards in the background, in this order."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="mds-download")
+        for shard_id in shard_ids:
+            if shard_id not in self._futures:
+                self._futures[shard_id] = self._pool.submit(self._make_present, shard_id)
+
+    def _make_present(self, shard_id: int) -> str:
+        raw = self.shards[shard_id].raw_data
+        raw_path = os.path.join(self.root, raw.basename)
+        if not _has_size(raw_path, raw.bytes):
+            with _flock(self._lock_path(shard_id)):
+                if not _has_size(raw_path, raw.bytes):  # another process may have fetched it meanwhile
+                    self._fetch(shard_id, raw_path)
+        return raw_path
+
+    def close(self) -> None:
+        """Stop prefetching (running downloads finish; queued ones are dropped)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        self._futures.clear()
+
+    # ---------------------------------------------------------------------------------------------
+    # fetching
+
+    def _fetch(self, shard_id: int, raw_path: str) -> None:
+        ledger = self._ledger_or_none()
+        if ledger is not None:
+            ledger.reserve(shard_id, self.cache_limit or 0, self.shard_bytes, self._evict)
+        try:
+            shard = self.shards[shard_id]
+            if shard.zip_data is None:
+                self._download(shard.raw_data, raw_path)
+            else:
+                zip_path = os.path.join(self.root, shard.zip_data.basename)
+                if not _has_size(zip_path, shard.zip_data.bytes):
+                    self._download(shard.zip_data, zip_path)
+                decompress_shard(zip_path, raw_path, shard)
+                if not self.keep_zip:
+                    os.unlink(zip_path)
+        except BaseException:
+            if ledger is not None:
+                ledger.release(shard_id, present=False)
+            raise
+        if ledger is not None:
+            ledger.release(shard_id, present=True)
+
+    def _download(self, info: FileInfo, dest: str) -> None:
+        check = None
+        if self.validate_hash:
+            def check(path: str) -> None:
+                _check_digest(path, info, self.validate_hash or "", self.store.url_of(info.basename))
+        self.store.download(info.basename, dest, expected_bytes=info.bytes, check=check)
+
+    def _evict(self, shard_id: int) -> None:
+        shard = self.shards[shard_id]
+        for info in (shard.raw_data, shard.zip_data):
+            if info is not None:
+                try:
+                    os.unlink(os.path.join(self.root, info.basename))
+                except FileNotFoundError:
+                    pass
+
+    # ---------------------------------------------------------------------------------------------
+    # bookkeeping
+
+    def _lock_path(self, shard_id: int) -> str:
+        return os.path.join(self._dir, "locks", f"{self._key}-{shard_id}.lock")
+
+    def _ledger_or_none(self) -> "_Ledger | None":
+        if self.cache_limit is None:
+            return None
+        if self._ledger is None:
+            self._ledger = _Ledger(self._dir, self._key, len(self.shards), self._is_present)
+        return self._ledger
+
+    def _is_present(self, shard_id: int) -> bool:
+        shard = self.shards[shard_id]
+        return any(info is not None and _has_size(os.path.join(self.root, info.basename), info.bytes)
+                   for info in (shard.raw_data, shard.zip_data))
+
+    def _touch(self, shard_id: int) -> None:
+        ledger = self._ledger_or_none()
+        if ledger is not None:
+            ledger.touch(shard_id)
+
+
+class _Ledger:
+    """Per shard: last use in ns (0 = not cached) and the pid fetching it (0 = none), in a shared file."""
+
+    def __init__(self, directory: str, key: str, num_shards: int, is_present: Any) -> None:
+        self.lock_path = os.path.join(directory, f"ledger-{key}.lock")
+        path = os.path.join(directory, f"ledger-{key}.u64")
+        with _flock(self.lock_path):
+            if not _has_size(path, 16 * num_shards):
+                # A new ledger starts from what is on disk (files left by an earlier run count as old).
+                table = np.zeros((num_shards, 2), np.uint64)
+                table[:, 0] = [1 if is_present(i) else 0 for i in range(num_shards)]
+                tmp = f"{path}.{os.getpid()}.tmp"
+                table.tofile(tmp)
+                os.replace(tmp, path)
+        self.table = np.memmap(path, np.uint64, "r+", shape=(num_shards, 2))
+
+    def touch(self, shard_id: int) -> None:
+        if self.table[shard_id, 0]:
+            self.table[shard_id, 0] = time.time_ns()
+
+    def reserve(self, shard_id: int, limit: int, size_of: Any, evict: Any) -> None:
+        """Count the shard as cached, evicting the least recently used ones until it fits."""
+        with _flock(self.lock_path):
+            cached = np.flatnonzero(self.table[:, 0])
+            usage = sum(size_of(int(i)) for i in cached if i != shard_id)
+            need = size_of(shard_id)
+            candidates = [int(i) for i in cached[np.argsort(self.table[cached, 0], kind="stable")]
+                          if i != shard_id and not _alive(int(self.table[i, 1]))]
+            for victim in candidates:
+                if usage + need <= limit:
+                    break
+                evict(victim)
+                self.table[victim, 0] = 0
+                usage -= size_of(victim)
+            self.table[shard_id] = (time.time_ns(), os.getpid())
+
+    def release(self, shard_id: int, present: bool) -> None:
+        with _flock(self.lock_path):
+            self.table[shard_id] = (time.time_ns() if present else 0, 0)
+
+
+def _alive(pid: int) -> bool:
+    if pid == 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextmanager
+def _flock(path: str) -> Iterator[None]:
+    """An exclusive lock on ``path`` (created if missing); the kernel drops it if the holder dies."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _has_size(path: str, size: int) -> bool:
+    try:
+        return os.stat(path).st_size == size
+    except FileNotFoundError:
+        return False
+
+
+def _index_key(shards: list[ShardInfo]) -> str:
+    """Short, stable name for this index's shard list, so a changed index gets a fresh ledger."""
+    import hashlib
+
+    text = "\n".join(f"{s.raw_data.basename}:{s.raw_data.bytes}:{s.zip_data.bytes if s.zip_data else ''}"
+                     for s in shards)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _check_hash_available(shards: list[ShardInfo], algo: str, url: str) -> None:
+    for shard in shards:
+        info = shard.zip_data or shard.raw_data
+        if algo not in info.hashes:
+            raise ConfigurationError(
+                f"{url}: validate_hash={algo!r} but {info.basename} records only {sorted(info.hashes) or 'no'} "
+                "hashes; pick one of those or write the dataset with hashes=[...]"
+            )
+
+
+def _check_digest(path: str, info: FileInfo, algo: str, url: str) -> None:
+    digest = hasher(algo)()
+    with open(path, "rb") as file:
+        while chunk := file.read(_HASH_CHUNK):
+            digest.update(chunk)
+    if digest.hexdigest() != info.hashes[algo]:
+        raise HashMismatchError(
+            f"{url}: {algo} checksum mismatch (got {digest.hexdigest()}, index says {info.hashes[algo]}); "
+            "the remote object is corrupt or was replaced"
+        )

@@ -1,0 +1,230 @@
+"""A real S3-compatible server for the tests (moto in its own process) and a fault-injecting proxy.
+
+``MotoServer`` runs ``python -m moto.server`` on a free loopback port and reads its access log,
+so tests can count the requests each object received. ``FaultProxy`` is a small HTTP proxy put
+between a client and the server; it can drop connections, delay, answer 500/503 or truncate
+bodies for requests that match a rule.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+_LOG_LINE = re.compile(r'"(?P<method>[A-Z]+) (?P<path>\S+) HTTP/[\d.]+" (?P<status>\d{3})')
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Request:
+    method: str
+    path: str  # /bucket/key, without the query string
+    query: str
+    status: int
+
+
+class MotoServer:
+    """``moto.server`` in a subprocess on 127.0.0.1; its stderr is the request log."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.port = free_port()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.log_path = log_dir / "moto.log"
+        self._log = open(self.log_path, "wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+            stdout=self._log, stderr=subprocess.STDOUT,
+        )
+        self._wait_until_up()
+
+    def _wait_until_up(self) -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"moto server exited: {self.log_path.read_text()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError("moto server did not start within 60 s")
+
+    def new_bucket(self) -> str:
+        """A fresh, empty bucket, so tests never see each other's objects."""
+        import boto3
+
+        name = f"t-{uuid.uuid4().hex[:16]}"
+        boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1").create_bucket(Bucket=name)
+        return name
+
+    def log_position(self) -> int:
+        self._log.flush()
+        return self.log_path.stat().st_size
+
+    def requests(self, since: int = 0) -> list[Request]:
+        """Requests the server logged after byte ``since`` of its log."""
+        time.sleep(0.2)  # the server writes a line after it has sent the response
+        with open(self.log_path, "rb") as log:
+            log.seek(since)
+            text = log.read().decode(errors="replace")
+        found = []
+        for match in _LOG_LINE.finditer(text):
+            path, _, query = match["path"].partition("?")
+            found.append(Request(match["method"], path, query, int(match["status"])))
+        return found
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self._log.close()
+
+
+def object_gets(requests: list[Request], bucket: str) -> dict[str, int]:
+    """How many GETs each object key received (listings and bucket-level calls left out)."""
+    counts: dict[str, int] = {}
+    for request in requests:
+        if request.method == "GET" and request.path.startswith(f"/{bucket}/") and "list-type" not in request.query:
+            key = request.path[len(bucket) + 2:]
+            if key:
+                counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+@dataclass
+class Fault:
+    """What to do to the next ``times`` requests whose method and path match."""
+
+    action: str  # "drop", "delay", "status", "truncate"
+    path: str = ""  # a regular expression searched in "/bucket/key"
+    method: str = "GET"
+    times: int = 1
+    value: float = 0  # seconds for "delay", the status code for "status", bytes kept for "truncate"
+    hits: int = field(default=0)
+
+
+class FaultProxy:
+    """An HTTP proxy in a thread of the test process, forwarding to ``upstream`` unless a fault matches."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream.split("://", 1)[1]
+        self.faults: list[Fault] = []
+        self.lock = threading.Lock()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _handle(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                fault = proxy.take_fault(self.command, self.path)
+                if fault is not None and fault.action == "drop":
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if fault is not None and fault.action == "delay":
+                    time.sleep(fault.value)
+                if fault is not None and fault.action == "status":
+                    self._reply(int(fault.value), {"Content-Type": "application/xml"},
+                                b"<Error><Code>InternalError</Code><Message>injected</Message></Error>")
+                    return
+                status, headers, payload = proxy.forward(self.command, self.path, dict(self.headers), body)
+                if fault is not None and fault.action == "truncate":
+                    self._reply(status, headers, payload[: int(fault.value)], length=len(payload))
+                    self.close_connection = True
+                    return
+                self._reply(status, headers, payload)
+
+            def _reply(self, status: int, headers: dict, payload: bytes, length: int | None = None) -> None:
+                self.send_response(status)
+                for name, value in headers.items():
+                    if name.lower() not in ("content-length", "transfer-encoding", "connection", "server", "date"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(payload) if length is None else length))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(payload)
+
+            do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _handle
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.server.daemon_threads = True
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def add(self, fault: Fault) -> Fault:
+        with self.lock:
+            self.faults.append(fault)
+        return fault
+
+    def clear(self) -> None:
+        with self.lock:
+            self.faults.clear()
+
+    def take_fault(self, method: str, path: str) -> Fault | None:
+        with self.lock:
+            for fault in self.faults:
+                if fault.hits < fault.times and fault.method == method and re.search(fault.path, path):
+                    fault.hits += 1
+                    return fault
+        return None
+
+    def forward(self, method: str, path: str, headers: dict, body: bytes) -> tuple[int, dict, bytes]:
+        conn = http.client.HTTPConnection(self.upstream, timeout=60)
+        try:
+            headers = {k: v for k, v in headers.items() if k.lower() not in ("connection", "keep-alive")}
+            conn.request(method, path, body=body or None, headers=headers)
+            response = conn.getresponse()
+            return response.status, dict(response.getheaders()), response.read()
+        finally:
+            conn.close()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def s3_env(endpoint: str) -> dict[str, str]:
+    """Environment for clients of the test server (subprocesses included)."""
+    return {
+        "S3_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
+
+
+def apply_env(env: dict[str, str]) -> dict[str, str | None]:
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    return saved
+
+
+def restore_env(saved: dict[str, str | None]) -> None:
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value

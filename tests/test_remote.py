@@ -1,0 +1,316 @@
+"""Remote shard stores against a real S3-compatible server (moto, in its own process) on 127.0.0.1.
+
+Faults come from ``tests.s3.FaultProxy`` between the client and the server.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import boto3
+import numpy as np
+import pytest
+
+from mds_core import MDSWriter, StreamingDataset
+from mds_core.errors import (
+    ConfigurationError,
+    HashMismatchError,
+    MissingDependencyError,
+    OutputExistsError,
+    StorageError,
+)
+from mds_core.coordination import user_dir
+from mds_core.storage.remote import open_store
+from tests.s3 import Fault, object_gets
+from tests.test_distributed import _run_ranks
+
+ROOT = Path(__file__).resolve().parent.parent
+COLUMNS = {"id": "int", "payload": "bytes"}
+
+
+def _samples(n: int) -> list[dict]:
+    rng = np.random.default_rng(n)
+    return [{"id": i, "payload": rng.bytes(int(rng.integers(100, 400)))} for i in range(n)]
+
+
+def _write(url: str, n: int = 240, **kwargs) -> list[dict]:
+    samples = _samples(n)
+    options = {"size_limit": 4096, **kwargs}
+    with MDSWriter(out=url, columns=COLUMNS, **options) as writer:
+        for sample in samples:
+            writer.write(sample)
+    return samples
+
+
+def _ids(dataset: StreamingDataset) -> list[int]:
+    return [int(sample["id"]) for sample in dataset]
+
+
+def _shard_bytes_in(directory: Path) -> int:
+    total = 0
+    for entry in os.scandir(directory):
+        if entry.name.startswith("shard."):
+            try:
+                total += entry.stat().st_size
+            except FileNotFoundError:
+                pass  # evicted while we looked
+    return total
+
+
+def _no_temporary_files(directory: Path) -> bool:
+    return not [p for p in directory.rglob("*") if p.name.endswith(".tmp")]
+
+
+# ------------------------------------------------------------------------------------------------
+# the store
+
+
+@pytest.fixture(params=["local", "s3"])
+def store_url(request, tmp_path: Path) -> str:
+    if request.param == "local":
+        return str(tmp_path / "store")
+    server = request.getfixturevalue("s3_server")
+    return f"s3://{server.new_bucket()}/store"
+
+
+def test_store_operations(store_url: str, tmp_path: Path) -> None:
+    store = open_store(store_url)
+    source = tmp_path / "source.bin"
+    source.write_bytes(b"abc" * 1000)
+    store.upload(str(source), "dir/a.bin")
+    store.write_bytes("dir/b.txt", b"hello")
+    assert store.list() == ["dir/a.bin", "dir/b.txt"] and store.exists("dir/a.bin")
+    store.download("dir/a.bin", str(tmp_path / "copy.bin"), expected_bytes=3000)
+    assert (tmp_path / "copy.bin").read_bytes() == b"abc" * 1000
+    assert store.write_if_absent("v/1", b"first") and not store.write_if_absent("v/1", b"second")
+    assert store.read_bytes("v/1") == b"first"
+    store.move("dir/b.txt", "dir/c.txt")
+    assert store.read_bytes("dir/c.txt") == b"hello" and not store.exists("dir/b.txt")
+    store.delete_tree("dir")
+    assert store.list() == ["v/1"]
+    with pytest.raises(StorageError, match=r"download of .*store/missing.bin failed: FileNotFoundError"):
+        store.download("missing.bin", str(tmp_path / "never"))
+    assert not (tmp_path / "never").exists() and _no_temporary_files(tmp_path)
+
+
+@pytest.mark.parametrize("url, extra", [("hf://datasets/org/repo", "hf"), ("gs://bucket/x", "gcs"),
+                                        ("az://container/x", "azure")])
+def test_a_missing_backend_names_the_extra(url: str, extra: str) -> None:
+    with pytest.raises(MissingDependencyError, match=rf"{url}: .*pip install 'mds-pipelines\[{extra}\]'"):
+        open_store(url)
+
+
+def test_dbfs_needs_databricks_credentials(monkeypatch) -> None:
+    monkeypatch.delenv("DATABRICKS_HOST", raising=False)
+    monkeypatch.delenv("DATABRICKS_TOKEN", raising=False)
+    with pytest.raises(ConfigurationError, match="dbfs:/Volumes/cat/sch/vol: set DATABRICKS_HOST and DATABRICKS_TOKEN"):
+        open_store("dbfs:/Volumes/cat/sch/vol")
+
+
+# ------------------------------------------------------------------------------------------------
+# writer -> S3 -> dataset
+
+
+def test_write_to_s3_then_stream_it_back(s3_server, tmp_path: Path) -> None:
+    url = f"s3://{s3_server.new_bucket()}/data"
+    samples = _write(url, compression="zstd", hashes=["sha1", "xxh64"])
+    keys = open_store(url).list()
+    assert keys[0] == "index.json" and all(k.endswith(".mds.zstd") for k in keys[1:]) and len(keys) > 5
+    dataset = StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=8, validate_hash="sha1",
+                               job_root=str(tmp_path / "jobs"))
+    got = {int(s["id"]): s["payload"] for s in dataset}
+    assert got == {s["id"]: s["payload"] for s in samples}
+    cached = sorted(p.name for p in (tmp_path / "cache").iterdir() if p.is_file())
+    assert cached == sorted(["index.json", *(k[: -len(".zstd")] for k in keys[1:])])  # keep_zip=False
+    assert _no_temporary_files(tmp_path / "cache")
+
+
+def test_two_ranks_two_workers_fetch_each_shard_once_per_node(s3_server, tmp_path: Path) -> None:
+    bucket = s3_server.new_bucket()
+    url = f"s3://{bucket}/data"
+    _write(url, n=400)
+    shard_keys = [k for k in open_store(url).list() if k != "index.json"]
+    since = s3_server.log_position()
+    config = {"remote": url, "local": str(tmp_path / "cache"), "batch_size": 4, "num_workers": 2,
+              "job_root": str(tmp_path / "jobs"), "dataset_kwargs": {"shuffle": True, "num_canonical_nodes": 2}}
+    outputs = _run_ranks(tmp_path / "ranks", 2, 2, config)
+    seen = Counter(i for out in outputs for batch in out["batches"] for i in batch)
+    assert seen == Counter(range(400))  # every sample exactly once over the node
+    gets = object_gets(s3_server.requests(since), bucket)
+    assert gets == {f"data/{key}": 1 for key in ["index.json", *shard_keys]}
+
+
+def test_cache_limit_evicts_over_a_whole_epoch(s3_server, tmp_path: Path) -> None:
+    bucket = s3_server.new_bucket()
+    url = f"s3://{bucket}/data"
+    _write(url, n=600)
+    store = open_store(url)
+    shards = [k for k in store.list() if k != "index.json"]
+    largest = max(store.fs.size(f"{bucket}/data/{k}") for k in shards)
+    limit = 4 * largest + 20_000
+    cache = tmp_path / "cache"
+    order = {"batch_size": 4, "shuffle": True, "shuffle_algo": "py1s", "num_canonical_nodes": 1,
+             "job_root": str(tmp_path / "jobs")}
+    expected = _ids(StreamingDataset(remote=url, local=str(tmp_path / "unlimited"), **order))
+    since = s3_server.log_position()
+    dataset = StreamingDataset(remote=url, local=str(cache), cache_limit=limit, **order)
+    ids, peak = [], 0
+    for sample in dataset:
+        ids.append(int(sample["id"]))
+        peak = max(peak, _shard_bytes_in(cache))
+    assert ids == expected and sorted(ids) == list(range(600))
+    assert peak <= limit and len(shards) * largest > 2 * limit  # the limit really bit
+    assert len(list(cache.glob("shard.*"))) < len(shards)
+    gets = object_gets(s3_server.requests(since), bucket)
+    assert all(gets[f"data/{key}"] >= 1 for key in shards)
+
+
+def test_a_cache_limit_too_small_for_the_order_fails_at_construction(s3_server, tmp_path: Path) -> None:
+    url = f"s3://{s3_server.new_bucket()}/data"
+    _write(url, n=300)
+    with pytest.raises(ConfigurationError, match=r"cache_limit=5,000 bytes is too small for this order: .*py1e"):
+        StreamingDataset(remote=url, local=str(tmp_path / "c"), batch_size=4, shuffle=True, cache_limit=5000,
+                         job_root=str(tmp_path / "jobs"))
+
+
+def test_validate_hash_detects_a_corrupted_object(s3_server, tmp_path: Path) -> None:
+    bucket = s3_server.new_bucket()
+    url = f"s3://{bucket}/data"
+    _write(url, hashes=["sha1"])
+    client = boto3.client("s3", endpoint_url=s3_server.endpoint)
+    body = bytearray(client.get_object(Bucket=bucket, Key="data/shard.00001.mds")["Body"].read())
+    body[-1] ^= 0xFF  # same size, one flipped bit pattern
+    client.put_object(Bucket=bucket, Key="data/shard.00001.mds", Body=bytes(body))
+    dataset = StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=4, validate_hash="sha1",
+                               download_retry=1, job_root=str(tmp_path / "jobs"))
+    with pytest.raises(HashMismatchError, match=rf"s3://{bucket}/data/shard.00001.mds: sha1 checksum mismatch"):
+        _ids(dataset)
+    assert not (tmp_path / "cache" / "shard.00001.mds").exists() and _no_temporary_files(tmp_path / "cache")
+
+
+def test_validate_hash_needs_a_recorded_algorithm(s3_server, tmp_path: Path) -> None:
+    url = f"s3://{s3_server.new_bucket()}/data"
+    _write(url, hashes=["sha1"])
+    with pytest.raises(ConfigurationError, match=r"validate_hash='md5' but shard.00000.mds records only \['sha1'\]"):
+        StreamingDataset(remote=url, local=str(tmp_path / "c"), batch_size=4, validate_hash="md5",
+                         job_root=str(tmp_path / "jobs"))
+
+
+def test_local_none_picks_a_cache_per_remote_and_user(s3_server, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    url_a, url_b = (f"s3://{s3_server.new_bucket()}/data" for _ in range(2))
+    _write(url_a, n=50)
+    _write(url_b, n=60)
+    a = StreamingDataset(remote=url_a, batch_size=4, job_root=str(tmp_path / "jobs"))
+    b = StreamingDataset(remote=url_b, batch_size=4, job_root=str(tmp_path / "jobs"))
+    user_cache = Path(user_dir(str(tmp_path))) / "cache"
+    assert {Path(a.streams[0].local).parent, Path(b.streams[0].local).parent} == {user_cache}
+    assert a.streams[0].local != b.streams[0].local
+    assert sorted(_ids(a)) == list(range(50)) and sorted(_ids(b)) == list(range(60))
+
+
+# ------------------------------------------------------------------------------------------------
+# faults
+
+
+def test_an_epoch_survives_dropped_slow_failing_and_truncated_responses(s3_server, fault_proxy, tmp_path: Path) -> None:
+    url = f"s3://{s3_server.new_bucket()}/data"
+    _write(url, n=300)
+    expected = _ids(StreamingDataset(remote=url, local=str(tmp_path / "clean"), batch_size=4, shuffle=True,
+                                     job_root=str(tmp_path / "jobs")))
+    faults = [fault_proxy.add(Fault(action, path=rf"shard\.0000{i}\.mds", value=value))
+              for i, (action, value) in enumerate([("drop", 0), ("status", 503), ("status", 500),
+                                                   ("truncate", 1000), ("delay", 0.5)])]
+    dataset = StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=4, shuffle=True,
+                               download_retry=3, job_root=str(tmp_path / "jobs"))
+    assert _ids(dataset) == expected
+    assert all(f.hits == 1 for f in faults)
+    assert _no_temporary_files(tmp_path / "cache")
+
+
+def test_past_the_retry_budget_a_storage_error_names_the_url(s3_server, fault_proxy, tmp_path: Path) -> None:
+    url = f"s3://{s3_server.new_bucket()}/data"
+    _write(url, n=100)
+    fault_proxy.add(Fault("status", path=r"shard\.00002\.mds", value=503, times=10))
+    dataset = StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=4, download_retry=2,
+                               job_root=str(tmp_path / "jobs"))
+    with pytest.raises(StorageError, match=rf"download of {url}/shard.00002.mds failed after 2 attempt\(s\)"):
+        _ids(dataset)
+    assert not (tmp_path / "cache" / "shard.00002.mds").exists() and _no_temporary_files(tmp_path / "cache")
+
+
+def test_download_timeout_is_a_deadline_per_file(s3_server, fault_proxy, tmp_path: Path) -> None:
+    url = f"s3://{s3_server.new_bucket()}/data"
+    _write(url, n=100)
+    fault_proxy.add(Fault("delay", path=r"shard\.00000\.mds", value=3, times=5))
+    dataset = StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=4, download_retry=1,
+                               download_timeout=1, job_root=str(tmp_path / "jobs"))
+    with pytest.raises(StorageError, match=r"shard.00000.mds failed after 1 attempt\(s\): .*within the 1 s timeout"):
+        _ids(dataset)
+    assert _no_temporary_files(tmp_path / "cache")
+
+
+# ------------------------------------------------------------------------------------------------
+# writer failures
+
+
+def test_a_failed_upload_publishes_no_index(s3_server, fault_proxy, tmp_path: Path) -> None:
+    url = f"s3://{s3_server.new_bucket()}/data"
+    fault_proxy.add(Fault("status", method="PUT", path=r"shard\.00003\.mds", value=503, times=10))
+    with pytest.raises(StorageError, match=rf"upload to {url}/shard.00003.mds failed after 2 attempt\(s\)"):
+        _write(url, n=200)
+    fault_proxy.clear()
+    assert not open_store(url).exists("index.json")
+
+
+def test_retried_uploads_complete_the_dataset(s3_server, fault_proxy, tmp_path: Path) -> None:
+    url = f"s3://{s3_server.new_bucket()}/data"
+    fault_proxy.add(Fault("status", method="PUT", path=r"shard\.00001\.mds", value=500))
+    fault_proxy.add(Fault("drop", method="PUT", path=r"shard\.00002\.mds"))
+    samples = _write(url, n=200, retry=3, keep_local=False)
+    fault_proxy.clear()
+    got = {int(s["id"]): s["payload"] for s in StreamingDataset(remote=url, local=str(tmp_path / "c"), batch_size=4,
+                                                                job_root=str(tmp_path / "jobs"))}
+    assert got == {s["id"]: s["payload"] for s in samples}
+
+
+def test_an_existing_remote_index_is_refused_or_retracted(s3_server, tmp_path: Path) -> None:
+    url = f"s3://{s3_server.new_bucket()}/data"
+    _write(url, n=50)
+    with pytest.raises(OutputExistsError, match=rf"{url}/index.json already exists"):
+        MDSWriter(out=url, columns=COLUMNS)
+    writer = MDSWriter(out=url, columns=COLUMNS, exist_ok=True)
+    assert not open_store(url).exists("index.json")  # an interrupted overwrite leaves no stale index
+    writer.abort()
+
+
+_KILLED_WRITER = """
+import sys
+from mds_core import MDSWriter
+writer = MDSWriter(out=sys.argv[1], columns={"id": "int", "payload": "bytes"}, size_limit=4096, max_workers=1)
+for i in range(10_000):
+    writer.write({"id": i, "payload": bytes(300)})
+    if i == 100:
+        print("writing", flush=True)
+writer.finish()
+"""
+
+
+def test_a_writer_killed_mid_upload_leaves_no_index(s3_server, fault_proxy, tmp_path: Path) -> None:
+    url = f"s3://{s3_server.new_bucket()}/data"
+    fault_proxy.add(Fault("delay", method="PUT", path=r"shard\.", value=0.2, times=1000))
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_WRITER, url], stdout=subprocess.PIPE, text=True,
+                            cwd=ROOT)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "writing"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    fault_proxy.clear()
+    store = open_store(url)
+    assert any(k.startswith("shard.") for k in store.list())  # it was mid-upload
+    assert not store.exists("index.json")
