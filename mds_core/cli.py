@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
-from typing import Any
+import tempfile
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import click
 import numpy as np
 
 from mds_core.errors import MDSError
+from mds_core.format.index import INDEX_BASENAME, parse_index
 from mds_core.local import LocalDataset
+from mds_core.storage.remote import is_remote, open_store
+from mds_core.storage.shard_cache import ShardCache
 from mds_core.verify import summarize, verify_dataset
 
 
@@ -32,11 +38,13 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("path", type=click.Path(exists=True, file_okay=False))
+@click.argument("path")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 def inspect(path: str, as_json: bool) -> None:
-    """Columns, shards, samples and sizes of the dataset at PATH."""
-    summary = _or_exit(summarize, path)
+    """Columns, shards, samples and sizes of the dataset at PATH (a directory or a URL)."""
+    with _local_copy(path, shards=False) as local:
+        summary = _or_exit(summarize, local)
+    summary.root = path
     if as_json:
         click.echo(json.dumps(summary.to_json(), indent=2))
         return
@@ -57,12 +65,16 @@ def inspect(path: str, as_json: bool) -> None:
 
 
 @main.command()
-@click.argument("path", type=click.Path(exists=True, file_okay=False))
+@click.argument("path")
 @click.option("--decode", is_flag=True, help="Also decode every value of every sample.")
 @click.option("--allow-unsafe-types", is_flag=True, help="Decode pkl columns too (runs unpickling).")
 def verify(path: str, decode: bool, allow_unsafe_types: bool) -> None:
-    """Check the index, every shard's structure and every recorded hash. Exits 1 on any problem."""
-    report = verify_dataset(path, decode=decode, allow_unsafe_types=allow_unsafe_types)
+    """Check the index, every shard's structure and every recorded hash. Exits 1 on any problem.
+
+    A URL is downloaded to a temporary directory first.
+    """
+    with _local_copy(path, shards=True) as local:
+        report = verify_dataset(local, decode=decode, allow_unsafe_types=allow_unsafe_types)
     for problem in report.problems:
         click.echo(f"FAIL {problem}", err=True)
     status = "OK" if report.ok else f"FAILED ({len(report.problems)} problems)"
@@ -74,18 +86,44 @@ def verify(path: str, decode: bool, allow_unsafe_types: bool) -> None:
 
 
 @main.command()
-@click.argument("path", type=click.Path(exists=True, file_okay=False))
+@click.argument("path")
 @click.option("-n", "--num", default=5, show_default=True, help="How many samples to print.")
 @click.option("--allow-unsafe-types", is_flag=True, help="Read pkl columns (runs unpickling).")
 def head(path: str, num: int, allow_unsafe_types: bool) -> None:
-    """Print the first samples of the dataset at PATH."""
-    dataset = _or_exit(LocalDataset, path, allow_unsafe_types=allow_unsafe_types)
+    """Print the first samples of the dataset at PATH (a directory or a URL)."""
+    with _local_copy(path, shards=False) as local:
+        dataset = _or_exit(LocalDataset, local, allow_unsafe_types=allow_unsafe_types)
+        if is_remote(path):
+            dataset.shard_cache = ShardCache(open_store(path), local, dataset.shards)  # only what is shown
+        _print_head(dataset, num)
+
+
+def _print_head(dataset: LocalDataset, num: int) -> None:
     with dataset:
         for index in range(min(num, len(dataset))):
             sample = _or_exit(dataset.get_item, index)
             click.echo(f"[{index}]")
             for name, value in sample.items():
                 click.echo(f"  {name}: {_show(value)}")
+
+
+@contextmanager
+def _local_copy(path: str, shards: bool) -> Iterator[str]:
+    """A local directory for PATH: itself, or for a URL a temporary copy of its index (and shards)."""
+    if not is_remote(path):
+        if not os.path.isdir(path):
+            _fail(f"{path}: no such dataset directory")
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="mds-cli-") as local:
+        store = open_store(path)
+        _or_exit(store.download, INDEX_BASENAME, os.path.join(local, INDEX_BASENAME))
+        if shards:
+            index = _or_exit(parse_index, open(os.path.join(local, INDEX_BASENAME), "rb").read(), path)
+            for shard in index:
+                info = shard.zip_data or shard.raw_data  # a compressed shard exists remotely only as its zip
+                _or_exit(store.download, info.basename, os.path.join(local, info.basename))
+        yield local
 
 
 @main.command("check-order")
@@ -149,13 +187,17 @@ def _show(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(value) if hasattr(value, '__len__') else '?'} long)"
 
 
+def _fail(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(2)
+
+
 def _or_exit(func: Any, *args: Any, **kwargs: Any) -> Any:
     """Turn an MDSError into a one-line message and exit status 2 instead of a traceback."""
     try:
         return func(*args, **kwargs)
     except MDSError as err:
-        click.echo(f"error: {err}", err=True)
-        sys.exit(2)
+        _fail(str(err))
 
 
 if __name__ == "__main__":

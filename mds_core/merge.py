@@ -7,12 +7,14 @@ it, so merging already-merged datasets nests correctly (the reference keeps only
 from __future__ import annotations
 
 import os
+import posixpath
 import shutil
 from typing import Any
 
-from mds_core.errors import MergeError
-from mds_core.format.index import INDEX_BASENAME, ShardInfo, dumps_merged_index, load_index
-from mds_core.storage.output import atomic_write, is_url
+from mds_core.errors import MergeError, StorageError
+from mds_core.format.index import INDEX_BASENAME, ShardInfo, dumps_merged_index, parse_index
+from mds_core.storage.output import atomic_write
+from mds_core.storage.remote import is_remote, local_path, open_store
 
 PathOrPair = str | os.PathLike[str] | tuple[str, str]
 
@@ -35,43 +37,72 @@ def merge_index(*args: Any, **kwargs: Any) -> None:
 def _merge_listed(
     index_file_urls: list[PathOrPair], out: PathOrPair, keep_local: bool = True, download_timeout: int = 60
 ) -> None:
-    root = _local_part(out)
+    local_out, remote_out = _split(out)
+    root = remote_out or local_out
     shards: list[ShardInfo] = []
     for entry in dict.fromkeys(index_file_urls):  # de-duplicate, keep order
-        path = _local_part(entry)
-        prefix = _partition_prefix(path, root)
-        shards.extend(shard.with_prefix(prefix) for shard in load_index(path))
+        location, text = _read_index(entry, download_timeout)
+        prefix = _partition_prefix(location, root)
+        shards.extend(shard.with_prefix(prefix) for shard in parse_index(text, location))
     _check_same_columns(shards)
-    atomic_write(os.path.join(root, INDEX_BASENAME), [dumps_merged_index(shards).encode("utf-8")])
-    if not keep_local and isinstance(out, tuple) and out[1]:
-        shutil.rmtree(root)
+    data = dumps_merged_index(shards).encode("utf-8")
+    if remote_out:
+        open_store(remote_out, timeout=download_timeout).write_bytes(INDEX_BASENAME, data)
+    if local_out and (keep_local or not remote_out):
+        os.makedirs(local_out, exist_ok=True)
+        atomic_write(os.path.join(local_out, INDEX_BASENAME), [data])
+    elif local_out and os.path.isdir(local_out):
+        shutil.rmtree(local_out)
 
 
 def _merge_root(out: PathOrPair, keep_local: bool = True, download_timeout: int = 60) -> None:
-    root = _local_part(out)
-    partitions = find_partition_indexes(root)
+    local_out, remote_out = _split(out)
+    root = remote_out or local_out
+    partitions = find_partition_indexes(root, download_timeout)
     if not partitions:
         raise MergeError(f"{root}: no partition index.json files found in its sub-directories")
     _merge_listed(partitions, out, keep_local, download_timeout)
 
 
-def find_partition_indexes(root: str) -> list[str]:
-    """Every ``index.json`` below ``root`` that no higher ``index.json`` (other than root's) covers."""
-    found = []
-    for directory, subdirs, files in os.walk(root):
-        subdirs.sort()
-        if directory != root and INDEX_BASENAME in files:
-            found.append(os.path.join(directory, INDEX_BASENAME))
-            subdirs.clear()  # a merged index here already covers everything below it
-    return sorted(found)
+def find_partition_indexes(root: str, download_timeout: float = 60) -> list[str]:
+    """Every ``index.json`` below ``root`` (a path or URL) that no higher ``index.json`` (other than root's) covers."""
+    store = open_store(root, timeout=download_timeout)
+    indexes = [name for name in store.list() if posixpath.basename(name) == INDEX_BASENAME and "/" in name]
+    found: list[str] = []
+    for name in sorted(indexes, key=lambda n: (n.count("/"), n)):
+        directory = posixpath.dirname(name) + "/"
+        if not any(directory.startswith(posixpath.dirname(f) + "/") for f in found):
+            found.append(name)  # a merged index here already covers everything below it
+    return sorted(store.url_of(name) if is_remote(root) else os.path.join(root, name) for name in found)
+
+
+def _read_index(entry: PathOrPair, timeout: float) -> tuple[str, bytes]:
+    """(where the partition lives, the text of its index.json) for a path, URL or (local, remote)."""
+    local, remote = _split(entry)
+    if local and os.path.exists(local):
+        with open(local, "rb") as file:
+            return (remote or local), file.read()
+    if not remote:
+        raise MergeError(f"{local}: no such index.json")
+    directory, basename = remote.rsplit("/", 1)
+    try:
+        return remote, open_store(directory, timeout=timeout).read_bytes(basename)
+    except StorageError as err:
+        raise MergeError(f"cannot read partition index {remote}: {err}") from err
 
 
 def _partition_prefix(index_path: str, root: str) -> str:
-    partition = os.path.dirname(os.path.abspath(index_path))
-    relative = os.path.relpath(partition, os.path.abspath(root))
-    if relative == "." or relative.startswith(".."):
+    if is_remote(root) != is_remote(index_path):
         raise MergeError(f"{index_path}: a partition must be in a sub-directory of the merged root {root}")
-    return relative.replace(os.sep, "/")
+    if is_remote(root):
+        partition, base = posixpath.dirname(index_path), root.rstrip("/")
+        relative = partition[len(base) + 1:] if partition.startswith(base + "/") else ".."
+    else:
+        partition = os.path.dirname(os.path.abspath(index_path))
+        relative = os.path.relpath(partition, os.path.abspath(root)).replace(os.sep, "/")
+    if relative in (".", "") or relative.startswith(".."):
+        raise MergeError(f"{index_path}: a partition must be in a sub-directory of the merged root {root}")
+    return relative
 
 
 def _check_same_columns(shards: list[ShardInfo]) -> None:
@@ -80,13 +111,10 @@ def _check_same_columns(shards: list[ShardInfo]) -> None:
         raise MergeError(f"partitions have different columns and cannot be merged: {sorted(columns)}")
 
 
-def _local_part(path: PathOrPair) -> str:
+def _split(path: PathOrPair) -> tuple[str | None, str | None]:
+    """(local path or None, remote URL or path or None) of a path, a URL or a ``(local, remote)`` pair."""
     if isinstance(path, tuple):
-        local, remote = path
-        if not local and remote:
-            raise MergeError(f"merging remote indexes ({remote}) is not supported yet; pass local paths")
-        return os.fspath(local)
+        local, remote = (os.fspath(p) if p else None for p in path)
+        return local, (None if remote == local else remote)
     path = os.fspath(path)
-    if is_url(path):
-        raise MergeError(f"merging remote indexes ({path}) is not supported yet; pass local paths")
-    return path
+    return (None, path.rstrip("/")) if is_remote(path) else (local_path(path), None)

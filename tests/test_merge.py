@@ -63,5 +63,5 @@ def test_refusals(tmp_path: Path) -> None:
         merge_index(str(tmp_path))
     with pytest.raises(MergeError, match="must be in a sub-directory of the merged root"):
         merge_index([str(a)], str(tmp_path / "a" / "deeper"))
-    with pytest.raises(MergeError, match="not supported yet"):
-        merge_index(["s3://bucket/a/index.json"], str(tmp_path))
+    with pytest.raises(MergeError, match=r"nope/index.json: no such index.json"):
+        merge_index([str(tmp_path / "nope" / "index.json")], str(tmp_path))

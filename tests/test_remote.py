@@ -5,6 +5,7 @@ Faults come from ``tests.s3.FaultProxy`` between the client and the server.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -17,7 +18,9 @@ import boto3
 import numpy as np
 import pytest
 
-from mds_core import MDSWriter, StreamingDataset
+from click.testing import CliRunner
+
+from mds_core import MDSWriter, StreamingDataset, cli, merge_index
 from mds_core.errors import (
     ConfigurationError,
     HashMismatchError,
@@ -213,6 +216,32 @@ def test_local_none_picks_a_cache_per_remote_and_user(s3_server, tmp_path: Path,
     assert {Path(a.streams[0].local).parent, Path(b.streams[0].local).parent} == {user_cache}
     assert a.streams[0].local != b.streams[0].local
     assert sorted(_ids(a)) == list(range(50)) and sorted(_ids(b)) == list(range(60))
+
+
+def test_merge_index_over_remote_partitions(s3_server, tmp_path: Path) -> None:
+    root = f"s3://{s3_server.new_bucket()}/merged"
+    parts = [_write(f"{root}/part{i}", n=30 + i) for i in range(3)]
+    merge_index(root)  # finds the partitions on the server
+    store = open_store(root)
+    index = json.loads(store.read_bytes("index.json"))
+    assert {s["raw_data"]["basename"].split("/")[0] for s in index["shards"]} == {"part0", "part1", "part2"}
+    listed = tmp_path / "listed"
+    merge_index([f"{root}/part2/index.json", f"{root}/part0/index.json"], (str(listed), root), keep_local=True)
+    assert json.loads((listed / "index.json").read_text()) == json.loads(store.read_bytes("index.json"))
+    dataset = StreamingDataset(remote=root, local=str(tmp_path / "cache"), batch_size=4, job_root=str(tmp_path / "j"))
+    assert [int(s["id"]) for s in dataset] == [s["id"] for s in parts[2] + parts[0]]
+
+
+def test_the_cli_reads_urls(s3_server, tmp_path: Path) -> None:
+    url = f"s3://{s3_server.new_bucket()}/data"
+    _write(url, n=40, compression="zstd")
+    inspect = CliRunner().invoke(cli.main, ["inspect", "--json", url])
+    assert inspect.exit_code == 0, inspect.output
+    assert json.loads(inspect.output)["samples"] == 40
+    verify = CliRunner().invoke(cli.main, ["verify", "--decode", url])
+    assert verify.exit_code == 0 and "OK" in verify.output, verify.output
+    head = CliRunner().invoke(cli.main, ["head", "-n", "1", url])
+    assert head.exit_code == 0 and "id: 0" in head.output, head.output
 
 
 # ------------------------------------------------------------------------------------------------
