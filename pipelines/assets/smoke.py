@@ -5,6 +5,7 @@ the pointer moves only when the check passes.
 """
 
 # No `from __future__ import annotations`: Dagster reads the Config and resource annotations at runtime.
+import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -35,11 +36,10 @@ class SmokeReport:
         return not self.problems
 
 
-def smoke_test(remote: str, cache: str, version: int, rows_expected: int, settings: SmokeTestSettings,
-               storage_options: dict[str, Any] | None = None) -> SmokeReport:
+def smoke_test(remote: str, cache: str, version: int, rows_expected: int, settings: SmokeTestSettings) -> SmokeReport:
     """Stream ``version`` once through, then again stopping mid-epoch and resuming from the state dict."""
     report = SmokeReport(version=version, rows_expected=rows_expected)
-    make = _loader_factory(remote, cache, version, settings, storage_options)
+    make = _loader_factory(remote, cache, version, settings)
     start = time.perf_counter()
     order = [sample_id for batch in make() for sample_id in _ids(batch)]
     report.seconds = time.perf_counter() - start
@@ -75,14 +75,13 @@ def _check_resume(make, order: list[int], settings: SmokeTestSettings, report: S
                                "differ from the uninterrupted epoch's remainder")
 
 
-def _loader_factory(remote: str, cache: str, version: int, settings: SmokeTestSettings,
-                    storage_options: dict[str, Any] | None):
+def _loader_factory(remote: str, cache: str, version: int, settings: SmokeTestSettings):
+    """Loaders as training builds them (credentials and endpoints come from the environment, as there)."""
     from mds_core import StreamingDataLoader, StreamingDataset
 
     def make():
-        kwargs = {"storage_options": storage_options} if storage_options else {}
         dataset = StreamingDataset(remote=remote, local=cache, version=version, batch_size=settings.batch_size,
-                                   shuffle=True, **kwargs)
+                                   shuffle=True)
         return StreamingDataLoader(dataset, batch_size=settings.batch_size, num_workers=settings.num_workers)
 
     return make
@@ -108,8 +107,10 @@ def loader_smoke_test(context: AssetCheckExecutionContext, shard_store: ShardSto
                       smoke_settings: SmokeTestSettings, source: SourceSettings) -> AssetCheckResult:
     written = version_from_this_run(context, "shard_set")
     cache = shard_store.cache(f"{source.dataset}-smoke-{context.run_id[:8]}")
-    report = smoke_test(written["store_url"], cache, int(written["version"]), int(written["rows"]),
-                        smoke_settings, shard_store.storage_options or None)
+    try:
+        report = smoke_test(written["store_url"], cache, int(written["version"]), int(written["rows"]), smoke_settings)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)  # a throwaway copy: training keeps its own cache
     context.log.info(f"smoke test of version {report.version}: {'passed' if report.passed else report.problems}")
     return AssetCheckResult(
         passed=report.passed, severity=AssetCheckSeverity.ERROR,

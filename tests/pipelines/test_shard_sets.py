@@ -1,0 +1,125 @@
+"""The whole graph through dagster.materialize(): versions, appends, backfills, the smoke test and publication."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipelines.assets.smoke import SMOKE_CHECK
+from pipelines.assets.validated import COUNTS_CHECK
+from pipelines.resources import SmokeTestSettings, SourceSettings
+from pipelines.runs import materialize_days
+
+DAYS = ["2026-01-01", "2026-01-02", "2026-01-03"]
+
+
+def check(result, name: str):
+    [evaluation] = [e for e in result.get_asset_check_evaluations() if e.check_name == name]
+    return evaluation
+
+
+def meta(entry) -> dict:
+    return {key: value.value for key, value in entry.metadata.items()}
+
+
+def materialization(result, asset: str):
+    events = result.asset_materializations_for_node(asset)
+    assert events, f"{asset} was not materialised"
+    return events[-1]
+
+
+def files(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in root.rglob("*") if p.is_file() and p.suffix in (".mds", ".zstd")}
+
+
+def stream_ids(resources: dict, version: int, cache: Path) -> list[int]:
+    from mds_core import StreamingDataset
+
+    url = resources["shard_store"].url("digits")
+    dataset = StreamingDataset(remote=url, local=str(cache), version=version)
+    return sorted(int(dataset[i]["id"]) for i in range(len(dataset)))
+
+
+def test_full_graph_backfill_on_the_embedded_default(resources, tmp_path):
+    """Two days as one run (a backfill), full refresh: one version, smoke-tested, then published."""
+    result = materialize_days(DAYS[:2], resources, full_refresh=True)
+    assert result.success
+    assert check(result, COUNTS_CHECK).passed
+    smoke = check(result, SMOKE_CHECK)
+    report = meta(smoke)
+    assert smoke.passed, smoke.description
+    assert report["exactly_once"] and report["continuation_matches"] and report["rows_streamed"] == 120
+    assert report["num_workers"] == 2 and report["rows_per_second"] > 0 and report["resumed_at_sample"] > 0
+
+    shards_meta = meta(materialization(result, "shard_set"))
+    assert shards_meta["version"] == 1 and shards_meta["mode"] == "overwrite"
+    assert shards_meta["rows"] == shards_meta["rows_added"] == 120 and shards_meta["shards"] >= 1
+    assert shards_meta["bytes"] > 0 and shards_meta["compression_ratio"] > 1 and shards_meta["rows_per_second"] > 0
+    assert shards_meta["store_url"] == resources["shard_store"].url("digits")
+    assert shards_meta["lineage"]["days"] == DAYS[:2] and shards_meta["lineage"]["dagster_run_id"] == result.run_id
+    assert len(shards_meta["preview"].records) == 5
+
+    published = meta(materialization(result, "published_version"))
+    assert published["published"] == 1 and published["previously_published"] == -1
+    shard_set = resources["shard_store"].shard_set("digits")
+    assert shard_set.published() == 1
+    assert stream_ids(resources, 1, tmp_path / "cache") == list(range(120))
+
+
+def test_next_day_appends_a_version_writing_only_its_shards(resources, tmp_path):
+    assert materialize_days(DAYS[:1], resources).success
+    store = Path(resources["shard_store"].url("digits"))
+    before = files(store)
+
+    result = materialize_days(DAYS[1:2], resources)
+    assert result.success
+    shards_meta = meta(materialization(result, "shard_set"))
+    assert (shards_meta["version"], shards_meta["parent"], shards_meta["mode"]) == (2, 1, "append")
+    assert shards_meta["rows"] == 120 and shards_meta["rows_added"] == 60
+    assert shards_meta["lineage"]["days"] == DAYS[:2] and shards_meta["lineage"]["added_days"] == DAYS[1:2]
+
+    after = files(store)
+    assert {name: after[name] for name in before} == before, "an append rewrote existing shards"
+    added = set(after) - set(before)
+    assert added and len(added) == shards_meta["shards_added"] == shards_meta["shards"] - len(before)
+
+    shard_set = resources["shard_store"].shard_set("digits")
+    assert shard_set.published() == 2
+    assert stream_ids(resources, 1, tmp_path / "cache1") == list(range(60))
+    assert stream_ids(resources, 2, tmp_path / "cache2") == list(range(120))
+
+    repeat = materialize_days(DAYS[1:2], resources, raise_on_error=False)
+    assert not repeat.success  # appending a day twice would duplicate its rows
+    assert [v.number for v in shard_set.versions()] == [1, 2]
+
+
+def test_failing_smoke_test_keeps_the_published_version(resources):
+    assert materialize_days(DAYS[:1], resources).success
+    # A real failure: the loader cannot reach the throughput this deployment demands.
+    resources["smoke_settings"] = SmokeTestSettings(batch_size=8, min_rows_per_second=1e12)
+    result = materialize_days(DAYS[1:2], resources, raise_on_error=False)
+    assert not result.success
+    smoke = check(result, SMOKE_CHECK)
+    assert not smoke.passed and "below the required" in smoke.description
+    assert meta(smoke)["exactly_once"]  # the data was fine; only the throughput demand failed
+    assert not result.asset_materializations_for_node("published_version")
+    shard_set = resources["shard_store"].shard_set("digits")
+    assert [v.number for v in shard_set.versions()] == [1, 2]  # committed, but not published
+    assert shard_set.published() == 1
+
+
+def test_quarantine_above_threshold_blocks_the_shards(resources, spark_session, tmp_path):
+    from tests.pipelines.test_raw_and_validated import write_landing_parquet
+
+    write_landing_parquet(spark_session, tmp_path / "landing", DAYS[0], bad_label=11)
+    resources["source"] = SourceSettings(kind="path", path=str(tmp_path / "landing" / DAYS[0]))
+    result = materialize_days(DAYS[:1], resources, raise_on_error=False)
+    assert not result.success and not check(result, COUNTS_CHECK).passed
+    assert not result.asset_materializations_for_node("shard_set")
+    assert resources["shard_store"].shard_set("digits").versions() == []
+
+
+def test_synthetic_source_flows_through(resources):
+    resources["source"] = SourceSettings(kind="synthetic", rows_per_day=2000)
+    result = materialize_days(DAYS[:1], resources, full_refresh=True)
+    assert result.success and meta(materialization(result, "shard_set"))["rows"] == 2000
