@@ -202,3 +202,77 @@ def _or_exit(func: Any, *args: Any, **kwargs: Any) -> Any:
 
 if __name__ == "__main__":
     main()
+
+
+@main.group()
+def versions() -> None:
+    """Versioned shard sets: list, show, diff and vacuum the versions under ROOT (a path or URL)."""
+
+
+def _shard_set(root: str) -> Any:
+    from mds_core.versions import ShardSet
+
+    return _or_exit(ShardSet, root)
+
+
+def _emit(obj: Any, as_json: bool, lines: list[str]) -> None:
+    click.echo(json.dumps(obj, indent=2, default=str) if as_json else "\n".join(lines))
+
+
+@versions.command("list")
+@click.argument("root")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def versions_list(root: str, as_json: bool) -> None:
+    """Every committed version, oldest first; * marks the published one."""
+    shard_set = _shard_set(root)
+    found, published = _or_exit(shard_set.versions), _or_exit(shard_set.published)
+    lines = [f"{'*' if v.version == published else ' '} {v.version:>4}  {v.created[:19]}  {v.mode:<9} "
+             f"{v.rows:>10} rows  {v.shards:>6} shards  {_human(v.stored_bytes):>10}  parent {v.parent}"
+             for v in found] or [f"no versions in {root}"]
+    _emit({"published": published, "versions": [v.to_json() for v in found]}, as_json, lines)
+
+
+@versions.command("show")
+@click.argument("root")
+@click.argument("version", type=int)
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def versions_show(root: str, version: int, as_json: bool) -> None:
+    """The manifest of one version: rows, columns, writer settings, fingerprint, lineage."""
+    info = _or_exit(_shard_set(root).version, version)
+    _emit(info.to_json(), as_json, [f"{key:<13} {value}" for key, value in info.to_json().items()])
+
+
+@versions.command("diff")
+@click.argument("root")
+@click.argument("old", type=int)
+@click.argument("new", type=int)
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def versions_diff(root: str, old: int, new: int, as_json: bool) -> None:
+    """Shards and rows added and removed from version OLD to version NEW."""
+    diff = _or_exit(_shard_set(root).diff, old, new)
+    lines = [f"{old} -> {new}: +{len(diff.added_shards)} shards (+{diff.added_rows} rows), "
+             f"-{len(diff.removed_shards)} shards (-{diff.removed_rows} rows)"]
+    lines += [f"+ {name}" for name in diff.added_shards] + [f"- {name}" for name in diff.removed_shards]
+    _emit(diff.to_json(), as_json, lines)
+
+
+@versions.command("vacuum")
+@click.argument("root")
+@click.option("--keep-last", type=int, help="Keep the newest K versions (and the published one).")
+@click.option("--newer-than", type=click.DateTime(), help="Keep versions created after this UTC time.")
+@click.option("--grace-hours", type=float, default=1.0, show_default=True,
+              help="Leave unfinished commits younger than this alone.")
+@click.option("--dry-run", is_flag=True, help="Only print what would be deleted.")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def versions_vacuum(root: str, keep_last: int | None, newer_than: Any, grace_hours: float, dry_run: bool,
+                    as_json: bool) -> None:
+    """Delete versions outside the retention and every file no kept version needs."""
+    import datetime as dt
+
+    when = newer_than.replace(tzinfo=dt.timezone.utc) if newer_than else None
+    report = _or_exit(_shard_set(root).vacuum, keep_last=keep_last, newer_than=when,
+                      grace=dt.timedelta(hours=grace_hours), dry_run=dry_run)
+    verb = "would delete" if dry_run else "deleted"
+    lines = [f"kept versions {report.kept_versions}; removed versions {report.removed_versions}; "
+             f"{verb} {len(report.removed_files)} files"] + [f"  {name}" for name in report.removed_files]
+    _emit(report.to_json(), as_json, lines)

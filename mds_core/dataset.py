@@ -24,7 +24,7 @@ from mds_core.errors import ConfigurationError, MDSError, SampleIndexError
 from mds_core.format.index import INDEX_BASENAME
 from mds_core.local import select
 from mds_core.order import OrderSpec, generate_work
-from mds_core.resume import STATE_KEYS, EpochLedger, validate_state
+from mds_core.resume import STATE_KEYS, EpochLedger, ResumeError, validate_state
 from mds_core.storage.cache_limit import check_cache_limit, shards_in_use
 from mds_core.storage.prefetch import Prefetch
 from mds_core.stream import INHERITED, Stream
@@ -78,8 +78,11 @@ class StreamingDataset:
         stream_name: str = "stream",
         stream_config: dict[str, Any] | None = None,
         job_root: str | None = None,
+        version: int | None = None,
     ) -> None:
         register_with_torch()
+        if version is not None:
+            stream_config = {**(stream_config or {}), "version": version}
         self.streams = _resolve_streams(streams, remote, local, split, stream_name, stream_config)
         defaults = {"download_retry": download_retry, "download_timeout": download_timeout,
                     "validate_hash": validate_hash, "keep_zip": keep_zip}
@@ -249,6 +252,7 @@ class StreamingDataset:
             "shuffle_seed": base["shuffle_seed"] if base else self.shuffle_seed,
             "initial_physical_nodes": base["initial_physical_nodes"] if base else parallel_nodes,
             "fingerprint": self.fingerprint,
+            "versions": self.versions,
         }
         return state
 
@@ -258,6 +262,12 @@ class StreamingDataset:
         The state is checked now: a malformed state, or one taken on other data or settings
         (different fingerprint), raises ``ResumeError`` instead of silently restarting.
         """
+        theirs = obj.get("versions") if isinstance(obj, dict) else None
+        if theirs is not None and theirs != self.versions and not allow_other_data:
+            raise ResumeError(
+                f"state dict was taken on shard-set version(s) {theirs}, but this dataset reads {self.versions}; "
+                "resume on the same version, or pass allow_other_data=True to load_state_dict to continue anyway"
+            )
         state = validate_state(obj, self.fingerprint, self.epoch_size, allow_other_data)
         if state["epoch"] < 0:  # taken before any iteration: nothing to skip
             state.update(epoch=0, sample_in_epoch=0)
@@ -305,7 +315,13 @@ class StreamingDataset:
         settings = [spec.mix.choose, spec.shuffle, spec.shuffle_algo, spec.shuffle_block_size, spec.sampling_method,
                     spec.sampling_granularity, spec.partition_algo, spec.batching_method, spec.replication]
         digest.update(json.dumps(settings).encode())
+        digest.update(json.dumps(self.versions).encode())
         return digest.hexdigest()[:16]
+
+    @property
+    def versions(self) -> list[int | None]:
+        """The shard-set version each stream reads (None: not a pinned version)."""
+        return [stream.version for stream in self.streams]
 
 
 def _resolve_streams(streams: list[Stream] | None, remote: str | None, local: str | None, split: str | None,

@@ -22,7 +22,8 @@ class Stream:
     """A dataset directory (``local``, optionally copied from ``remote``) and how much of it an epoch takes.
 
     Arguments and checks follow ``streaming.Stream``; at most one of ``proportion`` (relative),
-    ``repeat`` or ``choose`` (absolute) may be given. ``remote`` is any URL ``open_store`` accepts;
+    ``repeat`` or ``choose`` (absolute) may be given. ``version=N`` reads exactly version N of the
+    versioned shard set at ``remote`` (``mds_core.versions``). ``remote`` is any URL ``open_store`` accepts;
     with ``local=None`` the cache directory is ``<temp>/mds-<user>/cache/<hash of remote and split>``.
     """
 
@@ -39,6 +40,7 @@ class Stream:
         download_timeout: float | None = None,
         validate_hash: str | None = None,
         keep_zip: bool | None = None,
+        version: int | None = None,
     ) -> None:
         self.weights = StreamWeights(proportion=proportion, repeat=repeat, choose=choose)
         self.proportion, self.repeat, self.choose = proportion, repeat, choose
@@ -55,6 +57,9 @@ class Stream:
         self.local = local_path(local) if local is not None else default_cache_dir(self.remote or "", split)
         self.download_retry, self.download_timeout = download_retry, download_timeout
         self.validate_hash, self.keep_zip = validate_hash, keep_zip
+        self.version = _check_version(version, self.remote, split)
+        if local is None and version is not None:
+            self.local = default_cache_dir(f"{self.remote}@{version}", split)
 
     @property
     def root(self) -> str:
@@ -70,8 +75,14 @@ class Stream:
 
     def fetch_index(self) -> None:
         """Download ``index.json`` from the remote (once per node: the node's first rank calls this)."""
-        if self.remote is not None:
-            self.store().download(INDEX_BASENAME, os.path.join(self.root, INDEX_BASENAME))
+        if self.remote is None:
+            return
+        name = INDEX_BASENAME
+        if self.version is not None:
+            from mds_core.versions import resolve_version_index
+
+            name = resolve_version_index(self.remote, self.version)
+        self.store().download(name, os.path.join(self.root, INDEX_BASENAME))
 
     def apply_default(self, defaults: dict[str, Any]) -> None:
         """Take the dataset's value for every setting this stream left as None."""
@@ -91,10 +102,24 @@ class Stream:
         return dataset
 
     def __repr__(self) -> str:
-        return f"Stream(remote={self.remote!r}, local={self.local!r}, split={self.split!r}, weights={self.weights})"
+        version = f", version={self.version}" if self.version is not None else ""
+        return f"Stream(remote={self.remote!r}, local={self.local!r}, split={self.split!r}{version}, weights={self.weights})"
 
 
 def default_cache_dir(remote: str, split: str | None) -> str:
     """A cache directory of its own for each remote, split and user: ``<temp>/mds-<user>/cache/<hash>``."""
     key = hashlib.sha256(f"{remote}\0{split or ''}".encode()).hexdigest()[:16]
     return os.path.join(user_dir(tempfile.gettempdir()), "cache", key)
+
+
+def _check_version(version: int | None, remote: str | None, split: str | None) -> int | None:
+    """``version=N`` reads version N of the versioned shard set at ``remote`` (see ``mds_core.versions``)."""
+    if version is None:
+        return None
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ConfigurationError(f"version must be a version number >= 1, got {version!r}")
+    if remote is None:
+        raise ConfigurationError(f"version={version} needs remote= (the shard set's root), with local= as the cache")
+    if split is not None:
+        raise ConfigurationError("version= and split= cannot be combined: a shard set's versions have no splits")
+    return version

@@ -1,7 +1,10 @@
 """Run by the reference's environment (benchmarks/.venv): read a dataset with Mosaic Streaming and
 print every sample as one line of tagged JSON (the fixtures' format) on stdout.
 
-Usage: python ref_dump.py DATASET_DIR [--allow-unsafe-types] [--validate-hash ALGO]
+Usage: python ref_dump.py DATASET_DIR [--allow-unsafe-types] [--validate-hash ALGO] [--index INDEX_JSON]
+
+``--index`` reads DATASET_DIR through another index.json (basenames relative to DATASET_DIR), placed in
+the local cache first, which the reference then uses as is: how it reads any version of a shard set.
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ from __future__ import annotations
 import base64
 import decimal
 import json
+import os
+import shutil
 import sys
 import tempfile
 
@@ -54,10 +59,13 @@ def main() -> None:
     parser.add_argument("path")
     parser.add_argument("--allow-unsafe-types", action="store_true")
     parser.add_argument("--validate-hash", default=None)
+    parser.add_argument("--index", default=None)
     args = parser.parse_args()
     # No clean_stale_shared_memory(): it would unlink the segments of a reference process running in parallel.
     # remote=path, local=scratch: the reference copies, checks and decompresses into scratch.
     with tempfile.TemporaryDirectory() as scratch:
+        if args.index:
+            shutil.copyfile(args.index, os.path.join(scratch, "index.json"))
         dataset = StreamingDataset(remote=args.path, local=scratch, batch_size=1,
                                    allow_unsafe_types=args.allow_unsafe_types, validate_hash=args.validate_hash)
         for index in range(dataset.num_samples):

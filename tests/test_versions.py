@@ -1,0 +1,227 @@
+"""Versioned shard sets on a local root and on the loopback S3 server."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mds_core import MDSWriter, StreamingDataset, cli
+from mds_core.errors import ConfigurationError, VersionConflictError
+from mds_core.resume import ResumeError
+from mds_core.versions import ShardSet
+
+ROOT = Path(__file__).resolve().parent.parent
+REF_PYTHON = ROOT / "benchmarks" / ".venv" / "bin" / "python"
+COLUMNS = {"id": "int", "day": "str"}
+
+
+@pytest.fixture(params=["local", "s3"])
+def root(request, tmp_path: Path) -> str:
+    if request.param == "local":
+        return str(tmp_path / "set")
+    return f"s3://{request.getfixturevalue('s3_server').new_bucket()}/set"
+
+
+def _write_day(out: str, day: str, ids: range) -> None:
+    with MDSWriter(out=out, columns=COLUMNS, size_limit=1024) as writer:
+        for i in ids:
+            writer.write({"id": i, "day": day})
+
+
+def _commit(shard_set: ShardSet, mode: str, day: str, ids: range, **kwargs):
+    with shard_set.transaction(mode, lineage={"day": day}, **kwargs) as tx:
+        _write_day(tx.out, day, ids)
+    return tx.version
+
+
+def _read(root: str, tmp_path: Path, version: int | None = None) -> list[int]:
+    cache = tmp_path / f"cache-{version}-{time.monotonic_ns()}"
+    dataset = StreamingDataset(remote=root, local=str(cache), version=version, batch_size=4,
+                               job_root=str(tmp_path / "jobs"))
+    return [int(sample["id"]) for sample in dataset]
+
+
+def _files(shard_set: ShardSet, prefix: str = "") -> set[str]:
+    return set(shard_set.store.list(prefix))
+
+
+def test_commit_append_list_show_diff_and_checkout(root: str, tmp_path: Path) -> None:
+    shard_set = ShardSet(root)
+    assert shard_set.versions() == [] and shard_set.published() is None
+    v1 = _commit(shard_set, "overwrite", "2026-11-01", range(0, 100))
+    before = _files(shard_set, "data")
+    v2 = _commit(shard_set, "append", "2026-11-02", range(100, 150))
+    written = _files(shard_set, "data") - before
+    assert written and all(name.startswith(f"data/{v2.transaction}/") for name in written)  # only the new day
+    assert [v.version for v in shard_set.versions()] == [1, 2] and shard_set.published() == 2
+    assert (v1.rows, v2.rows, v2.parent, v2.new_shards) == (100, 150, 1, len(written) - 1)  # minus its index.json
+    assert shard_set.version(2).lineage == {"day": "2026-11-02"} and v2.columns == COLUMNS
+    diff = shard_set.diff(1, 2)
+    assert (diff.added_rows, diff.removed_rows, diff.removed_shards) == (50, 0, [])
+    assert len(diff.added_shards) == v2.new_shards
+    assert _read(root, tmp_path, version=1) == list(range(100))
+    assert _read(root, tmp_path, version=2) == list(range(150))
+    assert _read(root, tmp_path) == list(range(150))  # the root's index.json is the published version
+    assert shard_set.store.read_bytes("index.json") == shard_set.index_bytes(2)
+    v3 = _commit(shard_set, "overwrite", "2026-11-03", range(500, 510))
+    assert shard_set.diff(2, 3).removed_rows == 150 and _read(root, tmp_path, version=3) == list(range(500, 510))
+    with pytest.raises(ConfigurationError, match=r"no version 9; versions here: \[1, 2, 3\]"):
+        _read(root, tmp_path, version=9)
+    assert v3.fingerprint != v2.fingerprint
+
+
+def test_two_writers_from_the_same_version_exactly_one_wins(root: str, tmp_path: Path) -> None:
+    shard_set = ShardSet(root)
+    _commit(shard_set, "overwrite", "d1", range(10))
+    first, second = shard_set.transaction("append"), shard_set.transaction("append")
+    _write_day(first.out, "d2", range(10, 20))
+    _write_day(second.out, "d3", range(20, 30))
+    with first:
+        pass
+    with pytest.raises(VersionConflictError, match="version 2 was committed by another writer first"):
+        with second:
+            pass
+    assert [v.version for v in shard_set.versions()] == [1, 2] and _read(root, tmp_path) == list(range(20))
+    again = shard_set.commit(second.id, "append")  # nothing was lost: its shards commit on top of the winner
+    assert again.version == 3 and _read(root, tmp_path, version=3) == list(range(30))
+
+
+def test_concurrent_commits_never_share_a_version(tmp_path: Path) -> None:
+    shard_set = ShardSet(str(tmp_path / "set"))
+    _commit(shard_set, "overwrite", "d0", range(5))
+    transactions = [shard_set.transaction("append") for _ in range(6)]
+    for n, tx in enumerate(transactions):
+        _write_day(tx.out, f"d{n}", range(100 * (n + 1), 100 * (n + 1) + 5))
+    start, outcomes = threading.Barrier(len(transactions)), []
+
+    def commit(tx) -> None:
+        start.wait()
+        try:
+            outcomes.append(shard_set.commit(tx.id, "append", parent=1).version)
+        except VersionConflictError:
+            outcomes.append("conflict")
+
+    threads = [threading.Thread(target=commit, args=(tx,)) for tx in transactions]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes, key=str) == [2] + ["conflict"] * 5
+
+
+def test_vacuum_keeps_what_retained_versions_need(root: str, tmp_path: Path) -> None:
+    shard_set = ShardSet(root)
+    _commit(shard_set, "overwrite", "d1", range(0, 40))
+    _commit(shard_set, "append", "d2", range(40, 80))
+    v3 = _commit(shard_set, "overwrite", "d3", range(80, 90))
+    v4 = _commit(shard_set, "append", "d4", range(90, 100))
+    report = shard_set.vacuum(keep_last=2)
+    assert report.kept_versions == [3, 4] and report.removed_versions == [1, 2]
+    assert [v.version for v in shard_set.versions()] == [3, 4]
+    left = {name.split("/")[1] for name in _files(shard_set, "data")}
+    assert left == {v3.transaction, v4.transaction}  # d1 and d2's shards are gone, d3's stay (v4 needs them)
+    assert _read(root, tmp_path, version=4) == list(range(80, 100))
+    assert shard_set.vacuum(keep_last=2).removed_files == []  # nothing more to do
+
+
+_KILLED_COMMIT = """
+import sys
+from mds_core import MDSWriter
+from mds_core.versions import ShardSet
+shard_set = ShardSet(sys.argv[1])
+with shard_set.transaction("append") as tx:
+    with MDSWriter(out=tx.out, columns={"id": "int", "day": "str"}, size_limit=1024) as writer:
+        for i in range(int(sys.argv[2]), int(sys.argv[2]) + 300):
+            writer.write({"id": i, "day": "x"})
+print("committed", tx.version.version, flush=True)
+"""
+
+
+def test_a_killed_commit_leaves_the_previous_version_and_vacuum_cleans_up(tmp_path: Path) -> None:
+    root = str(tmp_path / "set")
+    shard_set = ShardSet(root)
+    _commit(shard_set, "overwrite", "d0", range(300))
+    expected = {1: list(range(300))}
+    rng = random.Random(0)
+    for attempt in range(5):
+        start = 1000 * (attempt + 1)
+        proc = subprocess.Popen([sys.executable, "-c", _KILLED_COMMIT, root, str(start)], cwd=ROOT,
+                                stdout=subprocess.PIPE, text=True)
+        time.sleep(rng.uniform(0.3, 1.5))
+        proc.kill()
+        output = proc.communicate()[0]
+        latest = shard_set.latest()
+        if "committed" in output or latest.version not in expected:  # finished (or committed) before the kill
+            expected[latest.version] = expected[latest.version - 1] + list(range(start, start + 300))
+        assert _read(root, tmp_path, version=latest.version) == expected[latest.version]
+    report = shard_set.vacuum(grace=dt.timedelta(0))
+    needed = {name for v in shard_set.versions() for name in _version_files(shard_set, v.version)}
+    assert _files(shard_set) - {"index.json", "_versions/published.json"} == needed
+    assert all(v in report.kept_versions for v in expected)
+
+
+def _version_files(shard_set: ShardSet, number: int) -> set[str]:
+    info = shard_set.version(number)
+    files = {f"_versions/{number:08d}.json", info.index}
+    return files | {f.basename for s in shard_set.shards(number) for f in (s.raw_data, s.zip_data) if f}
+
+
+def test_resuming_on_another_version_is_refused_unless_allowed(tmp_path: Path) -> None:
+    root = str(tmp_path / "set")
+    shard_set = ShardSet(root)
+    _commit(shard_set, "overwrite", "d1", range(40))
+    _commit(shard_set, "append", "d2", range(40, 80))
+    one = StreamingDataset(remote=root, local=str(tmp_path / "c1"), version=1, batch_size=4,
+                           job_root=str(tmp_path / "jobs"))
+    state = one.state_dict(8, from_beginning=True)
+    assert state["versions"] == [1]
+    two = StreamingDataset(remote=root, local=str(tmp_path / "c2"), version=2, batch_size=4,
+                           job_root=str(tmp_path / "jobs"))
+    with pytest.raises(ResumeError, match=r"taken on shard-set version\(s\) \[1\], but this dataset reads \[2\]"):
+        two.load_state_dict(state)
+    two.load_state_dict(state, allow_other_data=True)
+
+
+def test_the_cli(tmp_path: Path) -> None:
+    root = str(tmp_path / "set")
+    shard_set = ShardSet(root)
+    _commit(shard_set, "overwrite", "d1", range(40))
+    _commit(shard_set, "append", "d2", range(40, 60))
+    runner = CliRunner()
+    listed = runner.invoke(cli.main, ["versions", "list", root, "--json"])
+    assert listed.exit_code == 0 and json.loads(listed.output)["published"] == 2
+    assert [v["rows"] for v in json.loads(listed.output)["versions"]] == [40, 60]
+    assert "* " in runner.invoke(cli.main, ["versions", "list", root]).output
+    shown = json.loads(runner.invoke(cli.main, ["versions", "show", root, "2", "--json"]).output)
+    assert shown["parent"] == 1 and shown["lineage"] == {"day": "d2"}
+    diff = json.loads(runner.invoke(cli.main, ["versions", "diff", root, "1", "2", "--json"]).output)
+    assert diff["added_rows"] == 20 and diff["removed_rows"] == 0
+    vacuum = runner.invoke(cli.main, ["versions", "vacuum", root, "--keep-last", "1", "--dry-run"])
+    assert vacuum.exit_code == 0 and "would delete" in vacuum.output and len(shard_set.versions()) == 2
+    missing = runner.invoke(cli.main, ["versions", "show", root, "7"])
+    assert missing.exit_code == 2 and "no version 7" in missing.output
+
+
+@pytest.mark.skipif(not REF_PYTHON.exists(), reason="needs the reference: run `make interop`")
+def test_the_reference_reads_any_version(tmp_path: Path) -> None:
+    root = tmp_path / "set"
+    shard_set = ShardSet(str(root))
+    _commit(shard_set, "overwrite", "d1", range(30))
+    _commit(shard_set, "append", "d2", range(30, 45))
+    for number, expected in ((1, list(range(30))), (2, list(range(45)))):
+        index = tmp_path / f"index-{number}.json"
+        index.write_bytes(shard_set.index_bytes(number))
+        result = subprocess.run([str(REF_PYTHON), str(ROOT / "tests/interop/ref_dump.py"), str(root),
+                                 "--index", str(index)], capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, result.stderr[-3000:]
+        ids = [int(json.loads(line)["id"]["v"]) for line in result.stdout.splitlines()]
+        assert ids == expected
