@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +58,10 @@ class SparkResource(ConfigurableResource):
                     "spark.sql.session.timeZone": "UTC", "spark.driver.memory": "2g",
                     # Keep the `day` partition column a 'YYYY-MM-DD' string, not a date.
                     "spark.sql.sources.partitionColumnTypeInference.enabled": "false"}
+        if self.master.startswith("local"):
+            # Local Python workers must run this interpreter (its packages), not whatever `python3` is
+            # on PATH; pyspark reads only the environment variable for that.
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         for key, value in {**defaults, **self.conf}.items():
             builder = builder.config(key, value)
         return builder.getOrCreate()

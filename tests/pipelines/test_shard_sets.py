@@ -29,7 +29,7 @@ def materialization(result, asset: str):
 
 def files(root: Path) -> dict[str, tuple[int, int]]:
     return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
-            for p in root.rglob("*") if p.is_file() and p.suffix in (".mds", ".zstd")}
+            for p in root.rglob("*.zstd") if p.is_file()}  # the compressed shards the writer wrote
 
 
 def stream_ids(resources: dict, version: int, cache: Path) -> list[int]:
