@@ -55,6 +55,7 @@ class SparkResource(ConfigurableResource):
         builder = SparkSession.builder.master(self.master).appName(self.app_name)
         # Small-machine defaults: few shuffle partitions, no UI port to collide on.
         defaults = {"spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false",
+                    "spark.ui.showConsoleProgress": "false",
                     "spark.sql.session.timeZone": "UTC", "spark.driver.memory": "2g",
                     # Keep the `day` partition column a 'YYYY-MM-DD' string, not a date.
                     "spark.sql.sources.partitionColumnTypeInference.enabled": "false"}

@@ -14,12 +14,16 @@ from pipelines.resources import (LandingZone, ShardStore, SmokeTestSettings, Sou
 warnings.filterwarnings("ignore", category=FutureWarning, module="pyspark")
 warnings.filterwarnings("ignore", category=UserWarning, module="pyspark")
 
-SPARK = SparkResource(master="local[2]", conf={"spark.driver.memory": "1g"})
+# The same master as tests/spark (two attempts per task): in one xdist worker, whichever fixture starts
+# first creates the session the other gets.
+SPARK = SparkResource(master="local[2,2]", conf={"spark.driver.memory": "1g", "spark.python.worker.reuse": "true"})
 
 
 @pytest.fixture(scope="session")
-def spark_session():
+def spark_session(s3_server):
+    """Started after the S3 test server, so the JVM and its Python workers inherit S3_ENDPOINT_URL."""
     session = SPARK.session()
+    session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
 

@@ -16,12 +16,13 @@ from pipelines.resources import LandingZone
 
 def test_schedule_requests_the_day_that_just_ended():
     defs = build_definitions()
+    schedule = defs.resolve_schedule_def(daily_schedule.name)  # resolved against the job's assets
     context = build_schedule_context(scheduled_execution_time=datetime(2026, 3, 5, 1, 30, tzinfo=timezone.utc),
                                      repository_def=defs.get_repository_def())
-    [request] = daily_schedule.evaluate_tick(context).run_requests
+    [request] = schedule.evaluate_tick(context).run_requests
     assert request.partition_key == "2026-03-04"
-    assert daily_schedule.job_name == daily_conversion.name
-    assert daily_schedule.cron_schedule == "30 1 * * *"
+    assert schedule.job_name == daily_conversion.name
+    assert schedule.cron_schedule == "30 1 * * *"
 
 
 def land(folder: Path, day: str, name: str, text: str = "id,label\n1,2\n") -> Path:
