@@ -84,6 +84,8 @@ class TableCatalog(ConfigurableResource):
         """Replace the ``day`` partitions present in ``frame``; other days stay as they are."""
         (frame.write.mode("overwrite").option("partitionOverwriteMode", "dynamic")
          .partitionBy("day").parquet(self.location(table)))
+        # Name it in the session's catalog too, so SQL in the same run can say `SELECT ... FROM <table>`.
+        frame.sparkSession.read.schema(frame.schema).parquet(self.location(table)).createOrReplaceTempView(table)
 
     def read_days(self, spark: "SparkSession", table: str, days: list[str],
                   schema: "StructType | None" = None) -> "DataFrame":
