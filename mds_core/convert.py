@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import pyarrow as pa
 
-from mds_core.convert_arrow import encode_rows, list_layout, plain
+from mds_core.convert_arrow import ShapeGuessMissed, encode_rows, list_layout, plain
 from mds_core.convert_nulls import resolve_nulls
 from mds_core.convert_types import ColumnPlan, check_null_policy, plan_columns, with_shape
 from mds_core.errors import ConversionError
@@ -130,6 +130,8 @@ def write_batch(
     columns, skipped = resolve_nulls(columns, plans, null_policy, fill_values, first_row, where)
     try:
         rows = encode_rows(columns, plans)
+    except ShapeGuessMissed:
+        raise
     except ConversionError as err:
         raise ConversionError(f"{err} (rows counted from {first_row}{where})") from err
     for sample in rows:

@@ -20,6 +20,14 @@ from mds_core.convert_types import ColumnPlan, is_list
 from mds_core.errors import ConversionError
 from mds_core.format.ndarray import _encode_shape
 
+class ShapeGuessMissed(ConversionError):
+    """A row whose shape differs from the one guessed for its column (the caller retries without it)."""
+
+    def __init__(self, column: str, message: str) -> None:
+        super().__init__(message)
+        self.column = column
+
+
 Parts = tuple[list[list[bytes]], "np.ndarray | None"]  # per-row byte pieces, and sizes if variable
 
 
@@ -208,10 +216,11 @@ def check_shapes(layout: ListLayout, plan: ColumnPlan, first_row: int = 0) -> No
         wrong = np.any(layout.dims != np.asarray(plan.shape), axis=1)
         if wrong.any():
             row = int(np.argmax(wrong))
-            raise ConversionError(
-                f"column {plan.name!r} row {first_row + row}: array of shape {tuple(layout.dims[row].tolist())} "
-                f"does not match the declared {plan.encoding!r}"
-            )
+            message = (f"column {plan.name!r} row {first_row + row}: array of shape "
+                       f"{tuple(layout.dims[row].tolist())} does not match the declared {plan.encoding!r}")
+            if plan.guessed:
+                raise ShapeGuessMissed(plan.name, message)
+            raise ConversionError(message)
 
 
 def _array_parts(leaf: pa.Array, bounds: np.ndarray, dims: np.ndarray, plan: ColumnPlan) -> Parts:

@@ -33,7 +33,8 @@ class ColumnPlan:
 
     kinds: number, bool, date, timestamp, str, bytes, decimal, ndarray, vector, json.
     ``dtype`` is the numpy dtype name of numbers and array elements; ``ndim`` the array depth;
-    ``shape`` the fixed per-row shape when the encoding declares one.
+    ``shape`` the fixed per-row shape when the encoding declares one; ``guessed`` marks a shape
+    taken from a first row, which the encoder verifies (a miss is reported, not raised as bad data).
     """
 
     name: str
@@ -43,6 +44,7 @@ class ColumnPlan:
     ndim: int = 0
     shape: tuple[int, ...] | None = None
     type_name: str = ""
+    guessed: bool = False
 
     @property
     def fixed_size(self) -> int | None:
@@ -177,10 +179,10 @@ def accepted_encodings(plan: ColumnPlan) -> list[str]:
     return [plan.encoding] + (["json"] if plan.kind in ("number", "bool", "str", "json") else [])
 
 
-def with_shape(plan: ColumnPlan, shape: tuple[int, ...]) -> ColumnPlan:
+def with_shape(plan: ColumnPlan, shape: tuple[int, ...], guessed: bool = False) -> ColumnPlan:
     """The fixed-shape form of an ndarray column whose every row has ``shape``."""
     return ColumnPlan(plan.name, plan.kind, f"ndarray:{plan.dtype}:{','.join(map(str, shape))}", plan.dtype,
-                      plan.ndim, shape, plan.type_name)
+                      plan.ndim, shape, plan.type_name, guessed)
 
 
 def plan_columns(

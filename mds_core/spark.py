@@ -22,13 +22,14 @@ import tempfile
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 
 from mds_core import errors
 from mds_core.convert import ConversionStats, encoded_writer, write_batch
+from mds_core.convert_arrow import ShapeGuessMissed
 from mds_core.convert_types import ColumnPlan, check_null_policy, plan_columns, with_shape
 from mds_core.errors import ConversionError, MissingDependencyError, OutputExistsError
 from mds_core.format.index import INDEX_BASENAME, dumps_index, dumps_merged_index, parse_index
@@ -39,10 +40,10 @@ STAGING_DIR = "_staging"
 _DRIVER_KWARGS = {"out", "columns", "keep_local", "exist_ok", "progress_bar"}
 MANIFEST_SCHEMA = pa.schema([
     ("partition", pa.int32()), ("attempt", pa.int64()), ("staging", pa.string()), ("rows", pa.int64()),
-    ("skipped", pa.int64()), ("seconds", pa.float64()), ("index", pa.string()),
+    ("skipped", pa.int64()), ("seconds", pa.float64()), ("index", pa.string()), ("missed", pa.string()),
 ])
 _MANIFEST_DDL = ("partition int, attempt long, staging string, rows long, skipped long, seconds double, "
-                 "index string")
+                 "index string, missed string")
 
 
 class ConversionResult(tuple):
@@ -98,7 +99,7 @@ def dataframe_to_mds(
         remote=target.remote, null_policy=null_policy, fill_values=fill_values,
         udf_iterable=udf_iterable, udf_kwargs=udf_kwargs or {},
     )
-    manifests = _run_tasks(dataframe, spec, target, kwargs.get("progress_bar"))
+    spec, manifests = _run_until_shapes_hold(dataframe, spec, target, kwargs.get("progress_bar"))
     stats = target.commit(manifests, spec.staging, merge_index)
     stats.seconds = time.perf_counter() - started
     return ConversionResult(target.local_result(kwargs.get("keep_local", False)), target.remote or "", stats)
@@ -192,32 +193,34 @@ def _arrow_type(dtype: Any) -> pa.DataType:
 
 
 def _detect_shapes(dataframe: Any, plans: list[ColumnPlan], columns: dict[str, str] | None) -> list[ColumnPlan]:
-    """One aggregation finds the ndarray columns whose every row has the same shape (and empties)."""
+    """Guess the fixed shape of inferred ndarray columns from the first row (one cheap ``first()``).
+
+    Tasks verify every row against the guess and report a miss instead of failing; the driver then
+    runs again with the dynamic-shape form (``_run_until_shapes_hold``). A full extra pass over the
+    data to check the shapes first would cost as much as reading it.
+    """
     from pyspark.sql import functions as F
 
     # A declared encoding is used as given; only inferred ones get the fixed-shape form.
     todo = [p for p in plans if p.kind == "ndarray" and p.shape is None and columns is None]
-    if not todo:
-        if dataframe.isEmpty():
-            raise ConversionError("dataframe is empty; there is nothing to convert")
-        return plans
-    exprs = [F.count(F.lit(1)).alias("rows")]
+    exprs = [F.lit(1).alias("present")]
     for i, plan in enumerate(todo):
-        for level, sizes in enumerate(_level_sizes(F, F.col(f"`{plan.name}`"), plan.ndim)):
-            exprs += [F.min(sizes[0]).alias(f"lo_{i}_{level}"), F.max(sizes[1]).alias(f"hi_{i}_{level}")]
-    row = dataframe.agg(*exprs).collect()[0].asDict()
-    if not row["rows"]:
+        for level, (low, high) in enumerate(_level_sizes(F, F.col(f"`{plan.name}`"), plan.ndim)):
+            exprs += [low.alias(f"lo_{i}_{level}"), high.alias(f"hi_{i}_{level}")]
+    first = dataframe.select(*exprs).first()
+    if first is None:
         raise ConversionError("dataframe is empty; there is nothing to convert")
-    shapes = {}
+    row = first.asDict()
+    guessed = {}
     for i, plan in enumerate(todo):
         bounds = [(row[f"lo_{i}_{lv}"], row[f"hi_{i}_{lv}"]) for lv in range(plan.ndim)]
         if all(lo is not None and lo == hi and lo > 0 for lo, hi in bounds):
-            shapes[plan.name] = tuple(int(lo) for lo, _ in bounds)
-    return [with_shape(p, shapes[p.name]) if p.name in shapes else p for p in plans]
+            guessed[plan.name] = tuple(int(lo) for lo, _ in bounds)
+    return [with_shape(p, guessed[p.name], guessed=True) if p.name in guessed else p for p in plans]
 
 
 def _level_sizes(F: Any, column: Any, ndim: int) -> list[tuple[Any, Any]]:
-    """Per nesting level: expressions for the smallest and largest list length in each row."""
+    """Per nesting level: expressions for the smallest and largest list length in a row."""
     size = F.when(column.isNotNull(), F.size(column))
     levels = [(size, size)]
     flat = column
@@ -260,17 +263,21 @@ def convert_partition(spec: TaskSpec, batches: Iterator[pa.RecordBatch]) -> Iter
         out: Any = (scratch, f"{spec.staging}/{name}")
     else:
         out = os.path.join(spec.staging, name)
+    rows = skipped = 0
+    index, missed = "", None
     try:
         writer = MDSWriter(out=out, columns=spec.columns, keep_local=False, **spec.writer_kwargs)
         with writer:
             rows, skipped = _write_partition(writer, spec, batches, partition)
+        index = dumps_index(writer.shards)
+    except ShapeGuessMissed as miss:
+        missed = miss.column  # the writer removed its files; the driver runs again without the guess
     finally:
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
-    index = dumps_index(writer.shards)
     yield pa.RecordBatch.from_pylist([{
         "partition": partition, "attempt": attempt, "staging": name, "rows": rows, "skipped": skipped,
-        "seconds": time.perf_counter() - started, "index": index,
+        "seconds": time.perf_counter() - started, "index": index, "missed": missed,
     }], schema=MANIFEST_SCHEMA)
 
 
@@ -318,6 +325,24 @@ def _run_tasks(dataframe: Any, spec: TaskSpec, target: "Target", progress: bool 
         watcher.stop()
         context.setLocalProperty("spark.jobGroup.id", previous)
     return [row.asDict() for row in rows]
+
+
+def _run_until_shapes_hold(dataframe: Any, spec: TaskSpec, target: "Target",
+                           progress: bool | None) -> tuple[TaskSpec, list[dict[str, Any]]]:
+    """Run the tasks; when a guessed fixed shape did not hold, run again with those columns dynamic."""
+    while True:
+        manifests = _run_tasks(dataframe, spec, target, progress)
+        missed = {m["missed"] for m in manifests if m["missed"]}
+        if not missed:
+            return spec, manifests
+        target.discard(spec.staging)
+        plans = [_dynamic(p) if p.name in missed else p for p in spec.plans]
+        spec = replace(spec, plans=plans, columns={p.name: p.encoding for p in plans},
+                       staging=target.staging_location(uuid.uuid4().hex[:16]))
+
+
+def _dynamic(plan: ColumnPlan) -> ColumnPlan:
+    return replace(plan, encoding=f"ndarray:{plan.dtype}", shape=None, guessed=False)
 
 
 def _executor_error(err: Exception) -> Exception:

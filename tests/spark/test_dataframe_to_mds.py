@@ -169,3 +169,17 @@ def test_existing_output_is_refused_unless_exist_ok(spark, tmp_path: Path) -> No
         dataframe_to_mds(_frame(spark, rows=10, partitions=2), mds_kwargs={"out": str(out)})
     dataframe_to_mds(_frame(spark, rows=6, partitions=1), mds_kwargs={"out": str(out), "exist_ok": True})
     assert sorted(os.listdir(out)) == ["00000", "index.json"] and len(LocalDataset(out)) == 6
+
+
+def test_a_shape_guessed_from_the_first_row_is_verified(spark, tmp_path: Path) -> None:
+    """The fixed-shape form is guessed from the first row; a later row of another shape means dynamic."""
+    uniform = spark.range(30, numPartitions=3).select("id", F.array_repeat(F.col("id").cast("float"), 3).alias("v"))
+    dataframe_to_mds(uniform, mds_kwargs={"out": str(tmp_path / "uniform")})
+    odd = uniform.withColumn("v", F.when(F.col("id") == 25, F.array(F.lit(1.0).cast("float"))).otherwise(F.col("v")))
+    result = dataframe_to_mds(odd, mds_kwargs={"out": str(tmp_path / "odd")})
+    encodings = {name: json.loads((tmp_path / name / "index.json").read_text())["shards"][0]["column_encodings"]
+                 for name in ("uniform", "odd")}
+    assert encodings == {"uniform": ["int64", "ndarray:float32:3"], "odd": ["int64", "ndarray:float32"]}
+    assert result.stats.rows == 30 and not (tmp_path / "odd" / "_staging").exists()
+    samples = list(LocalDataset(tmp_path / "odd"))
+    assert samples[25]["v"].tolist() == [1.0] and samples[24]["v"].tolist() == [24.0] * 3
