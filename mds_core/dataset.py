@@ -263,7 +263,8 @@ class StreamingDataset:
         (different fingerprint), raises ``ResumeError`` instead of silently restarting.
         """
         theirs = obj.get("versions") if isinstance(obj, dict) else None
-        if theirs is not None and theirs != self.versions and not allow_other_data:
+        pinned = theirs is not None and any(v is not None for v in [*theirs, *self.versions])
+        if pinned and theirs != self.versions and not allow_other_data:
             raise ResumeError(
                 f"state dict was taken on shard-set version(s) {theirs}, but this dataset reads {self.versions}; "
                 "resume on the same version, or pass allow_other_data=True to load_state_dict to continue anyway"
