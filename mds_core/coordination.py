@@ -159,7 +159,7 @@ def _live_users(path: str) -> list[str]:
         names = os.listdir(os.path.join(path, USERS))
     except FileNotFoundError:
         return []
-    return [n for n in names if not n.startswith(f"{host}-") or _alive(int(n.rsplit("-", 1)[1]))]
+    return [n for n in names if not n.startswith(f"{host}-") or process_alive(int(n.rsplit("-", 1)[1]))]
 
 
 def _leave(path: str, pid: int) -> None:
@@ -172,7 +172,7 @@ def _leave(path: str, pid: int) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     if pid <= 0:
         return False
     try:

@@ -21,12 +21,12 @@ def raw_shard_path(root: str, shard: ShardInfo, cache_root: str | None = None) -
     ``cache_root`` is where decompressed files go; by default next to the zip, as the reference does.
     """
     in_place = os.path.join(root, shard.raw_data.basename)
-    if shard.zip_data is None or _has_size(in_place, shard.raw_data.bytes):
+    if shard.zip_data is None or has_size(in_place, shard.raw_data.bytes):
         if not os.path.exists(in_place):
             raise CorruptShardError(f"{in_place}: shard file is missing")
         return in_place  # a size mismatch is reported by the reader, with context
     raw_path = os.path.join(cache_root or root, shard.raw_data.basename)
-    if _has_size(raw_path, shard.raw_data.bytes):
+    if has_size(raw_path, shard.raw_data.bytes):
         return raw_path
     zip_path = os.path.join(root, shard.zip_data.basename)
     if not os.path.exists(zip_path):
@@ -60,7 +60,7 @@ def decompress_shard(zip_path: str, raw_path: str, shard: ShardInfo) -> None:
             os.unlink(tmp_path)
 
 
-def _has_size(path: str, size: int) -> bool:
+def has_size(path: str, size: int) -> bool:
     try:
         return os.stat(path).st_size == size
     except FileNotFoundError:

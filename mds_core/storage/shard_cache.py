@@ -26,7 +26,8 @@ import numpy as np
 from mds_core.errors import ConfigurationError, HashMismatchError
 from mds_core.format.hashing import hasher
 from mds_core.format.index import FileInfo, ShardInfo
-from mds_core.storage.cache import decompress_shard
+from mds_core.coordination import process_alive
+from mds_core.storage.cache import has_size, decompress_shard
 from mds_core.storage.remote import RemoteStore
 
 CACHE_DIR = ".mds-cache"  # lock files and the ledger, inside the stream's local directory
@@ -104,9 +105,9 @@ class ShardCache:
     def _make_present(self, shard_id: int) -> str:
         raw = self.shards[shard_id].raw_data
         raw_path = os.path.join(self.root, raw.basename)
-        if not _has_size(raw_path, raw.bytes):
+        if not has_size(raw_path, raw.bytes):
             with _flock(self._lock_path(shard_id)):
-                if not _has_size(raw_path, raw.bytes):  # another process may have fetched it meanwhile
+                if not has_size(raw_path, raw.bytes):  # another process may have fetched it meanwhile
                     self._fetch(shard_id, raw_path)
         return raw_path
 
@@ -130,7 +131,7 @@ class ShardCache:
                 self._download(shard.raw_data, raw_path)
             else:
                 zip_path = os.path.join(self.root, shard.zip_data.basename)
-                if not _has_size(zip_path, shard.zip_data.bytes):
+                if not has_size(zip_path, shard.zip_data.bytes):
                     self._download(shard.zip_data, zip_path)
                 decompress_shard(zip_path, raw_path, shard)
                 if not self.keep_zip:
@@ -173,7 +174,7 @@ class ShardCache:
 
     def _is_present(self, shard_id: int) -> bool:
         shard = self.shards[shard_id]
-        return any(info is not None and _has_size(os.path.join(self.root, info.basename), info.bytes)
+        return any(info is not None and has_size(os.path.join(self.root, info.basename), info.bytes)
                    for info in (shard.raw_data, shard.zip_data))
 
     def _touch(self, shard_id: int) -> None:
@@ -189,7 +190,7 @@ class _Ledger:
         self.lock_path = os.path.join(directory, f"ledger-{key}.lock")
         path = os.path.join(directory, f"ledger-{key}.u64")
         with _flock(self.lock_path):
-            if not _has_size(path, 16 * num_shards):
+            if not has_size(path, 16 * num_shards):
                 # A new ledger starts from what is on disk (files left by an earlier run count as old).
                 table = np.zeros((num_shards, 2), np.uint64)
                 table[:, 0] = [1 if is_present(i) else 0 for i in range(num_shards)]
@@ -209,7 +210,7 @@ class _Ledger:
             usage = sum(size_of(int(i)) for i in cached if i != shard_id)
             need = size_of(shard_id)
             candidates = [int(i) for i in cached[np.argsort(self.table[cached, 0], kind="stable")]
-                          if i != shard_id and not _alive(int(self.table[i, 1]))]
+                          if i != shard_id and not process_alive(int(self.table[i, 1]))]
             for victim in candidates:
                 if usage + need <= limit:
                     break
@@ -223,18 +224,6 @@ class _Ledger:
             self.table[shard_id] = (time.time_ns() if present else 0, 0)
 
 
-def _alive(pid: int) -> bool:
-    if pid == 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 @contextmanager
 def _flock(path: str) -> Iterator[None]:
     """An exclusive lock on ``path`` (created if missing); the kernel drops it if the holder dies."""
@@ -244,13 +233,6 @@ def _flock(path: str) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
-
-
-def _has_size(path: str, size: int) -> bool:
-    try:
-        return os.stat(path).st_size == size
-    except FileNotFoundError:
-        return False
 
 
 def _index_key(shards: list[ShardInfo]) -> str:
