@@ -316,13 +316,15 @@ def _run_tasks(dataframe: Any, spec: TaskSpec, target: "Target", progress: bool 
     previous = context.getLocalProperty("spark.jobGroup.id")
     context.setJobGroup(group, f"dataframe_to_mds -> {target.url}")
     watcher = _ProgressWatcher(context, group, dataframe.rdd.getNumPartitions(), progress, target.url)
+    finished = False
     try:
         rows = dataframe.mapInArrow(functools.partial(convert_partition, spec), _MANIFEST_DDL).collect()
+        finished = True
     except Exception as err:
         target.discard(spec.staging)
         raise _executor_error(err) from err
     finally:
-        watcher.stop()
+        watcher.stop(finished)
         context.setLocalProperty("spark.jobGroup.id", previous)
     return [row.asDict() for row in rows]
 
@@ -377,15 +379,17 @@ class _ProgressWatcher:
             done = 0
             for job in tracker.getJobIdsForGroup(group):
                 info = tracker.getJobInfo(job)
-                for stage in info.stageIds if info else []:
-                    stage_info = tracker.getStageInfo(stage)
+                if info and info.stageIds:  # the job's last stage is the one that writes
+                    stage_info = tracker.getStageInfo(max(info.stageIds))
                     done += stage_info.numCompletedTasks if stage_info else 0
             self._bar.update(max(0, min(done, self._bar.total) - self._bar.n))
 
-    def stop(self) -> None:
+    def stop(self, finished: bool = False) -> None:
         if self._thread is not None:
             self._stop.set()
             self._thread.join()
+            if finished:  # every partition is done once collect returns
+                self._bar.update(self._bar.total - self._bar.n)
             self._bar.close()
 
 

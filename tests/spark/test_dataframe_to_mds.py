@@ -183,3 +183,10 @@ def test_a_shape_guessed_from_the_first_row_is_verified(spark, tmp_path: Path) -
     assert result.stats.rows == 30 and not (tmp_path / "odd" / "_staging").exists()
     samples = list(LocalDataset(tmp_path / "odd"))
     assert samples[25]["v"].tolist() == [1.0] and samples[24]["v"].tolist() == [24.0] * 3
+
+
+def test_progress_bar_counts_partitions(spark, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    dataframe_to_mds(_frame(spark, rows=40, partitions=4), mds_kwargs={"out": str(tmp_path / "out"),
+                                                                        "progress_bar": True})
+    err = capsys.readouterr().err
+    assert f"partitions -> {tmp_path / 'out'}" in err and "4/4" in err
