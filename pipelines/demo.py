@@ -55,7 +55,7 @@ def main() -> int:
     for info in shards.versions():
         marker = "  <- published" if info.number == published else ""
         print(f"  version {info.number} (parent {info.parent}): {info.rows} rows, {info.shards} shards, "
-              f"{info.bytes} bytes, days {', '.join(info.lineage.get('days', []))}{marker}")
+              f"{info.stored_bytes} bytes, days {', '.join(info.lineage.get('days', []))}{marker}")
     print("\nread it in training code:\n"
           f"  StreamingDataset(remote={store.url(source.dataset)!r}, local='/tmp/digits-cache', version={published})\n"
           "train on it:  .venv/bin/python examples/train_digits.py --epochs 5\n"

@@ -42,21 +42,22 @@ def shard_set(context: AssetExecutionContext, config: ShardsConfig, spark: Spark
     days = sorted(context.partition_keys)
     frame = catalog.read_days(spark.session(), f"{source.dataset}_validated", days).orderBy("day", "id")
     shards = shard_store.shard_set(source.dataset)
-    latest = _latest(shards)
+    latest = shards.latest()
     mode = "overwrite" if config.full_refresh or latest is None else "append"
     if mode == "append":
         _refuse_repeated_days(latest, days)
     lineage = _lineage(context, source, catalog, days, latest if mode == "append" else None, mode)
     mds_kwargs: dict[str, Any] = {"compression": config.compression or None, "size_limit": config.size_limit}
-    with shards.transaction(mode=mode, lineage=lineage) as tx:
+    # publish=False: the pointer moves in published_version, after the smoke test has passed.
+    with shards.transaction(mode=mode, lineage=lineage, publish=False) as tx:
         result = dataframe_to_mds(frame, merge_index=True, mds_kwargs={**mds_kwargs, "out": tx.out})
     info = tx.version
     stats = _stats(result)
     context.log.info(f"{source.dataset}: committed version {info.number} ({mode}) at {shards_url(shard_store, source)}")
     return MaterializeResult(metadata={
         "version": info.number, "parent": info.parent if info.parent is not None else -1, "mode": mode,
-        "rows": info.rows, "shards": info.shards, "bytes": info.bytes,
-        "rows_added": stats["rows"], "shards_added": stats["shards"],
+        "rows": info.rows, "shards": info.shards, "bytes": info.stored_bytes, "raw_bytes": info.raw_bytes,
+        "rows_added": stats["rows"], "shards_added": info.new_shards,
         "bytes_added": stats["compressed_bytes"], "raw_bytes_added": stats["raw_bytes"],
         "compression_ratio": round(stats["compression_ratio"], 3),
         "rows_per_second": round(stats["rows_per_second"], 1), "seconds": round(stats["seconds"], 2),
@@ -70,11 +71,6 @@ def shards_url(shard_store: ShardStore, source: SourceSettings) -> str:
     return shard_store.url(source.dataset)
 
 
-def _latest(shards: Any) -> Any:
-    versions = shards.versions()
-    return versions[-1] if versions else None
-
-
 def _refuse_repeated_days(latest: Any, days: list[str]) -> None:
     repeated = sorted(set(days) & set((latest.lineage or {}).get("days", [])))
     if repeated:
@@ -86,7 +82,7 @@ def _lineage(context: AssetExecutionContext, source: SourceSettings, catalog: Ta
              parent: Any, mode: str) -> dict[str, Any]:
     earlier = list((parent.lineage or {}).get("days", [])) if parent is not None else []
     return {"dataset": source.dataset, "source_kind": source.kind, "days": sorted(set(earlier) | set(days)),
-            "added_days": days, "mode": mode, "dagster_run_id": context.run_id,
+            "added_days": days, "mode": mode, "dagster_run_id": context.run.run_id,
             "validated_table": catalog.location(f"{source.dataset}_validated")}
 
 

@@ -10,7 +10,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetCheckSeverity, AssetKey,
+from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutionContext, AssetCheckSeverity, AssetKey,
                      MetadataValue, asset_check)
 
 from pipelines.resources import ShardStore, SmokeTestSettings, SourceSettings
@@ -91,10 +91,10 @@ def _ids(batch: dict[str, Any]) -> list[int]:
     return [int(value) for value in batch["id"]]
 
 
-def version_from_this_run(context: AssetCheckExecutionContext, asset: str) -> dict[str, Any]:
+def version_from_this_run(context: AssetCheckExecutionContext | AssetExecutionContext, asset: str) -> dict[str, Any]:
     """The metadata the shard-set asset recorded in this run (its version number, rows, URL)."""
     event = context.instance.get_latest_materialization_event(AssetKey(asset))
-    if event is None or event.run_id != context.run_id or event.asset_materialization is None:
+    if event is None or event.run_id != context.run.run_id or event.asset_materialization is None:
         raise RuntimeError(f"{asset} was not materialised in this run, so there is no new version to test")
     return {key: value.value for key, value in event.asset_materialization.metadata.items()}
 
@@ -106,7 +106,7 @@ def version_from_this_run(context: AssetCheckExecutionContext, asset: str) -> di
 def loader_smoke_test(context: AssetCheckExecutionContext, shard_store: ShardStore,
                       smoke_settings: SmokeTestSettings, source: SourceSettings) -> AssetCheckResult:
     written = version_from_this_run(context, "shard_set")
-    cache = shard_store.cache(f"{source.dataset}-smoke-{context.run_id[:8]}")
+    cache = shard_store.cache(f"{source.dataset}-smoke-{context.run.run_id[:8]}")
     try:
         report = smoke_test(written["store_url"], cache, int(written["version"]), int(written["rows"]), smoke_settings)
     finally:
