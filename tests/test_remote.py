@@ -343,3 +343,15 @@ def test_a_writer_killed_mid_upload_leaves_no_index(s3_server, fault_proxy, tmp_
     store = open_store(url)
     assert any(k.startswith("shard.") for k in store.list())  # it was mid-upload
     assert not store.exists("index.json")
+
+
+def test_spawned_loader_workers_stream_from_s3(s3_server, tmp_path: Path) -> None:
+    from mds_core import StreamingDataLoader
+
+    url = f"s3://{s3_server.new_bucket()}/data"
+    _write(url, n=200, compression="zstd")
+    dataset = StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=8, shuffle=True,
+                               job_root=str(tmp_path / "jobs"))
+    loader = StreamingDataLoader(dataset, batch_size=8, num_workers=2, multiprocessing_context="spawn")
+    ids = [int(i) for batch in loader for i in batch["id"]]
+    assert sorted(ids) == list(range(200))
