@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import warnings
 from pathlib import Path
 
 import torch
@@ -44,6 +45,9 @@ def save(path: Path, state: dict) -> None:
 
 
 def train(args: argparse.Namespace) -> list[float]:
+    # Samples are read-only zero-copy views of the shards; the collate copies them into each batch,
+    # so torch's warning about non-writable arrays (once per worker) says nothing useful here.
+    warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
     checkpoint = torch.load(args.checkpoint, weights_only=False) if args.checkpoint.exists() else None
     version = checkpoint["version"] if checkpoint else args.version or ShardSet(args.remote).published()
     if version is None:

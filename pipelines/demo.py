@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import warnings
 from pathlib import Path
 
 from dagster import DagsterInstance
@@ -20,6 +21,10 @@ from pipelines.assets.smoke import SMOKE_CHECK
 from pipelines.partitions import DAILY
 from pipelines.resources import PROJECT_ROOT, resources_from_env
 from pipelines.runs import materialize_days
+
+
+# The full event log is in the UI (`make ui`); the terminal gets warnings and the summary below.
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
 def instance() -> DagsterInstance:
@@ -40,6 +45,9 @@ def smoke_summary(result) -> str:
 
 
 def main() -> int:
+    # Samples are read-only zero-copy views of the shards; torch's collate copies them into the batch
+    # anyway, but warns once per DataLoader worker. Filtered before the workers fork.
+    warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
     resources = resources_from_env()
     store, source = resources["shard_store"], resources["source"]
     days = DAILY.get_partition_keys()[-3:]
@@ -47,7 +55,8 @@ def main() -> int:
     for run_days, full_refresh in ((days[:2], True), (days[2:], False)):
         mode = "full refresh" if full_refresh else "append"
         print(f"\n== {mode}: {', '.join(run_days)} ({source.kind}, {source.rows_per_day} rows/day)", flush=True)
-        result = materialize_days(run_days, resources, full_refresh=full_refresh, instance=dagster)
+        result = materialize_days(run_days, resources, full_refresh=full_refresh, instance=dagster,
+                                  run_config=QUIET)
         print(f"   run {result.run_id} succeeded; loader smoke test {smoke_summary(result)}")
     shards = store.shard_set(source.dataset)
     published = shards.published()
