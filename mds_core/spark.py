@@ -89,8 +89,9 @@ def dataframe_to_mds(
     started = time.perf_counter()
     check_null_policy(null_policy, fill_values)
     kwargs = _check_arguments(dataframe, mds_kwargs, udf_iterable)
-    target = open_target(kwargs["out"], bool(kwargs.get("exist_ok", False)))
     plans = _plans(dataframe, kwargs.get("columns"), udf_iterable is None)
+    # Only after every check passed: with exist_ok this removes what was there.
+    target = open_target(kwargs["out"], bool(kwargs.get("exist_ok", False)))
     if udf_iterable is None:
         dataframe = dataframe.select(*[f"`{plan.name}`" for plan in plans])
     spec = TaskSpec(
@@ -398,6 +399,7 @@ class Target:
 
     def __init__(self, url: str, local: str | None, remote: str | None) -> None:
         self.url, self.local, self.remote = url, local, remote
+        self._remote_store: Any = None
 
     def staging_location(self, run: str) -> str:
         return f"{self.url}/{STAGING_DIR}/{run}" if self.remote else os.path.join(self.url, STAGING_DIR, run)
@@ -415,24 +417,23 @@ class Target:
             if not partition_shards:
                 continue  # an empty partition gets no directory
             name = f"{manifest['partition']:05}"
-            self._move_attempt(f"{staging}/{manifest['staging']}", name, [s for p in partition_shards
-                                                                           for s in (p.raw_data, p.zip_data) if s])
+            # Only the stored file of each shard exists: the compressed one, or the raw one when uncompressed.
+            stored = [(shard.zip_data or shard.raw_data).basename for shard in partition_shards]
+            self._move_attempt(f"{staging}/{manifest['staging']}", name, stored)
             shards += [s.with_prefix(name) for s in partition_shards]
         self.discard(staging)
         if merge:
             self._publish(INDEX_BASENAME, dumps_merged_index(shards).encode("utf-8"))
         return stats
 
-    def _move_attempt(self, attempt: str, name: str, files: list[Any]) -> None:
+    def _move_attempt(self, attempt: str, name: str, files: list[str]) -> None:
         if not self.remote:
             os.replace(attempt, os.path.join(self.url, name))
             return
         store = self._store()
         rel = attempt[len(self.url) + 1:]
-        for info in files:
-            if store.exists(f"{rel}/{info.basename}"):  # raw files exist only when uncompressed
-                store.move(f"{rel}/{info.basename}", f"{name}/{info.basename}")
-        store.move(f"{rel}/{INDEX_BASENAME}", f"{name}/{INDEX_BASENAME}")  # the partition's index last
+        for basename in [*files, INDEX_BASENAME]:  # the partition's index last
+            store.move(f"{rel}/{basename}", f"{name}/{basename}")
 
     def _publish(self, rel: str, data: bytes) -> None:
         if self.remote:
@@ -465,9 +466,11 @@ class Target:
         return self.url
 
     def _store(self) -> Any:
-        from mds_core.storage.remote import open_store
+        if self._remote_store is None:
+            from mds_core.storage.remote import open_store
 
-        return open_store(self.url)
+            self._remote_store = open_store(self.url)
+        return self._remote_store
 
 
 def open_target(out: Any, exist_ok: bool) -> Target:
@@ -477,7 +480,8 @@ def open_target(out: Any, exist_ok: bool) -> Target:
     if remote is not None and not _is_remote(remote):
         local, remote = remote, None
     if remote is None:
-        target = Target(os.path.abspath(os.fspath(local)), None, None)
+        path = os.fspath(local)
+        target = Target(os.path.abspath(path[len("file://"):] if path.startswith("file://") else path), None, None)
         _prepare_local(target.url, exist_ok)
         return target
     local = os.fspath(local) if local is not None else tempfile.mkdtemp(prefix="mds-driver-")
