@@ -119,12 +119,6 @@ def test_quarantine_above_threshold_blocks_the_shards(resources, spark_session, 
     assert resources["shard_store"].shard_set("digits").versions() == []
 
 
-def test_synthetic_source_flows_through(resources):
-    resources["source"] = SourceSettings(kind="synthetic", rows_per_day=2000)
-    result = materialize_days(DAYS[:1], resources, full_refresh=True)
-    assert result.success and meta(materialization(result, "shard_set"))["rows"] == 2000
-
-
 def test_shard_set_on_s3(resources, s3_server, tmp_path):
     """The store is a bucket on the loopback S3 server: written, smoke-tested and read back over HTTP."""
     import fsspec
