@@ -13,7 +13,7 @@ from dagster import AssetExecutionContext, Config, MaterializeResult, MetadataVa
 from dagster import TableColumn, TableMetadataValue, TableSchema
 from pydantic import Field
 
-from pipelines.assets.smoke import SMOKE_CHECK, version_from_this_run
+from pipelines.assets.smoke import SMOKE_CHECK, smoke_test_passed_in_this_run, version_from_this_run
 from pipelines.assets.validated import validated_table
 from pipelines.partitions import DAILY, GROUP, ONE_RUN
 from pipelines.resources import ShardStore, SourceSettings, SparkResource, TableCatalog
@@ -112,6 +112,10 @@ def _cell(value: Any) -> str:
 def published_version(context: AssetExecutionContext, shard_store: ShardStore,
                       source: SourceSettings) -> MaterializeResult:
     written = version_from_this_run(context, "shard_set")
+    if not smoke_test_passed_in_this_run(context):
+        raise RuntimeError(f"version {written['version']} was not published: the {SMOKE_CHECK} check did not pass "
+                           "in this run. Run it with the shard set (the UI's 'Materialize all' and the "
+                           "daily_conversion job include it).")
     shards = shard_store.shard_set(source.dataset)
     before = shards.published()
     shards.publish(int(written["version"]))

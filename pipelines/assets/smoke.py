@@ -10,7 +10,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetExecutionContext, AssetCheckSeverity, AssetKey,
+from dagster import (AssetCheckExecutionContext, AssetCheckKey, AssetCheckResult, AssetExecutionContext, AssetCheckSeverity, AssetKey,
                      MetadataValue, asset_check)
 
 from pipelines.resources import ShardStore, SmokeTestSettings, SourceSettings
@@ -97,6 +97,19 @@ def version_from_this_run(context: AssetCheckExecutionContext | AssetExecutionCo
     if event is None or event.run_id != context.run.run_id or event.asset_materialization is None:
         raise RuntimeError(f"{asset} was not materialised in this run, so there is no new version to test")
     return {key: value.value for key, value in event.asset_materialization.metadata.items()}
+
+
+def smoke_test_passed_in_this_run(context: AssetExecutionContext) -> bool:
+    """Whether this run's loader smoke test passed: publication must not happen without it, even in
+    a run that selected the assets but not the check."""
+    key = AssetCheckKey(AssetKey("shard_set"), SMOKE_CHECK)
+    records = context.instance.event_log_storage.get_asset_check_execution_history(key, limit=20)
+    return any(record.run_id == context.run.run_id and _passed(record) for record in records)
+
+
+def _passed(record: Any) -> bool:
+    event = record.event.dagster_event if record.event is not None else None
+    return bool(getattr(event.event_specific_data, "passed", False)) if event is not None else False
 
 
 @asset_check(asset="shard_set", name=SMOKE_CHECK, blocking=True,

@@ -134,3 +134,22 @@ def test_shard_set_on_s3(resources, s3_server, tmp_path):
     assert stream_ids(resources, 1, tmp_path / "read") == list(range(60))
     fs = fsspec.filesystem("s3", client_kwargs={"endpoint_url": s3_server.endpoint})
     assert any(path.endswith(".zstd") for path in fs.find(f"{bucket}/shard-sets/digits"))
+
+
+def test_no_publication_in_a_run_without_the_smoke_test(resources):
+    from dagster import AssetSelection, materialize
+
+    from pipelines.assets.smoke import loader_smoke_test
+    from pipelines.definitions import ASSETS
+
+    without_smoke = AssetSelection.all() - AssetSelection.checks(loader_smoke_test)
+    result = materialize([*ASSETS, loader_smoke_test], selection=without_smoke, resources=resources,
+                         partition_key=DAYS[0], raise_on_error=False)
+    assert not result.success
+    assert not [e for e in result.get_asset_check_evaluations() if e.check_name == SMOKE_CHECK]
+    assert materialization(result, "shard_set")  # the version was committed ...
+    assert not result.asset_materializations_for_node("published_version")  # ... but not published
+    [failure] = [e for e in result.all_events if e.is_step_failure]
+    assert failure.step_key == "published_version"
+    assert "did not pass in this run" in failure.step_failure_data.error.cause.message
+    assert resources["shard_store"].shard_set("digits").published() is None
