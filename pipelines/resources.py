@@ -80,12 +80,22 @@ class TableCatalog(ConfigurableResource):
     def location(self, table: str) -> str:
         return join_url(self.warehouse or str(data_dir() / "warehouse"), table)
 
-    def write_days(self, frame: "DataFrame", table: str) -> None:
-        """Replace the ``day`` partitions present in ``frame``; other days stay as they are."""
-        (frame.write.mode("overwrite").option("partitionOverwriteMode", "dynamic")
-         .partitionBy("day").parquet(self.location(table)))
+    def write_days(self, frame: "DataFrame", table: str, days: list[str]) -> None:
+        """Replace the table's rows for ``days`` with ``frame``'s; other days stay as they are.
+
+        The days' folders are removed first rather than relying on Spark's dynamic partition
+        overwrite, which keeps a day's old rows when the new frame has none for that day.
+        """
+        import fsspec
+
+        location = self.location(table)
+        fs, root = fsspec.core.url_to_fs(location)
+        for day in days:
+            if fs.exists(f"{root}/day={day}"):
+                fs.rm(f"{root}/day={day}", recursive=True)
+        frame.write.mode("append").partitionBy("day").parquet(location)
         # Name it in the session's catalog too, so SQL in the same run can say `SELECT ... FROM <table>`.
-        frame.sparkSession.read.schema(frame.schema).parquet(self.location(table)).createOrReplaceTempView(table)
+        frame.sparkSession.read.schema(frame.schema).parquet(location).createOrReplaceTempView(table)
 
     def read_days(self, spark: "SparkSession", table: str, days: list[str],
                   schema: "StructType | None" = None) -> "DataFrame":

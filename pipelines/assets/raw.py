@@ -42,7 +42,7 @@ def raw_table(context: AssetExecutionContext, config: RawConfig, spark: SparkRes
     for other in frames[1:]:
         frame = frame.unionByName(other)
     table = f"{settings.dataset}_raw"
-    catalog.write_days(frame, table)
+    catalog.write_days(frame, table, context.partition_keys)
     counts = {row["day"]: row["count"] for row in frame.groupBy("day").count().collect()}
     context.log.info(f"{table}: {sum(counts.values())} rows for {len(context.partition_keys)} day(s)")
     return MaterializeResult(metadata={

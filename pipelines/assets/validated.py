@@ -38,8 +38,8 @@ def validated_table(context: AssetExecutionContext, config: ValidateConfig, spar
     raw = catalog.read_days(spark.session(), f"{source.dataset}_raw", days)
     schema = load_schema(config.schema_ref or source.schema_ref, raw)
     valid, quarantined = split_rows(raw, schema)
-    catalog.write_days(valid, f"{source.dataset}_validated")
-    catalog.write_days(quarantined, f"{source.dataset}_quarantine")
+    catalog.write_days(valid, f"{source.dataset}_validated", days)
+    catalog.write_days(quarantined, f"{source.dataset}_quarantine", days)
     # Count what was written, not what was planned: the check is about the tables as they are.
     session = spark.session()
     written_valid = catalog.read_days(session, f"{source.dataset}_validated", days, valid.schema)

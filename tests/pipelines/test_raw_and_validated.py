@@ -71,12 +71,19 @@ def test_schema_violating_row_is_quarantined_and_the_check_fails(resources, spar
     assert "label" in counts["top_reasons"].__str__()
 
 
-def test_threshold_is_configurable(resources, spark_session, tmp_path):
+def test_threshold_is_configurable_and_a_rerun_replaces_the_day(resources, spark_session, tmp_path):
     write_landing_parquet(spark_session, tmp_path / "landing", DAY, bad_label=-1)
     resources["source"] = SourceSettings(kind="path", path=str(tmp_path / "landing" / DAY))
     run_config = {"ops": {"validated_table": {"config": {"max_quarantined_fraction": 0.5}}}}
     result = materialize([raw_table, validated_table], partition_key=DAY, resources=resources, run_config=run_config)
     assert result.success and check_result(result, COUNTS_CHECK).passed
+
+    # The day again from a clean source: its old rows, valid and quarantined, are gone.
+    resources["source"] = SourceSettings(rows_per_day=60)
+    result = materialize([raw_table, validated_table], partition_key=DAY, resources=resources)
+    counts = meta(check_result(result, COUNTS_CHECK))
+    assert (counts["in"], counts["valid"], counts["quarantined"]) == (60, 60, 0)
+    assert not (Path(resources["catalog"].location("digits_quarantine")) / f"day={DAY}").exists()
 
 
 def test_wrong_column_type_is_a_clear_error(resources, spark_session, tmp_path):
