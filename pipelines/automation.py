@@ -14,7 +14,7 @@ from dagster import (AssetSelection, DefaultScheduleStatus, DefaultSensorStatus,
                      SensorResult, SkipReason, build_schedule_from_partitioned_job, define_asset_job, sensor)
 
 from pipelines.partitions import DAILY, GROUP  # the job is partitioned like its assets
-from pipelines.resources import LandingZone
+from pipelines.resources import LandingZone, ShardStore, SourceSettings
 
 daily_conversion = define_asset_job(
     "daily_conversion", selection=AssetSelection.groups(GROUP),
@@ -60,22 +60,33 @@ def landing_run_request(day: str, folder: Path, fmt: str, signature: str) -> Run
 @sensor(job=daily_conversion, minimum_interval_seconds=60,
         default_status=DefaultSensorStatus.RUNNING if _automation_on() else DefaultSensorStatus.STOPPED,
         description="Watches the landing folder for <YYYY-MM-DD>/ folders of Parquet, CSV or JSON files and "
-                    "converts each new or changed day.")
-def landing_sensor(context: SensorEvaluationContext, landing: LandingZone) -> SensorResult | SkipReason:
+                    "converts each new day, or a changed day that is not in the shard set yet.")
+def landing_sensor(context: SensorEvaluationContext, landing: LandingZone, shard_store: ShardStore,
+                   source: SourceSettings) -> SensorResult | SkipReason:
     folder = landing.folder()
     seen: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
     valid_days = set(DAILY.get_partition_keys())
+    converted = converted_days(shard_store, source)
     requests, skipped = [], []
     for day, (fmt, signature) in landed_days(folder).items():
         if seen.get(day) == signature:
             continue
-        if day not in valid_days or fmt == "mixed":
+        seen[day] = signature
+        if day not in valid_days or fmt == "mixed" or day in converted:
             skipped.append(day)
             continue
         requests.append(landing_run_request(day, folder, fmt, signature))
-        seen[day] = signature
     if skipped:
-        context.log.warning(f"landing folders skipped (not a partition day, or mixed formats): {skipped}")
+        # A converted day cannot be appended twice (its rows would repeat); a full-refresh backfill
+        # of every day rebuilds the shard set with the new files.
+        context.log.warning(f"landing folders skipped (not a partition day, mixed formats, or already in the "
+                            f"shard set's latest version): {skipped}")
     if not requests:
-        return SkipReason(f"no new files under {folder}")
+        return SkipReason(f"no new days under {folder}")
     return SensorResult(run_requests=requests, cursor=json.dumps(seen, sort_keys=True))
+
+
+def converted_days(shard_store: ShardStore, source: SourceSettings) -> set[str]:
+    """The days the shard set's latest version holds (its lineage), none if it has no version yet."""
+    latest = shard_store.shard_set(source.dataset).latest()
+    return set((latest.lineage or {}).get("days", [])) if latest is not None else set()

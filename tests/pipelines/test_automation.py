@@ -11,7 +11,7 @@ from dagster import SensorResult, SkipReason, build_schedule_context, build_sens
 from pipelines.assets.raw import raw_table
 from pipelines.automation import daily_conversion, daily_schedule, landing_sensor
 from pipelines.definitions import build_definitions
-from pipelines.resources import LandingZone
+from pipelines.resources import LandingZone, ShardStore, SourceSettings
 
 
 def test_schedule_requests_the_day_that_just_ended():
@@ -33,8 +33,19 @@ def land(folder: Path, day: str, name: str, text: str = "id,label\n1,2\n") -> Pa
 
 
 def evaluate(landing: Path, cursor: str | None = None) -> SensorResult | SkipReason:
-    context = build_sensor_context(cursor=cursor, resources={"landing": LandingZone(path=str(landing))})
-    return landing_sensor(context)
+    resources = {"landing": LandingZone(path=str(landing)), "source": SourceSettings(),
+                 "shard_store": ShardStore(root=str(landing.parent / "shard-sets"))}
+    return landing_sensor(build_sensor_context(cursor=cursor, resources=resources))
+
+
+def commit_days(root: Path, days: list[str]) -> None:
+    """A one-row version whose lineage says it holds ``days``, as the shard_set asset records it."""
+    from mds_core import MDSWriter
+    from mds_core.versions import ShardSet
+
+    with ShardSet(str(root)).transaction(mode="overwrite", lineage={"days": days}) as tx:
+        with MDSWriter(out=tx.out, columns={"id": "int64"}) as writer:
+            writer.write({"id": 0})
 
 
 def test_sensor_requests_one_run_per_new_or_changed_day(tmp_path):
@@ -56,9 +67,13 @@ def test_sensor_requests_one_run_per_new_or_changed_day(tmp_path):
 
     changed = land(landing, "2026-02-01", "a2.csv")
     os.utime(changed, ns=(1, 1))
-    again = evaluate(landing, result.cursor)
+    again = evaluate(landing, result.cursor)  # not converted yet (say its run failed): convert it again
     assert [r.partition_key for r in again.run_requests] == ["2026-02-01"]
     assert again.run_requests[0].run_key != requests["2026-02-01"].run_key
+
+    commit_days(tmp_path / "shard-sets" / "digits", ["2026-02-01"])
+    land(landing, "2026-02-01", "a3.csv")
+    assert isinstance(evaluate(landing, again.cursor), SkipReason)  # in the shard set: never appended twice
 
 
 def test_sensor_run_config_drives_the_raw_asset(tmp_path, resources, spark_session):
