@@ -41,6 +41,9 @@ def shard_set(context: AssetExecutionContext, config: ShardsConfig, spark: Spark
 
     days = sorted(context.partition_keys)
     frame = catalog.read_days(spark.session(), f"{source.dataset}_validated", days).orderBy("day", "id")
+    if frame.isEmpty():
+        raise ValueError(f"no validated rows for {', '.join(days)}: nothing to write, so no new version. "
+                         f"See validated_table's counts (everything quarantined, or an empty source?).")
     shards = shard_store.shard_set(source.dataset)
     latest = shards.latest()
     mode = "overwrite" if config.full_refresh or latest is None else "append"
