@@ -68,6 +68,9 @@ class SparkResource(ConfigurableResource):
         return builder.getOrCreate()
 
 
+SCHEMA_FILE = "_schema.json"
+
+
 class TableCatalog(ConfigurableResource):
     """Spark tables kept as Parquet folders partitioned by ``day`` under one warehouse folder.
 
@@ -94,6 +97,10 @@ class TableCatalog(ConfigurableResource):
             if fs.exists(f"{root}/day={day}"):
                 fs.rm(f"{root}/day={day}", recursive=True)
         frame.write.mode("append").partitionBy("day").parquet(location)
+        # Spark cannot infer the schema of a table with no rows yet; keep it beside the data (Spark
+        # skips files whose names start with '_').
+        with fs.open(f"{root}/{SCHEMA_FILE}", "w") as schema_file:
+            schema_file.write(frame.schema.json())
         # Name it in the session's catalog too, so SQL in the same run can say `SELECT ... FROM <table>`.
         frame.sparkSession.read.schema(frame.schema).parquet(location).createOrReplaceTempView(table)
 
@@ -105,9 +112,21 @@ class TableCatalog(ConfigurableResource):
         location = self.location(table)
         if not _exists(location):
             raise FileNotFoundError(f"table {table!r} has no data at {location}; materialise its asset first")
+        schema = schema or _stored_schema(location)
         reader = spark.read.schema(schema) if schema is not None else spark.read
         frame = reader.parquet(location)
         return frame.where(F.col("day").isin(days))
+
+
+def _stored_schema(location: str) -> "StructType | None":
+    import fsspec
+    from pyspark.sql.types import StructType
+
+    fs, root = fsspec.core.url_to_fs(location)
+    if not fs.exists(f"{root}/{SCHEMA_FILE}"):
+        return None
+    with fs.open(f"{root}/{SCHEMA_FILE}") as schema_file:
+        return StructType.fromJson(json.load(schema_file))
 
 
 def _exists(location: str) -> bool:

@@ -119,6 +119,18 @@ def test_quarantine_above_threshold_blocks_the_shards(resources, spark_session, 
     assert resources["shard_store"].shard_set("digits").versions() == []
 
 
+def test_a_day_with_no_valid_rows_is_a_clear_failure(resources, spark_session, tmp_path):
+    spark_session.createDataFrame([(1, 12, [0] * 64)], "id long, label int, pixels array<tinyint>") \
+        .write.parquet(str(tmp_path / "src"))
+    resources["source"] = SourceSettings(kind="path", path=str(tmp_path / "src"))
+    lenient = {"ops": {"validated_table": {"config": {"max_quarantined_fraction": 1.0}}}}
+    result = materialize_days(DAYS[:1], resources, run_config=lenient, raise_on_error=False)
+    [failure] = [e for e in result.all_events if e.is_step_failure]
+    assert failure.step_key == "shard_set"
+    assert "no validated rows for 2026-01-01" in failure.step_failure_data.error.cause.message
+    assert resources["shard_store"].shard_set("digits").versions() == []
+
+
 def test_shard_set_on_s3(resources, s3_server, tmp_path):
     """The store is a bucket on the loopback S3 server: written, smoke-tested and read back over HTTP."""
     import fsspec
