@@ -106,7 +106,7 @@ def disk_usage(root: Path) -> int:
     return total
 
 
-def child(impl: str, source: str, out: str, scratch: str) -> None:
+def child(impl: str, source: str, out: str, scratch: str, compression: str = "zstd") -> None:
     from pyspark.sql import SparkSession
 
     spark = (SparkSession.builder.master("local[2]").appName(f"bench-{impl}")
@@ -122,7 +122,8 @@ def child(impl: str, source: str, out: str, scratch: str) -> None:
         from streaming.base.converters import dataframe_to_mds
     with DiskSampler(Path(scratch)) as sampler:
         started = time.perf_counter()
-        result = dataframe_to_mds(frame, merge_index=True, mds_kwargs={"out": out})
+        kwargs = {"out": out, "compression": None if compression == "none" else compression}
+        result = dataframe_to_mds(frame, merge_index=True, mds_kwargs=kwargs)
         seconds = time.perf_counter() - started
     report = {"impl": impl, "rows": rows, "seconds": seconds, "partitions": frame.rdd.getNumPartitions(),
               "peak_scratch_bytes": sampler.peak}
@@ -184,7 +185,7 @@ class Moto:
         self._log.close()
 
 
-def run(impl: str, scenario: str, work: Path, source: Path, moto: Moto | None) -> dict[str, Any]:
+def run(impl: str, scenario: str, work: Path, source: Path, moto: Moto | None, compression: str) -> dict[str, Any]:
     base = work / f"{scenario}-{impl}"
     shutil.rmtree(base, ignore_errors=True)
     scratch = base / "scratch"
@@ -196,7 +197,7 @@ def run(impl: str, scenario: str, work: Path, source: Path, moto: Moto | None) -
         out = f"s3://{moto.bucket(f'{scenario}-{impl}')}/data"
     else:
         out = str(base / "out")
-    proc = subprocess.run([str(python), __file__, "--child", impl, str(source), out, str(scratch)],
+    proc = subprocess.run([str(python), __file__, "--child", impl, str(source), out, str(scratch), compression],
                           env=env, capture_output=True, text=True, timeout=3600)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode or not lines:
@@ -230,7 +231,8 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "mds-bench-spark")
     parser.add_argument("--scenarios", default="local,s3")
     parser.add_argument("--impls", default="ours,reference")
-    parser.add_argument("--child", nargs=4, metavar=("IMPL", "SOURCE", "OUT", "SCRATCH"))
+    parser.add_argument("--compression", default="zstd", help="'zstd' (both converters' default) or 'none'")
+    parser.add_argument("--child", nargs=5, metavar=("IMPL", "SOURCE", "OUT", "SCRATCH", "COMPRESSION"))
     args = parser.parse_args()
     if args.child:
         child(*args.child)
@@ -247,7 +249,7 @@ def main() -> None:
         moto = Moto(args.work / "moto.log") if scenario == "s3" else None
         try:
             for impl in args.impls.split(","):
-                report = run(impl, scenario, args.work, source, moto)
+                report = run(impl, scenario, args.work, source, moto, args.compression)
                 results.setdefault(scenario, {})[impl] = report
                 print(json.dumps(report), flush=True)
         finally:
