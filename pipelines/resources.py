@@ -142,7 +142,8 @@ class ShardStore(ConfigurableResource):
     """Where versioned shard sets live: ``<data dir>/shard-sets`` by default, or ``s3://``, ``gs://``..."""
 
     root: str = Field(default="", description="Local folder or URL ($MDS_SHARD_STORE).")
-    storage_options: dict[str, Any] = Field(default_factory=dict, description="fsspec options ($MDS_STORAGE_OPTIONS, JSON).")
+    storage_options: dict[str, Any] = Field(default_factory=dict,
+                                            description="fsspec options ($MDS_STORAGE_OPTIONS, JSON).")
     cache_dir: str = Field(default="", description="Local cache for reading shards; default <data dir>/cache.")
 
     def url(self, name: str) -> str:
@@ -171,7 +172,8 @@ class SmokeTestSettings(ConfigurableResource):
 
     num_workers: int = 2
     batch_size: int = 16
-    min_rows_per_second: float = Field(default=0.0, description="Fail below this throughput ($MDS_SMOKE_MIN_ROWS_PER_SECOND).")
+    min_rows_per_second: float = Field(default=0.0,
+                                       description="Fail below this throughput ($MDS_SMOKE_MIN_ROWS_PER_SECOND).")
 
 
 class SourceSettings(ConfigurableResource):
@@ -186,12 +188,14 @@ class SourceSettings(ConfigurableResource):
     kind: str = Field(default="digits", description="digits | synthetic | table | path ($MDS_SOURCE).")
     table: str = Field(default="", description="Spark table for kind=table ($MDS_SOURCE_TABLE).")
     path: str = Field(default="", description="Files for kind=path ($MDS_SOURCE_PATH).")
-    format: str = Field(default="", description="parquet | csv | json | delta; default from the path ($MDS_SOURCE_FORMAT).")
+    format: str = Field(default="",
+                        description="parquet | csv | json | delta; default from the path ($MDS_SOURCE_FORMAT).")
     day_column: str = Field(default="", description="Column holding the day (YYYY-MM-DD) of each row; "
                             "empty: the whole source is the partition's day ($MDS_SOURCE_DAY_COLUMN).")
     rows_per_day: int = Field(default=180, description="Rows per day for digits and synthetic ($MDS_ROWS_PER_DAY).")
     schema_ref: str = Field(default="pipelines.schemas:DIGITS",
-                            description="module:attribute of the TableSchema to validate with, or 'not_null' ($MDS_SCHEMA).")
+                            description="module:attribute of the TableSchema to validate with, or 'not_null' "
+                                        "($MDS_SCHEMA).")
 
 
 def resources_from_env(environ: dict[str, str] | None = None) -> dict[str, ConfigurableResource]:

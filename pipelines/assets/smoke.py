@@ -10,8 +10,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from dagster import (AssetCheckExecutionContext, AssetCheckKey, AssetCheckResult, AssetExecutionContext, AssetCheckSeverity, AssetKey,
-                     MetadataValue, asset_check)
+from dagster import (AssetCheckExecutionContext, AssetCheckKey, AssetCheckResult, AssetCheckSeverity,
+                     AssetExecutionContext, AssetKey, MetadataValue, asset_check)
 
 from pipelines.resources import ShardStore, SmokeTestSettings, SourceSettings
 
