@@ -451,7 +451,7 @@ def run_all(bench: Bench) -> dict[str, Any]:
         dirs = write_data(bench, 'tiny', n)
         print(f'[resume] n={n}', file=sys.stderr)
         expected = {}
-        for impl in IMPLS:
+        for impl in args.resume_impls:
             state_file = bench.work / f'state-{impl}-{n}.pkl'
             res = bench.run(('resume-setup', n, impl),
                             dict(common, op='resume-setup', impl=impl, workload='tiny', n=n,
@@ -460,7 +460,7 @@ def run_all(bench: Bench) -> dict[str, Any]:
                 expected[impl] = res['expected']
         info['resume'][n] = expected
         for _rep in range(args.reps):
-            for impl in IMPLS:
+            for impl in args.resume_impls:
                 if impl in expected:
                     bench.run(('resume', n, impl),
                               dict(common, op='resume', impl=impl, workload='tiny', n=n,
@@ -744,6 +744,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--resume-sizes', default=None,
                         help='comma list of "tiny" dataset sizes for resume latency, smallest '
                              'first (default 50000,1000000,10000000; --quick 5000,20000; "": skip)')
+    parser.add_argument('--resume-impls', default=','.join(IMPLS),
+                        help='implementations measured for resume latency (the reference needs over '
+                             '12 minutes to set up at 10M samples)')
     parser.add_argument('--order-samples', type=int, default=100_000_000,
                         help='samples in the order-generation epoch (0: skip)')
     parser.add_argument('--order-shard-samples', type=int, default=50_000)
@@ -778,6 +781,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.resume_sizes is None:
         args.resume_sizes = '50000,1000000,10000000'
     args.resume_sizes = [int(x) for x in args.resume_sizes.split(',') if x.strip()]
+    args.resume_impls = [x for x in args.resume_impls.split(',') if x.strip()]
     args.order_world = tuple(int(x) for x in args.order_world.split(','))
     args.fresh_exec = False  # bf.Bench: always fork from the template processes
 
