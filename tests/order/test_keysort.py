@@ -1,0 +1,59 @@
+"""The packed key sort behind py1e must give exactly numpy's argsort order."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mds_core.order.keysort import argsort_keys
+
+
+def _py1e_like_keys(n: int, reach: float, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    keys = np.arange(n, dtype=np.float64) + rng.uniform(-reach, reach, n)
+    return np.clip(keys, 0, n - 1)  # the clip makes exact ties at both ends
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(0, 3000), reach=st.sampled_from([0.0, 0.5, 3.0, 200.0, 1e4]), seed=st.integers(0, 2**32))
+def test_matches_argsort_on_py1e_keys(n: int, reach: float, seed: int) -> None:
+    keys = _py1e_like_keys(n, reach, seed)
+    got = argsort_keys(keys)
+    # Exactly equal keys may come in any order in numpy's unstable argsort; ours takes index order.
+    assert np.array_equal(keys[got], np.sort(keys))
+    assert np.array_equal(got, np.lexsort((np.arange(n), keys)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(0, 1e6, allow_nan=False), max_size=400))
+def test_matches_stable_argsort_on_any_nonnegative_keys(values: list[float]) -> None:
+    keys = np.array(values, np.float64)
+    assert np.array_equal(argsort_keys(keys), np.argsort(keys, kind="stable"))
+
+
+def test_colliding_fixed_point_keys_are_ordered_by_full_key() -> None:
+    # 2**20 keys packed with 21 index bits and ~22 value bits leave 21 fraction bits: keys 2**-30
+    # apart collide in fixed point and must still come out in key order.
+    n = 1 << 20
+    keys = np.arange(n, dtype=np.float64)
+    keys[10], keys[11] = 500.0 + 2.0**-30, 500.0
+    keys[500] = 500.0 + 2.0**-31
+    got = argsort_keys(keys)
+    assert np.array_equal(got, np.argsort(keys, kind="stable"))
+    assert got[498:501].tolist() == [11, 500, 10]  # after the 498 smaller keys
+
+
+def test_overwrite_keeps_order_and_scales_in_place() -> None:
+    keys = _py1e_like_keys(5000, 40.0, 7)
+    want = np.argsort(keys, kind="stable")
+    original = keys.copy()
+    assert np.array_equal(argsort_keys(keys), want)
+    assert np.array_equal(keys, original)  # untouched without overwrite
+    assert np.array_equal(argsort_keys(keys, overwrite=True), want)
+    assert not np.array_equal(keys, original)
+
+
+def test_negative_keys_fall_back_to_argsort() -> None:
+    keys = np.array([3.0, -1.0, 2.5, -7.25])
+    assert argsort_keys(keys).tolist() == [3, 1, 2, 0]
