@@ -12,11 +12,11 @@ import itertools
 import os
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 import pyarrow as pa
 
-from mds_core.convert_arrow import ShapeGuessMissed, encode_rows, list_layout, plain
+from mds_core.convert_arrow import ShapeGuessMissed, encode_batch, list_layout, plain
 from mds_core.convert_nulls import resolve_nulls
 from mds_core.convert_types import ColumnPlan, check_null_policy, plan_columns, with_shape
 from mds_core.errors import ConversionError
@@ -88,9 +88,8 @@ def table_to_mds(
                        **writer_kwargs)
     stats = ConversionStats()
     with writer, _progress(progress_bar, out) as bar:
-        write = encoded_writer(writer)
         for batch in batches:
-            written, skipped = write_batch(write, batch, plans, null_policy, fill_values, stats.rows + stats.skipped_rows)
+            written, skipped = write_batch(writer, batch, plans, null_policy, fill_values, stats.rows + stats.skipped_rows)
             stats.rows += written
             stats.skipped_rows += skipped
             bar.update(written)
@@ -117,7 +116,7 @@ def detect_fixed_shape(plan: ColumnPlan, column: pa.Array | pa.ChunkedArray) -> 
 
 
 def write_batch(
-    write: Callable[[bytes], None],
+    writer: MDSWriter,
     batch: pa.RecordBatch | pa.Table,
     plans: list[ColumnPlan],
     null_policy: str,
@@ -129,38 +128,13 @@ def write_batch(
     columns = {plan.name: plain(batch.column(plan.name)) for plan in plans}
     columns, skipped = resolve_nulls(columns, plans, null_policy, fill_values, first_row, where)
     try:
-        rows = encode_rows(columns, plans)
+        data, sizes = encode_batch(columns, plans)
     except ShapeGuessMissed:
         raise
     except ConversionError as err:
         raise ConversionError(f"{err} (rows counted from {first_row}{where})") from err
-    for sample in rows:
-        write(sample)
-    return len(rows), skipped
-
-
-def encoded_writer(writer: MDSWriter) -> Callable[[bytes], None]:
-    """A function that adds one finished sample's bytes to ``writer``.
-
-    Uses ``MDSWriter.write_encoded`` when the writer has it; otherwise its schema is wrapped so that
-    ``write`` takes the bytes as they are (they are exactly what the schema would have produced).
-    """
-    write_encoded = getattr(writer, "write_encoded", None)
-    if write_encoded is not None:
-        return write_encoded
-    writer.schema = _PreEncoded(writer.schema)  # type: ignore[assignment]
-    return writer.write  # type: ignore[return-value]
-
-
-class _PreEncoded:
-    def __init__(self, schema: Any) -> None:
-        self._schema = schema
-
-    def encode_parts(self, sample: bytes) -> list[bytes]:
-        return [sample]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._schema, name)
+    writer.write_encoded_many(data, sizes)
+    return len(sizes), skipped
 
 
 def _as_batches(data: Any, schema: pa.Schema | None) -> tuple[Iterator[Any], pa.Schema, pa.Table | None]:

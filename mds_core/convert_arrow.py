@@ -1,9 +1,11 @@
 """Encode Arrow record batches into MDS sample bytes, column by column.
 
-Each column is turned into per-row byte strings by one vectorised step (numpy casts, Arrow
-buffers reinterpreted, lists laid out by their offsets); rows are then joined in the MDS order:
-the u32 sizes of the variable-size columns, then every column's bytes, columns sorted by name.
-The bytes equal what ``Schema.encode`` produces for the same values (tests/test_convert.py).
+Each column becomes one "piece" by a vectorised step (numpy casts, Arrow buffers reinterpreted,
+lists laid out by their offsets): a ``(rows, width)`` uint8 array when every row has the same
+width, else an Arrow ``large_binary`` array of per-row bytes. The pieces are then joined row-wise
+in the MDS order (the u32 sizes of the variable-size columns, then every column's bytes, columns
+sorted by name) into one buffer plus per-row sizes, with no Python object per row. The bytes equal
+what ``Schema.encode`` produces for the same values (tests/test_convert.py).
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ class ShapeGuessMissed(ConversionError):
         self.column = column
 
 
-Parts = tuple[list[list[bytes]], "np.ndarray | None"]  # per-row byte pieces, and sizes if variable
+# A column's pieces ((rows, width) uint8 arrays or large_binary arrays), and its per-row sizes if variable.
+Parts = tuple[list[Any], "np.ndarray | None"]
+_NO_SEPARATOR = pa.scalar(b"", pa.large_binary())
 
 
 def plain(arr: pa.Array) -> pa.Array:
@@ -50,17 +54,20 @@ def _plain_type(dtype: pa.DataType) -> pa.DataType:
     return dtype
 
 
-def _fixed_bytes(values: np.ndarray, width: int) -> list[bytes]:
-    """One ``bytes`` of ``width`` per row of a C-contiguous array (void views keep NUL bytes)."""
-    return np.ascontiguousarray(values).view(np.uint8).reshape(-1, width).view(f"V{width}").ravel().tolist()
+def _fixed_bytes(values: np.ndarray, width: int) -> np.ndarray:
+    """The ``(rows, width)`` uint8 view of a C-contiguous array's rows."""
+    return np.ascontiguousarray(values).view(np.uint8).reshape(-1, width)
 
 
-def _sliced_bytes(data: np.ndarray, offsets: np.ndarray) -> list[bytes]:
-    """``data[offsets[i]:offsets[i+1]]`` as bytes for every i, built by Arrow in one pass."""
+def _sliced_bytes(data: np.ndarray, offsets: np.ndarray) -> pa.LargeBinaryArray:
+    """``data[offsets[i]:offsets[i+1]]`` for every i, as Arrow binary over the same memory."""
     offsets = np.ascontiguousarray(offsets - offsets[0], np.int64)
-    binary = pa.Array.from_buffers(pa.large_binary(), len(offsets) - 1,
-                                   [None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(data))])
-    return binary.to_pylist()
+    return pa.Array.from_buffers(pa.large_binary(), len(offsets) - 1,
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(data))])
+
+
+def _binary_of(values: list[bytes]) -> pa.LargeBinaryArray:
+    return pa.array(values, pa.large_binary())
 
 
 def _numbers(arr: pa.Array, plan: ColumnPlan) -> Parts:
@@ -99,16 +106,17 @@ def _strings(arr: pa.Array, plan: ColumnPlan) -> Parts:
 
 def _binary(arr: pa.Array, plan: ColumnPlan) -> Parts:
     if pa.types.is_fixed_size_binary(arr.type):
-        values = arr.to_pylist()
-        return [values], np.full(len(values), arr.type.byte_width, np.int64)
+        width = arr.type.byte_width
+        data = np.frombuffer(arr.buffers()[1], np.uint8)[arr.offset * width:(arr.offset + len(arr)) * width]
+        return [data.reshape(-1, width)], np.full(len(arr), width, np.int64)
     lengths = pc.binary_length(arr).to_numpy(zero_copy_only=False).astype(np.int64)
-    return [arr.to_pylist()], lengths
+    return [arr.cast(pa.large_binary())], lengths
 
 
 def _python_values(encode: Callable[[Any], bytes]) -> Callable[[pa.Array, ColumnPlan], Parts]:
     def encoder(arr: pa.Array, plan: ColumnPlan) -> Parts:
         values = [encode(v) for v in _to_python(arr)]
-        return [values], np.fromiter(map(len, values), np.int64, len(values))
+        return [_binary_of(values)], np.fromiter(map(len, values), np.int64, len(values))
 
     return encoder
 
@@ -232,7 +240,7 @@ def _array_parts(leaf: pa.Array, bounds: np.ndarray, dims: np.ndarray, plan: Col
     data = _sliced_bytes(values.view(np.uint8), (bounds - bounds[0]) * dtype.itemsize)
     heads = _shape_heads(dims)
     sizes = np.diff(bounds) * dtype.itemsize + np.fromiter(map(len, heads), np.int64, len(heads))
-    return [heads, data], sizes
+    return [_binary_of(heads), data], sizes
 
 
 def _shape_heads(dims: np.ndarray) -> list[bytes]:
@@ -256,12 +264,17 @@ def _vectors(arr: pa.Array, plan: ColumnPlan) -> Parts:
     sparse = np.flatnonzero(kinds == 0)
     dims[sparse, 0] = sizes.to_numpy(zero_copy_only=False)[sparse]
     (heads, data), _ = _array_parts(layout.leaf, layout.bounds, layout.dims, plan)
-    heads = _shape_heads(dims) if len(sparse) else heads
-    for row in sparse.tolist():
-        dense = np.zeros(int(dims[row, 0]), "<f8")
-        dense[np.asarray(indices[row].as_py(), np.int64)] = np.asarray(values[row].as_py(), "<f8")
-        data[row] = dense.tobytes()
-    byte_sizes = np.fromiter(map(len, heads), np.int64, len(heads)) + dims[:, 0] * 8
+    if len(sparse):
+        heads = _shape_heads(dims)
+        rows = data.to_pylist()
+        for row in sparse.tolist():
+            dense = np.zeros(int(dims[row, 0]), "<f8")
+            dense[np.asarray(indices[row].as_py(), np.int64)] = np.asarray(values[row].as_py(), "<f8")
+            rows[row] = dense.tobytes()
+        data = _binary_of(rows)
+        byte_sizes = np.fromiter(map(len, heads), np.int64, len(heads)) + dims[:, 0] * 8
+        return [_binary_of(heads), data], byte_sizes
+    byte_sizes = pc.binary_length(heads).to_numpy(zero_copy_only=False).astype(np.int64) + dims[:, 0] * 8
     return [heads, data], byte_sizes
 
 
@@ -279,9 +292,13 @@ ENCODERS: dict[str, Callable[[pa.Array, ColumnPlan], Parts]] = {
 }
 
 
-def encode_rows(columns: dict[str, pa.Array], plans: list[ColumnPlan]) -> list[bytes]:
-    """Every row's MDS sample bytes. Nulls must have been dealt with (see ``mds_core.convert_nulls``)."""
-    pieces: list[list[bytes]] = []
+def encode_batch(columns: dict[str, pa.Array], plans: list[ColumnPlan]) -> tuple[Any, np.ndarray]:
+    """Every row's MDS sample bytes, back to back in one buffer, and each row's size.
+
+    Nulls must have been dealt with (see ``mds_core.convert_nulls``). Feed the result to
+    ``MDSWriter.write_encoded_many``.
+    """
+    pieces: list[Any] = []
     var_sizes: list[np.ndarray] = []
     for plan in sorted(plans, key=lambda p: p.name):
         parts, sizes = ENCODERS[plan.kind](columns[plan.name], plan)
@@ -293,6 +310,33 @@ def encode_rows(columns: dict[str, pa.Array], plans: list[ColumnPlan]) -> list[b
         if table.max(initial=0) >= 1 << 32:
             raise ConversionError("a value of 4 GiB or more cannot be stored in an MDS sample")
         pieces.insert(0, _fixed_bytes(table.astype("<u4"), 4 * len(var_sizes)))
-    if len(pieces) == 1:
-        return pieces[0]
-    return list(map(b"".join, zip(*pieces)))
+    return join_rows(pieces)
+
+
+def join_rows(pieces: list[Any]) -> tuple[Any, np.ndarray]:
+    """Concatenate the pieces row by row: (one buffer of every row, each row's size)."""
+    if all(isinstance(piece, np.ndarray) for piece in pieces):
+        block = pieces[0] if len(pieces) == 1 else np.concatenate(pieces, axis=1)
+        return np.ascontiguousarray(block).reshape(-1), np.full(block.shape[0], block.shape[1], np.int64)
+    arrays = [_as_binary(piece) for piece in pieces]
+    joined = arrays[0] if len(arrays) == 1 else pc.binary_join_element_wise(*arrays, _NO_SEPARATOR)
+    offsets = np.frombuffer(joined.buffers()[1], np.int64)[joined.offset:joined.offset + len(joined) + 1]
+    data = memoryview(joined.buffers()[2])[int(offsets[0]):int(offsets[-1])]
+    return data, np.diff(offsets)
+
+
+def _as_binary(piece: Any) -> pa.LargeBinaryArray:
+    if not isinstance(piece, np.ndarray):
+        return piece
+    rows, width = piece.shape
+    offsets = np.arange(0, (rows + 1) * width, width, dtype=np.int64)
+    return pa.Array.from_buffers(pa.large_binary(), rows, [None, pa.py_buffer(offsets),
+                                                            pa.py_buffer(np.ascontiguousarray(piece))])
+
+
+def encode_rows(columns: dict[str, pa.Array], plans: list[ColumnPlan]) -> list[bytes]:
+    """Every row's MDS sample bytes as one ``bytes`` each (for tests and small batches)."""
+    data, sizes = encode_batch(columns, plans)
+    view = memoryview(data).cast("B")
+    ends = np.cumsum(sizes).tolist()
+    return [bytes(view[end - size:end]) for end, size in zip(ends, sizes.tolist())]

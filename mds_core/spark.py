@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator
 import pyarrow as pa
 
 from mds_core import errors
-from mds_core.convert import ConversionStats, encoded_writer, write_batch
+from mds_core.convert import ConversionStats, write_batch
 from mds_core.convert_arrow import ShapeGuessMissed
 from mds_core.convert_types import ColumnPlan, check_null_policy, plan_columns, with_shape
 from mds_core.errors import ConversionError, MissingDependencyError, OutputExistsError
@@ -291,10 +291,9 @@ def _write_partition(writer: MDSWriter, spec: TaskSpec, batches: Iterator[pa.Rec
                 writer.write(sample)
                 rows += 1
         return rows, 0
-    write = encoded_writer(writer)
     where = f" of partition {partition}"
     for batch in batches:
-        written, dropped = write_batch(write, batch, spec.plans, spec.null_policy, spec.fill_values,
+        written, dropped = write_batch(writer, batch, spec.plans, spec.null_policy, spec.fill_values,
                                        rows + skipped, where)
         rows, skipped = rows + written, skipped + dropped
     return rows, skipped
