@@ -138,16 +138,24 @@ def _zstd_compress(data: bytes, level: int | None) -> bytes:
     return _zstd().ZstdCompressor(level=level, write_content_size=True).compress(data)
 
 
+_FEED_BYTES = 1 << 18
+
+
 def _zstd_decompress(data: bytes) -> bytes:
-    # Shards may hold several concatenated frames (our writer compresses chunks as they fill).
-    decompressor, pieces = _zstd().ZstdDecompressor(), []
+    # Shards may hold many concatenated frames (our writer compresses chunks as they fill). Input is
+    # fed in bounded pieces so that finding where each frame ends never copies the rest of the data.
+    view, pieces, position = memoryview(data), [], 0
+    decompressor = _zstd().ZstdDecompressor()
     while True:
         frame = decompressor.decompressobj()
-        pieces.append(frame.decompress(data))
-        if not frame.eof:
-            raise CompressionError("zstd data is truncated: the last frame is incomplete")
-        data = frame.unused_data
-        if not data:
+        while not frame.eof:
+            if position >= len(view):
+                raise CompressionError("zstd data is truncated: the last frame is incomplete")
+            piece = view[position:position + _FEED_BYTES]
+            pieces.append(frame.decompress(piece))
+            position += len(piece)
+        position -= len(frame.unused_data)
+        if position >= len(view):
             return b"".join(pieces)
 
 
