@@ -321,7 +321,8 @@ def join_rows(pieces: list[Any]) -> tuple[Any, np.ndarray]:
     arrays = [_as_binary(piece) for piece in pieces]
     joined = arrays[0] if len(arrays) == 1 else pc.binary_join_element_wise(*arrays, _NO_SEPARATOR)
     offsets = np.frombuffer(joined.buffers()[1], np.int64)[joined.offset:joined.offset + len(joined) + 1]
-    data = memoryview(joined.buffers()[2])[int(offsets[0]):int(offsets[-1])]
+    values = joined.buffers()[2]  # absent when there are no bytes at all (no rows)
+    data = memoryview(values if values is not None else b"")[int(offsets[0]):int(offsets[-1])]
     return data, np.diff(offsets)
 
 

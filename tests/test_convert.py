@@ -307,3 +307,13 @@ def test_pandas_categoricals_and_many_batches(tmp_path: Path) -> None:
     dataset = LocalDataset(tmp_path / "out")
     assert [dataset[i]["label"] for i in (0, 1, 20999)] == ["a", "b", "a"]
     assert_same(dataset[20999]["n"], np.int16(20999), "n[20999]")
+
+
+def test_an_empty_batch_encodes_to_nothing() -> None:
+    from mds_core.convert_arrow import encode_batch
+
+    table = pa.table({"a": pa.array([], pa.string()), "b": pa.array([], pa.int32()),
+                      "c": pa.array([], pa.list_(pa.float32()))})
+    plans = plan_columns(table.schema)
+    data, sizes = encode_batch({p.name: plain(table.column(p.name)) for p in plans}, plans)
+    assert memoryview(data).nbytes == 0 and sizes.tolist() == []

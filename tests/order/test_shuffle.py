@@ -240,3 +240,22 @@ def test_epochs_differ() -> None:
     sizes = [50] * 20
     for algo in SHUFFLE_ALGOS:
         assert not np.array_equal(_shuffle(algo, sizes, 2, 1, 0, 40), _shuffle(algo, sizes, 2, 1, 1, 40)), algo
+
+
+@settings(max_examples=25, deadline=None)
+@given(lengths=st.lists(st.integers(0, 3 * (1 << 16)), min_size=1, max_size=6), seed=st.integers(0, 2**32),
+       workers=st.sampled_from([1, 2, 3]))
+def test_unit_shuffler_equals_shuffling_one_slice_after_another(lengths: list[int], seed: int, workers: int) -> None:
+    from mds_core.order.shuffle import UnitShuffler, shuffle_slices
+
+    sizes = np.array(lengths, np.int64)
+    want, got = np.arange(int(sizes.sum())), np.arange(int(sizes.sum()))
+    serial, parallel = np.random.default_rng(seed), np.random.default_rng(seed)
+    shuffle_slices(want, sizes, serial)
+    with UnitShuffler(workers) as shuffler:
+        shuffle_slices(got, sizes, parallel, shuffler)
+        shuffler.wait()
+        assert np.array_equal(got, want)
+    # The generator continues exactly where the serial one does, 32-bit buffer included.
+    assert parallel.bit_generator.state == serial.bit_generator.state
+    assert parallel.integers(0, 1 << 40, 3).tolist() == serial.integers(0, 1 << 40, 3).tolist()
