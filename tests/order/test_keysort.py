@@ -19,17 +19,15 @@ def _py1e_like_keys(n: int, reach: float, seed: int) -> np.ndarray:
 @given(n=st.integers(0, 3000), reach=st.sampled_from([0.0, 0.5, 3.0, 200.0, 1e4]), seed=st.integers(0, 2**32))
 def test_matches_argsort_on_py1e_keys(n: int, reach: float, seed: int) -> None:
     keys = _py1e_like_keys(n, reach, seed)
-    got = argsort_keys(keys)
-    # Exactly equal keys may come in any order in numpy's unstable argsort; ours takes index order.
-    assert np.array_equal(keys[got], np.sort(keys))
-    assert np.array_equal(got, np.lexsort((np.arange(n), keys)))
+    # Exactly equal keys (the clip makes some) come in numpy's own unstable order, as the reference's.
+    assert np.array_equal(argsort_keys(keys), np.argsort(keys))
 
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.floats(0, 1e6, allow_nan=False), max_size=400))
-def test_matches_stable_argsort_on_any_nonnegative_keys(values: list[float]) -> None:
+def test_matches_argsort_on_any_nonnegative_keys(values: list[float]) -> None:
     keys = np.array(values, np.float64)
-    assert np.array_equal(argsort_keys(keys), np.argsort(keys, kind="stable"))
+    assert np.array_equal(argsort_keys(keys), np.argsort(keys))
 
 
 def test_colliding_fixed_point_keys_are_ordered_by_full_key() -> None:
@@ -40,13 +38,25 @@ def test_colliding_fixed_point_keys_are_ordered_by_full_key() -> None:
     keys[10], keys[11] = 500.0 + 2.0**-30, 500.0
     keys[500] = 500.0 + 2.0**-31
     got = argsort_keys(keys)
-    assert np.array_equal(got, np.argsort(keys, kind="stable"))
+    assert np.array_equal(got, np.argsort(keys))
     assert got[498:501].tolist() == [11, 500, 10]  # after the 498 smaller keys
+
+
+def test_exactly_equal_keys_come_in_numpys_own_order() -> None:
+    # The tie found at 100M samples (8 canonical nodes, 50k-sample shards, seed 9176): numpy's
+    # argsort put the later index first, so the reference's epoch does too.
+    rng = np.random.default_rng(3)
+    keys = np.arange(1 << 20, dtype=np.float64) + rng.uniform(-3000, 3000, 1 << 20)
+    keys = np.clip(keys, 0, None)
+    keys[[700_001, 700_900, 701_500]] = keys[700_000]  # a run of four equal keys
+    want = np.argsort(keys)
+    assert np.array_equal(argsort_keys(keys), want)
+    assert np.array_equal(argsort_keys(keys.copy(), overwrite=True), want)
 
 
 def test_overwrite_keeps_order_and_scales_in_place() -> None:
     keys = _py1e_like_keys(5000, 40.0, 7)
-    want = np.argsort(keys, kind="stable")
+    want = np.argsort(keys)
     original = keys.copy()
     assert np.array_equal(argsort_keys(keys), want)
     assert np.array_equal(keys, original)  # untouched without overwrite
