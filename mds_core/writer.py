@@ -3,8 +3,8 @@
 Samples are encoded in the caller's thread (or arrive encoded, in bulk, from ``mds_core.convert``).
 Everything else runs on one background thread, in order: compressing the current shard in chunks
 as it fills (zstd frames, gzip members and bz2 streams concatenate, so a shard's compressed file is
-its head's piece followed by its chunks'), then hashing and writing each finished shard. At most one finished shard waits to be stored, so
-memory stays at about two shards.
+its head's piece followed by its chunks'), then hashing and writing each finished shard. At most one
+finished shard waits to be stored, so memory stays at about two shards.
 """
 
 from __future__ import annotations
