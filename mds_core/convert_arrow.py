@@ -263,19 +263,17 @@ def _vectors(arr: pa.Array, plan: ColumnPlan) -> Parts:
     dims = layout.dims.copy()
     sparse = np.flatnonzero(kinds == 0)
     dims[sparse, 0] = sizes.to_numpy(zero_copy_only=False)[sparse]
-    (heads, data), _ = _array_parts(layout.leaf, layout.bounds, layout.dims, plan)
-    if len(sparse):
-        heads = _shape_heads(dims)
-        rows = data.to_pylist()
-        for row in sparse.tolist():
-            dense = np.zeros(int(dims[row, 0]), "<f8")
-            dense[np.asarray(indices[row].as_py(), np.int64)] = np.asarray(values[row].as_py(), "<f8")
-            rows[row] = dense.tobytes()
-        data = _binary_of(rows)
-        byte_sizes = np.fromiter(map(len, heads), np.int64, len(heads)) + dims[:, 0] * 8
-        return [_binary_of(heads), data], byte_sizes
-    byte_sizes = pc.binary_length(heads).to_numpy(zero_copy_only=False).astype(np.int64) + dims[:, 0] * 8
-    return [heads, data], byte_sizes
+    (heads, data), byte_sizes = _array_parts(layout.leaf, layout.bounds, layout.dims, plan)
+    if not len(sparse):
+        return [heads, data], byte_sizes
+    heads = _shape_heads(dims)
+    rows = data.to_pylist()
+    for row in sparse.tolist():
+        dense = np.zeros(int(dims[row, 0]), "<f8")
+        dense[np.asarray(indices[row].as_py(), np.int64)] = np.asarray(values[row].as_py(), "<f8")
+        rows[row] = dense.tobytes()
+    byte_sizes = np.fromiter(map(len, heads), np.int64, len(heads)) + dims[:, 0] * 8
+    return [_binary_of(heads), _binary_of(rows)], byte_sizes
 
 
 ENCODERS: dict[str, Callable[[pa.Array, ColumnPlan], Parts]] = {
