@@ -135,11 +135,14 @@ class _EpochPlan:
                               self.world.ranks_per_node, self.world.workers_per_rank, batch_size, drop_first,
                               self.spec.initial_physical_nodes)
 
-    def shuffled(self, positions: NDArray[np.int64], units: NDArray[np.int64], block_size: int) -> NDArray[np.int64]:
+    def shuffled(self, positions: NDArray[np.int64], units: NDArray[np.int64], block_size: int,
+                 resumed: bool = False) -> NDArray[np.int64]:
+        """The shuffle applied to ``positions``; a ``resumed`` epoch computes only what they read."""
         if not self.spec.shuffle:
             return positions
+        starts = first_read_per_node(positions, int(units.sum()), self.canonical_nodes) if resumed else None
         permutation = get_shuffle(self.spec.shuffle_algo, units, self.canonical_nodes, self.spec.shuffle_seed,
-                                  self.epoch, block_size)
+                                  self.epoch, block_size, starts=starts)
         return remap_in_place(permutation, positions)
 
     def stream_block_size(self, stream_id: int) -> int:
@@ -161,6 +164,28 @@ class _EpochPlan:
         return np.random.default_rng(spec.shuffle_seed + self.epoch if varies else spec.shuffle_seed)
 
 
+def first_read_per_node(positions: NDArray[np.int64], num_samples: int, num_canonical_nodes: int) -> list[int]:
+    """Per CN, the offset within it of the first position that ``positions`` reads (its size if none).
+
+    CN ``c`` holds positions ``[N*c//C, (c+1)*N//C)``, as in the shuffles. Padding (``-1``) is the
+    largest value as uint64, so no filtered copy of ``positions`` is needed.
+    """
+    flat = _owning_buffer(positions)
+    flat = (positions.reshape(-1) if flat is None else flat).view(np.uint64)  # the order does not matter
+    bounds = [num_samples * cn // num_canonical_nodes for cn in range(num_canonical_nodes + 1)]
+    if num_canonical_nodes == 1:
+        first = int(flat.min()) if flat.size else num_samples
+        return [min(first, num_samples)]
+    is_read = np.zeros(num_samples + 1, bool)  # the last slot takes the padding
+    for start in range(0, flat.size, _REMAP_CHUNK):
+        is_read[np.minimum(flat[start : start + _REMAP_CHUNK], np.uint64(num_samples))] = True
+    starts = []
+    for lo, hi in zip(bounds, bounds[1:]):
+        first = int(np.argmax(is_read[lo:hi])) if hi > lo else 0
+        starts.append(first if hi > lo and is_read[lo + first] else hi - lo)
+    return starts
+
+
 def take_keeping_padding(table: NDArray[np.int64], positions: NDArray[np.int64]) -> NDArray[np.int64]:
     """``table[positions]`` where positions are ``>= 0``; ``-1`` padding stays ``-1``."""
     out = table[positions]  # a -1 reads the last entry, which is overwritten just below
@@ -171,17 +196,23 @@ def take_keeping_padding(table: NDArray[np.int64], positions: NDArray[np.int64])
 _REMAP_CHUNK = 1 << 20
 
 
+def _owning_buffer(positions: NDArray[np.int64]) -> NDArray[np.int64] | None:
+    """The flat, contiguous array ``positions`` views (in another layout), if it views all of one."""
+    base = positions if positions.base is None else positions.base
+    if not isinstance(base, np.ndarray) or base.size != positions.size or not base.flags.c_contiguous:
+        return None
+    return base.reshape(-1)
+
+
 def remap_in_place(table: NDArray[np.int64], positions: NDArray[np.int64]) -> NDArray[np.int64]:
     """:func:`take_keeping_padding`, written over ``positions``' own memory when it is the only view of it.
 
     The mapping is element-wise, so the layout does not matter; working through the owning buffer
     in chunks saves one N-sized array (800 MB at 100M samples) at the peak of epoch generation.
     """
-    base = positions if positions.base is None else positions.base
-    if (not isinstance(base, np.ndarray) or base.size != positions.size or not base.flags.c_contiguous
-            or not base.flags.writeable):
+    flat = _owning_buffer(positions)
+    if flat is None or not flat.flags.writeable:
         return take_keeping_padding(table, positions)
-    flat = base.reshape(-1)
     for start in range(0, flat.size, _REMAP_CHUNK):
         chunk = flat[start:start + _REMAP_CHUNK]
         padding = chunk < 0
@@ -255,10 +286,10 @@ def _random_batching(plan: _EpochPlan, sample_in_epoch: int) -> NDArray[np.int64
         # small_per_big would be the identity: skip building and applying an N-sized table.
         sizes = np.concatenate([np.asarray(s, np.int64) for s in plan.spec.shard_sizes])
         positions = plan.positions(int(sizes.sum()), plan.world.num_nodes, plan.batch_size, sample_in_epoch)
-        return plan.shuffled(positions, sizes[sizes > 0], plan.block_size)
+        return plan.shuffled(positions, sizes[sizes > 0], plan.block_size, resumed=sample_in_epoch > 0)
     units, small_per_big = plan.resample()
     positions = plan.positions(len(small_per_big), plan.world.num_nodes, plan.batch_size, sample_in_epoch)
-    positions = plan.shuffled(positions, units, plan.block_size)
+    positions = plan.shuffled(positions, units, plan.block_size, resumed=sample_in_epoch > 0)
     return take_keeping_padding(small_per_big, positions)
 
 

@@ -7,19 +7,33 @@ sorted, and the few runs whose fixed-point keys collide are re-sorted by their f
 Fixed-point rounding is monotone (``floor`` of an increasing map), so the result is exactly the
 order of the keys. Exactly equal keys (a handful of pairs per billion) are the exception: numpy's
 unstable argsort puts them in an order only it knows, and the reference's order is that one, so
-when there are any the keys are argsorted by numpy after all (on the exactly rescaled keys, whose
-comparisons, and so whose argsort, are the same).
+when there are any the caller argsorts the keys with numpy after all (on exactly rescaled keys,
+whose comparisons, and so whose argsort, are the same).
+
+The core, :func:`sort_packed_tail`, works on keys already packed and asks for full keys only
+where fixed-point keys collide, so a caller that packs keys as it draws them (py1e) never holds
+an N-sized float array.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 from numpy.typing import NDArray
 
 _MIN_FRACTION_BITS = 8  # below this, collisions get common enough that a plain argsort wins
-_CHUNK = 1 << 20  # elements per step when adding the indices, so no N-sized temporary is made
+_CHUNK = 1 << 20  # elements per step of whole-array passes, so no N-sized temporary is made
+
+KeysAt = Callable[[NDArray[np.int64]], NDArray[np.float64]]  # full (scaled) keys of some indices
+
+
+def packing_bits(n: int, largest: float) -> tuple[int, int]:
+    """``(index_bits, fraction_bits)`` to pack ``n`` keys in ``[0, largest]`` into int64-safe uint64s."""
+    index_bits = (n - 1).bit_length() if n > 1 else 0
+    value_bits = math.floor(largest).bit_length() + 1  # + 1: packed values stay below 2**63
+    return index_bits, 64 - index_bits - value_bits
 
 
 def argsort_keys(keys: NDArray[np.float64], overwrite: bool = False) -> NDArray[np.int64]:
@@ -28,26 +42,58 @@ def argsort_keys(keys: NDArray[np.float64], overwrite: bool = False) -> NDArray[
     With ``overwrite`` the keys are rescaled in place (exactly, order and ties kept), which saves
     an N-sized copy at the peak of epoch generation.
     """
+    return argsort_keys_tail(keys, 0, overwrite)
+
+
+def argsort_keys_tail(keys: NDArray[np.float64], first: int, overwrite: bool = False) -> NDArray[np.int64]:
+    """``np.argsort(keys)[first:]``, exactly, without ordering the ``first`` smallest keys among themselves.
+
+    With ``overwrite`` the keys may be rescaled in place, monotonically and exactly.
+    """
     n = keys.size
-    if n < 2:
-        return np.arange(n, dtype=np.int64)
-    index_bits = (n - 1).bit_length()
+    first = min(max(first, 0), n)
+    if n - first < 1 or n < 2:
+        return np.arange(first, n, dtype=np.int64)
     low = math.floor(float(keys.min()))
-    value_bits = math.floor(float(keys.max()) - low).bit_length() + 1
-    fraction_bits = 64 - index_bits - value_bits
+    index_bits, fraction_bits = packing_bits(n, float(keys.max()) - low)
     if low < 0 or fraction_bits < _MIN_FRACTION_BITS:
-        return np.argsort(keys)
+        return np.argsort(keys)[first:]
     scaled = keys if overwrite else keys.copy()
     # Subtracting an integer below 2**53 and scaling by a power of two are both exact in float64.
     scaled -= low
     scaled *= float(1 << fraction_bits)
     packed = _pack(scaled, index_bits)
-    packed.sort()
-    order, exact_ties = _resolve_collisions(packed, scaled, index_bits)
-    if exact_ties:
-        del order, packed
-        return np.argsort(scaled)
+    order = sort_packed_tail(packed, first, index_bits, lambda indices: scaled[indices])
+    if order is None:
+        del packed
+        return np.argsort(scaled)[first:]
     return order
+
+
+def sort_packed_tail(packed: NDArray[np.uint64], first: int, index_bits: int, keys_at: KeysAt,
+                     on_cut: Callable[[int], None] | None = None) -> NDArray[np.int64] | None:
+    """The indices packed in ``packed``, from rank ``first`` on, in order of their full keys.
+
+    ``packed[i]`` is ``floor(key) << index_bits | i`` for fixed-point keys; ``keys_at(indices)``
+    gives the full keys (in the same scale) where fixed-point keys collide. Returns ``None`` when
+    only numpy's own argsort can say: keys exactly equal, or a fixed-point key split by the cut.
+    ``packed`` is reordered and its memory reused for the result.
+
+    ``on_cut(value)`` gets the packed value of the tail's smallest key before the tail is sorted,
+    so the caller can start work that depends only on which keys are in the tail.
+    """
+    if first >= packed.size:
+        return np.empty(0, np.int64)
+    if first:
+        packed.partition(first)  # packed values are unique, so the cut is well defined
+        shift = np.uint64(index_bits)
+        if packed[:first].max() >> shift == packed[first] >> shift:
+            return None
+    if on_cut is not None and packed.size > first:
+        on_cut(int(packed[first] if first else packed.min()))
+    tail = packed[first:]
+    tail.sort()
+    return _resolve_collisions(tail, keys_at, index_bits)
 
 
 def _pack(scaled: NDArray[np.float64], index_bits: int) -> NDArray[np.uint64]:
@@ -62,25 +108,36 @@ def _pack(scaled: NDArray[np.float64], index_bits: int) -> NDArray[np.uint64]:
     return packed
 
 
-def _resolve_collisions(packed: NDArray[np.uint64], keys: NDArray[np.float64],
-                        index_bits: int) -> tuple[NDArray[np.int64], bool]:
-    """The indices of the sorted ``packed``, with runs of equal fixed-point keys ordered by key,
-    and whether two keys are exactly equal."""
+def _collision_slots(packed: NDArray[np.uint64], index_bits: int) -> NDArray[np.int64]:
+    """Slots ``s`` of the sorted ``packed`` whose fixed-point key equals slot ``s + 1``'s."""
     # Neighbours share a fixed-point key exactly when their packed values differ only in the
     # index bits.
-    same = np.bitwise_xor(packed[1:], packed[:-1])
-    same = np.flatnonzero(same < np.uint64(1 << index_bits))
+    limit = np.uint64(1 << index_bits)
+    found = [np.empty(0, np.int64)]
+    for start in range(0, packed.size - 1, _CHUNK):
+        stop = min(start + _CHUNK, packed.size - 1)
+        hits = np.flatnonzero(np.bitwise_xor(packed[start + 1 : stop + 1], packed[start:stop]) < limit)
+        found.append(hits + start)
+    return np.concatenate(found)
+
+
+def _resolve_collisions(packed: NDArray[np.uint64], keys_at: KeysAt, index_bits: int) -> NDArray[np.int64] | None:
+    """The indices of the sorted ``packed``, with runs of equal fixed-point keys ordered by full key;
+    ``None`` if two keys are exactly equal."""
+    same = _collision_slots(packed, index_bits)
     packed &= np.uint64((1 << index_bits) - 1)
     order = packed.view(np.int64)
     if not same.size:
-        return order, False
+        return order
     # Re-sorting any contiguous stretch of slots by full key is exact, so neighbouring runs may merge.
     slots = np.union1d(same, same + 1)
     run_ids = np.cumsum(np.diff(slots, prepend=slots[0] - 2) != 1)
     members = order[slots]
-    members = members[np.lexsort((members, keys[members], run_ids))]
-    order[slots] = members
+    member_keys = np.asarray(keys_at(members), np.float64)
+    by_key = np.lexsort((members, member_keys, run_ids))
+    members, member_keys = members[by_key], member_keys[by_key]
     # Equal keys can only be neighbours inside one run (equal keys share their fixed-point value).
-    member_keys = keys[members]
-    exact_ties = bool(np.any((member_keys[1:] == member_keys[:-1]) & (run_ids[1:] == run_ids[:-1])))
-    return order, exact_ties
+    if np.any((member_keys[1:] == member_keys[:-1]) & (run_ids[1:] == run_ids[:-1])):
+        return None
+    order[slots] = members
+    return order

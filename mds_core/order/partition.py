@@ -54,12 +54,14 @@ def _require_compatible(num_canonical_nodes: int, num_physical_nodes: int) -> No
         )
 
 
-def canonical_rows(num_samples: int, num_canonical_nodes: int, num_physical_nodes: int) -> NDArray[np.int64]:
+def canonical_rows(num_samples: int, num_canonical_nodes: int, num_physical_nodes: int,
+                   first_column: int = 0) -> NDArray[np.int64]:
     """``(C, width)`` positions per canonical node, repeats included, before interleaving.
 
     CN ``c`` covers ``[c*N//C, (c+1)*N//C)``; a row one short of ``ceil(N/C)`` repeats its last
     position, and when ``P = ratio*C`` each row is padded to a multiple of ``ratio`` with earlier
-    positions so the CN splits evenly over its nodes.
+    positions so the CN splits evenly over its nodes. Only columns from ``first_column`` on are
+    returned (a resumed epoch needs no more).
     """
     n, c, p = num_samples, num_canonical_nodes, num_physical_nodes
     per_cn = -(-n // c)
@@ -76,13 +78,15 @@ def canonical_rows(num_samples: int, num_canonical_nodes: int, num_physical_node
             UserWarning,
             stacklevel=4,
         )
-        return np.arange(c * width, dtype=np.int64).reshape(c, width) % n
+        return (np.arange(c * width, dtype=np.int64).reshape(c, width) % n)[:, first_column:]
 
+    built_from = 0 if pad else min(first_column, width)  # the padding copies earlier columns
     cn_ids = np.arange(c, dtype=np.int64)
     starts = cn_ids * n // c
     stops = (cn_ids + 1) * n // c
-    rows = starts[:, None] + np.arange(width, dtype=np.int64)[None, :]
-    rows[:, per_cn - 1] -= stops - starts < per_cn
+    rows = starts[:, None] + np.arange(built_from, width, dtype=np.int64)[None, :]
+    if per_cn - 1 >= built_from:
+        rows[:, per_cn - 1 - built_from] -= stops - starts < per_cn
     if pad:
         # Same (negative, Python-clamped) slice as the reference, so tiny N fails where it fails.
         source = rows[:, -2 * pad - ratio + 1 : -pad - ratio + 1]
@@ -93,7 +97,7 @@ def canonical_rows(num_samples: int, num_canonical_nodes: int, num_physical_node
                 "more canonical nodes"
             )
         rows[:, -pad:] = source
-    return rows
+    return rows[:, first_column - built_from:] if first_column > built_from else rows
 
 
 def _pad_to_ranks(node_ids: NDArray[np.int64], ranks_per_node: int) -> NDArray[np.int64]:
@@ -140,7 +144,10 @@ def partition_orig(
 
     # Column-major: CN 0, CN 1, ... at each depth. Only the sequence is kept: at 100M samples
     # every N-sized array alive at once costs 800 MB.
-    sequence = canonical_rows(num_samples, num_canonical_nodes, p).T.ravel()[drop_first:]
+    skipped_columns = drop_first // num_canonical_nodes
+    rows = canonical_rows(num_samples, num_canonical_nodes, p, skipped_columns)
+    sequence = rows.T.ravel()[drop_first - skipped_columns * num_canonical_nodes:]
+    del rows
     node_ids = _pad_to_ranks(sequence.reshape(-1, p).T, r)  # node q takes every P-th entry
     del sequence
 

@@ -333,3 +333,18 @@ def test_relaxed_reproduces_the_initial_traversal(data: st.DataObject, c: int, n
         np.testing.assert_array_equal(np.sort(resumed[:comparable], axis=1), np.sort(initial[:comparable], axis=1))
     else:
         np.testing.assert_array_equal(resumed, initial)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 400), c=st.integers(1, 8), p=st.sampled_from([1, 2, 4, 8]), first=st.integers(0, 500))
+def test_canonical_rows_from_a_column_are_the_tail_of_all_rows(n: int, c: int, p: int, first: int) -> None:
+    from mds_core.order.partition import canonical_rows
+    if c % p and p % c:
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        try:
+            whole = canonical_rows(n, c, p)
+        except ConfigurationError:
+            return
+        assert np.array_equal(canonical_rows(n, c, p, first), whole[:, first:])

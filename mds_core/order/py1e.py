@@ -1,0 +1,136 @@
+"""The py1e shuffle (the dataset's default), bit-exact with Mosaic Streaming, and its resumed form.
+
+Per canonical node (CN) the reference shuffles every unit's samples (all units first), then per
+unit draws a window width and one uniform shift per sample, and orders the CN's samples by
+position + shift (``shared/spec/ordering.md`` §2).
+
+A resumed epoch reads only the positions after the resumption point. For those it needs the order
+of the largest keys only (a partition and a sort of the tail) and the real shuffles of only the
+units that reach the tail; the other units' shuffles are replayed on the generator just to keep
+its draws in step, which costs a fraction of shuffling them.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from typing import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from mds_core.errors import ConfigurationError
+from mds_core.order.fisher_yates import UnitShuffler, ids_dtype, shuffled_ranges, skip_shuffles
+from mds_core.order.keysort import sort_packed_tail
+from mds_core.order.py1e_keys import PackedKeys
+from mds_core.order.spans import Groups, block_bounds, prologue
+
+_GATHER_CHUNK = 1 << 20  # elements per step of the final gather, so no N-sized temporary is made
+
+
+def shuffle_py1e(sizes: NDArray[np.int64], num_canonical_nodes: int, seed: int, epoch: int, block_size: int,
+                 starts: Sequence[int] | None = None) -> NDArray[np.int64]:
+    """Prologue, then spread each span's samples uniformly over a window of about ``block_size``.
+
+    With ``starts``, only positions ``>= starts[c]`` (counted from CN ``c``'s first position) are
+    computed; the others hold arbitrary values. The generators are advanced as by a full shuffle,
+    so the computed positions are exactly the full shuffle's.
+    """
+    lo_size, hi_size = block_bounds(block_size)
+    if lo_size >= hi_size:
+        # The reference fails in integers(lo, hi) at the first unit (every CN has one, or the
+        # empty-CN error comes first); say why instead of numpy's "low >= high".
+        raise ConfigurationError(
+            f"shuffle_block_size={block_size} is too small for the py1e shuffle: it needs at least 1"
+        )
+    (begins, ends), groups, epoch_rng = prologue(sizes, num_canonical_nodes, seed, epoch)
+    ids = np.empty(int(sizes.sum()), np.int64)
+    starts = [0] * num_canonical_nodes if starts is None else list(starts)
+    with UnitShuffler() as shuffler:
+        node = _CanonicalNodes(ids, num_canonical_nodes, epoch_rng, lo_size, hi_size, shuffler)
+        for cn, (g0, g1) in enumerate(groups):
+            node.order(cn, begins[g0:g1], ends[g0:g1], starts[cn])
+    if node.block_smaller_than_unit:
+        warnings.warn(
+            f"shuffle_block_size={block_size} is smaller than some shuffle units (shard parts), so "
+            "those units are not mixed with their neighbours by the py1e shuffle; set a larger "
+            "shuffle_block_size for a better shuffle",
+            UserWarning,
+            stacklevel=3,
+        )
+    return ids
+
+
+class _CanonicalNodes:
+    """py1e's per-CN work, CN after CN, into ``ids``."""
+
+    def __init__(self, ids: NDArray[np.int64], num_canonical_nodes: int, rng: np.random.Generator, lo_size: int,
+                 hi_size: int, shuffler: UnitShuffler) -> None:
+        self.ids, self.num_canonical_nodes = ids, num_canonical_nodes
+        self.rng, self.lo_size, self.hi_size, self.shuffler = rng, lo_size, hi_size, shuffler
+        self.dtype = ids_dtype(len(ids))  # the ids are 0..len-1
+        self.offset = 0  # first position of the next CN
+        self.block_smaller_than_unit = False
+
+    def order(self, cn: int, begins: NDArray[np.int64], ends: NDArray[np.int64], first: int) -> None:
+        """Fill positions ``first..`` of CN ``cn``, whose units are ``begins..ends`` in order."""
+        lengths = ends - begins
+        cn_size = int(lengths.sum())
+        if cn_size == 0:
+            count = self.num_canonical_nodes
+            raise ConfigurationError(
+                f"canonical node {cn} of {count} would get no samples: the epoch has {len(self.ids)} "
+                f"samples, fewer than num_canonical_nodes={count} (or this stream's share is that small); "
+                "check the dataset's index.json or lower num_canonical_nodes"
+            )
+        first = min(first, cn_size)
+        if first == 0:
+            # The units' shuffles run on threads while the keys are drawn and sorted.
+            values = shuffled_ranges(begins, ends, self.rng, self.shuffler, self.dtype)
+            states = []
+        else:
+            values = np.empty(cn_size, self.dtype)  # only the units the tail reads get filled
+            states = skip_shuffles(lengths, self.rng)
+        keys = PackedKeys(cn_size)
+        keys.draw(self.rng, lengths, self.lo_size, self.hi_size)
+        self.block_smaller_than_unit |= keys.block_smaller_than_unit
+
+        def shuffle_units_reaching(smallest: int) -> None:
+            # Starts the real shuffles of the units the tail reads, on threads, while it is sorted.
+            for unit in keys.units_reaching(smallest):
+                begin, length = keys.units[unit].offset, keys.units[unit].size
+                self.shuffler.shuffle_range_from(values[begin : begin + length], int(begins[unit]), self.rng,
+                                                 states[unit])
+
+        order = sort_packed_tail(keys.packed, first, keys.index_bits, keys.keys_at,
+                                 on_cut=shuffle_units_reaching if first else None)
+        if order is None:  # exact ties: numpy's own argsort decides, as in the reference
+            all_keys = keys.all_keys()
+            order = np.argsort(all_keys)[first:]
+            if first:
+                shuffle_units_reaching(_packed_value(all_keys[order[0]], keys.index_bits))
+            del all_keys
+        del keys
+        self.shuffler.wait()
+        _gather(values, order, self.ids[self.offset + first : self.offset + cn_size], self.shuffler)
+        self.offset += cn_size
+
+
+def _packed_value(scaled_key: float, index_bits: int) -> int:
+    return int(scaled_key) << index_bits
+
+
+def _gather(table: NDArray[np.integer], index: NDArray[np.int64], out: NDArray[np.int64],
+            shuffler: UnitShuffler) -> None:
+    """``out[:] = table[index]`` in chunks on the shuffler's threads (numpy releases the GIL).
+
+    ``np.take`` wants ``out`` of the table's dtype, and random reads overlap their cache misses
+    better from several cores.
+    """
+    def gather(start: int) -> None:
+        stop = start + _GATHER_CHUNK
+        out[start:stop] = table[index[start:stop]]
+
+    for start in range(0, len(index), _GATHER_CHUNK):
+        shuffler.run(functools.partial(gather, start))
+    shuffler.wait()
