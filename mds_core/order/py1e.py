@@ -23,7 +23,7 @@ from mds_core.errors import ConfigurationError
 from mds_core.order.fisher_yates import UnitShuffler, ids_dtype, shuffled_ranges, skip_shuffles
 from mds_core.order.keysort import sort_packed_tail
 from mds_core.order.py1e_keys import PackedKeys
-from mds_core.order.spans import Groups, block_bounds, prologue
+from mds_core.order.spans import block_bounds, prologue
 
 _GATHER_CHUNK = 1 << 20  # elements per step of the final gather, so no N-sized temporary is made
 
@@ -95,8 +95,11 @@ class _CanonicalNodes:
         keys.draw(self.rng, lengths, self.lo_size, self.hi_size)
         self.block_smaller_than_unit |= keys.block_smaller_than_unit
 
+        started: list[bool] = []
+
         def shuffle_units_reaching(smallest: int) -> None:
             # Starts the real shuffles of the units the tail reads, on threads, while it is sorted.
+            started.append(True)
             for unit in keys.units_reaching(smallest):
                 begin, length = keys.units[unit].offset, keys.units[unit].size
                 self.shuffler.shuffle_range_from(values[begin : begin + length], int(begins[unit]), self.rng,
@@ -107,7 +110,7 @@ class _CanonicalNodes:
         if order is None:  # exact ties: numpy's own argsort decides, as in the reference
             all_keys = keys.all_keys()
             order = np.argsort(all_keys)[first:]
-            if first:
+            if first and not started:  # the set of tail keys is known by now if it was announced
                 shuffle_units_reaching(_packed_value(all_keys[order[0]], keys.index_bits))
             del all_keys
         del keys

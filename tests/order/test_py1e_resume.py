@@ -94,6 +94,20 @@ def test_exact_ties_fall_back_to_numpys_argsort(monkeypatch: pytest.MonkeyPatch)
     assert np.array_equal(got[6000:], want[6000:])
 
 
+def test_a_tie_found_after_the_tail_is_announced_keeps_its_shuffles(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A tie shows only once the tail is sorted, after the units it reads started shuffling.
+    sizes = [100_000, 80_000, 120_000]
+    want = reference_py1e(sizes, 1, 8, 2, 200_000)
+
+    def sort_then_find_a_tie(*args, **kwargs):
+        sort_packed_tail(*args, **kwargs)
+        return None
+
+    monkeypatch.setattr(py1e, "sort_packed_tail", sort_then_find_a_tie)
+    got = get_shuffle("py1e", sizes, 1, 8, 2, 200_000, starts=[150_000])
+    assert np.array_equal(got[150_000:], want[150_000:])
+
+
 def test_starts_must_match_the_canonical_nodes() -> None:
     with pytest.raises(ConfigurationError, match="starts has 1 entries for 2 canonical nodes"):
         get_shuffle("py1e", [10, 10], 2, 0, 0, 8, starts=[3])
