@@ -125,7 +125,114 @@ static PyObject *py_skip(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/*
+ * pack_uniform_keys(capsule, packed, first_index, low, high, scale, index_bits) -> largest fixed-point key
+ *
+ * py1e's keys for consecutive samples i = first_index .. first_index + len(packed) - 1, packed for
+ * sorting: numpy's uniform(low, high) draw u = low + (high - low) * next_double (its
+ * random_uniform, one draw per sample, in order), key = double(i) + u as the reference adds them,
+ * then floor(key * scale) << index_bits | i. Built with -ffp-contract=off, so every operation
+ * rounds as numpy's does. Returns None (with the generator advanced part way) if a key falls
+ * outside [0, 2**(63 - index_bits) / scale), which the caller's bounds rule out.
+ */
+static PyObject *py_pack_uniform_keys(PyObject *self, PyObject *args) {
+    PyObject *capsule, *array;
+    long long first_index;
+    double low, high, scale;
+    int index_bits;
+    if (!PyArg_ParseTuple(args, "OOLdddi", &capsule, &array, &first_index, &low, &high, &scale, &index_bits)) {
+        return NULL;
+    }
+    bitgen_t *bg = bitgen_of(capsule);
+    if (bg == NULL) {
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(array, &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        return NULL;
+    }
+    if (view.itemsize != 8 || index_bits < 0 || index_bits > 62) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "pack_uniform_keys needs 8-byte items and 0 <= index_bits <= 62");
+        return NULL;
+    }
+    uint64_t *packed = (uint64_t *)view.buf;
+    int64_t count = (int64_t)(view.len / 8);
+    double range = high - low;
+    double limit = (double)(((uint64_t)1) << (63 - index_bits));
+    long long largest = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t k = 0; k < count; k++) {
+        int64_t index = (int64_t)first_index + k;
+        double u = low + range * bg->next_double(bg->state);
+        double scaled = ((double)index + u) * scale;
+        if (!(scaled >= 0.0 && scaled < limit)) {
+            largest = -2;
+            break;
+        }
+        int64_t fixed = (int64_t)scaled;
+        if (fixed > largest) {
+            largest = fixed;
+        }
+        packed[k] = ((uint64_t)fixed << index_bits) | (uint64_t)index;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    if (largest == -2) {
+        Py_RETURN_NONE;
+    }
+    return PyLong_FromLongLong(largest);
+}
+
+/*
+ * unpack_sorted_keys(packed, index_bits) -> list of collision slots
+ *
+ * One pass over sorted packed keys: the slots s whose fixed-point key equals slot s + 1's (their
+ * packed values differ only in the index bits), then every value reduced to its index.
+ */
+static PyObject *py_unpack_sorted_keys(PyObject *self, PyObject *args) {
+    PyObject *array;
+    int index_bits;
+    if (!PyArg_ParseTuple(args, "Oi", &array, &index_bits)) {
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(array, &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        return NULL;
+    }
+    if (view.itemsize != 8 || index_bits < 0 || index_bits > 62) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "unpack_sorted_keys needs 8-byte items and 0 <= index_bits <= 62");
+        return NULL;
+    }
+    uint64_t *packed = (uint64_t *)view.buf;
+    int64_t count = (int64_t)(view.len / 8);
+    uint64_t limit = ((uint64_t)1) << index_bits, mask = limit - 1;
+    PyObject *slots = PyList_New(0);
+    if (slots == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    for (int64_t i = 0; i < count; i++) {
+        if (i + 1 < count && (packed[i + 1] ^ packed[i]) < limit) {
+            PyObject *slot = PyLong_FromLongLong(i);
+            if (slot == NULL || PyList_Append(slots, slot) < 0) {
+                Py_XDECREF(slot);
+                Py_DECREF(slots);
+                PyBuffer_Release(&view);
+                return NULL;
+            }
+            Py_DECREF(slot);
+        }
+        packed[i] &= mask;
+    }
+    PyBuffer_Release(&view);
+    return slots;
+}
+
 static PyMethodDef methods[] = {
+    {"unpack_sorted_keys", py_unpack_sorted_keys, METH_VARARGS, "Collision slots of sorted packed keys; unpack them."},
+    {"pack_uniform_keys", py_pack_uniform_keys, METH_VARARGS, "py1e's keys for a run of samples, drawn and packed."},
     {"shuffle", py_shuffle, METH_VARARGS, "Generator.shuffle of a contiguous int32/int64 array, faster."},
     {"skip", py_skip, METH_VARARGS, "Advance a bit generator as a shuffle of n elements would."},
     {NULL, NULL, 0, NULL},

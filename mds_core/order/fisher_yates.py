@@ -25,9 +25,9 @@ from numpy.typing import NDArray
 from mds_core.order.spans import concat_ranges
 
 try:
-    from mds_core.order import _fisher_yates as _native
+    from mds_core.order import _fisher_yates as native
 except ImportError:  # built without a C compiler: numpy's shuffle, the same order, slower
-    _native = None
+    native = None
 
 # Units at least this long are shuffled on a worker thread; shorter ones are not worth a hand-off.
 _OFFLOAD_MIN = 1 << 16
@@ -46,14 +46,14 @@ def ids_dtype(stop: int) -> type[np.signedinteger]:
 
 def shuffle_in_place(rng: np.random.Generator, ids: NDArray[np.integer]) -> None:
     """``rng.shuffle(ids)``: the same order and generator state, in C when it is built."""
-    if _native is not None and _native_shuffles(ids):
+    if native is not None and _native_can_shuffle(ids):
         with rng.bit_generator.lock:  # numpy's own methods hold it while drawing
-            _native.shuffle(rng.bit_generator.capsule, ids)
+            native.shuffle(rng.bit_generator.capsule, ids)
     else:
         rng.shuffle(ids)
 
 
-def _native_shuffles(ids: NDArray[np.integer]) -> bool:
+def _native_can_shuffle(ids: NDArray[np.integer]) -> bool:
     return (type(ids) is np.ndarray and ids.ndim == 1 and ids.dtype.itemsize in (4, 8)
             and ids.flags.c_contiguous and ids.flags.writeable)
 
@@ -61,9 +61,9 @@ def _native_shuffles(ids: NDArray[np.integer]) -> bool:
 def skip_shuffle(rng: np.random.Generator, length: int) -> GeneratorState:
     """Advance ``rng`` exactly as ``rng.shuffle`` of ``length`` elements would; return the state before."""
     state = rng.bit_generator.state
-    if _native is not None:
+    if native is not None:
         with rng.bit_generator.lock:
-            _native.skip(rng.bit_generator.capsule, length)
+            native.skip(rng.bit_generator.capsule, length)
     else:
         # int64 items take numpy's specialised shuffle loop, about twice as fast as other sizes.
         rng.shuffle(as_strided(np.zeros(1, np.int64), shape=(length,), strides=(0,)))

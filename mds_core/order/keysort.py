@@ -18,13 +18,17 @@ an N-sized float array.
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 import numpy as np
 from numpy.typing import NDArray
 
+from mds_core.order.fisher_yates import native
+
 _MIN_FRACTION_BITS = 8  # below this, collisions get common enough that a plain argsort wins
 _CHUNK = 1 << 20  # elements per step of whole-array passes, so no N-sized temporary is made
+_PARALLEL_SORT_MIN = 1 << 20  # below this a second thread is not worth starting
 
 KeysAt = Callable[[NDArray[np.int64]], NDArray[np.float64]]  # full (scaled) keys of some indices
 
@@ -92,8 +96,21 @@ def sort_packed_tail(packed: NDArray[np.uint64], first: int, index_bits: int, ke
     if on_cut is not None and packed.size > first:
         on_cut(int(packed[first] if first else packed.min()))
     tail = packed[first:]
-    tail.sort()
+    _sort_in_halves(tail)
     return _resolve_collisions(tail, keys_at, index_bits)
+
+
+def _sort_in_halves(values: NDArray[np.uint64]) -> None:
+    """``values.sort()``, with both halves sorted at once after a partition (numpy sorts without the GIL)."""
+    if values.size < _PARALLEL_SORT_MIN:
+        values.sort()
+        return
+    middle = values.size // 2
+    values.partition(middle)  # unique values: every one below the middle is smaller than every one above
+    with ThreadPoolExecutor(1, thread_name_prefix="mds-sort") as helper:
+        upper = helper.submit(values[middle:].sort)
+        values[:middle].sort()
+        upper.result()
 
 
 def _pack(scaled: NDArray[np.float64], index_bits: int) -> NDArray[np.uint64]:
@@ -124,8 +141,11 @@ def _collision_slots(packed: NDArray[np.uint64], index_bits: int) -> NDArray[np.
 def _resolve_collisions(packed: NDArray[np.uint64], keys_at: KeysAt, index_bits: int) -> NDArray[np.int64] | None:
     """The indices of the sorted ``packed``, with runs of equal fixed-point keys ordered by full key;
     ``None`` if two keys are exactly equal."""
-    same = _collision_slots(packed, index_bits)
-    packed &= np.uint64((1 << index_bits) - 1)
+    if native is not None and packed.flags.c_contiguous:
+        same = np.array(native.unpack_sorted_keys(packed, index_bits), np.int64)
+    else:
+        same = _collision_slots(packed, index_bits)
+        packed &= np.uint64((1 << index_bits) - 1)
     order = packed.view(np.int64)
     if not same.size:
         return order

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from mds_core.order.fisher_yates import native
 from mds_core.order.keysort import packing_bits
 
 _CHUNK = 1 << 16  # draws turned into packed keys at a time, so the work stays in cache
@@ -66,6 +67,13 @@ class PackedKeys:
             offset += unit_size
 
     def _draw_unit(self, rng: np.random.Generator, low: float, high: float, offset: int, size: int) -> int:
+        if native is not None and size:
+            with rng.bit_generator.lock:
+                largest = native.pack_uniform_keys(rng.bit_generator.capsule, self.packed[offset : offset + size],
+                                                   offset, low, high, self.scale, self.index_bits)
+            if largest is None:
+                raise AssertionError(f"a py1e key of unit at {offset} fell outside [0, {self.cn_size})")
+            return largest
         largest = -1
         positions = np.arange(_CHUNK, dtype=np.float64)
         indices = np.arange(_CHUNK, dtype=np.uint64)

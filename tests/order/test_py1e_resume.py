@@ -147,7 +147,7 @@ def test_first_read_per_node_finds_each_nodes_first_position() -> None:
 
 def test_the_c_shuffle_is_built() -> None:
     # The Makefile's editable install compiles it; without it the library is correct but slower.
-    assert fisher_yates._native is not None
+    assert fisher_yates.native is not None
 
 
 @settings(max_examples=40, deadline=None)
@@ -198,3 +198,28 @@ def test_colliding_fixed_point_keys_are_drawn_again_and_ordered(monkeypatch: pyt
     assert redrawn
     got = get_shuffle("py1e", sizes, 1, 9176, 0, 4_000_000, starts=[2_000_000])
     assert np.array_equal(got[2_000_000:], want[2_000_000:])
+
+
+@settings(max_examples=30, deadline=None)
+@given(lengths=st.lists(st.integers(0, 100_000), min_size=1, max_size=5), seed=st.integers(0, 2**32),
+       block=st.integers(2, 300_000))
+def test_keys_packed_in_c_equal_keys_packed_by_numpy(lengths, seed, block) -> None:
+    import mds_core.order.py1e_keys as py1e_keys
+
+    lengths = np.array(lengths, np.int64)
+    cn_size = max(int(lengths.sum()), 1)
+    lo, hi = block_bounds(block)
+    results = []
+    for native in (py1e_keys.native, None):
+        saved, py1e_keys.native = py1e_keys.native, native
+        try:
+            rng = np.random.default_rng(seed)
+            keys = PackedKeys(cn_size)
+            keys.draw(rng, lengths, lo, max(hi, lo + 1))
+        finally:
+            py1e_keys.native = saved
+        results.append((keys.packed[: int(lengths.sum())].copy(), keys.fixed_max, rng.bit_generator.state))
+    (packed_c, max_c, state_c), (packed_np, max_np, state_np) = results
+    assert np.array_equal(packed_c, packed_np)
+    assert max_c == max_np
+    assert state_c == state_np
