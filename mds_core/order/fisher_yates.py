@@ -70,10 +70,11 @@ def skip_shuffle(rng: np.random.Generator, length: int) -> GeneratorState:
     return state
 
 
-def _generator_at(template: np.random.Generator, state: GeneratorState) -> np.random.Generator:
-    twin = np.random.Generator(type(template.bit_generator)())
-    twin.bit_generator.state = state
-    return twin
+def generator_at(state: GeneratorState) -> np.random.Generator:
+    """A new generator in ``state`` (a ``bit_generator.state``), which draws what its source would."""
+    bit_generator = getattr(np.random, state["bit_generator"])()
+    bit_generator.state = state
+    return np.random.Generator(bit_generator)
 
 
 class UnitShuffler:
@@ -90,15 +91,14 @@ class UnitShuffler:
             shuffle_in_place(rng, piece)
             return
         state = skip_shuffle(rng, len(piece))
-        self._pending.append(self._pool.submit(shuffle_in_place, _generator_at(rng, state), piece))
+        self._pending.append(self._pool.submit(shuffle_in_place, generator_at(state), piece))
 
-    def shuffle_range_from(self, piece: NDArray[np.integer], begin: int, rng: np.random.Generator,
-                           state: GeneratorState) -> None:
-        """Fill ``piece`` with ``begin, begin+1, ...`` and shuffle it as ``rng`` did from ``state``.
+    def shuffle_range_from(self, piece: NDArray[np.integer], begin: int, state: GeneratorState) -> None:
+        """Fill ``piece`` with ``begin, begin+1, ...`` and shuffle it as a generator in ``state`` would.
 
         ``state`` comes from :func:`skip_shuffle`; the result is ready after ``wait()``.
         """
-        twin = _generator_at(rng, state)
+        twin = generator_at(state)
 
         def fill_and_shuffle() -> None:
             piece[:] = np.arange(begin, begin + len(piece), dtype=piece.dtype)

@@ -102,8 +102,7 @@ class _CanonicalNodes:
             started.append(True)
             for unit in keys.units_reaching(smallest):
                 begin, length = keys.units[unit].offset, keys.units[unit].size
-                self.shuffler.shuffle_range_from(values[begin : begin + length], int(begins[unit]), self.rng,
-                                                 states[unit])
+                self.shuffler.shuffle_range_from(values[begin : begin + length], int(begins[unit]), states[unit])
 
         order = sort_packed_tail(keys.packed, first, keys.index_bits, keys.keys_at,
                                  on_cut=shuffle_units_reaching if first else None)

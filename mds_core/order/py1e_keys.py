@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from mds_core.order.fisher_yates import native
+from mds_core.order.fisher_yates import generator_at, native
 from mds_core.order.keysort import packing_bits
 
 _CHUNK = 1 << 16  # draws turned into packed keys at a time, so the work stays in cache
@@ -102,7 +102,7 @@ class PackedKeys:
         return keys
 
     def _unit_keys(self, unit: _UnitDraw, ks: NDArray[np.int64]) -> NDArray[np.float64]:
-        generator = _generator_at(unit.state)
+        generator = generator_at(unit.state)
         # PCG64 (default_rng's) jumps ahead in O(log k) and each uniform draw takes one output, so
         # a few keys are drawn one by one; many, or another generator, redraw the unit up to them.
         if len(ks) * _DRAWS_PER_JUMP > int(ks.max()) or unit.state["bit_generator"] != "PCG64":
@@ -122,7 +122,7 @@ class PackedKeys:
         """Every scaled key as one float array, for numpy's own argsort (exact ties)."""
         keys = np.arange(self.cn_size, dtype=np.float64)
         for unit in self.units:
-            keys[unit.offset : unit.offset + unit.size] += _generator_at(unit.state).uniform(unit.low, unit.high,
+            keys[unit.offset : unit.offset + unit.size] += generator_at(unit.state).uniform(unit.low, unit.high,
                                                                                               unit.size)
         keys *= self.scale
         return keys
@@ -131,9 +131,3 @@ class PackedKeys:
         """Units with a key at least the one packed as ``smallest_packed`` (a superset is fine)."""
         threshold = smallest_packed >> self.index_bits
         return [unit for unit, largest in enumerate(self.fixed_max) if largest >= threshold]
-
-
-def _generator_at(state: dict[str, Any]) -> np.random.Generator:
-    bit_generator = getattr(np.random, state["bit_generator"])()
-    bit_generator.state = state
-    return np.random.Generator(bit_generator)

@@ -166,6 +166,15 @@ def test_c_shuffle_and_skip_equal_numpys_shuffle(n: int, dtype, seed: int, pre_d
     assert ours.bit_generator.state == theirs.bit_generator.state
     fisher_yates.skip_shuffle(skipped, n)
     assert skipped.bit_generator.state == theirs.bit_generator.state
+    replayed = np.random.default_rng(seed)  # without the C extension: a stride-0 shuffle
+    if pre_draw:
+        replayed.integers(0, 7, dtype=np.uint32)
+    saved, fisher_yates.native = fisher_yates.native, None
+    try:
+        fisher_yates.skip_shuffle(replayed, n)
+    finally:
+        fisher_yates.native = saved
+    assert replayed.bit_generator.state == theirs.bit_generator.state
 
 
 def test_c_shuffle_of_a_big_array_and_of_unsupported_arrays() -> None:
