@@ -125,6 +125,19 @@ static PyObject *py_skip(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* A writable, contiguous buffer of packed keys (8-byte items) and a valid index width; 0 on success. */
+static int packed_keys_buffer(PyObject *array, int index_bits, Py_buffer *view) {
+    if (PyObject_GetBuffer(array, view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        return -1;
+    }
+    if (view->itemsize != 8 || index_bits < 0 || index_bits > 62) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_ValueError, "packed keys need 8-byte items and 0 <= index_bits <= 62");
+        return -1;
+    }
+    return 0;
+}
+
 /*
  * pack_uniform_keys(capsule, packed, first_index, low, high, scale, index_bits) -> largest fixed-point key
  *
@@ -148,12 +161,7 @@ static PyObject *py_pack_uniform_keys(PyObject *self, PyObject *args) {
         return NULL;
     }
     Py_buffer view;
-    if (PyObject_GetBuffer(array, &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
-        return NULL;
-    }
-    if (view.itemsize != 8 || index_bits < 0 || index_bits > 62) {
-        PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_ValueError, "pack_uniform_keys needs 8-byte items and 0 <= index_bits <= 62");
+    if (packed_keys_buffer(array, index_bits, &view) < 0) {
         return NULL;
     }
     uint64_t *packed = (uint64_t *)view.buf;
@@ -197,12 +205,7 @@ static PyObject *py_unpack_sorted_keys(PyObject *self, PyObject *args) {
         return NULL;
     }
     Py_buffer view;
-    if (PyObject_GetBuffer(array, &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
-        return NULL;
-    }
-    if (view.itemsize != 8 || index_bits < 0 || index_bits > 62) {
-        PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_ValueError, "unpack_sorted_keys needs 8-byte items and 0 <= index_bits <= 62");
+    if (packed_keys_buffer(array, index_bits, &view) < 0) {
         return NULL;
     }
     uint64_t *packed = (uint64_t *)view.buf;
