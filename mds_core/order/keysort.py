@@ -43,34 +43,26 @@ def packing_bits(n: int, largest: float) -> tuple[int, int]:
 def argsort_keys(keys: NDArray[np.float64], overwrite: bool = False) -> NDArray[np.int64]:
     """``np.argsort(keys)`` for finite float keys, exactly, usually several times faster.
 
-    With ``overwrite`` the keys are rescaled in place (exactly, order and ties kept), which saves
-    an N-sized copy at the peak of epoch generation.
-    """
-    return argsort_keys_tail(keys, 0, overwrite)
-
-
-def argsort_keys_tail(keys: NDArray[np.float64], first: int, overwrite: bool = False) -> NDArray[np.int64]:
-    """``np.argsort(keys)[first:]``, exactly, without ordering the ``first`` smallest keys among themselves.
-
-    With ``overwrite`` the keys may be rescaled in place, monotonically and exactly.
+    The same sort for keys already in one float array (py1e packs its keys as it draws them, see
+    :mod:`mds_core.order.py1e_keys`). With ``overwrite`` the keys are rescaled in place (exactly,
+    order and ties kept), which saves an N-sized copy.
     """
     n = keys.size
-    first = min(max(first, 0), n)
-    if n - first < 1 or n < 2:
-        return np.arange(first, n, dtype=np.int64)
+    if n < 2:
+        return np.arange(n, dtype=np.int64)
     low = math.floor(float(keys.min()))
     index_bits, fraction_bits = packing_bits(n, float(keys.max()) - low)
     if low < 0 or fraction_bits < _MIN_FRACTION_BITS:
-        return np.argsort(keys)[first:]
+        return np.argsort(keys)
     scaled = keys if overwrite else keys.copy()
     # Subtracting an integer below 2**53 and scaling by a power of two are both exact in float64.
     scaled -= low
     scaled *= float(1 << fraction_bits)
     packed = _pack(scaled, index_bits)
-    order = sort_packed_tail(packed, first, index_bits, lambda indices: scaled[indices])
+    order = sort_packed_tail(packed, 0, index_bits, lambda indices: scaled[indices])
     if order is None:
         del packed
-        return np.argsort(scaled)[first:]
+        return np.argsort(scaled)
     return order
 
 
