@@ -9,7 +9,7 @@ PYTEST_ARGS ?= -n 2
 
 # torch 2.13.0 (CPU) goes in first, from local disk, so nothing pulls a multi-GB CUDA build.
 # constraints.txt holds known-good versions, so pip resolves in seconds instead of backtracking.
-$(STAMP): pyproject.toml constraints.txt setup.py mds_core/order/_fisher_yates.c
+$(STAMP): pyproject.toml constraints.txt setup.py mds_core/order/shuffle/_fisher_yates.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Spark -> MDS, side by side: ``mds_core.spark.dataframe_to_mds`` (pyspark 4.3, ``.venv``) against the
+"""Spark -> MDS, side by side: ``mds_core.convert.spark.dataframe_to_mds`` (pyspark 4.3, ``.venv``) against the
 reference's ``streaming.base.converters.dataframe_to_mds`` (mosaicml-streaming 0.13 on pyspark 3.5,
 ``benchmarks/.venv-spark35``), on the same Parquet input, each in its own ``local[2]`` session.
 
@@ -117,7 +117,7 @@ def child(impl: str, source: str, out: str, scratch: str, compression: str = "zs
     frame = spark.read.parquet(source)
     rows = frame.count()  # warm-up: file listing, JVM
     if impl == "ours":
-        from mds_core.spark import dataframe_to_mds
+        from mds_core.convert.spark import dataframe_to_mds
     else:
         from streaming.base.converters import dataframe_to_mds
     with DiskSampler(Path(scratch)) as sampler:

@@ -30,7 +30,7 @@ LITDATA_VERSION="0.2.76"
 # script and the project's pyproject.toml are unchanged since the last complete run.
 STAMP="$VENV/.mds-bench-setup-stamp"
 stamp_value() {
-    cat "$BENCH_DIR/setup_env.sh" "$ROOT/pyproject.toml" "$ROOT/setup.py" "$ROOT/mds_core/order/_fisher_yates.c" 2>/dev/null | sha256sum | cut -d' ' -f1
+    cat "$BENCH_DIR/setup_env.sh" "$ROOT/pyproject.toml" "$ROOT/setup.py" "$ROOT/mds_core/order/shuffle/_fisher_yates.c" 2>/dev/null | sha256sum | cut -d' ' -f1
 }
 if [[ -x "$PY" && -f "$STAMP" && "$(cat "$STAMP")" == "$(stamp_value)" ]]; then
     echo "benchmarks/.venv is up to date (delete $STAMP to force a re-install)"

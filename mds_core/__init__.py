@@ -6,9 +6,9 @@ Training code moves over by changing one import::
 """
 
 from mds_core.errors import MDSError
-from mds_core.local import LocalDataset
-from mds_core.merge import merge_index
-from mds_core.writer import MDSWriter
+from mds_core.streaming.local import LocalDataset
+from mds_core.writer.merge import merge_index
+from mds_core.writer.mds_writer import MDSWriter
 
 __all__ = [
     "LocalDataset", "MDSError", "MDSWriter", "Stream", "StreamingDataLoader", "StreamingDataset", "merge_index",
@@ -17,10 +17,10 @@ __all__ = [
 # Loaded on first use: StreamingDataLoader imports torch (seconds), and the dataset modules pull in
 # the order machinery, which plain readers and writers do not need.
 _LAZY = {
-    "Stream": "mds_core.stream",
-    "StreamingDataset": "mds_core.dataset",
-    "StreamingDataLoader": "mds_core.loader",
-    "dataframe_to_mds": "mds_core.spark",
+    "Stream": "mds_core.streaming.stream",
+    "StreamingDataset": "mds_core.streaming.dataset",
+    "StreamingDataLoader": "mds_core.streaming.loader",
+    "dataframe_to_mds": "mds_core.convert.spark",
 }
 
 

@@ -14,10 +14,10 @@ import numpy as np
 
 from mds_core.errors import MDSError
 from mds_core.format.index import INDEX_BASENAME, parse_index
-from mds_core.local import LocalDataset
+from mds_core.streaming.local import LocalDataset
 from mds_core.storage.remote import is_remote, open_store
 from mds_core.storage.shard_cache import ShardCache
-from mds_core.verify import summarize, verify_dataset
+from mds_core.format.verify import summarize, verify_dataset
 
 
 def _human(num_bytes: int | None) -> str:
@@ -150,7 +150,7 @@ def check_order_command(paths: tuple[str, ...], global_batch: int, worlds: tuple
     difference where not. Exits 1 on any difference.
     """
     from mds_core.format.index import load_index
-    from mds_core.order.check import check_order, parse_world
+    from mds_core.order.simulate import check_order, parse_world
     from mds_core.order.spec import OrderSpec
 
     def run() -> list:

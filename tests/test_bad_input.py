@@ -19,7 +19,7 @@ from mds_core.errors import (
     UnknownEncodingError,
     UnsafePathError,
 )
-from mds_core.verify import verify_dataset
+from mds_core.format.verify import verify_dataset
 
 COLUMNS = {"id": "int", "text": "str", "vec": "ndarray:int16"}
 

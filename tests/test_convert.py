@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from mds_core import LocalDataset
 from mds_core.convert import table_to_mds
-from mds_core.convert_arrow import encode_rows, plain
-from mds_core.convert_types import plan_columns
+from mds_core.convert.arrow import encode_rows, plain
+from mds_core.convert.type_rules import plan_columns
 from mds_core.errors import ConversionError
 from mds_core.format.shard import Schema
 from tests.golden import assert_same
@@ -310,7 +310,7 @@ def test_pandas_categoricals_and_many_batches(tmp_path: Path) -> None:
 
 
 def test_an_empty_batch_encodes_to_nothing() -> None:
-    from mds_core.convert_arrow import encode_batch
+    from mds_core.convert.arrow import encode_batch
 
     table = pa.table({"a": pa.array([], pa.string()), "b": pa.array([], pa.int32()),
                       "c": pa.array([], pa.list_(pa.float32()))})

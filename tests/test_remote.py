@@ -28,7 +28,7 @@ from mds_core.errors import (
     OutputExistsError,
     StorageError,
 )
-from mds_core.coordination import user_dir
+from mds_core.streaming.jobdir import user_dir
 from mds_core.storage.remote import open_store
 from tests.s3 import Fault, object_gets
 from tests.test_distributed import _run_ranks

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from mds_core.errors import ConfigurationError
-from mds_core.world import World
+from mds_core.streaming.world import World
 
 
 def test_defaults_outside_torchrun() -> None:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import mds_core.writer
+import mds_core.writer.mds_writer
 from mds_core import LocalDataset, MDSWriter
 from mds_core.errors import ShardTooLargeError, WriterError
 from mds_core.format.shard import Schema
@@ -35,8 +35,8 @@ def test_bulk_writes_give_the_per_sample_files(tmp_path: Path, monkeypatch: pyte
                                                cuts: list[int], size_limit: int | None, compression: str | None,
                                                hashes: list[str]) -> None:
     # Small compression chunks, so chunk cuts fall inside bulk runs and must match the per-sample ones.
-    monkeypatch.setattr(mds_core.writer, "CHUNK_BYTES", 500)
-    monkeypatch.setattr(mds_core.writer, "ZSTD_CHUNK_BYTES", 500)
+    monkeypatch.setattr(mds_core.writer.mds_writer, "CHUNK_BYTES", 500)
+    monkeypatch.setattr(mds_core.writer.mds_writer, "ZSTD_CHUNK_BYTES", 500)
     samples = _samples(lengths)
     schema = Schema.from_columns(COLUMNS)
     encoded = [schema.encode(sample) for sample in samples]

@@ -20,7 +20,7 @@ from mds_core.errors import (
     UnknownEncodingError,
     WriterError,
 )
-from mds_core.units import bytes_to_int, parse_size_limit
+from mds_core.sizes import bytes_to_int, parse_size_limit
 
 COLUMNS = {"id": "int", "payload": "bytes"}
 

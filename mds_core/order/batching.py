@@ -1,7 +1,7 @@
 """One epoch's work: which global sample each (node, rank, worker, batch, slot) reads.
 
 ``generate_work`` reproduces Mosaic Streaming 0.13's ``generate_work`` for the four batching
-methods (``shared/spec/ordering.md`` §6): resample the streams, partition the epoch's positions over
+methods (``docs/ordering.md``, "Batching"): resample the streams, partition the epoch's positions over
 the world, shuffle them, and map them to global ("small") sample ids. The result has the shape
 ``(P, R, W, batches, B)`` with ``-1`` as padding, and the DataLoader traverses it as in §5.1.
 """
@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mds_core.errors import ConfigurationError
-from mds_core.order.checks import as_int
+from mds_core.order.arguments import as_int
 from mds_core.order.mixing import resample_streams
 from mds_core.order.partition import get_partitions
 from mds_core.order.shuffle import get_shuffle

@@ -1,7 +1,7 @@
 """Streams: proportion / repeat / choose, epoch size, and resampling into shuffle units.
 
 Bit-exact with Mosaic Streaming 0.13 (``Stream.apply_weights``, ``get_sampling`` and
-``StreamingDataset.resample_streams``); ``shared/spec/ordering.md`` §4 describes the rules. Every
+``StreamingDataset.resample_streams``); ``docs/ordering.md``, "Stream mixing", describes the rules. Every
 random draw below comes from a fresh ``numpy.random.default_rng(int)`` created for one purpose, in
 the same order as the reference, because the sample order depends on the exact random stream.
 """

@@ -2,7 +2,7 @@
 
 ``get_partitions(...)`` returns an int64 array of shape ``(P, R, W, batches_per_worker, B)`` whose
 entries are epoch *positions* ``0..N-1`` (later mapped through the shuffle) or ``-1`` for padding,
-identical to Mosaic Streaming 0.13 (``shared/spec/ordering.md`` §5).
+identical to Mosaic Streaming 0.13 (``docs/ordering.md``, "Partitions").
 
 The layout is built so that, read in the DataLoader's traversal order (``traversal_order``), global
 batch ``t`` holds the ``t``-th window of ``G = P*R*B`` entries of one sequence that depends only on
@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mds_core.errors import ConfigurationError
-from mds_core.order.checks import as_int
+from mds_core.order.arguments import as_int
 
 logger = logging.getLogger(__name__)
 

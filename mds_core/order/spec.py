@@ -2,7 +2,7 @@
 
 A StreamingDataset builds one from its arguments and its streams' shard sizes; ``generate_work``
 turns it, a world and an epoch into that epoch's sample ids. Defaults follow Mosaic Streaming 0.13
-(``shared/spec/ordering.md`` §2.7, §4, §6).
+(``docs/ordering.md``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from mds_core.errors import ConfigurationError
-from mds_core.order.checks import as_int
+from mds_core.order.arguments import as_int
 from mds_core.order.mixing import (
     StreamMix,
     StreamWeights,

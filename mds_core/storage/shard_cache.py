@@ -26,8 +26,8 @@ import numpy as np
 from mds_core.errors import ConfigurationError, HashMismatchError
 from mds_core.format.hashing import hasher
 from mds_core.format.index import FileInfo, ShardInfo
-from mds_core.coordination import process_alive
-from mds_core.storage.cache import has_size, decompress_shard
+from mds_core.streaming.jobdir import process_alive
+from mds_core.storage.raw_shards import has_size, decompress_shard
 from mds_core.storage.remote import RemoteStore
 
 CACHE_DIR = ".mds-cache"  # lock files and the ledger, inside the stream's local directory

@@ -37,7 +37,7 @@ class ShardsConfig(Config):
                    "(append for a new day, overwrite for a full refresh). Not yet published.")
 def shard_set(context: AssetExecutionContext, config: ShardsConfig, spark: SparkResource,
               catalog: TableCatalog, shard_store: ShardStore, source: SourceSettings) -> MaterializeResult:
-    from mds_core.spark import dataframe_to_mds
+    from mds_core.convert.spark import dataframe_to_mds
 
     days = sorted(context.partition_keys)
     frame = catalog.read_days(spark.session(), f"{source.dataset}_validated", days).orderBy("day", "id")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mds_core.errors import MDSError
-from mds_core.order.check import SimulatedWorld, check_order, parse_world
+from mds_core.order.simulate import SimulatedWorld, check_order, parse_world
 from mds_core.order.spec import OrderSpec
 
 DATA = Path(__file__).resolve().parent.parent / "fixtures" / "order-golden" / "datasets"

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mds_core.order.keysort import argsort_keys
+from mds_core.order.shuffle.keysort import argsort_keys
 
 
 def _py1e_like_keys(n: int, reach: float, seed: int) -> np.ndarray:
@@ -76,7 +76,7 @@ def test_negative_keys_fall_back_to_argsort() -> None:
        fraction=st.integers(8, 30))
 def test_collisions_are_found_alike_in_c_and_numpy(use_c: bool, n: int, reach: float, seed: int,
                                                    fraction: int) -> None:
-    from mds_core.order import keysort
+    from mds_core.order.shuffle import keysort
 
     # Few fraction bits make many fixed-point collisions; both passes must find them all.
     keys = np.floor(_py1e_like_keys(n, reach, seed) * 2.0**fraction) / 2.0**fraction

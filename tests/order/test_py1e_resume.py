@@ -1,6 +1,6 @@
 """py1e's fast paths: the C Fisher-Yates, keys packed as they are drawn, and resumed (tail-only) epochs.
 
-Each is checked against a literal port of the reference's py1e (``shared/spec/ordering.md`` §2.5),
+Each is checked against a literal port of the reference's py1e (``docs/ordering.md``, "Shuffles"),
 built only from numpy's own ``shuffle``, ``uniform`` and ``argsort``.
 """
 
@@ -14,11 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mds_core.errors import ConfigurationError
-from mds_core.order import fisher_yates, get_shuffle, py1e
+from mds_core.order import get_shuffle
+from mds_core.order.shuffle import fisher_yates, py1e
 from mds_core.order.batching import first_read_per_node
-from mds_core.order.keysort import sort_packed_tail
-from mds_core.order.py1e_keys import PackedKeys
-from mds_core.order.spans import block_bounds, prologue
+from mds_core.order.shuffle.keysort import sort_packed_tail
+from mds_core.order.shuffle.py1e_keys import PackedKeys
+from mds_core.order.shuffle.spans import block_bounds, prologue
 
 
 def reference_py1e(sizes: list[int], c: int, seed: int, epoch: int, block: int) -> np.ndarray:
@@ -213,7 +214,7 @@ def test_colliding_fixed_point_keys_are_drawn_again_and_ordered(monkeypatch: pyt
 @given(lengths=st.lists(st.integers(0, 100_000), min_size=1, max_size=5), seed=st.integers(0, 2**32),
        block=st.integers(2, 300_000))
 def test_keys_packed_in_c_equal_keys_packed_by_numpy(lengths, seed, block) -> None:
-    import mds_core.order.py1e_keys as py1e_keys
+    import mds_core.order.shuffle.py1e_keys as py1e_keys
 
     lengths = np.array(lengths, np.int64)
     cn_size = max(int(lengths.sum()), 1)

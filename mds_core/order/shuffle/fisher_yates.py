@@ -22,10 +22,10 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 from numpy.typing import NDArray
 
-from mds_core.order.spans import concat_ranges
+from mds_core.order.shuffle.spans import concat_ranges
 
 try:
-    from mds_core.order import _fisher_yates as native
+    from mds_core.order.shuffle import _fisher_yates as native
 except ImportError:  # built without a C compiler: numpy's shuffle, the same order, slower
     native = None
 

@@ -7,10 +7,10 @@ from typing import Any, Iterator
 import torch
 from torch.utils.data import DataLoader
 
-from mds_core.dataset import StreamingDataset, register_with_torch
-from mds_core.world import World
+from mds_core.streaming.dataset import StreamingDataset, register_with_torch
+from mds_core.streaming.world import World
 
-# mds_core.dataset may have been imported before torch.
+# mds_core.streaming.dataset may have been imported before torch.
 register_with_torch()
 
 

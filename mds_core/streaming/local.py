@@ -17,7 +17,7 @@ from mds_core.errors import CorruptShardError, InvalidIndexError, SampleIndexErr
 from mds_core.format.encodings import is_mds_encoding_safe
 from mds_core.format.index import INDEX_BASENAME, ShardInfo, load_index
 from mds_core.format.shard import Schema, ShardReader
-from mds_core.storage.cache import raw_shard_path
+from mds_core.storage.raw_shards import raw_shard_path
 
 
 class LocalDataset:

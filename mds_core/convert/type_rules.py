@@ -1,8 +1,8 @@
 """Type rules shared by ``dataframe_to_mds`` and ``table_to_mds``: Arrow type -> MDS encoding.
 
 Planning happens once per conversion (on the Spark driver) and yields one ``ColumnPlan`` per column;
-the encoders in ``mds_core.convert_arrow`` then follow the plan for every record batch. Spark types
-reach these rules through their Arrow form (``mds_core.spark`` maps them), so the two converters can
+the encoders in ``mds_core.convert.arrow`` then follow the plan for every record batch. Spark types
+reach these rules through their Arrow form (``mds_core.convert.spark`` maps them), so the two converters can
 not drift apart. The README's "Type mapping" table lists the same rules.
 """
 

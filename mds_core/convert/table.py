@@ -1,7 +1,7 @@
 """Tables to MDS without Spark: ``table_to_mds`` converts a pyarrow Table, a pandas DataFrame or an
-iterable of dicts with the same type rules and null policy as ``mds_core.spark.dataframe_to_mds``.
+iterable of dicts with the same type rules and null policy as ``mds_core.convert.spark.dataframe_to_mds``.
 
-Values are encoded a record batch at a time (``mds_core.convert_arrow``) and handed to an
+Values are encoded a record batch at a time (``mds_core.convert.arrow``) and handed to an
 ``MDSWriter`` as finished sample bytes, so the writer's shard layout, compression, hashing and
 atomic publication apply unchanged.
 """
@@ -16,15 +16,15 @@ from typing import Any, Iterable, Iterator
 
 import pyarrow as pa
 
-from mds_core.convert_arrow import ShapeGuessMissed, encode_batch, list_layout, plain
-from mds_core.convert_nulls import resolve_nulls
-from mds_core.convert_types import ColumnPlan, check_null_policy, plan_columns, with_shape
+from mds_core.convert.arrow import ShapeGuessMissed, encode_batch, list_layout, plain
+from mds_core.convert.nulls import resolve_nulls
+from mds_core.convert.type_rules import ColumnPlan, check_null_policy, plan_columns, with_shape
 from mds_core.errors import ConversionError
 from mds_core.format.index import ShardInfo
-from mds_core.writer import MDSWriter
+from mds_core.writer.mds_writer import MDSWriter
 
 BATCH_ROWS = 8192
-__all__ = ["ConversionStats", "table_to_mds"]
+
 
 
 @dataclass

@@ -2,12 +2,12 @@
 
 The reference's signature, defaults and return value, with its known problems fixed:
 
-* exact types (``mds_core.convert_types``), encoded from Arrow record batches (``mapInArrow``), never
+* exact types (``mds_core.convert.type_rules``), encoded from Arrow record batches (``mapInArrow``), never
   row by row through pandas;
 * every task attempt writes to its own staging directory ``<out>/_staging/<run>/<partition>.<attempt>``;
   the driver commits the winning attempt of each partition to ``<out>/<partition:05>``, removes the
   rest, and publishes ``index.json`` last, so retried or speculative attempts leave no orphans
-  (``mds_core.spark_target``);
+  (``mds_core.convert.staging``);
 * with a remote ``out`` each shard uploads as soon as it is complete and is deleted locally;
 * the driver collects one small manifest per partition, never data.
 
@@ -29,13 +29,13 @@ from typing import Any, Callable, Iterator
 import pyarrow as pa
 
 from mds_core import errors
-from mds_core.convert import ConversionStats, write_batch
-from mds_core.convert_arrow import ShapeGuessMissed
-from mds_core.convert_types import ColumnPlan, check_null_policy, plan_columns, with_shape
+from mds_core.convert.table import ConversionStats, write_batch
+from mds_core.convert.arrow import ShapeGuessMissed
+from mds_core.convert.type_rules import ColumnPlan, check_null_policy, plan_columns, with_shape
 from mds_core.errors import ConversionError, MissingDependencyError
 from mds_core.format.index import dumps_index
-from mds_core.spark_target import Target, open_target
-from mds_core.writer import MDSWriter
+from mds_core.convert.staging import Target, open_target
+from mds_core.writer.mds_writer import MDSWriter
 
 # Writer arguments the converter decides itself (out, columns) or handles on the driver.
 _DRIVER_KWARGS = {"out", "columns", "keep_local", "exist_ok", "progress_bar"}

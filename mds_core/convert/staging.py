@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from typing import Any
 
-from mds_core.convert import ConversionStats
+from mds_core.convert.table import ConversionStats
 from mds_core.errors import OutputExistsError
 from mds_core.format.index import INDEX_BASENAME, dumps_merged_index, parse_index
 

@@ -3,7 +3,7 @@
 ``get_shuffle(algo, shard_sizes, num_canonical_nodes, seed, epoch, block_size)`` returns an int64
 permutation ``perm`` of ``0..N-1`` (``N = sum(shard_sizes)``); position ``i`` of the epoch then
 reads big id ``perm[i]``. ``shard_sizes`` are the *shuffle units* produced by resampling, not raw
-shard sizes (``shared/spec/ordering.md`` §2).
+shard sizes (``docs/ordering.md``, "Shuffles").
 
 Every algorithm but ``naive`` keeps the canonical-node (CN) boundaries: output positions
 ``[c*N//C, (c+1)*N//C)`` hold only samples of the units assigned to CN ``c``, and that assignment
@@ -23,10 +23,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from mds_core.errors import ConfigurationError
-from mds_core.order.checks import as_int
-from mds_core.order.fisher_yates import UnitShuffler, ids_dtype, shuffle_in_place, shuffle_slices, shuffled_ranges
-from mds_core.order.py1e import shuffle_py1e
-from mds_core.order.spans import block_bounds, concat_ranges, cut_at_cn_boundaries, prologue, unit_spans
+from mds_core.order.arguments import as_int
+from mds_core.order.shuffle.fisher_yates import UnitShuffler, ids_dtype, shuffle_in_place, shuffle_slices, shuffled_ranges
+from mds_core.order.shuffle.py1e import shuffle_py1e
+from mds_core.order.shuffle.spans import block_bounds, concat_ranges, cut_at_cn_boundaries, prologue, unit_spans
 
 ShuffleFn = Callable[[NDArray[np.int64], int, int, int, int], NDArray[np.int64]]
 

@@ -2,7 +2,7 @@
 
 Per canonical node (CN) the reference shuffles every unit's samples (all units first), then per
 unit draws a window width and one uniform shift per sample, and orders the CN's samples by
-position + shift (``shared/spec/ordering.md`` §2).
+position + shift (``docs/ordering.md``, "Shuffles").
 
 A resumed epoch reads only the positions after the resumption point. For those it needs the order
 of the largest keys only (a partition and a sort of the tail) and the real shuffles of only the
@@ -20,10 +20,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mds_core.errors import ConfigurationError
-from mds_core.order.fisher_yates import UnitShuffler, ids_dtype, shuffled_ranges, skip_shuffles
-from mds_core.order.keysort import sort_packed_tail
-from mds_core.order.py1e_keys import PackedKeys
-from mds_core.order.spans import block_bounds, prologue
+from mds_core.order.shuffle.fisher_yates import UnitShuffler, ids_dtype, shuffled_ranges, skip_shuffles
+from mds_core.order.shuffle.keysort import sort_packed_tail
+from mds_core.order.shuffle.py1e_keys import PackedKeys
+from mds_core.order.shuffle.spans import block_bounds, prologue
 
 _GATHER_CHUNK = 1 << 20  # elements per step of the final gather, so no N-sized temporary is made
 

@@ -1,4 +1,4 @@
-"""py1e's sort keys for one canonical node, packed for :mod:`mds_core.order.keysort` as they are drawn.
+"""py1e's sort keys for one canonical node, packed for :mod:`mds_core.order.shuffle.keysort` as they are drawn.
 
 The reference gives sample ``i`` of a CN the key ``i + u``, with ``u`` drawn by one
 ``uniform(low, high, unit_size)`` call per unit, and argsorts the CN's float keys. Here each
@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from mds_core.order.fisher_yates import generator_at, native
-from mds_core.order.keysort import packing_bits
+from mds_core.order.shuffle.fisher_yates import generator_at, native
+from mds_core.order.shuffle.keysort import packing_bits
 
 _CHUNK = 1 << 16  # draws turned into packed keys at a time, so the work stays in cache
 _DRAWS_PER_JUMP = 500  # a jump ahead costs about as much as this many draws

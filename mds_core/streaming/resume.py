@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from mds_core.coordination import JobDir
+from mds_core.streaming.jobdir import JobDir
 from mds_core.errors import MDSError
 
 STATE_KEYS = ("epoch", "sample_in_epoch", "num_canonical_nodes", "shuffle_seed", "initial_physical_nodes")

@@ -24,7 +24,7 @@ from typing import Callable
 import numpy as np
 from numpy.typing import NDArray
 
-from mds_core.order.fisher_yates import native
+from mds_core.order.shuffle.fisher_yates import native
 
 _MIN_FRACTION_BITS = 8  # below this, collisions get common enough that a plain argsort wins
 _CHUNK = 1 << 20  # elements per step of whole-array passes, so no N-sized temporary is made
@@ -44,7 +44,7 @@ def argsort_keys(keys: NDArray[np.float64], overwrite: bool = False) -> NDArray[
     """``np.argsort(keys)`` for finite float keys, exactly, usually several times faster.
 
     The same sort for keys already in one float array (py1e packs its keys as it draws them, see
-    :mod:`mds_core.order.py1e_keys`). With ``overwrite`` the keys are rescaled in place (exactly,
+    :mod:`mds_core.order.shuffle.py1e_keys`). With ``overwrite`` the keys are rescaled in place (exactly,
     order and ties kept), which saves an N-sized copy.
     """
     n = keys.size

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from mds_core.convert_types import ColumnPlan, is_list
+from mds_core.convert.type_rules import ColumnPlan, is_list
 from mds_core.errors import ConversionError
 from mds_core.format.ndarray import _encode_shape
 
@@ -293,7 +293,7 @@ ENCODERS: dict[str, Callable[[pa.Array, ColumnPlan], Parts]] = {
 def encode_batch(columns: dict[str, pa.Array], plans: list[ColumnPlan]) -> tuple[Any, np.ndarray]:
     """Every row's MDS sample bytes, back to back in one buffer, and each row's size.
 
-    Nulls must have been dealt with (see ``mds_core.convert_nulls``). Feed the result to
+    Nulls must have been dealt with (see ``mds_core.convert.nulls``). Feed the result to
     ``MDSWriter.write_encoded_many``.
     """
     pieces: list[Any] = []

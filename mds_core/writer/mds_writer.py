@@ -22,7 +22,7 @@ from mds_core.format.hashing import check_hash_list, digests
 from mds_core.format.index import FileInfo, ShardInfo, dumps_index
 from mds_core.format.shard import MAX_SHARD_BYTES, Schema, shard_head
 from mds_core.storage.output import Output, open_output
-from mds_core.units import parse_size_limit
+from mds_core.sizes import parse_size_limit
 
 _WRITER_KWARGS = {"progress_bar", "max_workers", "retry", "exist_ok"}
 CHUNK_BYTES = 4 << 20  # compress this much at a time while the shard is still filling

@@ -9,9 +9,9 @@ from typing import Any
 
 from mds_core.errors import ConfigurationError
 from mds_core.format.index import INDEX_BASENAME
-from mds_core.local import LocalDataset
+from mds_core.streaming.local import LocalDataset
 from mds_core.order.mixing import StreamWeights
-from mds_core.coordination import user_dir
+from mds_core.streaming.jobdir import user_dir
 from mds_core.storage.remote import RemoteStore, local_path, open_store
 
 # Settings a Stream inherits from its StreamingDataset when left as None.

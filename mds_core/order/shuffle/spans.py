@@ -1,4 +1,4 @@
-"""Spans of sample ids and the steps every CN-aware shuffle starts with (``shared/spec/ordering.md`` §2).
+"""Spans of sample ids and the steps every CN-aware shuffle starts with (``docs/ordering.md``, "Shuffles").
 
 A unit is a contiguous range of big sample ids; the shuffles order units, cut them at the
 canonical-node boundaries and then shuffle inside them. These helpers do that on ``(begins, ends)``

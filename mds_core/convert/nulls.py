@@ -15,8 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from mds_core.convert_arrow import list_layout
-from mds_core.convert_types import ColumnPlan
+from mds_core.convert.arrow import list_layout
+from mds_core.convert.type_rules import ColumnPlan
 from mds_core.errors import ConversionError
 
 _DEFAULT_FILLS: dict[str, Any] = {

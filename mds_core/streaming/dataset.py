@@ -19,17 +19,17 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from mds_core.coordination import JobDir, default_root, new_job_token
+from mds_core.streaming.jobdir import JobDir, default_root, new_job_token
 from mds_core.errors import ConfigurationError, MDSError, SampleIndexError
 from mds_core.format.index import INDEX_BASENAME
-from mds_core.local import select
+from mds_core.streaming.local import select
 from mds_core.order import OrderSpec, generate_work
-from mds_core.resume import STATE_KEYS, EpochLedger, ResumeError, validate_state
+from mds_core.streaming.resume import STATE_KEYS, EpochLedger, ResumeError, validate_state
 from mds_core.storage.cache_limit import check_cache_limit, shards_in_use
-from mds_core.storage.prefetch import Prefetch
-from mds_core.stream import INHERITED, Stream
-from mds_core.units import bytes_to_int
-from mds_core.world import World
+from mds_core.streaming.prefetch import Prefetch
+from mds_core.streaming.stream import INHERITED, Stream
+from mds_core.sizes import bytes_to_int
+from mds_core.streaming.world import World
 
 
 _ITER_CHUNK = 4096  # ids mapped to shards per numpy call while iterating
