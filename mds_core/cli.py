@@ -15,7 +15,8 @@ import numpy as np
 from mds_core.errors import MDSError
 from mds_core.format.index import INDEX_BASENAME, parse_index
 from mds_core.streaming.local import LocalDataset
-from mds_core.storage.remote import is_remote, open_store
+from mds_core.storage.remote import open_store
+from mds_core.storage.urls import is_remote
 from mds_core.storage.shard_cache import ShardCache
 from mds_core.format.verify import summarize, verify_dataset
 
@@ -150,7 +151,8 @@ def check_order_command(paths: tuple[str, ...], global_batch: int, worlds: tuple
     difference where not. Exits 1 on any difference.
     """
     from mds_core.format.index import load_index
-    from mds_core.order.simulate import check_order, parse_world
+    from mds_core.order.simulate import check_order
+    from mds_core.order.world import parse_world
     from mds_core.order.spec import OrderSpec
 
     def run() -> list:

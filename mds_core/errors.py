@@ -91,6 +91,10 @@ class StorageError(MDSError, OSError):
     """A remote store or cache operation that failed for good (after retries); the message names the URL."""
 
 
+class StoreFileNotFoundError(StorageError, FileNotFoundError):
+    """A file that is not in the store (or local directory); the reference raised ``FileNotFoundError``."""
+
+
 class VersionConflictError(MDSError, RuntimeError):
     """Another writer committed the same shard-set version first; nothing of this commit was published."""
 

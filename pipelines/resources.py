@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 from dagster import ConfigurableResource
 from pydantic import Field
 
+from mds_core.storage.urls import join
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
@@ -29,13 +31,6 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 def data_dir() -> Path:
     """The project's data folder: ``$MDS_DATA_DIR`` or ``data/`` in the project."""
     return Path(os.environ.get("MDS_DATA_DIR") or PROJECT_ROOT / "data").resolve()
-
-
-def join_url(root: str, *parts: str) -> str:
-    """Join a local path or a URL (``s3://bucket/prefix``) with path parts, keeping the scheme."""
-    if "://" in root:
-        return "/".join([root.rstrip("/"), *(part.strip("/") for part in parts)])
-    return str(Path(root, *parts))
 
 
 class SparkResource(ConfigurableResource):
@@ -81,7 +76,7 @@ class TableCatalog(ConfigurableResource):
     warehouse: str = Field(default="", description="Warehouse folder or URL; default <data dir>/warehouse.")
 
     def location(self, table: str) -> str:
-        return join_url(self.warehouse or str(data_dir() / "warehouse"), table)
+        return join(self.warehouse or str(data_dir() / "warehouse"), table)
 
     def write_days(self, frame: "DataFrame", table: str, days: list[str]) -> None:
         """Replace the table's rows for ``days`` with ``frame``'s; other days stay as they are.
@@ -130,8 +125,6 @@ def _stored_schema(location: str) -> "StructType | None":
 
 
 def _exists(location: str) -> bool:
-    if "://" not in location:
-        return Path(location).exists()
     import fsspec
 
     fs, path = fsspec.core.url_to_fs(location)
@@ -147,7 +140,7 @@ class ShardStore(ConfigurableResource):
     cache_dir: str = Field(default="", description="Local cache for reading shards; default <data dir>/cache.")
 
     def url(self, name: str) -> str:
-        return join_url(self.root or str(data_dir() / "shard-sets"), name)
+        return join(self.root or str(data_dir() / "shard-sets"), name)
 
     def cache(self, name: str) -> str:
         return str(Path(self.cache_dir or data_dir() / "cache", name))

@@ -3,17 +3,18 @@ from __future__ import annotations
 import pytest
 
 from mds_core.errors import ConfigurationError
-from mds_core.streaming.world import World
+from mds_core.order.world import World
+from mds_core.streaming.world import detect_world
 
 
 def test_defaults_outside_torchrun() -> None:
-    world = World.detect({})
+    world = detect_world({})
     assert (world.num_nodes, world.ranks_per_node, world.rank, world.workers_per_rank) == (1, 1, 0, 1)
     assert world.is_local_leader
 
 
 def test_torchrun_environment() -> None:
-    world = World.detect({"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "4"})
+    world = detect_world({"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "4"})
     assert (world.num_nodes, world.ranks_per_node, world.node, world.rank_of_node) == (2, 4, 1, 1)
     assert not world.is_local_leader and world.num_ranks == 8
 
@@ -26,7 +27,7 @@ def test_torchrun_environment() -> None:
 ])
 def test_inconsistent_environments_raise(env: dict, message: str) -> None:
     with pytest.raises(ConfigurationError, match=message):
-        World.detect(env)
+        detect_world(env)
 
 
 def test_replication_builds_the_parallel_world() -> None:

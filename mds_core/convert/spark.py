@@ -104,7 +104,7 @@ def dataframe_to_mds(
     spec, manifests = _run_until_shapes_hold(dataframe, spec, target, kwargs.get("progress_bar"))
     stats = target.commit(manifests, spec.staging, merge_index)
     stats.seconds = time.perf_counter() - started
-    return ConversionResult(target.local_result(kwargs.get("keep_local", False)), target.remote or "", stats)
+    return ConversionResult(target.local_result(kwargs.get("keep_local", False)), target.location.remote or "", stats)
 
 
 def _import_pyspark() -> Any:

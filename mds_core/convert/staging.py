@@ -16,19 +16,32 @@ from typing import Any
 from mds_core.convert.table import ConversionStats
 from mds_core.errors import OutputExistsError
 from mds_core.format.index import INDEX_BASENAME, dumps_merged_index, parse_index
+from mds_core.storage.files import atomic_write
+from mds_core.storage.output import Out, OutputLocation, parse_out
+from mds_core.storage.remote import RemoteStore, open_store
+from mds_core.storage.urls import is_remote, join
 
 STAGING_DIR = "_staging"
 
 
 class Target:
-    """The converter's output location: where staging lives, how attempts are committed."""
+    """The converter's output location: where staging lives, how attempts are committed.
 
-    def __init__(self, url: str, local: str | None, remote: str | None) -> None:
-        self.url, self.local, self.remote = url, local, remote
-        self._remote_store: Any = None
+    ``url`` is the dataset's home (an absolute path or a URL), ``remote`` the same URL when the
+    home is remote (executors then stage locally and upload), ``local`` the driver's directory for
+    a copy of the merged ``index.json`` (``out=(local, remote)``), if any.
+    """
+
+    def __init__(self, location: OutputLocation, local: str | None) -> None:
+        self.location = location
+        home = location.home
+        self.url = home if is_remote(home) else os.path.abspath(home)
+        self.remote = self.url if is_remote(home) else None
+        self.local = local
+        self._remote_store: RemoteStore | None = None
 
     def staging_location(self, run: str) -> str:
-        return f"{self.url}/{STAGING_DIR}/{run}" if self.remote else os.path.join(self.url, STAGING_DIR, run)
+        return join(self.url, STAGING_DIR, run)
 
     def commit(self, manifests: list[dict[str, Any]], staging: str, merge: bool) -> ConversionStats:
         """Move each partition's winning attempt into place, drop the rest, publish index.json last."""
@@ -64,14 +77,10 @@ class Target:
     def _publish(self, rel: str, data: bytes) -> None:
         if self.remote:
             self._store().write_bytes(rel, data)
-            if self.local:
-                from mds_core.storage.output import atomic_write
-
-                atomic_write(os.path.join(self.local, rel), [data])
         else:
-            from mds_core.storage.output import atomic_write
-
             atomic_write(os.path.join(self.url, rel), [data])
+        if self.local:
+            atomic_write(os.path.join(self.local, rel), [data])
 
     def discard(self, staging: str) -> None:
         """Remove a run's staging tree (losing attempts included), and ``_staging`` once empty."""
@@ -85,43 +94,34 @@ class Target:
             pass  # another run's staging is still there
 
     def local_result(self, keep_local: bool) -> str:
-        if self.remote:
-            if self.local and not keep_local:
-                shutil.rmtree(self.local, ignore_errors=True)
-            return self.local or ""
-        return self.url
+        """The reference's first return value: the local directory (removed unless ``keep_local``)."""
+        if self.local is None:
+            return self.url
+        if not keep_local:
+            shutil.rmtree(self.local, ignore_errors=True)
+        return self.local
 
-    def _store(self) -> Any:
+    def _store(self) -> RemoteStore:
         if self._remote_store is None:
-            from mds_core.storage.remote import open_store
-
             self._remote_store = open_store(self.url)
         return self._remote_store
 
 
-def open_target(out: Any, exist_ok: bool) -> Target:
+def open_target(out: Out, exist_ok: bool) -> Target:
     """Resolve ``out`` and refuse (or, with ``exist_ok``, clear) a location that already holds data."""
-    local, remote = (out if isinstance(out, tuple) else (None, out))
-    remote = os.fspath(remote) if remote is not None else None
-    if remote is not None and not _is_remote(remote):
-        local, remote = remote, None
-    if remote is None:
-        path = os.fspath(local)
-        target = Target(os.path.abspath(path[len("file://"):] if path.startswith("file://") else path), None, None)
+    location = parse_out(out)
+    if location.remote is None:
+        target = Target(location, None)
         _prepare_local(target.url, exist_ok)
         return target
-    local = os.fspath(local) if local is not None else tempfile.mkdtemp(prefix="mds-driver-")
+    local = location.local or tempfile.mkdtemp(prefix="mds-driver-")
     os.makedirs(local, exist_ok=True)
-    target = Target(remote.rstrip("/"), local, remote.rstrip("/"))
-    _prepare_remote(target, exist_ok)
+    target = Target(location, local)
+    if target.remote:
+        _prepare_remote(target, exist_ok)
+    else:
+        _prepare_local(target.url, exist_ok)
     return target
-
-
-def _is_remote(path: str) -> bool:
-    from urllib.parse import urlparse
-
-    scheme = urlparse(path).scheme
-    return len(scheme) > 1 and scheme != "file"
 
 
 def _prepare_local(path: str, exist_ok: bool) -> None:

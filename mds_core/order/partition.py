@@ -22,19 +22,11 @@ from numpy.typing import NDArray
 
 from mds_core.errors import ConfigurationError
 from mds_core.order.arguments import as_int
+from mds_core.order.traversal import traversal_order
 
 logger = logging.getLogger(__name__)
 
 PartitionFn = Callable[[int, int, int, int, int, int, int, Optional[int]], NDArray[np.int64]]
-
-
-def traversal_order(work: NDArray[np.int64]) -> NDArray[np.int64]:
-    """Flatten a ``(P, R, W, batches, B)`` array in global traversal order, ``-1`` included.
-
-    The DataLoader takes batch 0 of worker 0, batch 0 of worker 1, ... and each step's global
-    batch is the devices' batches in rank order, hence (batch, worker, node, rank, sample).
-    """
-    return work.transpose(3, 2, 0, 1, 4).ravel()
 
 
 def nodes_compatible(num_canonical_nodes: int, num_physical_nodes: int) -> bool:

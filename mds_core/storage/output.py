@@ -1,4 +1,11 @@
-"""Where a writer's files go: a local directory, or a local staging directory uploaded to a remote store.
+"""Where a writer's files go: the one parser of ``out``, and the two kinds of output it leads to.
+
+``out`` means the same everywhere (``MDSWriter``, ``merge_index``, ``dataframe_to_mds``):
+
+* a local path or ``file://`` URL: the dataset is written there;
+* a remote URL (``s3://...``): files are staged in a temporary directory and uploaded;
+* ``(local, remote)``: files are staged in ``local`` and copied to ``remote``, the dataset's home
+  (a URL or another local path). ``remote=None``, or the same path twice, means ``local`` alone.
 
 Every file is written to a unique temporary name and renamed into place, so a crash never leaves
 a truncated file under a final name, and ``index.json`` is published last.
@@ -12,12 +19,53 @@ import tempfile
 import threading
 import warnings
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Protocol
-from urllib.parse import urlparse
 
 from mds_core.errors import MDSError, OutputExistsError, WriterError
+from mds_core.storage.files import atomic_write
+from mds_core.storage.remote import open_store
+from mds_core.storage.urls import is_remote, local_path
 
 INDEX = "index.json"
+Out = str | os.PathLike[str] | tuple[str | None, str | None]
+
+
+@dataclass(frozen=True)
+class OutputLocation:
+    """A parsed ``out``: the local directory files are written in, and the dataset's home if elsewhere.
+
+    ``local`` is None when files are staged in a temporary directory; ``remote`` is None when the
+    dataset lives in ``local`` itself. ``home`` is where the finished dataset is.
+    """
+
+    local: str | None
+    remote: str | None
+
+    @property
+    def home(self) -> str:
+        return self.remote if self.remote is not None else self.local or ""
+
+
+def parse_out(out: Out) -> OutputLocation:
+    """The one reading of a writer's ``out`` (see the module docstring)."""
+    if not isinstance(out, tuple):
+        location = _normalise(os.fspath(out))
+        return OutputLocation(None, location) if is_remote(location) else OutputLocation(location, None)
+    if len(out) != 2:
+        raise WriterError(f"out=(local, remote) must have two entries, got {out!r}")
+    local, remote = (_normalise(os.fspath(part)) if part else None for part in out)
+    if local is None and remote is None:
+        raise WriterError("out=(None, None) names no location; give a path or a URL")
+    if local is not None and is_remote(local):
+        raise WriterError(f"out=(local, remote): local must be a local directory, got {local!r}")
+    if local is None and remote is not None and not is_remote(remote):
+        return OutputLocation(remote, None)  # nothing to stage elsewhere: write in place
+    return OutputLocation(local, None if remote == local else remote)
+
+
+def _normalise(location: str) -> str:
+    return location.rstrip("/") if is_remote(location) else local_path(location)
 
 
 class Output(Protocol):
@@ -55,7 +103,7 @@ class LocalOutput:
         self._written.append(basename)
 
     def publish_index(self, data: bytes) -> None:
-        atomic_write(os.path.join(self.location, "index.json"), [data])
+        atomic_write(os.path.join(self.location, INDEX), [data])
 
     def abort(self) -> None:
         """Remove what this writer wrote, so a failed run leaves no half-dataset behind."""
@@ -77,8 +125,6 @@ class RemoteOutput:
 
     def __init__(self, local: str | None, remote: str, *, keep_local: bool = False, exist_ok: bool = False,
                  retry: int = 2, max_workers: int | None = None) -> None:
-        from mds_core.storage.remote import open_store
-
         self.location = remote
         self.store = open_store(remote, retry=retry, timeout=None)
         self.keep_local = keep_local
@@ -143,43 +189,16 @@ class RemoteOutput:
 
 
 def open_output(
-    out: str | os.PathLike[str] | tuple[str, str],
+    out: Out,
     exist_ok: bool = False,
     *,
     keep_local: bool = False,
     retry: int = 2,
     max_workers: int | None = None,
 ) -> Output:
-    """Resolve a writer's ``out``: a local directory, a remote URL, or ``(local, remote)``."""
-    from mds_core.storage.remote import is_remote, local_path
-
-    if isinstance(out, tuple):
-        local, remote = (os.fspath(part) if part is not None else None for part in out)
-        if remote is None or remote == local:
-            return LocalOutput(local_path(local), exist_ok)
-        return RemoteOutput(local, remote, keep_local=keep_local, exist_ok=exist_ok, retry=retry,
-                            max_workers=max_workers)
-    out = os.fspath(out)
-    if is_remote(out):
-        return RemoteOutput(None, out, keep_local=keep_local, exist_ok=exist_ok, retry=retry,
-                            max_workers=max_workers)
-    return LocalOutput(local_path(out), exist_ok)
-
-
-def is_url(path: str) -> bool:
-    scheme = urlparse(path).scheme
-    return len(scheme) > 1  # a single letter is a Windows drive, not a scheme
-
-
-def atomic_write(path: str, parts: list[bytes]) -> None:
-    """Write ``parts`` to a unique temporary file beside ``path``, then rename it into place."""
-    directory = os.path.dirname(path) or "."
-    fd, tmp_path = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb", buffering=1 << 20) as file:
-            file.writelines(parts)
-        os.replace(tmp_path, path)
-    except BaseException:
-        if os.path.exists(tmp_path):
-            os.unlink(tmp_path)
-        raise
+    """The output ``out`` names: a local directory, or local staging uploaded to the dataset's home."""
+    location = parse_out(out)
+    if location.remote is None:
+        return LocalOutput(location.local or "", exist_ok)
+    return RemoteOutput(location.local, location.remote, keep_local=keep_local, exist_ok=exist_ok, retry=retry,
+                        max_workers=max_workers)

@@ -8,11 +8,11 @@ remote stream come through ``ShardCache`` (``storage/shard_cache.py``), which do
 from __future__ import annotations
 
 import os
-import tempfile
 
-from mds_core.errors import CompressionError, CorruptShardError, MDSError
+from mds_core.errors import CompressionError, CorruptShardError, StorageError
 from mds_core.format.compression import get_codec
 from mds_core.format.index import ShardInfo
+from mds_core.storage.files import atomic_file, has_size
 
 
 def raw_shard_path(root: str, shard: ShardInfo, cache_root: str | None = None) -> str:
@@ -38,30 +38,16 @@ def raw_shard_path(root: str, shard: ShardInfo, cache_root: str | None = None) -
 def decompress_shard(zip_path: str, raw_path: str, shard: ShardInfo) -> None:
     """Decompress ``zip_path`` to ``raw_path`` atomically, checking the size the index records."""
     codec = get_codec(shard.compression)
-    directory = os.path.dirname(raw_path) or "."
     try:
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp_path = tempfile.mkstemp(prefix=os.path.basename(raw_path) + ".", suffix=".tmp", dir=directory)
-    except OSError as err:
-        raise MDSError(f"{raw_path}: cannot write the decompressed shard ({err}); pass a writable cache_dir") from err
-    try:
-        with open(zip_path, "rb") as src, os.fdopen(fd, "wb") as dst:
+        with open(zip_path, "rb") as src, atomic_file(raw_path) as dst:
             codec.decompress_file(src, dst)
             written = dst.tell()
-        if written != shard.raw_data.bytes:
-            raise CorruptShardError(
-                f"{zip_path}: decompresses to {written} bytes but the index says {shard.raw_data.bytes}"
-            )
-        os.replace(tmp_path, raw_path)
+            if written != shard.raw_data.bytes:
+                raise CorruptShardError(
+                    f"{zip_path}: decompresses to {written} bytes but the index says {shard.raw_data.bytes}"
+                )
     except CompressionError as err:
         raise CorruptShardError(f"{zip_path}: {err}") from err
-    finally:
-        if os.path.exists(tmp_path):
-            os.unlink(tmp_path)
-
-
-def has_size(path: str, size: int) -> bool:
-    try:
-        return os.stat(path).st_size == size
-    except FileNotFoundError:
-        return False
+    except OSError as err:
+        raise StorageError(f"{raw_path}: cannot decompress {zip_path} into it ({err}); if the dataset's directory "
+                           "is read-only, pass a writable cache_dir") from err

@@ -15,11 +15,12 @@ import os
 import random
 import shutil
 import time
-import uuid
 from typing import Any, Callable, TypeVar
 from urllib.parse import urlparse
 
-from mds_core.errors import ConfigurationError, MDSError, MissingDependencyError, StorageError
+from mds_core.errors import ConfigurationError, MDSError, MissingDependencyError, StorageError, StoreFileNotFoundError
+from mds_core.storage.files import atomic_write, create_exclusive, staged_path
+from mds_core.storage.urls import is_remote, local_path
 
 T = TypeVar("T")
 
@@ -37,20 +38,6 @@ BACKENDS: dict[str, tuple[str, str]] = {
 }
 _COPY_CHUNK = 8 << 20
 _MAX_BACKOFF = 8.0
-
-
-def is_remote(url: str | os.PathLike[str] | None) -> bool:
-    """True for a URL with a scheme other than ``file``; plain paths (and ``C:``) are local."""
-    if url is None:
-        return False
-    scheme = urlparse(os.fspath(url)).scheme
-    return len(scheme) > 1 and scheme != "file"
-
-
-def local_path(url: str | os.PathLike[str]) -> str:
-    """A plain path for a local path or ``file://`` URL."""
-    url = os.fspath(url)
-    return urlparse(url).path if url.startswith("file://") else url
 
 
 class RemoteStore:
@@ -107,21 +94,14 @@ class RemoteStore:
         ``expected_bytes`` catches truncated bodies; ``check(tmp_path)`` may raise to reject the
         bytes (a hash mismatch). Both count as failed attempts and are retried.
         """
-        os.makedirs(os.path.dirname(dest) or ".", exist_ok=True)
-        tmp = f"{dest}.{uuid.uuid4().hex[:12]}.tmp"
-
         def attempt() -> None:
-            try:
+            with staged_path(dest) as tmp:
                 self._transfer(self._get_file, self._path_of(rel), tmp)
                 size = os.path.getsize(tmp)
                 if expected_bytes is not None and size != expected_bytes:
                     raise _Truncated(f"got {size} bytes, expected {expected_bytes}")
                 if check is not None:
                     check(tmp)
-                os.replace(tmp, dest)
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
 
         self._retrying(f"download of {self.url_of(rel)}", attempt)
 
@@ -136,9 +116,7 @@ class RemoteStore:
     def write_bytes(self, rel: str, data: bytes) -> None:
         """Replace ``rel`` with ``data`` (atomically on local disks: temp file and rename)."""
         if self._is_local:
-            from mds_core.storage.output import atomic_write
-
-            self._retrying(f"write of {self.url_of(rel)}", lambda: _local_atomic(atomic_write, self._path_of(rel), data))
+            self._retrying(f"write of {self.url_of(rel)}", lambda: atomic_write(self._path_of(rel), [data]))
             return
         self._retrying(f"write of {self.url_of(rel)}", lambda: self.fs.pipe_file(self._path_of(rel), data))
 
@@ -149,7 +127,7 @@ class RemoteStore:
         conditional PUT (``If-None-Match: *``).
         """
         if self._is_local:
-            return _local_create(self._path_of(rel), data)
+            return create_exclusive(self._path_of(rel), data)
 
         def attempt() -> bool:
             try:
@@ -219,10 +197,12 @@ class RemoteStore:
                 time.sleep(min(_MAX_BACKOFF, 0.25 * 2 ** (number - 1)) + random.uniform(0, 0.1))
             try:
                 return attempt()
-            except (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError) as err:
-                raise StorageError(f"{what} failed: {_describe(err)}") from err  # retrying cannot help
             except (StorageError, ConfigurationError, MissingDependencyError):
                 raise
+            except FileNotFoundError as err:  # retrying cannot help
+                raise StoreFileNotFoundError(f"{what} failed: {_describe(err)}") from err
+            except (PermissionError, IsADirectoryError, NotADirectoryError) as err:
+                raise StorageError(f"{what} failed: {_describe(err)}") from err
             except Exception as err:  # network errors come in many library-specific types
                 last = err
         message = f"{what} failed after {self.retry} attempt(s): {_describe(last)}"
@@ -251,14 +231,8 @@ class RemoteStore:
 
     def _put_file(self, lpath: str, rpath: str) -> None:
         if self._is_local:
-            os.makedirs(os.path.dirname(rpath), exist_ok=True)
-            tmp = f"{rpath}.{uuid.uuid4().hex[:12]}.tmp"
-            try:
+            with staged_path(rpath) as tmp:
                 shutil.copyfile(lpath, tmp)
-                os.replace(tmp, rpath)
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
             return
         self.fs.put_file(lpath, rpath)
 
@@ -277,29 +251,6 @@ def _copy_until(source: Any, target: Any, deadline: float | None) -> None:
         target.write(chunk)
         if deadline is not None and time.monotonic() > deadline:
             raise TimeoutError("did not finish within the download timeout")
-
-
-def _local_atomic(atomic_write: Callable[[str, list[bytes]], None], path: str, data: bytes) -> None:
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    atomic_write(path, [data])
-
-
-def _local_create(path: str, data: bytes) -> bool:
-    """Write a complete temporary file, then hard-link it to ``path``: linking fails if ``path`` exists."""
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    tmp = f"{path}.{uuid.uuid4().hex[:12]}.tmp"
-    try:
-        with open(tmp, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            return False
-        return True
-    finally:
-        os.unlink(tmp)
 
 
 def _describe(err: BaseException | None) -> str:

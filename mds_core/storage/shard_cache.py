@@ -14,20 +14,19 @@ its map stays valid until closed.
 
 from __future__ import annotations
 
-import fcntl
+import hashlib
 import os
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 import numpy as np
 
 from mds_core.errors import ConfigurationError, HashMismatchError
 from mds_core.format.hashing import hasher
 from mds_core.format.index import FileInfo, ShardInfo
-from mds_core.streaming.jobdir import process_alive
-from mds_core.storage.raw_shards import has_size, decompress_shard
+from mds_core.storage.files import file_lock, has_size, process_alive, staged_path
+from mds_core.storage.raw_shards import decompress_shard
 from mds_core.storage.remote import RemoteStore
 
 CACHE_DIR = ".mds-cache"  # lock files and the ledger, inside the stream's local directory
@@ -106,7 +105,7 @@ class ShardCache:
         raw = self.shards[shard_id].raw_data
         raw_path = os.path.join(self.root, raw.basename)
         if not has_size(raw_path, raw.bytes):
-            with _flock(self._lock_path(shard_id)):
+            with file_lock(self._lock_path(shard_id)):
                 if not has_size(raw_path, raw.bytes):  # another process may have fetched it meanwhile
                     self._fetch(shard_id, raw_path)
         return raw_path
@@ -189,14 +188,13 @@ class _Ledger:
     def __init__(self, directory: str, key: str, num_shards: int, is_present: Any) -> None:
         self.lock_path = os.path.join(directory, f"ledger-{key}.lock")
         path = os.path.join(directory, f"ledger-{key}.u64")
-        with _flock(self.lock_path):
+        with file_lock(self.lock_path):
             if not has_size(path, 16 * num_shards):
                 # A new ledger starts from what is on disk (files left by an earlier run count as old).
                 table = np.zeros((num_shards, 2), np.uint64)
                 table[:, 0] = [1 if is_present(i) else 0 for i in range(num_shards)]
-                tmp = f"{path}.{os.getpid()}.tmp"
-                table.tofile(tmp)
-                os.replace(tmp, path)
+                with staged_path(path) as tmp:
+                    table.tofile(tmp)
         self.table = np.memmap(path, np.uint64, "r+", shape=(num_shards, 2))
 
     def touch(self, shard_id: int) -> None:
@@ -205,7 +203,7 @@ class _Ledger:
 
     def reserve(self, shard_id: int, limit: int, size_of: Any, evict: Any) -> None:
         """Count the shard as cached, evicting the least recently used ones until it fits."""
-        with _flock(self.lock_path):
+        with file_lock(self.lock_path):
             cached = np.flatnonzero(self.table[:, 0])
             usage = sum(size_of(int(i)) for i in cached if i != shard_id)
             need = size_of(shard_id)
@@ -220,25 +218,12 @@ class _Ledger:
             self.table[shard_id] = (time.time_ns(), os.getpid())
 
     def release(self, shard_id: int, present: bool) -> None:
-        with _flock(self.lock_path):
+        with file_lock(self.lock_path):
             self.table[shard_id] = (time.time_ns() if present else 0, 0)
-
-
-@contextmanager
-def _flock(path: str) -> Iterator[None]:
-    """An exclusive lock on ``path`` (created if missing); the kernel drops it if the holder dies."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
 
 
 def _index_key(shards: list[ShardInfo]) -> str:
     """Short, stable name for this index's shard list, so a changed index gets a fresh ledger."""
-    import hashlib
-
     text = "\n".join(f"{s.raw_data.basename}:{s.raw_data.bytes}:{s.zip_data.bytes if s.zip_data else ''}"
                      for s in shards)
     return hashlib.sha256(text.encode()).hexdigest()[:12]

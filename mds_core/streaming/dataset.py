@@ -29,7 +29,8 @@ from mds_core.storage.cache_limit import check_cache_limit, shards_in_use
 from mds_core.streaming.prefetch import Prefetch
 from mds_core.streaming.stream import INHERITED, Stream
 from mds_core.sizes import bytes_to_int
-from mds_core.streaming.world import World
+from mds_core.order.world import World
+from mds_core.streaming.world import detect_world
 
 
 _ITER_CHUNK = 4096  # ids mapped to shards per numpy call while iterating
@@ -91,7 +92,7 @@ class StreamingDataset:
         self.batch_size, self.replication, self.shuffle_seed = batch_size, replication, shuffle_seed
         self.predownload = predownload if predownload is not None else 8 * batch_size if batch_size else 64
         self.cache_limit = _parse_cache_limit(cache_limit)
-        world = World.detect()
+        world = detect_world()
         # The job directory first: its barrier lets each node's first rank fetch the indexes alone.
         self._job = _open_job(job_root or default_root(), world, on_node_leader=self._fetch_indexes)
         self.readers = [stream.open(allow_unsafe_types) for stream in self.streams]
@@ -143,7 +144,7 @@ class StreamingDataset:
     @property
     def next_epoch(self) -> int:
         """The epoch the next iteration of this rank starts (a loaded state's, if one is pending)."""
-        ledger = EpochLedger(self._job, World.detect().rank)
+        ledger = EpochLedger(self._job, detect_world().rank)
         pending, current = ledger.pending_state(), ledger.current()
         if pending is not None:
             return pending["epoch"]
@@ -151,7 +152,7 @@ class StreamingDataset:
 
     def __len__(self) -> int:
         """Samples this device sees per epoch, as in the reference: ceil(epoch size / parallel ranks)."""
-        return math.ceil(self.epoch_size / World.detect().replicate(self.replication).num_ranks)
+        return math.ceil(self.epoch_size / detect_world().replicate(self.replication).num_ranks)
 
     def __getitem__(self, index: Any) -> Any:
         return select(self.get_item, self.num_samples, index)
@@ -171,7 +172,7 @@ class StreamingDataset:
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         register_with_torch()
-        world = World.detect()
+        world = detect_world()
         start = EpochLedger(self._job, world.rank).start_epoch(world.worker_of_rank)
         row = self._work_row(world, start.epoch, start.sample_in_epoch, start.state)
         if not any(stream.remote for stream in self.streams):
@@ -235,7 +236,7 @@ class StreamingDataset:
         ``num_samples`` counts global samples consumed in this epoch: since the epoch began if
         ``from_beginning``, else since this (possibly resumed) iteration started.
         """
-        world = World.detect()
+        world = detect_world()
         parallel_nodes = world.replicate(self.replication).num_nodes
         ledger = EpochLedger(self._job, world.rank)
         pending, current = ledger.pending_state(), ledger.current()
@@ -272,7 +273,7 @@ class StreamingDataset:
         state = validate_state(obj, self.fingerprint, self.epoch_size, allow_other_data)
         if state["epoch"] < 0:  # taken before any iteration: nothing to skip
             state.update(epoch=0, sample_in_epoch=0)
-        EpochLedger(self._job, World.detect().rank).load({key: state[key] for key in STATE_KEYS})
+        EpochLedger(self._job, detect_world().rank).load({key: state[key] for key in STATE_KEYS})
 
     # ----------------------------------------------------------------------------------------------
 

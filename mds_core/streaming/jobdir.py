@@ -13,7 +13,6 @@ longer alive on this host) are swept when the next job starts. Inside it:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import getpass
 import json
 import os
@@ -22,12 +21,12 @@ import shutil
 import socket
 import tempfile
 import weakref
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 
 from mds_core.errors import ConfigurationError
-from mds_core.storage.output import atomic_write
+from mds_core.storage.files import atomic_file, atomic_write, file_lock, process_alive
 
 OWNER_FILE = "owner.json"
 USERS = "users"  # one empty file per process using the job directory: <host>-<pid>
@@ -98,15 +97,9 @@ class JobDir:
     def file(self, name: str) -> str:
         return os.path.join(self.path, name)
 
-    @contextlib.contextmanager
-    def lock(self, name: str) -> Iterator[None]:
+    def lock(self, name: str) -> contextlib.AbstractContextManager[None]:
         """An exclusive lock over all processes on this node; waiting blocks in the kernel."""
-        with open(self.file(f"{name}.lock"), "a+b") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        return file_lock(self.file(f"{name}.lock"))
 
     def read_json(self, name: str) -> Any | None:
         try:
@@ -125,10 +118,8 @@ class JobDir:
             with self.lock(name):
                 if not os.path.exists(path):
                     array = np.ascontiguousarray(compute())
-                    fd, tmp = tempfile.mkstemp(prefix=f"{name}.", suffix=".tmp", dir=self.path)
-                    with os.fdopen(fd, "wb") as handle:
+                    with atomic_file(path) as handle:
                         np.save(handle, array)
-                    os.replace(tmp, path)
         return np.load(path, mmap_mode="r")
 
     def remove_files(self, prefix: str, keep: set[str]) -> None:
@@ -171,14 +162,3 @@ def _leave(path: str, pid: int) -> None:
         if not _live_users(path):
             shutil.rmtree(path, ignore_errors=True)
 
-
-def process_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, owned by someone else
-    return True

@@ -8,7 +8,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from mds_core.streaming.dataset import StreamingDataset, register_with_torch
-from mds_core.streaming.world import World
+from mds_core.streaming.world import detect_world
 
 # mds_core.streaming.dataset may have been imported before torch.
 register_with_torch()
@@ -32,7 +32,7 @@ class StreamingDataLoader(DataLoader):
         if not isinstance(self.dataset, StreamingDataset):
             return None
         replication = self.dataset.replication or 1
-        num_samples = self.num_samples_yielded * World.detect().num_ranks // replication
+        num_samples = self.num_samples_yielded * detect_world().num_ranks // replication
         return self.dataset.state_dict(num_samples, from_beginning=False)
 
     def load_state_dict(self, obj: dict[str, Any]) -> None:

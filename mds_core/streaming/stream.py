@@ -12,7 +12,8 @@ from mds_core.format.index import INDEX_BASENAME
 from mds_core.streaming.local import LocalDataset
 from mds_core.order.mixing import StreamWeights
 from mds_core.streaming.jobdir import user_dir
-from mds_core.storage.remote import RemoteStore, local_path, open_store
+from mds_core.storage.remote import RemoteStore, open_store
+from mds_core.storage.urls import local_path
 
 # Settings a Stream inherits from its StreamingDataset when left as None.
 INHERITED = ("download_retry", "download_timeout", "validate_hash", "keep_zip")

@@ -26,7 +26,8 @@ from typing import Any
 
 from mds_core.errors import ConfigurationError, VersionConflictError
 from mds_core.format.index import INDEX_BASENAME, ShardInfo, dumps_merged_index, parse_index
-from mds_core.storage.remote import RemoteStore, is_remote, open_store
+from mds_core.storage.remote import RemoteStore, open_store
+from mds_core.storage.urls import is_remote
 
 VERSIONS = "_versions"
 DATA = "data"

@@ -13,10 +13,10 @@ from typing import Any
 
 from mds_core.errors import MergeError, StorageError
 from mds_core.format.index import INDEX_BASENAME, ShardInfo, dumps_merged_index, parse_index
-from mds_core.storage.output import atomic_write
-from mds_core.storage.remote import is_remote, local_path, open_store
-
-PathOrPair = str | os.PathLike[str] | tuple[str, str]
+from mds_core.storage.files import atomic_write
+from mds_core.storage.output import Out, parse_out
+from mds_core.storage.remote import open_store
+from mds_core.storage.urls import is_remote
 
 
 def merge_index(*args: Any, **kwargs: Any) -> None:
@@ -35,15 +35,15 @@ def merge_index(*args: Any, **kwargs: Any) -> None:
 
 
 def _merge_listed(
-    index_file_urls: list[PathOrPair], out: PathOrPair, keep_local: bool = True, download_timeout: int = 60
+    index_file_urls: list[Out], out: Out, keep_local: bool = True, download_timeout: int = 60
 ) -> None:
-    local_out, remote_out = _split(out)
-    root = remote_out or local_out
+    location = parse_out(out)
+    local_out, remote_out, root = location.local, location.remote, location.home
     shards: list[ShardInfo] = []
     for entry in dict.fromkeys(index_file_urls):  # de-duplicate, keep order
-        location, text = _read_index(entry, download_timeout)
-        prefix = _partition_prefix(location, root)
-        shards.extend(shard.with_prefix(prefix) for shard in parse_index(text, location))
+        partition, text = _read_index(entry, download_timeout)
+        prefix = _partition_prefix(partition, root)
+        shards.extend(shard.with_prefix(prefix) for shard in parse_index(text, partition))
     _check_same_columns(shards)
     data = dumps_merged_index(shards).encode("utf-8")
     if remote_out:
@@ -55,9 +55,8 @@ def _merge_listed(
         shutil.rmtree(local_out)
 
 
-def _merge_root(out: PathOrPair, keep_local: bool = True, download_timeout: int = 60) -> None:
-    local_out, remote_out = _split(out)
-    root = remote_out or local_out
+def _merge_root(out: Out, keep_local: bool = True, download_timeout: int = 60) -> None:
+    root = parse_out(out).home
     partitions = find_partition_indexes(root, download_timeout)
     if not partitions:
         raise MergeError(f"{root}: no partition index.json files found in its sub-directories")
@@ -76,9 +75,10 @@ def find_partition_indexes(root: str, download_timeout: float = 60) -> list[str]
     return sorted(store.url_of(name) if is_remote(root) else os.path.join(root, name) for name in found)
 
 
-def _read_index(entry: PathOrPair, timeout: float) -> tuple[str, bytes]:
+def _read_index(entry: Out, timeout: float) -> tuple[str, bytes]:
     """(where the partition lives, the text of its index.json) for a path, URL or (local, remote)."""
-    local, remote = _split(entry)
+    location = parse_out(entry)
+    local, remote = location.local, location.remote
     if local and os.path.exists(local):
         with open(local, "rb") as file:
             return (remote or local), file.read()
@@ -110,11 +110,3 @@ def _check_same_columns(shards: list[ShardInfo]) -> None:
     if len(columns) > 1:
         raise MergeError(f"partitions have different columns and cannot be merged: {sorted(columns)}")
 
-
-def _split(path: PathOrPair) -> tuple[str | None, str | None]:
-    """(local path or None, remote URL or path or None) of a path, a URL or a ``(local, remote)`` pair."""
-    if isinstance(path, tuple):
-        local, remote = (os.fspath(p) if p else None for p in path)
-        return local, (None if remote == local else remote)
-    path = os.fspath(path)
-    return (None, path.rstrip("/")) if is_remote(path) else (local_path(path), None)

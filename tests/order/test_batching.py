@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from mds_core.errors import ConfigurationError
 from mds_core.order import OrderSpec, generate_work, replicate_world, resample_streams, traversal_order
-from mds_core.order.batching import stratified_portions, to_global_batches
+from mds_core.order.batching import stratified_portions
+from mds_core.order.traversal import to_global_batches
 
 # The small test datasets trigger the reference's advisory warnings: py1e blocks smaller than a shard,
 # and tiny partitions that repeat samples.

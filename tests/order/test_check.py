@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from mds_core.errors import MDSError
-from mds_core.order.simulate import SimulatedWorld, check_order, parse_world
+from mds_core.order.simulate import check_order
+from mds_core.order.world import World, parse_world
 from mds_core.order.spec import OrderSpec
 
 DATA = Path(__file__).resolve().parent.parent / "fixtures" / "order-golden" / "datasets"
@@ -27,7 +28,7 @@ def test_random_batching_is_elastic_across_worlds_and_resumes() -> None:
 def test_a_difference_is_reported_with_its_batch() -> None:
     spec = OrderSpec(shard_sizes=[[109], [250]], shuffle=True, num_canonical_nodes=2,
                      batching_method="device_per_stream")
-    results = check_order(spec, [SimulatedWorld(1, 2, 0), SimulatedWorld(2, 2, 0)], global_batch=8)
+    results = check_order(spec, [World(num_nodes=1, ranks_per_node=2), World(num_nodes=2, ranks_per_node=2)], global_batch=8)
     bad = results[1]
     assert not bad.ok and bad.first_difference is not None
     batch, expected, got = bad.first_difference
@@ -36,7 +37,7 @@ def test_a_difference_is_reported_with_its_batch() -> None:
 
 def test_incompatible_worlds_are_refused_not_crashed() -> None:
     spec = OrderSpec(shard_sizes=[[100]], num_canonical_nodes=2)
-    result = check_order(spec, [SimulatedWorld(1, 1, 0), SimulatedWorld(3, 1, 0)], global_batch=8)[1]
+    result = check_order(spec, [World(num_nodes=1, ranks_per_node=1), World(num_nodes=3, ranks_per_node=1)], global_batch=8)[1]
     assert result.error and "not divisible by 3 ranks" in result.error
 
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from mds_core.errors import ConfigurationError
 from mds_core.order import get_shuffle
 from mds_core.order.shuffle import fisher_yates, py1e
-from mds_core.order.batching import first_read_per_node
+from mds_core.order.remap import first_read_per_node
 from mds_core.order.shuffle.keysort import sort_packed_tail
 from mds_core.order.shuffle.py1e_keys import PackedKeys
 from mds_core.order.shuffle.spans import block_bounds, prologue
