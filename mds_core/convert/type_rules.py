@@ -46,10 +46,6 @@ class ColumnPlan:
     type_name: str = ""
     guessed: bool = False
 
-    @property
-    def fixed_size(self) -> int | None:
-        return get_coder(self.encoding).size
-
 
 def is_list(dtype: pa.DataType) -> bool:
     return pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_fixed_size_list(dtype)

@@ -13,7 +13,9 @@ from mds_core.streaming.local import LocalDataset
 from mds_core.order.mixing import StreamWeights
 from mds_core.streaming.jobdir import user_dir
 from mds_core.storage.remote import RemoteStore, open_store
+from mds_core.storage.shard_cache import ShardCache
 from mds_core.storage.urls import local_path
+from mds_core.versions import resolve_version_index
 
 # Settings a Stream inherits from its StreamingDataset when left as None.
 INHERITED = ("download_retry", "download_timeout", "validate_hash", "keep_zip")
@@ -80,8 +82,6 @@ class Stream:
             return
         name = INDEX_BASENAME
         if self.version is not None:
-            from mds_core.versions import resolve_version_index
-
             name = resolve_version_index(self.remote, self.version)
         self.store().download(name, os.path.join(self.root, INDEX_BASENAME))
 
@@ -91,15 +91,12 @@ class Stream:
             if getattr(self, name) is None:
                 setattr(self, name, defaults[name])
 
-    def open(self, allow_unsafe_types: bool, cache_limit: int | None = None, threads: int = 4) -> LocalDataset:
+    def open(self, allow_unsafe_types: bool) -> LocalDataset:
         """The stream's samples, memory-mapped shard by shard; remote shards download on first use."""
         dataset = LocalDataset(self.local, self.split, allow_unsafe_types=allow_unsafe_types)
         if self.remote is not None:
-            from mds_core.storage.shard_cache import ShardCache
-
             dataset.shard_cache = ShardCache(self.store(), dataset.root, dataset.shards,
-                                             validate_hash=self.validate_hash, keep_zip=bool(self.keep_zip),
-                                             cache_limit=cache_limit, threads=threads)
+                                             validate_hash=self.validate_hash, keep_zip=bool(self.keep_zip))
         return dataset
 
     def __repr__(self) -> str:

@@ -27,7 +27,6 @@ from typing import Any
 from mds_core.errors import ConfigurationError, VersionConflictError
 from mds_core.format.index import INDEX_BASENAME, ShardInfo, dumps_merged_index, parse_index
 from mds_core.storage.remote import RemoteStore, open_store
-from mds_core.storage.urls import is_remote
 
 VERSIONS = "_versions"
 DATA = "data"
@@ -92,7 +91,6 @@ class ShardSet:
     """The versions under ``root``. Every operation reads the store afresh: there is no cached state."""
 
     def __init__(self, root: str, *, storage_options: dict[str, Any] | None = None, retry: int = 3) -> None:
-        self.root = root.rstrip("/") if is_remote(root) else root
         self.store: RemoteStore = open_store(root, retry=retry, timeout=None, storage_options=storage_options)
 
     def __repr__(self) -> str:

@@ -1,18 +1,18 @@
-"""An exact, faster ``np.argsort`` for the py1e shuffle's float keys.
+"""An exact, faster ``np.argsort`` for the py1e shuffle's float keys, on keys packed as they are drawn.
 
 numpy has SIMD sorts for plain integer arrays but none for ``argsort`` of float64 on AVX2
 machines: at 10M keys ``argsort`` takes ~0.9 s, ``np.sort`` of uint64 ~0.2 s. So each key is
-scaled to a fixed-point integer, packed with its index into one uint64, the packed array is
-sorted, and the few runs whose fixed-point keys collide are re-sorted by their full keys.
+scaled to a fixed-point integer and packed with its index into one uint64 (by
+:mod:`mds_core.order.shuffle.py1e_keys`), the packed array is sorted, and the few runs whose
+fixed-point keys collide are re-sorted by their full keys.
 Fixed-point rounding is monotone (``floor`` of an increasing map), so the result is exactly the
 order of the keys. Exactly equal keys (a handful of pairs per billion) are the exception: numpy's
 unstable argsort puts them in an order only it knows, and the reference's order is that one, so
 when there are any the caller argsorts the keys with numpy after all (on exactly rescaled keys,
 whose comparisons, and so whose argsort, are the same).
 
-The core, :func:`sort_packed_tail`, works on keys already packed and asks for full keys only
-where fixed-point keys collide, so a caller that packs keys as it draws them (py1e) never holds
-an N-sized float array.
+:func:`sort_packed_tail` asks for full keys only where fixed-point keys collide, so py1e never
+holds an N-sized float array.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from numpy.typing import NDArray
 
 from mds_core.order.shuffle.fisher_yates import native
 
-_MIN_FRACTION_BITS = 8  # below this, collisions get common enough that a plain argsort wins
 _CHUNK = 1 << 20  # elements per step of whole-array passes, so no N-sized temporary is made
 _PARALLEL_SORT_MIN = 1 << 20  # below this a second thread is not worth starting
 
@@ -38,32 +37,6 @@ def packing_bits(n: int, largest: float) -> tuple[int, int]:
     index_bits = (n - 1).bit_length() if n > 1 else 0
     value_bits = math.floor(largest).bit_length() + 1  # + 1: packed values stay below 2**63
     return index_bits, 64 - index_bits - value_bits
-
-
-def argsort_keys(keys: NDArray[np.float64], overwrite: bool = False) -> NDArray[np.int64]:
-    """``np.argsort(keys)`` for finite float keys, exactly, usually several times faster.
-
-    The same sort for keys already in one float array (py1e packs its keys as it draws them, see
-    :mod:`mds_core.order.shuffle.py1e_keys`). With ``overwrite`` the keys are rescaled in place (exactly,
-    order and ties kept), which saves an N-sized copy.
-    """
-    n = keys.size
-    if n < 2:
-        return np.arange(n, dtype=np.int64)
-    low = math.floor(float(keys.min()))
-    index_bits, fraction_bits = packing_bits(n, float(keys.max()) - low)
-    if low < 0 or fraction_bits < _MIN_FRACTION_BITS:
-        return np.argsort(keys)
-    scaled = keys if overwrite else keys.copy()
-    # Subtracting an integer below 2**53 and scaling by a power of two are both exact in float64.
-    scaled -= low
-    scaled *= float(1 << fraction_bits)
-    packed = _pack(scaled, index_bits)
-    order = sort_packed_tail(packed, 0, index_bits, lambda indices: scaled[indices])
-    if order is None:
-        del packed
-        return np.argsort(scaled)
-    return order
 
 
 def sort_packed_tail(packed: NDArray[np.uint64], first: int, index_bits: int, keys_at: KeysAt,
@@ -103,18 +76,6 @@ def _sort_in_halves(values: NDArray[np.uint64]) -> None:
         upper = helper.submit(values[middle:].sort)
         values[:middle].sort()
         upper.result()
-
-
-def _pack(scaled: NDArray[np.float64], index_bits: int) -> NDArray[np.uint64]:
-    """``floor(scaled) << index_bits | index`` per key."""
-    # Through int64 (the values stay below 2**63): numpy converts float64 to int64 several times
-    # faster than to uint64.
-    packed = scaled.astype(np.int64).view(np.uint64)
-    packed <<= np.uint64(index_bits)
-    for start in range(0, packed.size, _CHUNK):
-        chunk = packed[start:start + _CHUNK]
-        chunk |= np.arange(start, start + chunk.size, dtype=np.uint64)
-    return packed
 
 
 def _collision_slots(packed: NDArray[np.uint64], index_bits: int) -> NDArray[np.int64]:
