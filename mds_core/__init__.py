@@ -2,24 +2,25 @@
 
 Training code moves over by changing one import::
 
-    from mds_core import MDSWriter, LocalDataset
+    from mds_core import MDSWriter, LocalDataset, StreamingDataset, StreamingDataLoader
 """
 
 from mds_core.errors import MDSError
 from mds_core.streaming.local import LocalDataset
-from mds_core.writer.merge import merge_index
-from mds_core.writer.mds_writer import MDSWriter
+from mds_core.writer import MDSWriter, merge_index
 
 __all__ = [
-    "LocalDataset", "MDSError", "MDSWriter", "Stream", "StreamingDataLoader", "StreamingDataset", "merge_index",
+    "LocalDataset", "MDSError", "MDSWriter", "Stream", "StreamingDataLoader", "StreamingDataset",
+    "dataframe_to_mds", "merge_index", "streams_registry",
 ]
 
-# Loaded on first use: StreamingDataLoader imports torch (seconds), and the dataset modules pull in
-# the order machinery, which plain readers and writers do not need.
+# Loaded on first use: StreamingDataLoader imports torch (seconds), the dataset modules pull in the
+# order machinery, and dataframe_to_mds pyarrow and pyspark, none of which plain readers and writers need.
 _LAZY = {
     "Stream": "mds_core.streaming.stream",
     "StreamingDataset": "mds_core.streaming.dataset",
     "StreamingDataLoader": "mds_core.streaming.loader",
+    "streams_registry": "mds_core.streaming.registry",
     "dataframe_to_mds": "mds_core.convert.spark",
 }
 
@@ -30,4 +31,3 @@ def __getattr__(name: str) -> object:
 
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'mds_core' has no attribute {name!r}")
-__version__ = "0.1.0"

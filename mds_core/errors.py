@@ -87,6 +87,10 @@ class ConfigurationError(MDSError, ValueError):
     """Dataset, order or world settings that cannot work together (the message says which and why)."""
 
 
+class EmptyStreamError(ConfigurationError, RuntimeError):
+    """A stream whose index lists no samples (the reference raised ``RuntimeError``)."""
+
+
 class StorageError(MDSError, OSError):
     """A remote store or cache operation that failed for good (after retries); the message names the URL."""
 

@@ -112,7 +112,7 @@ def test_resuming_on_other_data_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"streams": [], "local": "x"}, "not both"),
     ({}, "pass streams"),
-    ({"local": str(ORDER / "datasets/s0"), "stream_name": "foo"}, "only the built-in"),
+    ({"local": str(ORDER / "datasets/s0"), "stream_name": "foo"}, "stream_name=.foo. is not registered"),
     ({"local": str(ORDER / "datasets/s0"), "shuffle_algo": "py1b"}, "shuffle_algo"),
     ({"local": str(ORDER / "datasets/s0"), "remote": "ftp://bucket/x"}, "unsupported URL scheme 'ftp'"),
     ({"local": str(ORDER / "datasets/s0"), "cache_limit": "lots"}, "cache_limit: cannot parse size 'lots'"),

@@ -9,29 +9,26 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import math
-import os
 import sys
+import warnings
 from bisect import bisect_right
 from itertools import accumulate
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
-from mds_core.streaming.jobdir import JobDir, default_root, new_job_token
-from mds_core.errors import ConfigurationError, MDSError, SampleIndexError
-from mds_core.format.index import INDEX_BASENAME
-from mds_core.streaming.local import select
+from mds_core.errors import EmptyStreamError, SampleIndexError
 from mds_core.order import OrderSpec, generate_work
-from mds_core.streaming.resume import STATE_KEYS, EpochLedger, ResumeError, validate_state
-from mds_core.storage.cache_limit import check_cache_limit, shards_in_use
-from mds_core.streaming.prefetch import Prefetch
-from mds_core.streaming.stream import INHERITED, Stream
-from mds_core.sizes import bytes_to_int
 from mds_core.order.world import World
+from mds_core.streaming.cache_limit import apply_cache_limit, parse_cache_limit
+from mds_core.streaming.jobdir import default_root, open_job
+from mds_core.streaming.local import select
+from mds_core.streaming.prefetch import Prefetch
+from mds_core.streaming.registry import resolve_streams
+from mds_core.streaming.resume import STATE_KEYS, EpochLedger, ResumeError, data_fingerprint, validate_state
+from mds_core.streaming.stream import Stream
 from mds_core.streaming.world import detect_world
-
 
 _ITER_CHUNK = 4096  # ids mapped to shards per numpy call while iterating
 
@@ -82,23 +79,21 @@ class StreamingDataset:
         version: int | None = None,
     ) -> None:
         register_with_torch()
-        if version is not None:
-            stream_config = {**(stream_config or {}), "version": version}
-        self.streams = _resolve_streams(streams, remote, local, split, stream_name, stream_config)
+        self.streams = resolve_streams(streams, remote, local, split, stream_name, stream_config, version)
         defaults = {"download_retry": download_retry, "download_timeout": download_timeout,
                     "validate_hash": validate_hash, "keep_zip": keep_zip}
         for stream in self.streams:
             stream.apply_default(defaults)
         self.batch_size, self.replication, self.shuffle_seed = batch_size, replication, shuffle_seed
-        self.predownload = predownload if predownload is not None else 8 * batch_size if batch_size else 64
-        self.cache_limit = _parse_cache_limit(cache_limit)
+        self.predownload = _predownload(predownload, batch_size)
+        self.cache_limit = parse_cache_limit(cache_limit)
         world = detect_world()
         # The job directory first: its barrier lets each node's first rank fetch the indexes alone.
-        self._job = _open_job(job_root or default_root(), world, on_node_leader=self._fetch_indexes)
+        self._job = open_job(job_root or default_root(), world, on_node_leader=self._fetch_indexes)
         self.readers = [stream.open(allow_unsafe_types) for stream in self.streams]
         for stream, reader in zip(self.streams, self.readers):
             if not len(reader):
-                raise ConfigurationError(f"stream {stream.local!r} contains no samples: drop it or write samples")
+                raise EmptyStreamError(f"stream {stream.local!r} contains no samples: drop it or write samples")
         self.order_spec = OrderSpec(
             shard_sizes=[[shard.samples for shard in reader.shards] for reader in self.readers],
             weights=[stream.weights for stream in self.streams],
@@ -115,9 +110,11 @@ class StreamingDataset:
         sizes = np.array([shard.samples for reader in self.readers for shard in reader.shards], np.int64)
         self._shard_ends = np.cumsum(sizes)
         self._shard_starts = self._shard_ends - sizes
-        self.fingerprint = self._fingerprint()
+        self.fingerprint = data_fingerprint([reader.root for reader in self.readers], self.order_spec,
+                                            self.versions)
         if self.cache_limit is not None:
-            self._apply_cache_limit(world)
+            apply_cache_limit(self.cache_limit, self.streams, self.readers, self.order_spec,
+                              world.replicate(replication).num_nodes, world.ranks_per_node)
 
     # ----------------------------------------------------------------------------------------------
     # sizes and random access
@@ -184,15 +181,24 @@ class StreamingDataset:
         try:
             for begin in range(0, len(row), step):
                 prefetch.up_to(begin + step + self.predownload)  # downloads run ahead, in sample order
-                yield from self._samples(row[begin : begin + step])
+                yield from self._samples(row[begin : begin + step], refetch_deleted=True)
         finally:
             prefetch.stop()
 
-    def _samples(self, ids: np.ndarray) -> Iterator[dict[str, Any]]:
-        """Samples for many ids: shards found for all of them at once, then straight to each shard's reader."""
+    def _samples(self, ids: np.ndarray, refetch_deleted: bool = False) -> Iterator[dict[str, Any]]:
+        """Samples for many ids: shards found for all of them at once, then straight to each shard's reader.
+
+        With ``refetch_deleted`` (remote streams), a cached shard whose file was deleted since it was
+        opened (evicted by another process, or by hand) is fetched again before it is read, as the
+        reference does; reading on from the deleted file's memory map would keep its disk space in use.
+        """
         shard_ids = np.searchsorted(self._shard_ends, ids, side="right")
-        local_ids = ids - self._shard_starts[shard_ids]
         owners = self._shard_owners
+        if refetch_deleted:
+            for shard_id in np.unique(shard_ids).tolist():
+                reader, shard_of_reader = owners[shard_id]
+                reader.close_if_deleted(shard_of_reader)
+        local_ids = ids - self._shard_starts[shard_ids]
         for shard_id, local_id in zip(shard_ids.tolist(), local_ids.tolist()):
             reader, shard_of_reader = owners[shard_id]
             yield reader.shard_reader(shard_of_reader)[local_id]
@@ -281,44 +287,11 @@ class StreamingDataset:
         for stream in self.streams:
             stream.fetch_index()
 
-    def _apply_cache_limit(self, world: World) -> None:
-        """Check the limit against the order, then share it among the remote streams by size."""
-        remote = [(stream, reader) for stream, reader in zip(self.streams, self.readers) if stream.remote]
-        if not remote:
-            return  # a shard whose only copy is local is never evicted
-        spec, nodes = self.order_spec, world.replicate(self.replication).num_nodes
-        caches = [reader.shard_cache for _, reader in remote]
-        shard_bytes = [cache.shard_bytes(i) for cache in caches for i in range(len(cache.shards))]
-        in_use = shards_in_use(spec.shuffle, spec.shuffle_algo, spec.block_size(nodes),
-                               [shard.samples for _, reader in remote for shard in reader.shards])
-        index_bytes = sum(os.path.getsize(os.path.join(stream.root, INDEX_BASENAME)) for stream, _ in remote)
-        order = f"shuffle={spec.shuffle}, shuffle_algo={spec.shuffle_algo!r}, block {spec.block_size(nodes):,}"
-        check_cache_limit(self.cache_limit or 0, shard_bytes, index_bytes, in_use, world.ranks_per_node, order)
-        total = sum(shard_bytes)
-        for cache, (_, reader) in zip(caches, remote):
-            share = sum(cache.shard_bytes(i) for i in range(len(cache.shards)))
-            cache.cache_limit = (self.cache_limit or 0) * share // max(1, total)
-            cache.threads = 2  # fewer shards in flight under a limit
-            reader.max_open = in_use + 1
-
     def _write_back_weights(self) -> None:
         """As in the reference, each Stream ends up with its resolved proportion, repeat and choose."""
         mix = self.order_spec.mix
         for stream, choose, proportion, repeat in zip(self.streams, mix.choose, mix.proportion, mix.repeat):
             stream.choose, stream.proportion, stream.repeat = choose, proportion, repeat
-
-    def _fingerprint(self) -> str:
-        """Identifies the data and the order settings a state dict is only valid for."""
-        digest = hashlib.sha256()
-        for reader in self.readers:
-            with open(os.path.join(reader.root, INDEX_BASENAME), "rb") as handle:
-                digest.update(hashlib.sha256(handle.read()).digest())
-        spec = self.order_spec
-        settings = [spec.mix.choose, spec.shuffle, spec.shuffle_algo, spec.shuffle_block_size, spec.sampling_method,
-                    spec.sampling_granularity, spec.partition_algo, spec.batching_method, spec.replication]
-        digest.update(json.dumps(settings).encode())
-        digest.update(json.dumps(self.versions).encode())
-        return digest.hexdigest()[:16]
 
     @property
     def versions(self) -> list[int | None]:
@@ -326,65 +299,14 @@ class StreamingDataset:
         return [stream.version for stream in self.streams]
 
 
-def _resolve_streams(streams: list[Stream] | None, remote: str | None, local: str | None, split: str | None,
-                     stream_name: str, stream_config: dict[str, Any] | None) -> list[Stream]:
-    if stream_name != "stream":
-        raise ConfigurationError(f"stream_name={stream_name!r}: only the built-in 'stream' is available")
-    if streams is not None:
-        if remote is not None or local is not None:
-            raise ConfigurationError("pass either streams=[...] or remote=/local=, not both")
-        if not streams or not all(isinstance(s, Stream) for s in streams):
-            raise ConfigurationError("streams must be a non-empty list of mds_core.Stream")
-        return list(streams)
-    if remote is None and local is None:
-        raise ConfigurationError("pass streams=[...] or local= (a dataset directory)")
-    return [Stream(remote=remote, local=local, split=split, **(stream_config or {}))]
-
-
-def _open_job(root: str, world: World, on_node_leader: Callable[[], None]) -> JobDir:
-    """The job directory: created by each node's first rank, its name agreed over torch.distributed.
-
-    ``on_node_leader`` runs on each node's first rank before the others go on (index downloads).
-    """
-    if world.num_ranks == 1:
-        job = JobDir.create(root, new_job_token())
-        on_node_leader()
-        return job
-    import torch.distributed as dist
-
-    started_here = not dist.is_initialized()
-    if started_here:
-        if not os.environ.get("MASTER_ADDR") or not os.environ.get("MASTER_PORT"):
-            raise ConfigurationError(
-                "WORLD_SIZE > 1 but torch.distributed is not initialized and MASTER_ADDR/MASTER_PORT are not "
-                "set: launch with torchrun or call torch.distributed.init_process_group first")
-        dist.init_process_group("gloo", rank=world.rank, world_size=world.num_ranks)
-    try:
-        token = [new_job_token() if world.rank == 0 else None]
-        dist.broadcast_object_list(token, src=0)
-        job = JobDir.create(root, token[0]) if world.rank_of_node == 0 else None
-        failure = None
-        if job is not None:
-            try:
-                on_node_leader()
-            except Exception as err:  # reach the barrier anyway, so the other ranks do not hang
-                failure = err
-        dist.barrier()
-        if failure is not None:
-            raise failure
-        return job or JobDir.attach(root, token[0])
-    finally:
-        if started_here:
-            dist.destroy_process_group()
-
-
-def _parse_cache_limit(cache_limit: int | str | None) -> int | None:
-    if not cache_limit:
-        return None
-    try:
-        return bytes_to_int(cache_limit)
-    except MDSError as err:
-        raise ConfigurationError(f"cache_limit: {err}") from None
+def _predownload(predownload: int | None, batch_size: int | None) -> int:
+    """Samples to fetch ahead: ``8 * batch_size`` (or 64) by default; the reference's warning when too few."""
+    if predownload is None:
+        return 8 * batch_size if batch_size else 64
+    if batch_size is not None and predownload < batch_size:
+        warnings.warn(f"predownload < batch_size ({predownload} < {batch_size}).This may result in slower batch "
+                      "time. Recommendation is to set predownload to at-least batch_size.", stacklevel=3)
+    return predownload
 
 
 def _short_hash(text: str) -> str:

@@ -26,6 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from mds_core.errors import ConfigurationError
+from mds_core.order.world import World
 from mds_core.storage.files import atomic_file, atomic_write, file_lock, process_alive
 
 OWNER_FILE = "owner.json"
@@ -162,3 +163,39 @@ def _leave(path: str, pid: int) -> None:
         if not _live_users(path):
             shutil.rmtree(path, ignore_errors=True)
 
+
+def open_job(root: str, world: World, on_node_leader: Callable[[], None]) -> JobDir:
+    """The job directory: created by each node's first rank, its name agreed over torch.distributed.
+
+    ``on_node_leader`` runs on each node's first rank before the others go on (index downloads).
+    """
+    if world.num_ranks == 1:
+        job = JobDir.create(root, new_job_token())
+        on_node_leader()
+        return job
+    import torch.distributed as dist
+
+    started_here = not dist.is_initialized()
+    if started_here:
+        if not os.environ.get("MASTER_ADDR") or not os.environ.get("MASTER_PORT"):
+            raise ConfigurationError(
+                "WORLD_SIZE > 1 but torch.distributed is not initialized and MASTER_ADDR/MASTER_PORT are not "
+                "set: launch with torchrun or call torch.distributed.init_process_group first")
+        dist.init_process_group("gloo", rank=world.rank, world_size=world.num_ranks)
+    try:
+        token = [new_job_token() if world.rank == 0 else None]
+        dist.broadcast_object_list(token, src=0)
+        job = JobDir.create(root, token[0]) if world.rank_of_node == 0 else None
+        failure = None
+        if job is not None:
+            try:
+                on_node_leader()
+            except Exception as err:  # reach the barrier anyway, so the other ranks do not hang
+                failure = err
+        dist.barrier()
+        if failure is not None:
+            raise failure
+        return job or JobDir.attach(root, token[0])
+    finally:
+        if started_here:
+            dist.destroy_process_group()

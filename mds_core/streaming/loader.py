@@ -35,9 +35,10 @@ class StreamingDataLoader(DataLoader):
         num_samples = self.num_samples_yielded * detect_world().num_ranks // replication
         return self.dataset.state_dict(num_samples, from_beginning=False)
 
-    def load_state_dict(self, obj: dict[str, Any]) -> None:
+    def load_state_dict(self, obj: dict[str, Any], allow_other_data: bool = False) -> None:
+        """Resume the dataset from ``obj`` at the next iteration (see ``StreamingDataset.load_state_dict``)."""
         if isinstance(self.dataset, StreamingDataset):
-            self.dataset.load_state_dict(obj)
+            self.dataset.load_state_dict(obj, allow_other_data=allow_other_data)
 
 
 def _batch_size(batch: Any) -> int:

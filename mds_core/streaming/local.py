@@ -109,6 +109,15 @@ class LocalDataset:
             self._close_oldest(keep=shard_id)
         return reader
 
+    def close_if_deleted(self, shard_id: int) -> None:
+        """Close the shard's reader if its file is gone, so the next read fetches it again."""
+        reader = self._readers[shard_id]
+        if reader is not None and not os.path.exists(reader.path):
+            self._readers[shard_id] = None
+            if shard_id in self._open_order:
+                self._open_order.remove(shard_id)
+            reader.close()
+
     def _close_oldest(self, keep: int) -> None:
         self._open_order.append(keep)
         while len(self._open_order) > max(1, self.max_open or 1):

@@ -9,12 +9,16 @@ that has already iterated (the reference silently ignores such a state and resta
 from __future__ import annotations
 
 import glob
+import hashlib
+import json
 import os
 from dataclasses import dataclass
 from typing import Any
 
 from mds_core.streaming.jobdir import JobDir
 from mds_core.errors import MDSError
+from mds_core.format.index import INDEX_BASENAME
+from mds_core.order.spec import OrderSpec
 
 STATE_KEYS = ("epoch", "sample_in_epoch", "num_canonical_nodes", "shuffle_seed", "initial_physical_nodes")
 
@@ -28,6 +32,19 @@ class EpochStart:
     epoch: int
     sample_in_epoch: int
     state: dict[str, Any] | None  # the loaded state this epoch resumes, if any
+
+
+def data_fingerprint(roots: list[str], spec: OrderSpec, versions: list[int | None]) -> str:
+    """Identifies the data (each stream's index) and the order settings a state dict is only valid for."""
+    digest = hashlib.sha256()
+    for root in roots:
+        with open(os.path.join(root, INDEX_BASENAME), "rb") as handle:
+            digest.update(hashlib.sha256(handle.read()).digest())
+    settings = [spec.mix.choose, spec.shuffle, spec.shuffle_algo, spec.shuffle_block_size, spec.sampling_method,
+                spec.sampling_granularity, spec.partition_algo, spec.batching_method, spec.replication]
+    digest.update(json.dumps(settings).encode())
+    digest.update(json.dumps(versions).encode())
+    return digest.hexdigest()[:16]
 
 
 def validate_state(obj: Any, fingerprint: str, epoch_size: int, allow_other_data: bool = False) -> dict[str, Any]:

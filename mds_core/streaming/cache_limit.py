@@ -1,0 +1,76 @@
+"""Is a ``cache_limit`` big enough for the chosen order? Checked at construction, not found by thrashing.
+
+The reference only asks for 4x the largest shard, so a shuffle that interleaves many shards (py1e
+with a large block) evicts shards it still needs and downloads them again and again, or deadlocks.
+Here the limit must hold every shard one reader works on at once, for every reader on the node.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+from mds_core.errors import ConfigurationError, MDSError
+from mds_core.format.index import INDEX_BASENAME
+from mds_core.order.spec import OrderSpec
+from mds_core.sizes import bytes_to_int
+from mds_core.streaming.local import LocalDataset
+
+
+def shards_in_use(shuffle: bool, algo: str, block_size: int, shard_samples: list[int]) -> int:
+    """About how many shards one reader interleaves under this order."""
+    count = len(shard_samples)
+    if not shuffle or algo in ("py1s", "py2s"):
+        return min(count, 2)  # a shard at a time, plus the next one arriving
+    if algo == "naive":
+        return count  # samples from anywhere, in any order
+    smallest = max(1, min((s for s in shard_samples if s > 0), default=1))
+    return min(count, math.ceil(block_size / smallest) + 1)  # py1br / py1e mix whole blocks
+
+
+def check_cache_limit(limit: int, shard_bytes: list[int], index_bytes: int, in_use: int, readers: int,
+                      order: str) -> None:
+    """Raise ``ConfigurationError`` when ``limit`` cannot hold what ``readers`` need at once."""
+    largest = max(shard_bytes, default=0)
+    shards = min(len(shard_bytes), in_use * readers + 1)
+    need = index_bytes + largest * shards
+    if limit < need:
+        raise ConfigurationError(
+            f"cache_limit={limit:,} bytes is too small for this order: {order} makes each of the {readers} "
+            f"reader(s) on this node work on about {in_use} shard(s) at once, so the cache needs "
+            f"{shards} x {largest:,} bytes (the largest shard) + {index_bytes:,} bytes of index = {need:,} "
+            "bytes. Raise cache_limit, lower shuffle_block_size, or use shuffle_algo='py1s'"
+        )
+
+
+def parse_cache_limit(cache_limit: int | str | None) -> int | None:
+    """``cache_limit`` in bytes (``"50gb"`` style strings too); falsy means no limit."""
+    if not cache_limit:
+        return None
+    try:
+        return bytes_to_int(cache_limit)
+    except MDSError as err:
+        raise ConfigurationError(f"cache_limit: {err}") from None
+
+
+def apply_cache_limit(limit: int, streams: list[Any], readers: list[LocalDataset], spec: OrderSpec,
+                      parallel_nodes: int, ranks_per_node: int) -> None:
+    """Check ``limit`` against the order, then share it among the remote streams by size."""
+    remote = [(stream, reader) for stream, reader in zip(streams, readers) if stream.remote]
+    if not remote:
+        return  # a shard whose only copy is local is never evicted
+    caches = [reader.shard_cache for _, reader in remote]
+    shard_bytes = [cache.shard_bytes(i) for cache in caches for i in range(len(cache.shards))]
+    block = spec.block_size(parallel_nodes)
+    in_use = shards_in_use(spec.shuffle, spec.shuffle_algo, block,
+                           [shard.samples for _, reader in remote for shard in reader.shards])
+    index_bytes = sum(os.path.getsize(os.path.join(stream.root, INDEX_BASENAME)) for stream, _ in remote)
+    order = f"shuffle={spec.shuffle}, shuffle_algo={spec.shuffle_algo!r}, block {block:,}"
+    check_cache_limit(limit, shard_bytes, index_bytes, in_use, ranks_per_node, order)
+    total = sum(shard_bytes)
+    for cache, (_, reader) in zip(caches, remote):
+        share = sum(cache.shard_bytes(i) for i in range(len(cache.shards)))
+        cache.cache_limit = limit * share // max(1, total)
+        cache.threads = 2  # fewer shards in flight under a limit
+        reader.max_open = in_use + 1

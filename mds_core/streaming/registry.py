@@ -1,0 +1,80 @@
+"""``streams_registry``: Stream classes by name, as in the reference, and how a dataset's streams are built.
+
+``StreamingDataset(stream_name=..., stream_config=...)`` builds its single stream from this
+registry, so a custom ``Stream`` subclass is used by registering it once::
+
+    from mds_core import Stream, streams_registry
+
+    class MyStream(Stream): ...
+
+    streams_registry.register("my_stream", func=MyStream)
+    StreamingDataset(remote=..., stream_name="my_stream", stream_config={...})
+
+Installed packages can also offer streams through the entry point group ``mds_core.streams``.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+from typing import Any, Callable
+
+from mds_core.errors import ConfigurationError
+from mds_core.streaming.stream import Stream
+
+ENTRY_POINT_GROUP = "mds_core.streams"
+StreamFactory = Callable[..., Stream]
+
+
+class StreamRegistry:
+    """Named stream factories (usually ``Stream`` subclasses): ``register``, ``get``, ``get_all``."""
+
+    def __init__(self) -> None:
+        self._factories: dict[str, StreamFactory] = {}
+
+    def register(self, name: str, *, func: StreamFactory | None = None) -> Any:
+        """Register ``func`` under ``name``; without ``func``, a decorator that registers what it decorates."""
+        if func is None:
+            return lambda factory: self.register(name, func=factory)
+        self._factories[name] = func
+        return func
+
+    def get(self, name: str) -> StreamFactory:
+        if name in self._factories:
+            return self._factories[name]
+        for entry in entry_points(group=ENTRY_POINT_GROUP, name=name):
+            return self.register(name, func=entry.load())
+        raise ConfigurationError(
+            f"stream_name={name!r} is not registered (registered: {sorted(self.get_all())}); register your "
+            f"Stream subclass with mds_core.streams_registry.register({name!r}, func=YourStream)"
+        )
+
+    def get_all(self) -> dict[str, StreamFactory]:
+        found = {entry.name: entry for entry in entry_points(group=ENTRY_POINT_GROUP)}
+        return {**found, **self._factories}
+
+
+streams_registry = StreamRegistry()
+streams_registry.register("stream", func=Stream)
+
+
+def resolve_streams(streams: list[Stream] | None, remote: str | None, local: str | None, split: str | None,
+                    stream_name: str, stream_config: dict[str, Any] | None, version: int | None) -> list[Stream]:
+    """The dataset's streams: the given list, or one built from the registry and the dataset's arguments."""
+    if streams is not None:
+        if remote is not None or local is not None:
+            raise ConfigurationError("pass either streams=[...] or remote=/local=, not both")
+        if version is not None:
+            raise ConfigurationError(
+                f"version={version} applies to remote=; with streams=[...] give each Stream its own version=")
+        if not streams or not all(isinstance(s, Stream) for s in streams):
+            raise ConfigurationError("streams must be a non-empty list of mds_core.Stream")
+        return list(streams)
+    if remote is None and local is None:
+        raise ConfigurationError("pass streams=[...] or local= (a dataset directory)")
+    config = dict(stream_config or {})
+    if version is not None:
+        config["version"] = version
+    stream = streams_registry.get(stream_name)(remote=remote, local=local, split=split, **config)
+    if not isinstance(stream, Stream):
+        raise ConfigurationError(f"stream_name={stream_name!r} built a {type(stream).__name__}, not an mds_core.Stream")
+    return [stream]
