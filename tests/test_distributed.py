@@ -11,7 +11,6 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 ORDER = ROOT / "tests" / "fixtures" / "order-golden"

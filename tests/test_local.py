@@ -37,7 +37,7 @@ def test_indexing_and_iteration(tmp_path: Path) -> None:
 @pytest.mark.parametrize("index", [50, -51, 10**9])
 def test_out_of_range_raises_index_error(tmp_path: Path, index: int) -> None:
     ds = LocalDataset(_dataset(tmp_path / "d"))
-    with pytest.raises(SampleIndexError, match=f"sample index .* is out of range for 50 samples") as info:
+    with pytest.raises(SampleIndexError, match="sample index .* is out of range for 50 samples") as info:
         ds[index]
     assert isinstance(info.value, IndexError)
 

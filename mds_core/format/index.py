@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any
 
-from mds_core.errors import InvalidIndexError, UnsafePathError
+from mds_core.errors import InvalidIndexError, MergeError, UnsafePathError
 
 INDEX_BASENAME = "index.json"
 INDEX_VERSION = 2
@@ -87,6 +87,15 @@ class ShardInfo:
             "version": INDEX_VERSION,
             "zip_data": self.zip_data.to_json() if self.zip_data else None,
         }
+
+
+def check_same_columns(shards: list[ShardInfo], what: str, fix: str = "") -> None:
+    """Raise ``MergeError`` unless every shard has the same column names and encodings."""
+    found = list(dict.fromkeys((tuple(s.column_names), tuple(s.column_encodings)) for s in shards))
+    if len(found) > 1:
+        described = "; ".join("{" + ", ".join(f"{n}: {e}" for n, e in zip(*columns)) + "}" for columns in found)
+        raise MergeError(f"{what} have different columns and cannot be combined into one dataset: {described}"
+                         + (f". {fix}" if fix else ""))
 
 
 def dumps_index(shards: list[ShardInfo]) -> str:

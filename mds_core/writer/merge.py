@@ -12,7 +12,7 @@ import shutil
 from typing import Any
 
 from mds_core.errors import MergeError, StorageError
-from mds_core.format.index import INDEX_BASENAME, ShardInfo, dumps_merged_index, parse_index
+from mds_core.format.index import INDEX_BASENAME, ShardInfo, check_same_columns, dumps_merged_index, parse_index
 from mds_core.storage.files import atomic_write
 from mds_core.storage.output import Out, parse_out
 from mds_core.storage.remote import open_store
@@ -44,7 +44,7 @@ def _merge_listed(
         partition, text = _read_index(entry, download_timeout)
         prefix = _partition_prefix(partition, root)
         shards.extend(shard.with_prefix(prefix) for shard in parse_index(text, partition))
-    _check_same_columns(shards)
+    check_same_columns(shards, "partitions")
     data = dumps_merged_index(shards).encode("utf-8")
     if remote_out:
         open_store(remote_out, timeout=download_timeout).write_bytes(INDEX_BASENAME, data)
@@ -103,10 +103,3 @@ def _partition_prefix(index_path: str, root: str) -> str:
     if relative in (".", "") or relative.startswith(".."):
         raise MergeError(f"{index_path}: a partition must be in a sub-directory of the merged root {root}")
     return relative
-
-
-def _check_same_columns(shards: list[ShardInfo]) -> None:
-    columns = {(tuple(s.column_names), tuple(s.column_encodings)) for s in shards}
-    if len(columns) > 1:
-        raise MergeError(f"partitions have different columns and cannot be merged: {sorted(columns)}")
-

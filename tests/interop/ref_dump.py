@@ -14,7 +14,6 @@ import decimal
 import json
 import os
 import shutil
-import sys
 import tempfile
 
 import numpy as np

@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime
 import json
 from decimal import Decimal
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -1,0 +1,40 @@
+"""Retention: which versions ``vacuum`` keeps, and which files it may delete."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from mds_core.errors import ConfigurationError
+from mds_core.storage.remote import RemoteStore
+from mds_core.versions.manifest import DATA, VersionInfo, is_manifest
+
+
+def removable(store: RemoteStore, name: str, committed: set[str], cutoff: dt.datetime) -> bool:
+    """Unneeded files of committed versions go at once; anything else (an unfinished commit's files)
+    only once older than the grace period, so a commit in progress is never removed from its writer."""
+    parts = name.split("/")
+    if is_manifest(name) or name in committed or (parts[0] == DATA and len(parts) > 2 and parts[1] in committed):
+        return True
+    return _modified(store, name) < cutoff
+
+
+def _modified(store: RemoteStore, name: str) -> dt.datetime:
+    info = store.fs.info(f"{store.path.rstrip('/')}/{name}")
+    stamp = info.get("LastModified") or info.get("mtime") or info.get("created")
+    if isinstance(stamp, dt.datetime):
+        return stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.timezone.utc)
+    return dt.datetime.fromtimestamp(float(stamp or 0), dt.timezone.utc)
+
+
+def retained(versions: list[VersionInfo], keep_last: int | None, newer_than: dt.datetime | None,
+              published: int | None) -> set[int]:
+    if keep_last is None and newer_than is None:
+        return {v.version for v in versions}
+    if keep_last is not None and keep_last < 1:
+        raise ConfigurationError(f"keep_last must be >= 1, got {keep_last}")
+    keep = {v.version for v in versions[-keep_last:]} if keep_last else set()
+    if newer_than is not None:
+        keep |= {v.version for v in versions if dt.datetime.fromisoformat(v.created) > newer_than}
+    if published is not None:
+        keep.add(published)
+    return keep
