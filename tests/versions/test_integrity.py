@@ -80,3 +80,20 @@ def test_published_is_none_before_any_publish(tmp_path: Path) -> None:
     shard_set = ShardSet(str(tmp_path / "set"))
     _commit(shard_set, "overwrite", {"id": "int"}, range(3), publish=False)
     assert shard_set.published() is None
+
+
+def test_the_publish_command_rolls_back(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from mds_core import cli
+
+    root = str(tmp_path / "set")
+    shard_set = ShardSet(root)
+    _commit(shard_set, "overwrite", {"id": "int"}, range(5))
+    _commit(shard_set, "append", {"id": "int"}, range(5, 9))
+    assert shard_set.published() == 2
+    result = CliRunner().invoke(cli.main, ["versions", "publish", root, "1"])
+    assert result.exit_code == 0 and result.output == f"published version 1 of {root} (was 2)\n"
+    assert shard_set.published() == 1 and len(LocalDataset(root)) == 5
+    missing = CliRunner().invoke(cli.main, ["versions", "publish", root, "9"])
+    assert missing.exit_code == 2 and "no version 9; versions here: [1, 2]" in missing.output

@@ -1,0 +1,85 @@
+"""``mds inspect``, ``mds verify`` and ``mds head``: look into one dataset (a directory or a URL)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from mds_core.cli.common import human, local_copy, or_exit, show
+from mds_core.format.verify import summarize, verify_dataset
+from mds_core.storage.remote import open_store
+from mds_core.storage.shard_cache import ShardCache
+from mds_core.storage.urls import is_remote
+from mds_core.streaming.local import LocalDataset
+
+
+@click.command()
+@click.argument("path")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def inspect(path: str, as_json: bool) -> None:
+    """Columns, shards, samples and sizes of the dataset at PATH (a directory or a URL)."""
+    with local_copy(path, shards=False) as local:
+        summary = or_exit(summarize, local)
+    summary.root = path
+    if as_json:
+        click.echo(json.dumps(summary.to_json(), indent=2))
+        return
+    click.echo(f"dataset      {summary.root}")
+    click.echo(f"samples      {summary.samples}")
+    click.echo(f"shards       {summary.shards}")
+    click.echo(f"raw bytes    {summary.raw_bytes} ({human(summary.raw_bytes)})")
+    if summary.zip_bytes is not None:
+        click.echo(f"compressed   {summary.zip_bytes} ({human(summary.zip_bytes)}) with {', '.join(summary.compression)}")
+        click.echo(f"ratio        {summary.ratio:.2f}x")
+    else:
+        click.echo("compressed   no")
+    click.echo(f"hashes       {', '.join(summary.hashes) or 'none'}")
+    click.echo("columns")
+    width = max((len(name) for name in summary.columns), default=0)
+    for name, encoding in summary.columns.items():
+        click.echo(f"  {name:<{width}}  {encoding}")
+
+
+@click.command()
+@click.argument("path")
+@click.option("--decode", is_flag=True, help="Also decode every value of every sample.")
+@click.option("--allow-unsafe-types", is_flag=True, help="Decode pkl columns too (runs unpickling).")
+def verify(path: str, decode: bool, allow_unsafe_types: bool) -> None:
+    """Check the index, every shard's structure and every recorded hash. Exits 1 on any problem.
+
+    A URL is downloaded to a temporary directory first.
+    """
+    with local_copy(path, shards=True) as local:
+        report = verify_dataset(local, decode=decode, allow_unsafe_types=allow_unsafe_types)
+    for problem in report.problems:
+        click.echo(f"FAIL {problem}", err=True)
+    status = "OK" if report.ok else f"FAILED ({len(report.problems)} problems)"
+    click.echo(
+        f"{status}: {report.shards} shards, {report.files_checked} files, "
+        f"{report.hashes_checked} hashes, {report.samples_checked} samples checked in {path}"
+    )
+    sys.exit(0 if report.ok else 1)
+
+
+@click.command()
+@click.argument("path")
+@click.option("-n", "--num", default=5, show_default=True, help="How many samples to print.")
+@click.option("--allow-unsafe-types", is_flag=True, help="Read pkl columns (runs unpickling).")
+def head(path: str, num: int, allow_unsafe_types: bool) -> None:
+    """Print the first samples of the dataset at PATH (a directory or a URL)."""
+    with local_copy(path, shards=False) as local:
+        dataset = or_exit(LocalDataset, local, allow_unsafe_types=allow_unsafe_types)
+        if is_remote(path):
+            dataset.shard_cache = ShardCache(open_store(path), local, dataset.shards)  # only what is shown
+        _print_head(dataset, num)
+
+
+def _print_head(dataset: LocalDataset, num: int) -> None:
+    with dataset:
+        for index in range(min(num, len(dataset))):
+            sample = or_exit(dataset.get_item, index)
+            click.echo(f"[{index}]")
+            for name, value in sample.items():
+                click.echo(f"  {name}: {show(value)}")

@@ -1,0 +1,88 @@
+"""``mds versions list|show|diff|vacuum|publish``: versioned shard sets under ROOT (a path or URL)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import click
+
+from mds_core.cli.common import emit, human, or_exit
+from mds_core.versions import ShardSet
+
+
+@click.group()
+def versions() -> None:
+    """Versioned shard sets: list, show, diff, publish and vacuum the versions under ROOT (a path or URL)."""
+
+
+def _shard_set(root: str) -> ShardSet:
+    return or_exit(ShardSet, root)
+
+
+@versions.command("list")
+@click.argument("root")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def versions_list(root: str, as_json: bool) -> None:
+    """Every committed version, oldest first; * marks the published one."""
+    shard_set = _shard_set(root)
+    found, published = or_exit(shard_set.versions), or_exit(shard_set.published)
+    lines = [f"{'*' if v.version == published else ' '} {v.version:>4}  {v.created[:19]}  {v.mode:<9} "
+             f"{v.rows:>10} rows  {v.shards:>6} shards  {human(v.stored_bytes):>10}  parent {v.parent}"
+             for v in found] or [f"no versions in {root}"]
+    emit({"published": published, "versions": [v.to_json() for v in found]}, as_json, lines)
+
+
+@versions.command("show")
+@click.argument("root")
+@click.argument("version", type=int)
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def versionsshow(root: str, version: int, as_json: bool) -> None:
+    """The manifest of one version: rows, columns, writer settings, fingerprint, lineage."""
+    info = or_exit(_shard_set(root).version, version)
+    emit(info.to_json(), as_json, [f"{key:<13} {value}" for key, value in info.to_json().items()])
+
+
+@versions.command("diff")
+@click.argument("root")
+@click.argument("old", type=int)
+@click.argument("new", type=int)
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def versions_diff(root: str, old: int, new: int, as_json: bool) -> None:
+    """Shards and rows added and removed from version OLD to version NEW."""
+    diff = or_exit(_shard_set(root).diff, old, new)
+    lines = [f"{old} -> {new}: +{len(diff.added_shards)} shards (+{diff.added_rows} rows), "
+             f"-{len(diff.removed_shards)} shards (-{diff.removed_rows} rows)"]
+    lines += [f"+ {name}" for name in diff.added_shards] + [f"- {name}" for name in diff.removed_shards]
+    emit(diff.to_json(), as_json, lines)
+
+
+@versions.command("vacuum")
+@click.argument("root")
+@click.option("--keep-last", type=int, help="Keep the newest K versions (and the published one).")
+@click.option("--newer-than", type=click.DateTime(), help="Keep versions created after this UTC time.")
+@click.option("--grace-hours", type=float, default=1.0, show_default=True,
+              help="Leave unfinished commits younger than this alone.")
+@click.option("--dry-run", is_flag=True, help="Only print what would be deleted.")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def versions_vacuum(root: str, keep_last: int | None, newer_than: Any, grace_hours: float, dry_run: bool,
+                    as_json: bool) -> None:
+    """Delete versions outside the retention and every file no kept version needs."""
+    when = newer_than.replace(tzinfo=dt.timezone.utc) if newer_than else None
+    report = or_exit(_shard_set(root).vacuum, keep_last=keep_last, newer_than=when,
+                      grace=dt.timedelta(hours=grace_hours), dry_run=dry_run)
+    verb = "would delete" if dry_run else "deleted"
+    lines = [f"kept versions {report.kept_versions}; removed versions {report.removed_versions}; "
+             f"{verb} {len(report.removed_files)} files"] + [f"  {name}" for name in report.removed_files]
+    emit(report.to_json(), as_json, lines)
+
+
+@versions.command("publish")
+@click.argument("root")
+@click.argument("version", type=int)
+def versions_publish(root: str, version: int) -> None:
+    """Point ROOT's index.json (what training reads by default) at VERSION: publish it, or roll back to it."""
+    shard_set = _shard_set(root)
+    before = or_exit(shard_set.published)
+    or_exit(shard_set.publish, version)
+    click.echo(f"published version {version} of {root} (was {before if before is not None else 'none'})")
