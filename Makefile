@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?= -n 2
 
-.PHONY: install demo ui test bench bench-env interop clean
+.PHONY: install demo ui test bench bench-env bench-spark-env interop clean
 
 # torch 2.13.0 (CPU) goes in first, from local disk, so nothing pulls a multi-GB CUDA build.
 # constraints.txt holds known-good versions, so pip resolves in seconds instead of backtracking.
@@ -44,8 +44,15 @@ bench-env:
 interop: install bench-env
 	$(PY) -m pytest $(PYTEST_ARGS) tests/test_interop.py
 
-bench: bench-env
+# All three benchmarks, each side by side with the reference (tens of minutes; see docs/benchmarks.md).
+bench: install bench-env bench-spark-env
 	benchmarks/.venv/bin/python benchmarks/bench_format.py --out benchmarks/results-latest.md
+	benchmarks/.venv/bin/python benchmarks/bench_streaming.py --out benchmarks/results-streaming-latest.md
+	$(PY) benchmarks/bench_spark.py
+
+# The reference's Spark converter needs pyspark 3.5: a third environment, benchmarks/.venv-spark35.
+bench-spark-env:
+	bash benchmarks/setup_spark_env.sh
 
 clean:
-	rm -rf $(VENV) benchmarks/.venv data .pytest_cache .hypothesis
+	rm -rf $(VENV) benchmarks/.venv benchmarks/.venv-spark35 data .pytest_cache .hypothesis site

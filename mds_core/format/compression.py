@@ -22,7 +22,7 @@ _LEVELS: dict[str, tuple[int, int, int] | None] = {
     "snappy": None,
     "zstd": (1, 22, 3),
 }
-_EXTRAS = {"br": ("brotli", "br"), "snappy": ("snappy", "snappy")}
+_EXTRAS = {"br": ("brotli", "br"), "snappy": ("cramjam", "snappy")}  # family -> (package, extra)
 _CHUNK = 1 << 20
 
 
