@@ -1,6 +1,6 @@
 """One rank of a multi-process test (started by tests/test_distributed.py with torchrun-style env vars).
 
-Usage: python tests/distributed_worker.py CONFIG_JSON OUT_JSON
+Usage: python tests/streaming/distributed_worker.py CONFIG_JSON OUT_JSON
 CONFIG: {"streams": [names], "dataset_kwargs": {...}, "batch_size": B, "num_workers": W,
          "remote": URL and "local": cache dir (instead of "streams"),
          "job_root": path, "stop_after": k or null, "state": state dict or null}
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from mds_core import Stream, StreamingDataLoader, StreamingDataset
 
-ORDER = Path(__file__).parent / "fixtures" / "order-golden"
+ORDER = Path(__file__).resolve().parents[1] / "fixtures" / "order-golden"
 
 
 def main() -> None:

@@ -19,7 +19,7 @@ from mds_core.errors import ConfigurationError, VersionConflictError
 from mds_core.streaming.resume import ResumeError
 from mds_core.versions import ShardSet
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 REF_PYTHON = ROOT / "benchmarks" / ".venv" / "bin" / "python"
 COLUMNS = {"id": "int", "day": "str"}
 

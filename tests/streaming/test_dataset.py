@@ -12,7 +12,7 @@ from mds_core import Stream, StreamingDataLoader, StreamingDataset
 from mds_core.errors import ConfigurationError, MDSError
 from mds_core.streaming.resume import ResumeError
 
-ORDER = Path(__file__).parent / "fixtures" / "order-golden"
+ORDER = Path(__file__).resolve().parents[1] / "fixtures" / "order-golden"
 EPOCHS = json.loads((ORDER / "epochs.json").read_text())["cases"]
 SINGLE = [c for c in EPOCHS if c["world"] == {"num_nodes": 1, "ranks_per_node": 1, "workers_per_rank": 1}]
 
@@ -210,7 +210,7 @@ def test_a_killed_run_leaves_nothing_that_breaks_the_next(tmp_path: Path) -> Non
 
 
 def test_streams_with_zero_sample_shards(tmp_path: Path) -> None:
-    golden = Path(__file__).parent / "fixtures" / "mds-golden" / "datasets" / "zero_sample_shard"
+    golden = Path(__file__).resolve().parents[1] / "fixtures" / "mds-golden" / "datasets" / "zero_sample_shard"
     ds = StreamingDataset(local=str(golden), batch_size=2, job_root=str(tmp_path))
     expected = [ds.get_item(i)["b"] for i in range(7)]
     assert [s["b"] for s in ds] == expected and len(set(expected)) > 1

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ORDER = ROOT / "tests" / "fixtures" / "order-golden"
 EPOCHS = json.loads((ORDER / "epochs.json").read_text())["cases"]
 
@@ -32,7 +32,7 @@ def _run_ranks(tmp_path: Path, num_ranks: int, ranks_per_node: int, config: dict
         config_path.write_text(json.dumps(config))
         env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": str(num_ranks), "LOCAL_RANK": str(rank % ranks_per_node),
                "LOCAL_WORLD_SIZE": str(ranks_per_node), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
-        procs.append(subprocess.Popen([sys.executable, str(ROOT / "tests/distributed_worker.py"), str(config_path), str(out)],
+        procs.append(subprocess.Popen([sys.executable, str(ROOT / "tests/streaming/distributed_worker.py"), str(config_path), str(out)],
                                       env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
         outs.append(out)
     for proc in procs:

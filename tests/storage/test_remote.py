@@ -31,9 +31,9 @@ from mds_core.errors import (
 from mds_core.streaming.jobdir import user_dir
 from mds_core.storage.remote import open_store
 from tests.s3 import Fault, object_gets
-from tests.test_distributed import _run_ranks
+from tests.streaming.test_distributed import _run_ranks
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 COLUMNS = {"id": "int", "payload": "bytes"}
 
 
