@@ -16,35 +16,24 @@ pyspark is imported only when a function here is called (the ``spark`` extra).
 
 from __future__ import annotations
 
-import os
+import functools
 import re
-import shutil
-import tempfile
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterator
-
-import pyarrow as pa
+from dataclasses import replace
+from typing import Any, Callable
 
 from mds_core import errors
-from mds_core.convert.table import ConversionStats, write_batch
-from mds_core.convert.arrow import ShapeGuessMissed
-from mds_core.convert.type_rules import ColumnPlan, check_null_policy, plan_columns, with_shape
-from mds_core.errors import ConversionError, MissingDependencyError
-from mds_core.format.index import dumps_index
+from mds_core.convert.spark_schema import detect_shapes, spark_to_arrow
+from mds_core.convert.spark_tasks import MANIFEST_DDL, TaskSpec, convert_partition
 from mds_core.convert.staging import Target, open_target
-from mds_core.writer.mds_writer import MDSWriter
+from mds_core.convert.table import ConversionStats
+from mds_core.convert.type_rules import ColumnPlan, check_null_policy, plan_columns
+from mds_core.errors import ConversionError, MissingDependencyError
 
 # Writer arguments the converter decides itself (out, columns) or handles on the driver.
 _DRIVER_KWARGS = {"out", "columns", "keep_local", "exist_ok", "progress_bar"}
-MANIFEST_SCHEMA = pa.schema([
-    ("partition", pa.int32()), ("attempt", pa.int64()), ("staging", pa.string()), ("rows", pa.int64()),
-    ("skipped", pa.int64()), ("seconds", pa.float64()), ("index", pa.string()), ("missed", pa.string()),
-])
-_MANIFEST_DDL = ("partition int, attempt long, staging string, rows long, skipped long, seconds double, "
-                 "index string, missed string")
 
 
 class ConversionResult(tuple):
@@ -148,170 +137,13 @@ def _plans(dataframe: Any, columns: dict[str, str] | None, check: bool) -> list[
             raise ConversionError("dataframe is empty; there is nothing to convert")
         return []
     plans = plan_columns(schema, columns, vectors=vectors, type_names=type_names)
-    return _detect_shapes(dataframe, plans, columns)
-
-
-def spark_to_arrow(schema: Any) -> tuple[pa.Schema, frozenset[str], dict[str, str]]:
-    """The Arrow form of a Spark schema (as ``mapInArrow`` delivers it), ML vector columns, type names."""
-    fields, vectors = [], set()
-    for spark_field in schema.fields:
-        if _is_vector(spark_field.dataType):
-            vectors.add(spark_field.name)
-        fields.append(pa.field(spark_field.name, _arrow_type(spark_field.dataType)))
-    names = {f.name: f.dataType.simpleString() for f in schema.fields}
-    return pa.schema(fields), frozenset(vectors), names
-
-
-def _is_vector(dtype: Any) -> bool:
-    from pyspark.sql.types import UserDefinedType
-
-    return isinstance(dtype, UserDefinedType) and type(dtype).__name__ == "VectorUDT"
-
-
-def _arrow_type(dtype: Any) -> pa.DataType:
-    from pyspark.sql import types as T
-
-    simple = {
-        T.ByteType: pa.int8(), T.ShortType: pa.int16(), T.IntegerType: pa.int32(), T.LongType: pa.int64(),
-        T.FloatType: pa.float32(), T.DoubleType: pa.float64(), T.StringType: pa.string(),
-        T.BinaryType: pa.binary(), T.BooleanType: pa.bool_(), T.DateType: pa.date32(),
-        T.TimestampType: pa.timestamp("us", "UTC"), T.TimestampNTZType: pa.timestamp("us"),
-        T.NullType: pa.null(),
-    }
-    for spark_type, arrow_type in simple.items():
-        if isinstance(dtype, spark_type):
-            return arrow_type
-    if isinstance(dtype, T.DecimalType):
-        return pa.decimal128(dtype.precision, dtype.scale)
-    if isinstance(dtype, T.ArrayType):
-        return pa.list_(_arrow_type(dtype.elementType))
-    if isinstance(dtype, T.MapType):
-        return pa.map_(_arrow_type(dtype.keyType), _arrow_type(dtype.valueType))
-    if isinstance(dtype, T.StructType):
-        return pa.struct([pa.field(f.name, _arrow_type(f.dataType)) for f in dtype.fields])
-    if isinstance(dtype, T.UserDefinedType):
-        return _arrow_type(dtype.sqlType())
-    return pa.month_day_nano_interval()  # intervals, variants...: rejected by the type rules
-
-
-def _detect_shapes(dataframe: Any, plans: list[ColumnPlan], columns: dict[str, str] | None) -> list[ColumnPlan]:
-    """Guess the fixed shape of inferred ndarray columns from the first row (one cheap ``first()``).
-
-    Tasks verify every row against the guess and report a miss instead of failing; the driver then
-    runs again with the dynamic-shape form (``_run_until_shapes_hold``). A full extra pass over the
-    data to check the shapes first would cost as much as reading it.
-    """
-    from pyspark.sql import functions as F
-
-    # A declared encoding is used as given; only inferred ones get the fixed-shape form.
-    todo = [p for p in plans if p.kind == "ndarray" and p.shape is None and columns is None]
-    exprs = [F.lit(1).alias("present")]
-    for i, plan in enumerate(todo):
-        for level, (low, high) in enumerate(_level_sizes(F, F.col(f"`{plan.name}`"), plan.ndim)):
-            exprs += [low.alias(f"lo_{i}_{level}"), high.alias(f"hi_{i}_{level}")]
-    first = dataframe.select(*exprs).first()
-    if first is None:
-        raise ConversionError("dataframe is empty; there is nothing to convert")
-    row = first.asDict()
-    guessed = {}
-    for i, plan in enumerate(todo):
-        bounds = [(row[f"lo_{i}_{lv}"], row[f"hi_{i}_{lv}"]) for lv in range(plan.ndim)]
-        if all(lo is not None and lo == hi and lo > 0 for lo, hi in bounds):
-            guessed[plan.name] = tuple(int(lo) for lo, _ in bounds)
-    return [with_shape(p, guessed[p.name], guessed=True) if p.name in guessed else p for p in plans]
-
-
-def _level_sizes(F: Any, column: Any, ndim: int) -> list[tuple[Any, Any]]:
-    """Per nesting level: expressions for the smallest and largest list length in a row."""
-    size = F.when(column.isNotNull(), F.size(column))
-    levels = [(size, size)]
-    flat = column
-    for _ in range(1, ndim):
-        inner = F.transform(flat, lambda x: F.size(x))
-        levels.append((F.array_min(inner), F.array_max(inner)))
-        flat = F.flatten(flat)
-    return levels
-
-
-# ---- tasks (executors) ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TaskSpec:
-    """Everything a task needs; pickled once into the task closure."""
-
-    plans: list[ColumnPlan]
-    columns: dict[str, str]
-    writer_kwargs: dict[str, Any]
-    staging: str  # a local directory or a URL; each attempt writes below it
-    remote: str | None
-    null_policy: str
-    fill_values: dict[str, Any] | None
-    udf_iterable: Callable[..., Any] | None = None
-    udf_kwargs: dict[str, Any] = field(default_factory=dict)
-
-
-def convert_partition(spec: TaskSpec, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """The ``mapInArrow`` function: write this attempt's shards to staging, yield its manifest."""
-    from pyspark import TaskContext
-
-    started = time.perf_counter()
-    context = TaskContext.get()
-    partition, attempt = context.partitionId(), context.taskAttemptId()
-    name = f"{partition:05}.{attempt}"
-    scratch = None
-    if spec.remote:
-        scratch = tempfile.mkdtemp(prefix=f"mds-{name}-", dir=_executor_scratch())
-        out: Any = (scratch, f"{spec.staging}/{name}")
-    else:
-        out = os.path.join(spec.staging, name)
-    rows = skipped = 0
-    index, missed = "", None
-    try:
-        writer = MDSWriter(out=out, columns=spec.columns, keep_local=False, **spec.writer_kwargs)
-        with writer:
-            rows, skipped = _write_partition(writer, spec, batches, partition)
-        index = dumps_index(writer.shards)
-    except ShapeGuessMissed as miss:
-        missed = miss.column  # the writer removed its files; the driver runs again without the guess
-    finally:
-        if scratch:
-            shutil.rmtree(scratch, ignore_errors=True)
-    yield pa.RecordBatch.from_pylist([{
-        "partition": partition, "attempt": attempt, "staging": name, "rows": rows, "skipped": skipped,
-        "seconds": time.perf_counter() - started, "index": index, "missed": missed,
-    }], schema=MANIFEST_SCHEMA)
-
-
-def _write_partition(writer: MDSWriter, spec: TaskSpec, batches: Iterator[pa.RecordBatch],
-                     partition: int) -> tuple[int, int]:
-    rows = skipped = 0
-    if spec.udf_iterable is not None:
-        for batch in batches:
-            for sample in spec.udf_iterable(batch.to_pandas(), **spec.udf_kwargs):
-                writer.write(sample)
-                rows += 1
-        return rows, 0
-    where = f" of partition {partition}"
-    for batch in batches:
-        written, dropped = write_batch(writer, batch, spec.plans, spec.null_policy, spec.fill_values,
-                                       rows + skipped, where)
-        rows, skipped = rows + written, skipped + dropped
-    return rows, skipped
-
-
-def _executor_scratch() -> str | None:
-    # Spark hands Python workers its local directories (spark.local.dir), which executors clean up.
-    local_dirs = os.environ.get("SPARK_LOCAL_DIRS", "")
-    return local_dirs.split(",")[0] or None
+    return detect_shapes(dataframe, plans, columns)
 
 
 # ---- running and committing (driver) --------------------------------------------------------------
 
 
 def _run_tasks(dataframe: Any, spec: TaskSpec, target: Target, progress: bool | None) -> list[dict[str, Any]]:
-    import functools
-
     context = dataframe.sparkSession.sparkContext
     group = f"mds-{uuid.uuid4().hex[:12]}"
     previous = context.getLocalProperty("spark.jobGroup.id")
@@ -319,7 +151,7 @@ def _run_tasks(dataframe: Any, spec: TaskSpec, target: Target, progress: bool | 
     watcher = _ProgressWatcher(context, group, dataframe.rdd.getNumPartitions(), progress, target.url)
     finished = False
     try:
-        rows = dataframe.mapInArrow(functools.partial(convert_partition, spec), _MANIFEST_DDL).collect()
+        rows = dataframe.mapInArrow(functools.partial(convert_partition, spec), MANIFEST_DDL).collect()
         finished = True
     except Exception as err:
         target.discard(spec.staging)

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Iterator
 
 import pyarrow as pa
+from tqdm import tqdm
 
 from mds_core.convert.arrow import ShapeGuessMissed, encode_batch, list_layout, plain
 from mds_core.convert.nulls import resolve_nulls
@@ -183,24 +184,7 @@ def _is_pandas(data: Any) -> bool:
     return type(data).__module__.startswith("pandas") and hasattr(data, "to_records")
 
 
-class _NoBar:
-    def update(self, n: int) -> None:
-        pass
-
-    def __enter__(self) -> "_NoBar":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        pass
-
-
-def _progress(enabled: bool | None, out: Any) -> Any:
-    if enabled is False:
-        return _NoBar()
-    from tqdm import tqdm
-
+def _progress(enabled: bool | None, out: Any) -> tqdm:
     # disable=None: shown only on a terminal; delay: only for conversions that take a while.
-    return tqdm(desc=f"rows -> {out}", unit="row", unit_scale=True, disable=None if enabled is None else False,
-                delay=0 if enabled else 1.0)
-
-
+    return tqdm(desc=f"rows -> {out}", unit="row", unit_scale=True,
+                disable={False: True, None: None}.get(enabled, False), delay=0 if enabled else 1.0)

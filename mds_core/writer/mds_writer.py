@@ -9,20 +9,20 @@ finished shard waits to be stored, so memory stays at about two shards.
 
 from __future__ import annotations
 
-import json
 import os
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
 
 from mds_core.errors import ShardTooLargeError, WriterError
-from mds_core.format.compression import Codec, get_codec
-from mds_core.format.hashing import check_hash_list, digests
-from mds_core.format.index import FileInfo, ShardInfo, dumps_index
-from mds_core.format.shard import MAX_SHARD_BYTES, Schema, shard_head
-from mds_core.storage.output import Output, open_output
+from mds_core.format.compression import get_codec
+from mds_core.format.hashing import check_hash_list
+from mds_core.format.index import ShardInfo, dumps_index
+from mds_core.format.shard import MAX_SHARD_BYTES, Schema
 from mds_core.sizes import parse_size_limit
+from mds_core.storage.output import open_output
+from mds_core.writer.shard_store import ShardStore
 
 _WRITER_KWARGS = {"progress_bar", "max_workers", "retry", "exist_ok"}
 CHUNK_BYTES = 4 << 20  # compress this much at a time while the shard is still filling
@@ -77,7 +77,7 @@ class MDSWriter:
         get_codec(self.compression)  # an unknown or uninstalled codec fails before any output exists
         output = open_output(out, exist_ok=bool(kwargs.get("exist_ok", False)), keep_local=keep_local,
                              retry=kwargs.get("retry", 2), max_workers=kwargs.get("max_workers"))
-        self._store = _ShardStore(output, self.get_config(), bool(kwargs.get("progress_bar", False)))
+        self._store = ShardStore(output, self.get_config(), bool(kwargs.get("progress_bar", False)))
         self._shard_base = 8 + len(self._store.header)  # sample count + first offset + header
         family = self.compression.partition(":")[0] if self.compression else None
         self._chunk_limit = ZSTD_CHUNK_BYTES if family == "zstd" else CHUNK_BYTES
@@ -239,82 +239,3 @@ class MDSWriter:
             self.finish()
         else:
             self.abort()
-
-
-class _ShardStore:
-    """The background half of the writer: compress chunks, then hash and write whole shards."""
-
-    def __init__(self, output: Output, config: dict[str, Any], progress: bool) -> None:
-        self.output, self.config = output, config
-        self.codec: Codec | None = get_codec(config["compression"])
-        self.hashes: list[str] = config["hashes"]
-        self.header = json.dumps(config, sort_keys=True).encode("utf-8")
-        self.compresses_chunks = self.codec is not None and self.codec.concatenable
-        self.shards: list[ShardInfo] = []
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mds-writer")
-        self._pending: Future[ShardInfo] | None = None
-        self._progress = _progress_bar(progress, output.location)
-
-    @property
-    def next_index(self) -> int:
-        return len(self.shards) + (self._pending is not None)
-
-    def compress(self, parts: list[bytes]) -> Future[bytes]:
-        assert self.codec is not None
-        return self._executor.submit(lambda: self.codec.compress(b"".join(parts)))
-
-    def submit(self, sizes: list[int], parts: list[bytes], chunks: list[Future[bytes]]) -> None:
-        self.wait()  # keeps at most one finished shard in memory
-        self._pending = self._executor.submit(self._store, self.next_index, sizes, parts, chunks)
-
-    def wait(self) -> None:
-        if self._pending is not None:
-            pending, self._pending = self._pending, None
-            self.shards.append(pending.result())
-            self._progress.update(1)
-
-    def _store(self, index: int, sizes: list[int], parts: list[bytes], chunks: list[Future[bytes]]) -> ShardInfo:
-        # Uncompressed shards go to disk straight from the sample buffers, never joined in memory.
-        parts = [shard_head(sizes, self.header), *parts]
-        raw_name = f"shard.{index:05}.mds"
-        raw_info = FileInfo(raw_name, sum(map(len, parts)), digests(self.hashes, parts))
-        zip_info = None
-        if self.codec is None:
-            self.output.write_file(raw_name, parts)
-        else:
-            if self.compresses_chunks:
-                pieces = [self.codec.compress(parts[0]), *(chunk.result() for chunk in chunks)]
-            else:
-                pieces = [self.codec.compress(b"".join(parts))]
-            zip_name = f"{raw_name}.{self.codec.extension}"
-            zip_info = FileInfo(zip_name, sum(map(len, pieces)), digests(self.hashes, pieces))
-            self.output.write_file(zip_name, pieces)
-        return ShardInfo.from_config(self.config, raw_info, len(sizes), zip_info)
-
-    def close(self, discard: bool = False) -> None:
-        if discard and self._pending is not None:
-            try:
-                self._pending.result()
-            except BaseException:
-                pass  # the error being reported is the caller's
-            self._pending = None
-        self._executor.shutdown(wait=True, cancel_futures=discard)
-        self._progress.close()
-        if discard:
-            self.output.abort()
-
-
-class _NoProgress:
-    def update(self, n: int) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def _progress_bar(enabled: bool, location: str) -> Any:
-    if not enabled:
-        return _NoProgress()
-    from tqdm import tqdm
-
-    return tqdm(desc=f"shards -> {location}", unit="shard")
