@@ -190,9 +190,10 @@ def _device_batches_of_node(work: NDArray[np.int64], node: int, canonical_per_no
         raise ConfigurationError(
             f"stream {stream_id} has too few samples for one device batch of {batch_size} on node {node} "
             "with device_per_stream batching: raise its weight or lower the batch size")
-    if full < batches.shape[0] - 1:
-        logger.warning("device_per_stream batching drops %d incomplete batch(es) of stream %d on node %d",
-                       batches.shape[0] - 1 - full, stream_id, node)
+    dropped = int(np.count_nonzero(batches[full:] >= 0))  # real samples in the incomplete batches
+    if dropped:
+        logger.warning("device_per_stream batching drops %d sample(s) of stream %d on node %d that do not fill "
+                       "a device batch", dropped, stream_id, node)
     return batches[:full]
 
 

@@ -28,6 +28,9 @@ def merge_index(*args: Any, **kwargs: Any) -> None:
     ``index.json`` under ``out`` (sorted by path) and merges those.
     """
     first = args[0] if args else kwargs.get("index_file_urls", kwargs.get("out"))
+    if not first:
+        raise MergeError(f"nothing to merge: the first argument is {first!r}; pass the partition index.json "
+                         "files and out, or the root directory that holds the partitions")
     if isinstance(first, list):
         _merge_listed(*args, **kwargs)
     else:
@@ -37,6 +40,8 @@ def merge_index(*args: Any, **kwargs: Any) -> None:
 def _merge_listed(
     index_file_urls: list[Out], out: Out, keep_local: bool = True, download_timeout: int = 60
 ) -> None:
+    if not out:
+        raise MergeError(f"merge_index: out is {out!r}; give the merged dataset's root (a path, URL or (local, remote))")
     location = parse_out(out)
     local_out, remote_out, root = location.local, location.remote, location.home
     shards: list[ShardInfo] = []

@@ -314,3 +314,14 @@ def test_stream_aware_batching_resumes_at_global_batch_granularity(settings_, da
 def _without_trailing_padding(batches: np.ndarray) -> np.ndarray:
     real = np.flatnonzero((batches >= 0).any(axis=1))
     return batches[:real[-1] + 1] if len(real) else batches[:0]
+
+
+@pytest.mark.parametrize(("samples", "dropped"), [(10, 2), (8, 0), (11, 3)])
+def test_device_per_stream_warns_exactly_when_real_samples_are_dropped(caplog, samples: int, dropped: int) -> None:
+    spec = OrderSpec(shard_sizes=[[samples]], batching_method="device_per_stream", batch_size=4, num_canonical_nodes=1)
+    with caplog.at_level("WARNING", logger="mds_core.order.batching"):
+        work = generate_work(spec, 1, 1, 1, 0)
+    assert int(np.count_nonzero(work >= 0)) == samples - dropped
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == ([f"device_per_stream batching drops {dropped} sample(s) of stream 0 on node 0 that do not "
+                         "fill a device batch"] if dropped else [])

@@ -65,3 +65,8 @@ def test_refusals(tmp_path: Path) -> None:
         merge_index([str(a)], str(tmp_path / "a" / "deeper"))
     with pytest.raises(MergeError, match=r"nope/index.json: no such index.json"):
         merge_index([str(tmp_path / "nope" / "index.json")], str(tmp_path))
+    with pytest.raises(MergeError, match=r"nothing to merge: the first argument is \[\]"):
+        merge_index([], str(tmp_path))
+    with pytest.raises(MergeError, match="out is None"):
+        merge_index([str(a / "index.json")], None)
+    assert not (tmp_path / "index.json").exists()
