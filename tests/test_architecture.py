@@ -67,3 +67,20 @@ def test_nothing_refers_to_files_outside_the_repository() -> None:
             if path.suffix not in (".mds", ".zstd", ".gz", ".bz2", ".br", ".snappy", ".so")
             and (outside in (text := path.read_text(errors="ignore")) or spec_dir in text)]
     assert not hits, f"these files point outside the repository: {hits}"
+
+
+def test_every_docs_section_the_code_cites_exists() -> None:
+    import re
+
+    cited = set()
+    for path in _tracked("mds_core", "pipelines", "tests"):
+        if path.suffix == ".py":
+            text = " ".join(path.read_text().split())  # citations may wrap across lines
+            cited |= set(re.findall(r"docs/([\w-]+\.md)`{0,2},? \"([^\"]+)\"", text))
+            cited |= {(page, "") for page in re.findall(r"docs/([\w-]+\.md)", text)}
+    assert cited, "the pattern no longer finds the citations"
+    for page, section in sorted(cited):
+        doc = ROOT / "docs" / page
+        assert doc.exists(), f"code cites docs/{page}, which does not exist"
+        headings = [line.lstrip("#").strip() for line in doc.read_text().splitlines() if line.startswith("#")]
+        assert not section or section in headings, f"code cites section {section!r} of docs/{page}: {headings}"

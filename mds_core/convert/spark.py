@@ -65,7 +65,7 @@ def dataframe_to_mds(
         mds_kwargs: ``MDSWriter`` arguments; ``out`` is required (a local path, a URL such as
             ``s3://bucket/prefix``, or ``(local, remote)``); ``compression`` defaults to ``"zstd"``;
             ``columns`` (name -> encoding) selects and types the columns, else every column is
-            written with the encoding of its type (README, "Type mapping").
+            written with the encoding of its type (docs/spark.md, "Type mapping").
         udf_iterable: ``f(pandas_df, **udf_kwargs)`` returning sample dicts, as in the reference
             (needs ``columns``; this path is row by row).
         null_policy: ``"error"`` (name the column and first bad row), ``"skip"`` (count them) or ``"fill"``.

@@ -71,7 +71,7 @@ def table_to_mds(
         data: a ``pyarrow.Table``/``RecordBatch``, a pandas ``DataFrame``, or an iterable of dicts
             (read in batches of 8192; ``schema`` fixes their Arrow types, else the first batch's).
         columns: column -> encoding to write only those columns with those encodings (validated);
-            by default every column with the encoding of its type (see the README's type table).
+            by default every column with the encoding of its type (docs/spark.md, "Type mapping").
         compression, **writer_kwargs: as for ``MDSWriter`` (``hashes``, ``size_limit``, ``exist_ok``...);
             compression defaults to zstd, like ``dataframe_to_mds``.
         null_policy: ``"error"`` (name the column and row), ``"skip"`` (drop and count) or ``"fill"``.

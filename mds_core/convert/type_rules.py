@@ -3,7 +3,7 @@
 Planning happens once per conversion (on the Spark driver) and yields one ``ColumnPlan`` per column;
 the encoders in ``mds_core.convert.arrow`` then follow the plan for every record batch. Spark types
 reach these rules through their Arrow form (``mds_core.convert.spark`` maps them), so the two converters can
-not drift apart. The README's "Type mapping" table lists the same rules.
+not drift apart. The "Type mapping" table of docs/spark.md lists the same rules.
 """
 
 from __future__ import annotations

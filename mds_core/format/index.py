@@ -1,6 +1,6 @@
 """The ``index.json`` model: parse and validate strictly, serialise byte-for-byte like the reference.
 
-A dataset index is ``{"shards": [...], "version": 2}``; each shard entry has exactly the twelve keys
+A dataset index is ``{"shards": [...], "version": 2}``; each shard entry has exactly the eleven keys
 the reference's reader accepts (an extra or missing key makes it fail, so we refuse them too).
 """
 

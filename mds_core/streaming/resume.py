@@ -31,7 +31,7 @@ class ResumeError(MDSError, ValueError):
 class EpochStart:
     epoch: int
     sample_in_epoch: int
-    state: dict[str, Any] | None  # the loaded state this epoch resumes, if any
+    state: dict[str, Any] | None  # the loaded state this epoch, or an earlier one of this run, resumed
 
 
 def data_fingerprint(roots: list[str], spec: OrderSpec, versions: list[int | None]) -> str:
@@ -106,7 +106,9 @@ class EpochLedger:
             start = EpochStart(state["epoch"], state["sample_in_epoch"], state)
             version = loaded["version"]
         else:
-            start = EpochStart(record["epoch"] + 1, 0, None)
+            # A later epoch keeps a resumed state's canonical nodes, seed and initial node count, as
+            # the reference does; only the position starts afresh.
+            start = EpochStart(record["epoch"] + 1, 0, record.get("state"))
             version = record["resume_version"]
         self.job.write_json(self._worker_file(worker), {
             "epoch": start.epoch, "sample_in_epoch": start.sample_in_epoch, "resume_version": version,

@@ -127,3 +127,28 @@ def test_the_loader_can_resume_on_other_data_when_asked(tmp_path: Path) -> None:
     resumed.load_state_dict(state, allow_other_data=True)
     ids = [int(i) for batch in resumed for i in batch["id"]]
     assert ids == list(range(112, 144))  # the 12 samples already consumed are skipped
+
+
+def _epoch(ds: StreamingDataset) -> list[int]:
+    return [int(sample["id"]) for sample in ds]
+
+
+def test_later_epochs_keep_a_resumed_states_order_settings(tmp_path: Path) -> None:
+    local = str(_write(tmp_path / "d", 60))
+    ds = StreamingDataset(local=local, batch_size=4, shuffle=True, job_root=str(tmp_path))
+    state = ds.state_dict(0, from_beginning=True)
+    state.update(epoch=0, sample_in_epoch=8, num_canonical_nodes=3, shuffle_seed=5)
+    ds.load_state_dict(state)
+    _epoch(ds)
+    after_resume = _epoch(ds)  # epoch 1, not resumed
+    assert {k: ds.state_dict(0, True)[k] for k in ("epoch", "num_canonical_nodes", "shuffle_seed")} == {
+        "epoch": 1, "num_canonical_nodes": 3, "shuffle_seed": 5}
+
+    def epoch_one(**settings) -> list[int]:
+        fresh = StreamingDataset(local=local, batch_size=4, shuffle=True, job_root=str(tmp_path), **settings)
+        _epoch(fresh)
+        return _epoch(fresh)
+
+    # The run continues as a run with those settings from the start would (the reference does so only
+    # without DataLoader workers; its workers fall back to the constructor's settings).
+    assert after_resume == epoch_one(num_canonical_nodes=3, shuffle_seed=5) != epoch_one()
