@@ -263,6 +263,8 @@ def _vectors(arr: pa.Array, plan: ColumnPlan) -> Parts:
     dims = layout.dims.copy()
     sparse = np.flatnonzero(kinds == 0)
     dims[sparse, 0] = sizes.to_numpy(zero_copy_only=False)[sparse]
+    if plan.shape is not None:
+        return _fixed_vectors(layout, dims, sparse, indices, values, plan)
     (heads, data), byte_sizes = _array_parts(layout.leaf, layout.bounds, layout.dims, plan)
     if not len(sparse):
         return [heads, data], byte_sizes
@@ -274,6 +276,26 @@ def _vectors(arr: pa.Array, plan: ColumnPlan) -> Parts:
         rows[row] = dense.tobytes()
     byte_sizes = np.fromiter(map(len, heads), np.int64, len(heads)) + dims[:, 0] * 8
     return [_binary_of(heads), _binary_of(rows)], byte_sizes
+
+
+def _fixed_vectors(layout: Any, dims: np.ndarray, sparse: np.ndarray, indices: pa.Array, values: pa.Array,
+                   plan: ColumnPlan) -> Parts:
+    """Vectors declared ``ndarray:float64:<n>``: every row densified to exactly ``n`` values."""
+    width = int(plan.shape[0]) if plan.shape else 0
+    wrong = np.flatnonzero(dims[:, 0] != width)
+    if wrong.size:
+        row = int(wrong[0])
+        raise ConversionError(f"column {plan.name!r} ({plan.type_name}): row {row} holds a vector of "
+                              f"{int(dims[row, 0])} values, but the column is declared {plan.encoding!r}")
+    dense = np.zeros((len(dims), width), "<f8")
+    leaf = layout.leaf.to_numpy(zero_copy_only=False)
+    is_dense = np.ones(len(dims), bool)
+    is_dense[sparse] = False
+    starts = layout.bounds[:-1][is_dense]
+    dense[is_dense] = leaf[(starts[:, None] + np.arange(width)).reshape(-1)].reshape(-1, width)
+    for row in sparse.tolist():
+        dense[row, np.asarray(indices[row].as_py(), np.int64)] = np.asarray(values[row].as_py(), "<f8")
+    return [_fixed_bytes(dense, width * 8)], None
 
 
 ENCODERS: dict[str, Callable[[pa.Array, ColumnPlan], Parts]] = {

@@ -136,3 +136,25 @@ def test_generated_frames_round_trip(spark, tmp_path_factory, rows) -> None:
         assert_same(sample["s"], np.int16(s), "s")
         assert sample["t"] == t
         assert_same(np.asarray(sample["v"]), np.asarray(v, np.float32), "v")
+
+
+def test_vectors_declared_with_a_fixed_size(spark, tmp_path) -> None:
+    from pyspark.ml.linalg import Vectors, VectorUDT
+
+    from mds_core.errors import ConversionError
+
+    schema = T.StructType([T.StructField("id", T.LongType()), T.StructField("v", VectorUDT())])
+    rows = [(0, Vectors.dense([1.0, 2.0, 3.0])), (1, Vectors.sparse(3, [0, 2], [-4.0, 5.0])),
+            (2, Vectors.dense([0.5, 0.0, -0.5]))]
+    columns = {"id": "int64", "v": "ndarray:float64:3"}
+    dataframe_to_mds(spark.createDataFrame(rows, schema).coalesce(1),
+                     mds_kwargs={"out": str(tmp_path / "ok"), "columns": columns})
+    got = {int(s["id"]): s["v"] for s in LocalDataset(tmp_path / "ok")}
+    for row_id, vector in rows:
+        assert_same(got[row_id], vector.toArray().astype(np.float64), f"v[{row_id}]")
+    wrong = [(0, Vectors.dense([1.0, 2.0, 3.0])), (1, Vectors.sparse(4, [0], [1.0]))]
+    with pytest.raises(ConversionError, match=r"column 'v' \(vector\): row 1 holds a vector of 4 values, but the "
+                                              r"column is declared 'ndarray:float64:3'"):
+        dataframe_to_mds(spark.createDataFrame(wrong, schema).coalesce(1),
+                         mds_kwargs={"out": str(tmp_path / "wrong"), "columns": columns})
+    assert not (tmp_path / "wrong" / "index.json").exists()
