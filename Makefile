@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?= -n 2
 
-.PHONY: install demo ui test bench bench-env bench-spark-env interop clean
+.PHONY: install demo ui test prerequisites lint docs bench bench-env bench-spark-env interop clean
 
 # torch 2.13.0 (CPU) goes in first, from local disk, so nothing pulls a multi-GB CUDA build.
 # constraints.txt holds known-good versions, so pip resolves in seconds instead of backtracking.
@@ -32,9 +32,23 @@ ui: install
 	mkdir -p $(DAGSTER_HOME) && cp dagster.yaml $(DAGSTER_HOME)/dagster.yaml
 	DAGSTER_HOME=$(DAGSTER_HOME) $(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p $(UI_PORT)
 
-# The suite includes the interoperability tests, which need the reference's environment.
-test: install bench-env
+# System prerequisites first (Java 17+, a C compiler with Python headers, Chromium and chromedriver):
+# a missing one is named with the package to install, before minutes of installs. Then the import
+# contracts, the documentation site (strict), and the suite, which includes the interoperability
+# tests and so needs the reference's environment.
+test: prerequisites install bench-env lint docs
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+prerequisites:
+	@PYTHON=$(PYTHON) bash scripts/check_prerequisites.sh
+
+# The layers of docs/architecture.md, checked by import-linter (contracts in pyproject.toml).
+lint: install
+	$(VENV)/bin/lint-imports --no-cache
+
+# The documentation site, built into site/ in strict mode: a broken link or anchor fails.
+docs: install
+	$(PY) -m mkdocs build --strict --quiet
 
 # The benchmark environment holds the reference (mosaicml-streaming 0.13.0, numpy<2.2) and litdata.
 bench-env:

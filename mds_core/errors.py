@@ -91,6 +91,10 @@ class EmptyStreamError(ConfigurationError, RuntimeError):
     """A stream whose index lists no samples (the reference raised ``RuntimeError``)."""
 
 
+class ResumeError(MDSError, ValueError):
+    """A state dict that cannot be resumed: malformed, or taken on different data or settings."""
+
+
 class StorageError(MDSError, OSError):
     """A remote store or cache operation that failed for good (after retries); the message names the URL."""
 

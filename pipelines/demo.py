@@ -4,7 +4,7 @@
 2. the next day appends a version holding the previous shards plus that day's.
 
 Runs are recorded in ``$DAGSTER_HOME`` (``make ui`` shows them). Environment variables such as
-``MDS_SHARD_STORE=s3://bucket/prefix`` point the demo elsewhere (README, "Pipelines").
+``MDS_SHARD_STORE=s3://bucket/prefix`` point the demo elsewhere (docs/pipelines.md).
 """
 
 from __future__ import annotations

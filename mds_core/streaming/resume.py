@@ -16,15 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from mds_core.streaming.jobdir import JobDir
-from mds_core.errors import MDSError
+from mds_core.errors import ResumeError
 from mds_core.format.index import INDEX_BASENAME
 from mds_core.order.spec import OrderSpec
 
 STATE_KEYS = ("epoch", "sample_in_epoch", "num_canonical_nodes", "shuffle_seed", "initial_physical_nodes")
-
-
-class ResumeError(MDSError, ValueError):
-    """A state dict that cannot be resumed: malformed, or taken on different data or settings."""
 
 
 @dataclass(frozen=True)

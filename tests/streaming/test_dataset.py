@@ -10,7 +10,7 @@ import pytest
 
 from mds_core import Stream, StreamingDataLoader, StreamingDataset
 from mds_core.errors import ConfigurationError, MDSError
-from mds_core.streaming.resume import ResumeError
+from mds_core.errors import ResumeError
 
 ORDER = Path(__file__).resolve().parents[1] / "fixtures" / "order-golden"
 EPOCHS = json.loads((ORDER / "epochs.json").read_text())["cases"]

@@ -15,7 +15,7 @@ import pytest
 
 from mds_core import MDSWriter, Stream, StreamingDataLoader, StreamingDataset, streams_registry
 from mds_core.errors import ConfigurationError, StorageError
-from mds_core.streaming.resume import ResumeError
+from mds_core.errors import ResumeError
 
 GOLDEN_EMPTY = Path(__file__).resolve().parent.parent / "fixtures" / "mds-golden" / "datasets" / "empty"
 

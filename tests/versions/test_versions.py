@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from mds_core import MDSWriter, StreamingDataset, cli
 from mds_core.errors import ConfigurationError, VersionConflictError
-from mds_core.streaming.resume import ResumeError
+from mds_core.errors import ResumeError
 from mds_core.versions import ShardSet
 
 ROOT = Path(__file__).resolve().parents[2]
