@@ -237,7 +237,8 @@ def main() -> None:
     if args.child:
         child(*args.child)
         return
-    for impl, python in PYTHONS.items():
+    for impl in args.impls.split(","):
+        python = PYTHONS[impl]
         if not python.exists():
             sys.exit(f"{python} is missing: run `make install` and `bash benchmarks/setup_spark_env.sh`")
     source = args.work / f"input-{args.rows}"

@@ -1,4 +1,4 @@
-"""Bytes on disk: encodings, the shard layout, index.json, compression and hashing. No network I/O."""
+"""Bytes on disk: encodings, the shard layout, index.json, compression, hashing and verification. No network I/O."""
 
 from mds_core.format.compression import get_codec, get_compressions
 from mds_core.format.encodings import (

@@ -93,8 +93,11 @@ def test_streams_from_an_installed_package_are_found_by_entry_point(tmp_path: Pa
     assert done.stdout.split() == ["fancy_streams", "Fancy", "10"]
 
 
-def test_a_cached_shard_deleted_mid_epoch_is_fetched_again(tmp_path: Path) -> None:
-    remote = _write(tmp_path / "remote", 400)  # shards of about 18 samples
+def test_a_cached_shard_deleted_mid_epoch_is_fetched_again(tmp_path: Path, monkeypatch) -> None:
+    import mds_core.streaming.dataset
+
+    monkeypatch.setattr(mds_core.streaming.dataset, "DELETION_CHECK_SECONDS", 0.0)  # check at every step
+    remote = _write(tmp_path / "remote", 400)  # shards of 15 samples
     cache = tmp_path / "cache"
     ds = StreamingDataset(remote=str(remote), local=str(cache), batch_size=10, predownload=10,
                           job_root=str(tmp_path))
