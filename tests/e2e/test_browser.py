@@ -44,6 +44,11 @@ def dismiss_welcome_dialog(browser) -> None:
         button.click()
 
 
+def settled(browser) -> bool:
+    dismiss_welcome_dialog(browser)
+    return "Loading..." not in browser.page_source and not named(browser, "Skip")
+
+
 def test_asset_graph_shows_every_asset(dagster_dev: DagsterDev, browser):
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -51,8 +56,8 @@ def test_asset_graph_shows_every_asset(dagster_dev: DagsterDev, browser):
     try:
         # Each asset is named twice once the graph has rendered: in the side list and on its node.
         WebDriverWait(browser, 90).until(lambda b: all(named(b, name) >= 2 for name in ASSETS))
-        dismiss_welcome_dialog(browser)
-        WebDriverWait(browser, 30).until(lambda b: "Loading..." not in b.page_source and not named(b, "Skip"))
+        # The dialog may open after the graph has rendered: keep skipping it until the page is settled.
+        WebDriverWait(browser, 30).until(settled)
     finally:
         ARTIFACTS.mkdir(exist_ok=True)
         browser.save_screenshot(str(ARTIFACTS / "asset-graph.png"))
