@@ -21,9 +21,7 @@ def staged_path(path: str) -> Iterator[str]:
     The caller writes the temporary file however it likes (a download, ``np.save``, a copy). On
     an exception the temporary file is removed and ``path`` is left as it was.
     """
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    fd, tmp = _temporary_beside(path)
     os.close(fd)
     try:
         yield tmp
@@ -52,9 +50,7 @@ def create_exclusive(path: str, data: bytes) -> bool:
     A complete temporary file is hard-linked to ``path``: linking fails if ``path`` exists, so of
     two writers exactly one wins, and nobody ever sees a partial file.
     """
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    fd, tmp = _temporary_beside(path)
     try:
         with os.fdopen(fd, "wb") as file:
             file.write(data)
@@ -67,6 +63,14 @@ def create_exclusive(path: str, data: bytes) -> bool:
         return True
     finally:
         os.unlink(tmp)
+
+
+def _temporary_beside(path: str) -> tuple[int, str]:
+    """A new, uniquely named file in ``path``'s directory (created if needed): same file system, so
+    renaming or linking it to ``path`` is atomic."""
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, exist_ok=True)
+    return tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
 
 
 @contextlib.contextmanager

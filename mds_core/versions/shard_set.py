@@ -14,7 +14,7 @@ import json
 import uuid
 from typing import Any
 
-from mds_core.errors import ConfigurationError, VersionConflictError
+from mds_core.errors import ConfigurationError, StoreFileNotFoundError, VersionConflictError
 from mds_core.format.index import INDEX_BASENAME, ShardInfo, check_same_columns, dumps_merged_index, parse_index
 from mds_core.storage.remote import RemoteStore, open_store
 from mds_core.versions.manifest import (DATA, MODES, PUBLISHED, VERSIONS, VacuumReport, VersionDiff, VersionInfo,
@@ -45,11 +45,11 @@ class ShardSet:
 
     def version(self, number: int) -> VersionInfo:
         """The manifest of version ``number`` (``mds versions show``)."""
-        name = manifest_name(number)
-        if not self.store.exists(name):
+        data = self._read_if_present(manifest_name(number))
+        if data is None:
             known = [v.version for v in self.versions()]
             raise ConfigurationError(f"{self.store.url}: no version {number}; versions here: {known or 'none'}")
-        return self._manifest(name)
+        return VersionInfo(**json.loads(data))
 
     def published(self) -> int | None:
         """The version training code resolves by default: the one whose index is the root's ``index.json``.
@@ -58,10 +58,11 @@ class ShardSet:
         between its two writes, the fingerprints disagree and the version is found by fingerprint,
         so this always agrees with what plain MDS readers of the root read.
         """
-        if not self.store.exists(INDEX_BASENAME):
+        root_index = self._read_if_present(INDEX_BASENAME)
+        if root_index is None:
             return None
-        root_fingerprint = index_fingerprint(self.store.read_bytes(INDEX_BASENAME))
-        record = json.loads(self.store.read_bytes(PUBLISHED)) if self.store.exists(PUBLISHED) else {}
+        root_fingerprint = index_fingerprint(root_index)
+        record = json.loads(self._read_if_present(PUBLISHED) or b"{}")
         if record.get("fingerprint") == root_fingerprint:
             return int(record["version"])
         matching = [v.version for v in self.versions() if v.fingerprint == root_fingerprint]
@@ -168,6 +169,13 @@ class ShardSet:
                 self.store.delete(name)
         removed = sorted(v.version for v in versions if v.version not in keep)
         return VacuumReport(sorted(keep), removed, doomed)
+
+    def _read_if_present(self, rel: str) -> bytes | None:
+        """The file's bytes, or None if it does not exist (one request, not a lookup and a read)."""
+        try:
+            return self.store.read_bytes(rel)
+        except StoreFileNotFoundError:
+            return None
 
     def _manifest(self, name: str) -> VersionInfo:
         obj = json.loads(self.store.read_bytes(name))
