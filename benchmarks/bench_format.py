@@ -1,47 +1,38 @@
 #!/usr/bin/env python3
-"""Side-by-side benchmark: mds_core vs the reference (mosaicml-streaming) vs litdata.
+"""Side-by-side benchmark of the format: mds_core vs the reference (mosaicml-streaming) vs litdata.
 
 One run measures, on the same generated samples:
 
 * writers: ``mds_core.MDSWriter``, ``streaming.MDSWriter`` and litdata's
-  ``litdata.streaming.writer.BinaryWriter`` (litdata's lowest-overhead native write path:
-  what ``litdata.optimize`` runs inside each of its worker processes, minus the worker pool),
-  each uncompressed and with ``compression="zstd"``;
+  ``litdata.streaming.writer.BinaryWriter`` (what ``litdata.optimize`` runs inside each of its
+  worker processes, minus the worker pool), each uncompressed and with ``compression="zstd"``;
 * readers, random access (one fixed permutation of all indices) and in-order iteration:
-  ``mds_core.LocalDataset``, ``streaming.StreamingDataset`` (the reference row),
-  ``streaming.LocalDataset`` (extra row) and ``litdata.StreamingDataset``. The MDS readers all
-  read the shards written by the reference writer; litdata reads its own chunks;
-* the page-cache read rate of the uncompressed shard files (plain large ``readinto`` of every
-  file, after a warming pass), against which in-order reading is reported as a percentage.
+  ``mds_core.LocalDataset``, ``streaming.LocalDataset`` (the reference's like-for-like reader),
+  ``streaming.StreamingDataset`` (second reference line) and ``litdata.StreamingDataset``. The MDS
+  readers read the shards written by the reference writer; litdata reads its own chunks;
+* every read loop hands each sample to the same ``harness.Consumer``, which copies every array,
+  bytes and str payload into a preallocated buffer, and the run checks that it copied every
+  payload byte; the "consumer limit" is that consumer over the same samples already in memory;
+* the page-cache read rate of the uncompressed shard files (large ``readinto`` of every file,
+  warm).
 
-Every measurement runs in its own fresh process, ``--reps`` times, interleaved; the table
-shows medians. To keep the run short, the processes are forked from one template process per
-library (which has only imported that library: torch + streaming, litdata, or mds_core), so a
-measurement neither pays nor shares the 2-8 s import; each forked process measures its own
-peak RSS (VmHWM, reset at the start of the timed section). Run with the benchmark venv::
+Every measurement runs in its own fresh process, forked from a template process per library
+(which has only imported that library), ``--reps`` times, interleaved; wall and CPU seconds and
+peak RSS are taken by ``harness.Span``. Run with the benchmark venv::
 
     bash benchmarks/setup_env.sh
-    benchmarks/.venv/bin/python benchmarks/bench_format.py            # full (a few minutes)
-    benchmarks/.venv/bin/python benchmarks/bench_format.py --quick    # smoke run
+    benchmarks/.venv/bin/python benchmarks/bench_format.py --mixed 20000 --tokens 20000   # full
+    benchmarks/.venv/bin/python benchmarks/bench_format.py --quick                         # smoke
 """
 
 from __future__ import annotations
 
 import argparse
-import atexit
-import json
-import os
-import platform
-import re
-import shlex
 import shutil
-import statistics
 import string
-import subprocess
 import sys
 import tempfile
 import time
-import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -49,6 +40,8 @@ from typing import Any
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import harness  # noqa: E402
 
 WORKLOAD_COLUMNS: dict[str, dict[str, str]] = {
     'mixed': {
@@ -150,20 +143,14 @@ def shard_files(path: Path) -> list[Path]:
     return sorted(p for p in path.rglob('*') if p.is_file() and p.suffix in ('.mds', '.bin'))
 
 
+
+
+def consumed_bytes(workload: str, n: int, seed: int) -> int:
+    """What the consumer must copy for n samples: the payload minus the unpacked integers."""
+    return payload_bytes(workload, n, seed) - (n * 12 if workload == 'mixed' else 0)
+
+
 # ----------------------------------------------------------------------------- measured code
-
-
-def _proc_status_kb(field: str) -> int:
-    match = re.search(rf'^{field}:\s+(\d+) kB', Path('/proc/self/status').read_text(), re.M)
-    return int(match.group(1)) if match else 0
-
-
-def reset_peak_rss() -> None:
-    """Reset VmHWM (Linux >= 4.0), so the peak measured covers the timed section only."""
-    try:
-        Path('/proc/self/clear_refs').write_text('5')
-    except OSError:
-        pass  # then VmHWM also covers data generation and imports
 
 
 def make_writer(spec: dict[str, Any], samples: list[dict[str, Any]]) -> Callable[[], None]:
@@ -218,8 +205,8 @@ def iterate(impl: str, ds: Any) -> Iterator[dict[str, Any]]:
     return iter(ds)
 
 
-def pagecache_read(files: list[Path]) -> tuple[float, int]:
-    """Seconds for one pass of large reads over warm files, and the bytes read."""
+def pagecache_read(files: list[Path]) -> tuple[float, float, int]:
+    """Wall and CPU seconds of one pass of large reads over warm files, and the bytes read."""
     sizes = [f.stat().st_size for f in files]
     view = memoryview(bytearray(max(sizes)))
 
@@ -231,13 +218,13 @@ def pagecache_read(files: list[Path]) -> tuple[float, int]:
                     got += fh.readinto(view[got:size]) or size
 
     read_all()  # warm
-    passes, t0 = 0, time.perf_counter()
+    passes, cpu0, t0 = 0, time.process_time(), time.perf_counter()
     while True:  # whole passes for >= 0.3 s, so the rate is not timer noise
         read_all()
         passes += 1
         seconds = time.perf_counter() - t0
         if seconds >= 0.3:
-            return seconds / passes, sum(sizes)
+            return seconds / passes, (time.process_time() - cpu0) / passes, sum(sizes)
 
 
 def import_family(family: str) -> None:
@@ -253,175 +240,49 @@ def import_family(family: str) -> None:
 
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
     """One measurement; runs in a fresh (forked) process."""
-    op, impl, n = spec['op'], spec['impl'], spec['n']
-    result: dict[str, Any] = {}
-    samples: list[dict[str, Any]] = []
-    if op == 'write':
-        samples = make_samples(spec['workload'], n, spec['seed'])
-        work = make_writer(spec, samples)
-    elif op == 'read':
-        import_family(FAMILY[impl])
-        order = np.random.default_rng(spec['seed'] + 1).permutation(n).tolist()
-
-    reset_peak_rss()
-    rss0 = _proc_status_kb('VmRSS')
-    t0 = time.perf_counter()
+    op, impl, n, workload = spec['op'], spec['impl'], spec['n'], spec['workload']
     if op == 'pagecache':
-        seconds, result['bytes'] = pagecache_read(shard_files(Path(spec['dir'])))
-    elif op == 'write':  # timed: construct + write every sample + finish
-        work()
-        seconds = time.perf_counter() - t0
-    else:  # timed: open the dataset + read every sample once
+        seconds, cpu, size = pagecache_read(shard_files(Path(spec['dir'])))
+        return dict(seconds=seconds, cpu_seconds=cpu, bytes=size)
+    if op == 'consumer':
+        return harness.consumer_limit(make_samples(workload, n, spec['seed']))
+    if op == 'write':
+        work = make_writer(spec, make_samples(workload, n, spec['seed']))
+        with harness.Span() as span:  # construct + write every sample + finish
+            work()
+        return dict(span.result(), bytes=dir_bytes(Path(spec['dir'])))
+
+    order = np.random.default_rng(spec['seed'] + 1).permutation(n).tolist()
+    consume = harness.Consumer()
+    count, first, last = 0, None, None
+    with harness.Span() as span:  # open the dataset + read and consume every sample once
         ds = open_reader(impl, spec['dir'], spec['batch_size'], spec['mode'])
-        count, first, last = 0, None, None
         if spec['mode'] == 'random':
             for i in order:
                 last = ds[i]
+                consume(last)
             count = len(order)
         else:
             for last in iterate(impl, ds):
+                consume(last)
                 if first is None:
                     first = last
                 count += 1
-        seconds = time.perf_counter() - t0
-    hwm = _proc_status_kb('VmHWM')
-    result.update(seconds=seconds, peak_rss_mb=hwm / 1024, delta_rss_mb=(hwm - rss0) / 1024)
-
-    if op == 'write':
-        result['bytes'] = dir_bytes(Path(spec['dir']))
-    elif op == 'read':  # not timed: did the reader return the right data?
-        samples = make_samples(spec['workload'], n, spec['seed'])
-        ok = count == n and len(ds) == n
-        if spec['mode'] == 'in-order':
-            ok = ok and same_sample(first, samples[0]) and same_sample(last, samples[-1])
-        else:
-            ok = ok and same_sample(last, samples[order[-1]])
-        result['verified'] = bool(ok and all(same_sample(ds[i], samples[i]) for i in order[:32]))
-        if impl == 'ref':
-            result['shm_prefix'] = int(getattr(ds, '_shm_prefix_int', -1))
+    # not timed: did the reader return the right data, and did the consumer read all of it?
+    samples = make_samples(workload, n, spec['seed'])
+    ok = count == n and len(ds) == n
+    if spec['mode'] == 'in-order':
+        ok = ok and same_sample(first, samples[0]) and same_sample(last, samples[-1])
+    else:
+        ok = ok and same_sample(last, samples[order[-1]])
+    result = dict(span.result(), consumed=consume.consumed,
+                  verified=bool(ok and all(same_sample(ds[i], samples[i]) for i in order[:32])))
+    if impl == 'ref':
+        result['shm_prefix'] = int(getattr(ds, '_shm_prefix_int', -1))
     return result
 
 
-def reply_for(spec: dict[str, Any]) -> dict[str, Any]:
-    try:
-        return {'ok': True, 'result': measure(spec)}
-    except BaseException:
-        return {'ok': False, 'error': traceback.format_exc()}
-
-
-def protocol_stdout() -> Any:
-    """A private copy of stdout for replies; what libraries print goes to stderr."""
-    protocol = os.fdopen(os.dup(1), 'w')
-    os.dup2(2, 1)
-    return protocol
-
-
-def serve(family: str) -> None:
-    """Template process: import one library, then fork a fresh process per request.
-
-    Protocol: one JSON spec per line on stdin, one JSON reply per line on stdout.
-    """
-    protocol = protocol_stdout()
-    try:
-        import_family(family)
-    except Exception:  # the measurements will report the import error themselves
-        traceback.print_exc()
-    for line in sys.stdin:
-        read_fd, write_fd = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the measuring process
-            os.close(read_fd)
-            reply = reply_for(json.loads(line))
-            with os.fdopen(write_fd, 'w') as out:
-                out.write(json.dumps(reply))
-            atexit._run_exitfuncs()  # what a normal exit runs (e.g. the reference's shm cleanup)
-            os._exit(0)
-        os.close(write_fd)
-        with os.fdopen(read_fd) as inp:
-            text = inp.read()
-        _, status = os.waitpid(pid, 0)
-        if not text:
-            text = json.dumps({'ok': False, 'error': f'measuring process died (status {status})'})
-        protocol.write(text + '\n')
-        protocol.flush()
-
-
 # ----------------------------------------------------------------------------- parent side
-
-
-class Bench:
-    """Sends measurements to the template processes and keeps their results."""
-
-    def __init__(self, args: argparse.Namespace, work: Path) -> None:
-        self.args = args
-        self.work = work
-        (work / 'tmp').mkdir()
-        # TMPDIR: the reference's lock files (and torch's, litdata's ...) land in our temp dir.
-        self.env = dict(os.environ, TMPDIR=str(work / 'tmp'), PYTHONWARNINGS='ignore',
-                        TOKENIZERS_PARALLELISM='false', LITDATA_DISABLE_VERSION_CHECK='1',
-                        HF_HUB_OFFLINE='1', TRANSFORMERS_OFFLINE='1')
-        self.servers: dict[str, subprocess.Popen[str]] = {}
-        self.results: dict[tuple, list[dict[str, Any]]] = {}
-        self.errors: dict[tuple, str] = {}
-
-    def server(self, family: str) -> subprocess.Popen[str]:
-        if family not in self.servers:
-            with open(self.work / f'server-{family}.log', 'w') as log:
-                self.servers[family] = subprocess.Popen(
-                    [sys.executable, str(Path(__file__).resolve()), '--_serve', family],
-                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
-                    env=self.env, cwd=self.work)
-        return self.servers[family]
-
-    def close(self) -> None:
-        for proc in self.servers.values():
-            assert proc.stdin is not None
-            proc.stdin.close()
-            proc.wait()
-        self.servers.clear()
-
-    def measure(self, key: tuple, spec: dict[str, Any]) -> None:
-        if key in self.errors:
-            return  # failed before: don't retry every rep
-        before = set(os.listdir('/dev/shm')) if os.path.isdir('/dev/shm') else set()
-        if self.args.fresh_exec:  # a new interpreter per measurement, imports and all
-            with open(self.work / 'measure.log', 'a') as log:
-                done = subprocess.run([sys.executable, str(Path(__file__).resolve()),
-                                       '--_measure', json.dumps(spec)], stdout=subprocess.PIPE,
-                                      stderr=log, text=True, env=self.env, cwd=self.work)
-            line = done.stdout
-        else:
-            proc = self.server('base' if spec['op'] == 'pagecache' else FAMILY[spec['impl']])
-            assert proc.stdin is not None and proc.stdout is not None
-            proc.stdin.write(json.dumps(spec) + '\n')
-            proc.stdin.flush()
-            line = proc.stdout.readline()
-        reply: dict[str, Any] = (json.loads(line) if line.strip() else
-                                 {'ok': False, 'error': 'process died'})
-        if not reply['ok']:
-            self.errors[key] = reply['error'].strip().splitlines()[-1][:200]
-            print(f'  FAILED {key}: {reply["error"]}', file=sys.stderr)
-            return
-        res = reply['result']
-        self.results.setdefault(key, []).append(res)
-        if res.get('verified') is False:
-            print(f'  WRONG DATA {key}', file=sys.stderr)
-        if res.get('shm_prefix', -1) >= 0:  # leftovers of that (finished) process only
-            self._unlink_shm(f"{res['shm_prefix']:06d}_", before)
-        print(f"  {key} {res['seconds']:.3f}s peak {res['peak_rss_mb']:.0f}MB", file=sys.stderr)
-
-    @staticmethod
-    def _unlink_shm(prefix: str, before: set[str]) -> None:
-        for name in os.listdir('/dev/shm'):
-            if name.startswith(prefix) and name not in before:
-                try:
-                    os.unlink(os.path.join('/dev/shm', name))
-                except OSError:
-                    pass
-
-    def med(self, key: tuple, field: str) -> float | None:
-        vals = [r[field] for r in self.results.get(key, []) if field in r]
-        return statistics.median(vals) if vals else None
 
 
 def compare_shards(ours: Path, ref: Path) -> str:
@@ -445,26 +306,24 @@ def compare_shards(ours: Path, ref: Path) -> str:
     return '**shards differ from ref**'
 
 
-def run_workload(bench: Bench, workload: str, n: int, have_ours: bool) -> dict[str, Any]:
-    """Writes, page-cache reads and reads for one workload; reps interleaved."""
+def run_workload(bench: harness.Bench, workload: str, n: int) -> dict[str, Any]:
+    """Consumer limit, writes, page-cache reads and reads for one workload; reps interleaved."""
     args, base = bench.args, bench.work / workload
     base.mkdir()
     common = dict(workload=workload, n=n, seed=args.seed, hashes=args.hashes,
                   size_limit=args.size_limit, batch_size=args.batch_size)
-    writers = [w for w in WRITERS if w != 'ours' or have_ours]
-    readers = [r for r in READERS if r != 'ours' or have_ours]
 
     def data_dir(writer: str, comp: str | None) -> Path:
         return base / f'data-{writer}-{comp or "none"}'
 
-    print(f'[{workload}] n={n}: writers', file=sys.stderr)
+    print(f'[{workload}] n={n}: consumer limit, writers', file=sys.stderr)
     for rep in range(args.reps):
+        bench.measure((workload, 'consumer'), 'base', dict(common, op='consumer', impl='base'))
         for comp in COMPRESSIONS:
-            for writer in writers:
+            for writer in WRITERS:
                 out = data_dir(writer, comp) if rep == 0 else base / 'scratch-write'
-                bench.measure((workload, 'write', writer, comp),
-                              dict(common, op='write', impl=writer, compression=comp,
-                                   dir=str(out)))
+                bench.measure((workload, 'write', writer, comp), FAMILY[writer],
+                              dict(common, op='write', impl=writer, compression=comp, dir=str(out)))
                 if rep > 0:
                     shutil.rmtree(out, ignore_errors=True)
 
@@ -477,11 +336,10 @@ def run_workload(bench: Bench, workload: str, n: int, have_ours: bool) -> dict[s
     for _rep in range(args.reps):
         for writer in ('ref', 'litdata'):
             if data_dir(writer, None).is_dir():
-                bench.measure((workload, 'pagecache', writer, None),
-                              dict(common, op='pagecache', impl=writer,
-                                   dir=str(data_dir(writer, None))))
+                bench.measure((workload, 'pagecache', writer), 'base',
+                              dict(common, op='pagecache', impl=writer, dir=str(data_dir(writer, None))))
         for comp in COMPRESSIONS:
-            for reader in readers:
+            for reader in READERS:
                 src = data_dir('litdata' if reader == 'litdata' else 'ref', comp)
                 if not src.is_dir() or (reader == 'ref-local' and comp is not None):
                     continue  # (streaming.LocalDataset never decompresses: nothing to measure)
@@ -489,7 +347,7 @@ def run_workload(bench: Bench, workload: str, n: int, have_ours: bool) -> dict[s
                     # Fresh copy per measurement: the reference decompresses shards next to
                     # the .zstd files, which must not leak into the next measurement.
                     shutil.copytree(src, scratch)
-                    bench.measure((workload, 'read', reader, comp, mode),
+                    bench.measure((workload, 'read', reader, comp, mode), FAMILY[reader],
                                   dict(common, op='read', impl=reader, compression=comp,
                                        mode=mode, dir=str(scratch)))
                     shutil.rmtree(scratch, ignore_errors=True)
@@ -501,75 +359,89 @@ def run_workload(bench: Bench, workload: str, n: int, have_ours: bool) -> dict[s
 
 # ----------------------------------------------------------------------------- report
 
-
-def fmt(value: float | None, digits: int = 0) -> str:
-    return '—' if value is None else f'{value:,.{digits}f}'
-
-
-def ratio(a: float | None, b: float | None) -> str:
-    return '—' if a is None or b in (None, 0) else f'{a / b:.2f}×'
+# Targets (issue 15): writes ≥ 2× the reference; random access ≥ 5× streaming.LocalDataset;
+# in-order iteration ≥ 2× the better peer and ≥ 50% of the consumer limit.
+WRITE_TARGET, RANDOM_TARGET, IN_ORDER_TARGET, LIMIT_TARGET = 2.0, 5.0, 2.0, 0.5
 
 
-def workload_table(bench: Bench, workload: str, n: int, info: dict[str, Any],
-                   have_ours: bool) -> list[str]:
-    payload_mb = payload_bytes(workload, n, bench.args.seed) / 1e6
+def workload_table(bench: harness.Bench, workload: str, n: int, info: dict[str, Any]) -> list[str]:
+    fmt, seed = harness.fmt, bench.args.seed
+    payload_mb = payload_bytes(workload, n, seed) / 1e6
+    want_consumed = consumed_bytes(workload, n, seed)
+    limit = bench.med((workload, 'consumer'), 'seconds')
     lines = [
-        f'### `{workload}`: {n:,} samples, {payload_mb:,.1f} MB of raw payload',
-        '',
-        '| operation | implementation | compression | samples/s | payload MB/s | shard MB | '
-        'peak RSS MB | Δ RSS MB | speed vs ref | peak RSS vs ref | in-order % of page cache '
+        f'### `{workload}`: {n:,} samples, {payload_mb:,.1f} MB of raw payload', '',
+        '| operation | implementation | compression | samples/s | payload MB/s | seconds | CPU s '
+        '| shard MB | peak RSS MB | Δ RSS MB | ours vs | % of consumer limit | % of page cache '
         '| note |',
-        '|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|',
+        '|---|---|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|---|',
     ]
 
-    def row(op: str, impl: str, key: tuple, ref_key: tuple, comp: str | None,
+    def secs(key: tuple) -> list[float]:
+        return bench.all(key, 'seconds')
+
+    def row(op: str, impl: str, key: tuple, comp: str | None, versus: str, pct_limit: bool,
             pc_writer: str | None, note: str) -> None:
-        secs, ref_secs = bench.med(key, 'seconds'), bench.med(ref_key, 'seconds')
-        rss, ref_rss = bench.med(key, 'peak_rss_mb'), bench.med(ref_key, 'peak_rss_mb')
-        sps = n / secs if secs else None
-        shard_mb = bench.med(key, 'bytes') if op == 'write' else None
-        pct = '—'
-        if pc_writer and secs:
-            pc_secs = bench.med((workload, 'pagecache', pc_writer, None), 'seconds')
-            if pc_secs:  # same bytes, so the ratio of rates is the ratio of times
-                pct = f'{100 * pc_secs / secs:.1f}%'
-        notes = [note] if note else []
-        if key in bench.errors:
-            notes.append(f'error: {bench.errors[key]}')
+        med = bench.med(key, 'seconds')
+        notes = ([note] if note else []) + bench.error_note(key)
         if any(r.get('verified') is False for r in bench.results.get(key, [])):
             notes.append('**returned wrong data**')
+        consumed = set(bench.all(key, 'consumed'))
+        if consumed and consumed != {want_consumed}:
+            notes.append(f'**consumer copied {sorted(consumed)} bytes, not {want_consumed}**')
+        pc = bench.med((workload, 'pagecache', pc_writer), 'seconds') if pc_writer else None
+        shard_mb = bench.med(key, 'bytes') if op == 'write' else None
         lines.append(
-            f'| {op} | {LABELS[(op.split()[0], impl)]} | {comp or "none"} | {fmt(sps)} '
-            f'| {fmt(payload_mb / secs if secs else None, 1)} '
-            f'| {fmt(shard_mb / 1e6 if shard_mb else None, 1)} | {fmt(rss)} '
-            f'| {fmt(bench.med(key, "delta_rss_mb"))} '
-            f'| {ratio(sps, n / ref_secs if ref_secs else None)} | {ratio(rss, ref_rss)} '
-            f'| {pct} | {"; ".join(notes)} |')
+            f'| {op} | {LABELS[(op.split()[0], impl)]} | {comp or "none"} '
+            f'| {fmt(n / med if med else None)} | {fmt(payload_mb / med if med else None, 1)} '
+            f'| {fmt(med, 3)} | {fmt(bench.med(key, "cpu_seconds"), 3)} '
+            f'| {fmt(shard_mb / 1e6 if shard_mb else None, 1)} | {fmt(bench.med(key, "peak_rss_mb"))} '
+            f'| {fmt(bench.med(key, "delta_rss_mb"))} | {versus} '
+            f'| {f"{100 * limit / med:.0f}%" if pct_limit and med and limit else ""} '
+            f'| {f"{100 * pc / med:.0f}%" if pc and med else ""} | {"; ".join(notes)} |')
 
-    for comp in COMPRESSIONS:
-        for writer in WRITERS:
-            note = ''
-            if writer == 'ours':
-                note = info['shards'].get(comp, '') if have_ours else 'skipped: no mds_core'
-            row('write', writer, (workload, 'write', writer, comp),
-                (workload, 'write', 'ref', comp), comp, None, note)
+    lines.append(
+        f'| consumer limit | `harness.Consumer` over samples in memory | — | {fmt(n / limit if limit else None)} '
+        f'| {fmt(payload_mb / limit if limit else None, 1)} | {fmt(limit, 3)} '
+        f'| {fmt(bench.med((workload, "consumer"), "cpu_seconds"), 3)} | — | — | — | — | 100% | | '
+        f'copies {want_consumed / 1e6:,.1f} MB |')
     for writer in ('ref', 'litdata'):
-        key = (workload, 'pagecache', writer, None)
-        secs, size = bench.med(key, 'seconds'), info['uncompressed_bytes'].get(writer)
+        key = (workload, 'pagecache', writer)
+        med, size = bench.med(key, 'seconds'), info['uncompressed_bytes'].get(writer)
         lines.append(
             f'| page-cache read | {"MDS" if writer == "ref" else "litdata"} shard files | none '
-            f'| {fmt(n / secs if secs else None)} '
-            f'| {fmt(size / 1e6 / secs if secs and size else None, 1)} (shard bytes) '
-            f'| {fmt(size / 1e6 if size else None, 1)} | {fmt(bench.med(key, "peak_rss_mb"))} '
-            f'| {fmt(bench.med(key, "delta_rss_mb"))} | — | — | 100% '
-            f'| large readinto of every file, warm |')
+            f'| {fmt(n / med if med else None)} '
+            f'| {fmt(size / 1e6 / med if med and size else None, 1)} (shard bytes) | {fmt(med, 3)} '
+            f'| {fmt(bench.med(key, "cpu_seconds"), 3)} | {fmt(size / 1e6 if size else None, 1)} '
+            f'| — | — | — | | 100% | large readinto of every file, warm |')
+    for comp in COMPRESSIONS:
+        for writer in WRITERS:
+            key = (workload, 'write', writer, comp)
+            versus = ''
+            if writer == 'ours':
+                versus = 'ref ' + harness.speedup(secs(key), secs((workload, 'write', 'ref', comp)),
+                                                  WRITE_TARGET)
+            note = info['shards'].get(comp, '') if writer == 'ours' else ''
+            row('write', writer, key, comp, versus, False, None, note)
     for mode in MODES:
         for comp in COMPRESSIONS:
+            peers = [r for r in READERS if r != 'ours']
+            fastest = min((p for p in peers if bench.med((workload, 'read', p, comp, mode), 'seconds')),
+                          key=lambda p: bench.med((workload, 'read', p, comp, mode), 'seconds'),
+                          default=None)
             for reader in READERS:
+                key = (workload, 'read', reader, comp, mode)
+                versus = ''
+                if reader == 'ours' and mode == 'random':
+                    versus = '; '.join(
+                        f'{p} ' + harness.speedup(secs(key), secs((workload, 'read', p, comp, mode)),
+                                                  RANDOM_TARGET if p == 'ref-local' else None)
+                        for p in ('ref-local', 'ref') if secs((workload, 'read', p, comp, mode)))
+                elif reader == 'ours' and fastest:
+                    versus = f'{fastest} ' + harness.speedup(
+                        secs(key), secs((workload, 'read', fastest, comp, mode)), IN_ORDER_TARGET)
                 note = ''
-                if reader == 'ours' and not have_ours:
-                    note = 'skipped: no mds_core'
-                elif reader == 'ref-local' and comp is not None:
+                if reader == 'ref-local' and comp is not None:
                     note = 'n/a: streaming.LocalDataset does not decompress shards'
                 elif reader == 'ref-local' and mode == 'in-order':
                     note = 'ds[i] for i in range(len(ds)) (map-style only)'
@@ -580,93 +452,55 @@ def workload_table(bench: Bench, workload: str, n: int, info: dict[str, Any],
                 if reader == 'ref' and comp is not None:
                     note = (note + '; ' if note else '') + 'includes unpacking shards to disk'
                 pc = ('litdata' if reader == 'litdata' else 'ref') if mode == 'in-order' else None
-                row(f'read {mode}', reader, (workload, 'read', reader, comp, mode),
-                    (workload, 'read', 'ref', comp, mode), comp, pc, note)
+                row(f'read {mode}', reader, key, comp, versus, True, pc, note)
     return lines
 
 
-def versions() -> dict[str, str]:
-    from importlib import metadata
-    out = {'python': platform.python_version(), 'numpy': np.__version__}
-    for dist in ('mosaicml-streaming', 'litdata', 'torch', 'mds-pipelines'):
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[dist] = 'not installed'
-    return out
-
-
-def report(bench: Bench, sizes: dict[str, int], infos: dict[str, dict[str, Any]],
-           have_ours: bool, ours_error: str, wall: float) -> str:
-    args, ver = bench.args, versions()
-    cmd = shlex.join([os.path.relpath(sys.executable)] + sys.argv)
-    lines = [
-        '# MDS format benchmark: mds_core vs mosaicml-streaming vs litdata',
-        '',
-        f'- command: `{cmd}`',
-        f'- date: {time.strftime("%Y-%m-%d %H:%M:%S %Z")}; wall time {wall:.0f} s',
-        f'- machine: nproc {len(os.sched_getaffinity(0))}, {platform.machine()}, '
-        f'{platform.system()} {platform.release()}; python {ver["python"]}, '
-        f'numpy {ver["numpy"]}, torch {ver["torch"]}',
-        f'- mosaicml-streaming {ver["mosaicml-streaming"]}, litdata {ver["litdata"]}, '
-        f'mds_core (mds-pipelines) {ver["mds-pipelines"]}'
-        + ('' if have_ours else f' — **ours skipped: {ours_error}**'),
-        f'- settings: reps={args.reps} (median shown), size_limit={args.size_limit:,} B '
-        f'(also litdata chunk_bytes), hashes={",".join(args.hashes) or "none"}, '
-        f'StreamingDataset batch_size={args.batch_size}, seed={args.seed}',
-        '',
+def report(bench: harness.Bench, sizes: dict[str, int], infos: dict[str, dict[str, Any]],
+           wall: float) -> str:
+    args = bench.args
+    lines = harness.header(
+        'MDS format benchmark: mds_core vs mosaicml-streaming vs litdata', wall,
+        f'reps={args.reps} (median shown), size_limit={args.size_limit:,} B (also litdata '
+        f'chunk_bytes), hashes={",".join(args.hashes) or "none"}, reference StreamingDataset '
+        f'batch_size={args.batch_size}, seed={args.seed}')
+    lines += [
         'How to read it:',
-        '- Each cell is the median over reps; each rep ran in its own fresh process'
-        + (' (a new interpreter). ' if args.fresh_exec else
-           ', forked from a template process that had only imported that library. ')
-        + 'Timed: writers = construct + '
-        'write every sample + finish; readers = open the dataset + read every sample once '
-        '(random: one fixed permutation of all indices, the same for every reader; in-order: '
-        'iteration).',
-        '- Data: random ascii text and random bytes/arrays, so zstd barely compresses it.',
-        '- payload MB/s counts raw sample payload (field values: ints at encoded width, str '
-        'bytes, bytes, array bytes), the same numerator for every row; shard MB is on disk. '
-        'The page-cache rows count shard-file bytes.',
-        '- MDS readers (ours, reference StreamingDataset, reference LocalDataset) all read the '
-        "reference writer's shards; litdata reads its own chunks. Reads are warm "
-        '(the data was just copied, so it is in the page cache).',
-        '- "in-order % of page cache" = time to read the uncompressed shard files of the same '
-        'format from the page cache / the reader\'s in-order time (zstd rows too).',
-        '- peak RSS = VmHWM of the measuring process, reset at the start of the timed section '
-        '(includes the interpreter, the imports and, for writers, the in-memory input samples); '
-        'Δ RSS = peak minus RSS at the start of the timed section. '
-        + ('Each measurement ran in a newly started interpreter (--fresh-exec).'
-           if args.fresh_exec else
-           'Forked processes do not count the library code pages they never touch, so peak '
-           'RSS sits below a cold interpreter\'s (--fresh-exec measures that way); '
-           'Δ RSS is the same either way.'),
-        '- "vs ref": ratio to the reference row of the same operation/mode/compression '
-        '(writers: streaming.MDSWriter; readers: streaming.StreamingDataset). Speed > 1 '
-        'is faster than the reference; peak RSS < 1 is smaller.',
+        '- Each cell is the median over reps; each rep ran in its own process, forked from a '
+        'template process that had only imported that library. Timed: writers = construct + '
+        'write every sample + finish; readers = open the dataset + read every sample once and '
+        'hand it to the consumer (random: one fixed permutation of all indices, the same for '
+        'every reader; in-order: iteration).',
+        '- The consumer (`benchmarks/harness.py`, the same for every library) copies every array, '
+        'bytes and str value of each sample into a preallocated 16 MiB buffer, as a collate into a '
+        'batch buffer does; the run checks that it copied every payload byte. "% of consumer limit" '
+        '= the consumer alone over the same samples already in memory ÷ the reader\'s time.',
+        '- CPU s = user + system CPU seconds of the measuring process (all its threads) during the '
+        'timed section; above the wall time means a second core was used.',
+        '- "ours vs": how many times faster ours is than the named implementation: the ratio of '
+        'median times, with the smallest and largest per-rep ratio in brackets (reps interleaved), '
+        'and the issue-15 target. Writes: vs `streaming.MDSWriter`; random access: vs '
+        '`streaming.LocalDataset` (like for like) and `streaming.StreamingDataset`; in-order: vs '
+        'the fastest other reader.',
+        '- Data: random ascii text and random bytes/arrays, so zstd barely compresses it. MDS '
+        'readers read the reference writer\'s shards; litdata reads its own chunks; warm page '
+        'cache. "% of page cache" = the time to read the same uncompressed shard files with large '
+        'reads ÷ the reader\'s time.',
+        '- payload MB/s counts raw sample payload (ints at encoded width, str and bytes, array '
+        'bytes), the same numerator for every row; shard MB is on disk.',
+        '- peak RSS = VmHWM of the measuring process, reset at the start of the timed section; '
+        'Δ RSS = peak minus RSS at that start.',
         '',
     ]
     for workload, n in sizes.items():
-        lines += workload_table(bench, workload, n, infos[workload], have_ours) + ['']
+        lines += workload_table(bench, workload, n, infos[workload]) + ['']
     return '\n'.join(lines)
-
-
-def clean_reference_shm() -> None:
-    """The reference's own cleanup of leaked /dev/shm segments (run before and after).
-
-    It unlinks the streaming segments of *any* process on this machine, so don't run the
-    benchmark while something else uses streaming.StreamingDataset.
-    """
-    try:
-        from streaming.base.util import clean_stale_shared_memory
-        clean_stale_shared_memory()
-    except Exception as exc:  # cleanup must not fail the run
-        print(f'clean_stale_shared_memory failed: {exc}', file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('--mixed', type=int, default=10_000, help='samples in "mixed" (0: skip)')
-    parser.add_argument('--tokens', type=int, default=10_000, help='samples in "tokens" (0: skip)')
+    parser.add_argument('--mixed', type=int, default=20_000, help='samples in "mixed" (0: skip)')
+    parser.add_argument('--tokens', type=int, default=20_000, help='samples in "tokens" (0: skip)')
     parser.add_argument('--reps', type=int, default=3, help='repetitions of each measurement')
     parser.add_argument('--quick', action='store_true', help='smoke run: 300 samples each, 1 rep')
     parser.add_argument('--size-limit', type=int, default=1 << 26,
@@ -675,22 +509,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--batch-size', type=int, default=64,
                         help='batch_size for streaming.StreamingDataset')
     parser.add_argument('--seed', type=int, default=0)
-    parser.add_argument('--out', default=str(HERE / 'results-latest.md'),
-                        help='markdown output file')
-    parser.add_argument('--fresh-exec', action='store_true',
-                        help='start a new interpreter per measurement instead of forking one '
-                             'that has the library imported (slow: pays 2-8 s of imports each)')
+    parser.add_argument('--out', default=str(HERE / 'results-latest.md'), help='markdown output file')
     parser.add_argument('--_serve', help=argparse.SUPPRESS)
-    parser.add_argument('--_measure', help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args._serve:
-        serve(args._serve)
-        return 0
-    if args._measure:
-        protocol = protocol_stdout()
-        protocol.write(json.dumps(reply_for(json.loads(args._measure))) + '\n')
-        protocol.close()
+        family = args._serve
+        harness.serve(lambda: import_family(family), measure)
         return 0
 
     if args.quick:
@@ -698,25 +523,16 @@ def main(argv: list[str] | None = None) -> int:
     args.hashes = [h for h in args.hashes.split(',') if h]
     sizes = {w: n for w, n in (('mixed', args.mixed), ('tokens', args.tokens)) if n > 0}
 
-    # -P: no cwd on sys.path, so the probe sees what the template processes see.
-    probe = subprocess.run([sys.executable, '-P', '-c',
-                            'from mds_core import MDSWriter, LocalDataset'],
-                           capture_output=True, text=True)
-    have_ours = probe.returncode == 0
-    ours_error = '' if have_ours else (probe.stderr.strip().splitlines() or ['?'])[-1]
-    if not have_ours:
-        print(f'NOTE: mds_core rows skipped ({ours_error})', file=sys.stderr)
-
     t0 = time.perf_counter()
-    clean_reference_shm()
+    harness.clean_reference_shm()
     with tempfile.TemporaryDirectory(prefix='mds-bench-') as tmp:
-        bench = Bench(args, Path(tmp))
+        bench = harness.Bench(args, Path(tmp), Path(__file__).resolve())
         try:
-            infos = {w: run_workload(bench, w, n, have_ours) for w, n in sizes.items()}
+            infos = {w: run_workload(bench, w, n) for w, n in sizes.items()}
         finally:
             bench.close()
-            clean_reference_shm()
-    text = report(bench, sizes, infos, have_ours, ours_error, time.perf_counter() - t0)
+            harness.clean_reference_shm()
+    text = report(bench, sizes, infos, time.perf_counter() - t0)
     print(text)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(text + '\n')

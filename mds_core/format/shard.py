@@ -180,6 +180,8 @@ class ShardReader:
         self.schema = schema
         self.num_samples = num_samples
         self._mm = buf
+        self._offsets64: np.ndarray | None = None  # for take(): built on first use
+        self._u8: np.ndarray | None = None
         try:
             self._offsets = self._check_layout(expected_bytes)
         except BaseException:
@@ -219,6 +221,21 @@ class ShardReader:
         except MDSError as err:
             raise type(err)(f"{self.path}: sample {index}: {err}") from err
 
+    def take(self, indices: np.ndarray) -> list[dict[str, Any]]:
+        """The samples at many ``indices`` of this shard (any order), decoded column by column.
+
+        About 1 µs per sample cheaper than one ``self[index]`` each; a corrupt sample falls back to
+        ``self[index]``, whose error names the exact sample and column.
+        """
+        if self._offsets64 is None:
+            self._offsets64 = np.frombuffer(self._mm, _U32, self.num_samples + 1, 4).astype(np.int64)
+            self._u8 = np.frombuffer(self._mm, np.uint8)
+        offsets = self._offsets64
+        try:
+            return self.schema.decode_block(self._mm, self._u8, offsets[indices], offsets[indices + 1])
+        except MDSError:
+            return [self[index] for index in indices.tolist()]
+
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """All samples in order, decoded a block at a time."""
         if not self.num_samples:
@@ -243,6 +260,7 @@ class ShardReader:
             raise CorruptShardError(f"{self.path}: {err}") from err
 
     def close(self) -> None:
+        self._offsets64 = self._u8 = None  # numpy views of the map would keep it open
         offsets = getattr(self, "_offsets", None)
         if isinstance(offsets, memoryview):
             offsets.release()

@@ -32,6 +32,7 @@ from mds_core.streaming.stream import Stream
 from mds_core.streaming.world import detect_world
 
 _ITER_CHUNK = 4096  # ids mapped to shards per numpy call while iterating
+_DECODE_BLOCK = 256  # samples decoded together: few enough that their decoded values stay small
 DELETION_CHECK_SECONDS = 0.5  # how often iteration looks for cached shards deleted under it
 
 
@@ -204,9 +205,20 @@ class StreamingDataset:
                 reader, shard_of_reader = owners[shard_id]
                 reader.close_if_deleted(shard_of_reader)
         local_ids = ids - self._shard_starts[shard_ids]
-        for shard_id, local_id in zip(shard_ids.tolist(), local_ids.tolist()):
-            reader, shard_of_reader = owners[shard_id]
-            yield reader.shard_reader(shard_of_reader)[local_id]
+        for begin in range(0, len(ids), _DECODE_BLOCK):
+            yield from self._decode(shard_ids[begin : begin + _DECODE_BLOCK], local_ids[begin : begin + _DECODE_BLOCK])
+
+    def _decode(self, shard_ids: np.ndarray, local_ids: np.ndarray) -> list[dict[str, Any]]:
+        """Samples in the given order, decoded a shard at a time (each shard's samples in one call)."""
+        by_shard = np.argsort(shard_ids, kind="stable")
+        starts = np.flatnonzero(np.diff(shard_ids[by_shard])) + 1
+        out: list[Any] = [None] * len(shard_ids)
+        for positions in np.split(by_shard, starts):
+            reader, shard_of_reader = self._shard_owners[int(shard_ids[positions[0]])]
+            samples = reader.shard_reader(shard_of_reader).take(local_ids[positions])
+            for position, sample in zip(positions.tolist(), samples):
+                out[position] = sample
+        return out
 
     def _work_row(self, world: World, epoch: int, sample_in_epoch: int, state: dict | None) -> np.ndarray:
         """This worker's sample ids for the epoch, computed once per node and shared."""

@@ -104,3 +104,27 @@ def test_works_under_a_dataloader_with_workers(tmp_path: Path) -> None:
     loader = torch.utils.data.DataLoader(ds, batch_size=8, num_workers=2, shuffle=False)
     ids = [int(i) for batch in loader for i in batch["id"]]
     assert ids == list(range(50))
+
+
+def test_take_decodes_many_samples_in_any_order_like_one_at_a_time(tmp_path: Path) -> None:
+    reader = LocalDataset(_dataset(tmp_path / "d", size_limit=1 << 20)).shard_reader(0)
+    order = np.random.default_rng(0).permutation(50)
+    taken = reader.take(order)
+    for index, sample in zip(order.tolist(), taken):
+        single = reader[index]
+        assert sample["id"] == single["id"] == index and sample["text"] == single["text"] == f"t{index}"
+        assert np.array_equal(sample["tokens"], single["tokens"])
+    assert [s["id"] for s in reader.take(np.array([7, 7, 0]))] == [7, 7, 0]
+
+
+def test_take_names_the_corrupt_sample(tmp_path: Path) -> None:
+    root = _dataset(tmp_path / "d", size_limit=1 << 20)
+    shard = root / "shard.00000.mds"
+    data = bytearray(shard.read_bytes())
+    offsets = np.frombuffer(bytes(data[4 : 4 * 52]), np.uint32)
+    data[offsets[9] : offsets[9] + 4] = (10**6).to_bytes(4, "little")  # sample 9: its text size (the size table)
+    shard.write_bytes(bytes(data))
+    reader = LocalDataset(root).shard_reader(0)
+    assert [s["id"] for s in reader.take(np.array([1, 2]))] == [1, 2]
+    with pytest.raises(MDSError, match=r"shard\.00000\.mds: sample 9: "):
+        reader.take(np.array([3, 9]))

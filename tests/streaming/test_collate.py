@@ -1,0 +1,97 @@
+"""``collate_samples`` gives exactly ``default_collate``'s batch, for every value an MDS column decodes to."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch.utils.data import default_collate
+
+from mds_core import LocalDataset, MDSWriter, StreamingDataLoader, StreamingDataset
+from mds_core.streaming.collate import collate_samples
+
+NUMBER_ENCODINGS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                    "float16", "float32", "float64"]
+
+
+def assert_same_batch(got: object, want: object) -> None:
+    assert type(got) is type(want)
+    if isinstance(want, torch.Tensor):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert torch.equal(got, want) or torch.equal(got.isnan(), want.isnan())
+    elif isinstance(want, dict):
+        assert list(got) == list(want)
+        for key in want:
+            assert_same_batch(got[key], want[key])
+    elif isinstance(want, list):
+        assert len(got) == len(want)
+        for a, b in zip(got, want):
+            assert_same_batch(a, b)
+    else:
+        assert got == want
+
+
+def written(tmp_path: Path, columns: dict[str, str], samples: list[dict]) -> LocalDataset:
+    with MDSWriter(out=str(tmp_path), columns=columns) as writer:
+        for sample in samples:
+            writer.write(sample)
+    return LocalDataset(local=str(tmp_path))
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data(), size=st.integers(1, 9), encoding=st.sampled_from(NUMBER_ENCODINGS))
+def test_decoded_samples_collate_as_default_collate(tmp_path_factory, data, size, encoding) -> None:
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    dtype = np.dtype(encoding)
+    numbers = rng.integers(0, 100, size).astype(dtype)
+    samples = [{"id": i, "number": numbers[i], "text": "é" * i, "blob": bytes([i]) * i,
+                "fixed": rng.integers(0, 100, (2, 3)).astype(dtype),
+                "free": rng.integers(0, 100, 4).astype(dtype)} for i in range(size)]
+    columns = {"id": "int", "number": encoding, "text": "str", "blob": "bytes",
+               "fixed": f"ndarray:{encoding}:2,3", "free": "ndarray"}
+    ds = written(tmp_path_factory.mktemp("ds"), columns, samples)
+    batch = [ds[i] for i in range(size)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # default_collate's "not writable" warning
+        try:
+            want = default_collate(batch)
+        except TypeError as err:  # uint64 scalars: default_collate cannot batch them, nor can we
+            with pytest.raises(TypeError, match=str(err)):
+                collate_samples(batch)
+            return
+    assert_same_batch(collate_samples(batch), want)
+
+
+def test_other_values_take_default_collate_path_and_errors() -> None:
+    plain = [(1, 2.0), (3, 4.0)]
+    assert_same_batch(collate_samples(plain), default_collate(plain))
+    mixed_types = [{"a": 1}, {"a": 2.5}]
+    assert_same_batch(collate_samples(mixed_types), default_collate(mixed_types))
+    ragged = [{"a": np.zeros(2)}, {"a": np.zeros(3)}]
+    with pytest.raises(RuntimeError) as ours:
+        collate_samples(ragged)
+    with pytest.raises(RuntimeError) as theirs:
+        default_collate(ragged)
+    assert str(ours.value) == str(theirs.value)
+    strings = [{"a": np.array(["x"])}, {"a": np.array(["y"])}]
+    with pytest.raises(TypeError):
+        collate_samples(strings)
+
+
+def test_loader_batches_own_their_memory_and_match_default_collate(tmp_path: Path) -> None:
+    samples = [{"id": i, "emb": np.full(4, i, np.float32), "text": str(i)} for i in range(40)]
+    written(tmp_path, {"id": "int", "emb": "ndarray:float32:4", "text": "str"}, samples)
+    ds = StreamingDataset(local=str(tmp_path), batch_size=8, job_root=str(tmp_path / "jobs"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "array is not writable" warning any more
+        batches = list(StreamingDataLoader(ds, batch_size=8))
+    assert [b["id"].tolist() for b in batches] == [list(range(i, i + 8)) for i in range(0, 40, 8)]
+    assert torch.equal(batches[1]["emb"], torch.tensor([[i] * 4 for i in range(8, 16)], dtype=torch.float32))
+    assert batches[0]["text"] == [str(i) for i in range(8)]
+    custom = StreamingDataLoader(ds, batch_size=8, collate_fn=lambda b: {"n": [len(b)]})
+    assert list(custom) == [{"n": [8]}] * 5
