@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from torch.utils.data import default_collate
 
 from mds_core import LocalDataset, MDSWriter, StreamingDataLoader, StreamingDataset
-from mds_core.streaming.collate import collate_samples
+from mds_core.streaming.collate import PIPE_BYTES, NumpyBatch, collate_for_transit, collate_samples, finish_batch
 
 NUMBER_ENCODINGS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                     "float16", "float32", "float64"]
@@ -67,6 +67,28 @@ def test_decoded_samples_collate_as_default_collate(tmp_path_factory, data, size
     assert_same_batch(collate_samples(batch), want)
 
 
+def test_python_numbers_collate_as_default_collate() -> None:
+    batch = [{"i": 2**62, "f": 0.1, "b": True}, {"i": -3, "f": 2.0, "b": False}]
+    assert_same_batch(collate_samples(batch), default_collate(batch))
+    too_big = [{"i": 2**64}, {"i": 1}]
+    with pytest.raises(Exception, match="Overflow") as theirs:
+        default_collate(too_big)
+    with pytest.raises(theirs.type, match=str(theirs.value)):
+        collate_samples(too_big)
+
+
+def test_batches_in_transit_carry_small_columns_as_numpy_and_finish_as_tensors() -> None:
+    batch = [{"small": np.arange(4, dtype=np.int16), "large": np.zeros(PIPE_BYTES // 8, np.float32), "t": "x"}] * 2
+    assert collate_for_transit(batch).keys() == {"small", "large", "t"}  # not in a worker: tensors
+    assert type(collate_for_transit(batch)) is dict
+    in_transit = NumpyBatch(small=np.arange(8, dtype=np.int16).reshape(2, 4), large=torch.zeros(2, 3), t=["x", "x"])
+    finished = finish_batch(in_transit)
+    assert type(finished) is dict and list(finished) == ["small", "large", "t"]
+    assert finished["small"].dtype == torch.int16 and finished["small"].shape == (2, 4)
+    assert finished["large"] is in_transit["large"] and finished["t"] == ["x", "x"]
+    assert finish_batch({"a": 1}) == {"a": 1}
+
+
 def test_other_values_take_default_collate_path_and_errors() -> None:
     plain = [(1, 2.0), (3, 4.0)]
     assert_same_batch(collate_samples(plain), default_collate(plain))
@@ -93,5 +115,11 @@ def test_loader_batches_own_their_memory_and_match_default_collate(tmp_path: Pat
     assert [b["id"].tolist() for b in batches] == [list(range(i, i + 8)) for i in range(0, 40, 8)]
     assert torch.equal(batches[1]["emb"], torch.tensor([[i] * 4 for i in range(8, 16)], dtype=torch.float32))
     assert batches[0]["text"] == [str(i) for i in range(8)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        through_workers = list(StreamingDataLoader(ds, batch_size=8, num_workers=2))
+    assert all(type(b) is dict for b in through_workers)
+    for got, want in zip(through_workers, batches):
+        assert_same_batch(got, want)
     custom = StreamingDataLoader(ds, batch_size=8, collate_fn=lambda b: {"n": [len(b)]})
     assert list(custom) == [{"n": [8]}] * 5
