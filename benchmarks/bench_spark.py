@@ -1,22 +1,53 @@
 #!/usr/bin/env python3
 """Spark -> MDS, side by side: ``mds_core.convert.spark.dataframe_to_mds`` (pyspark 4.3, ``.venv``) against the
 reference's ``streaming.base.converters.dataframe_to_mds`` (mosaicml-streaming 0.13 on pyspark 3.5,
-``benchmarks/.venv-spark35``), on the same Parquet input, each in its own ``local[2]`` session.
+``benchmarks/.venv-spark35``) and against Spark's own Parquet writer, on the same Parquet input.
 
-The input (generated once, cached): ``--rows`` rows of id (long), label (int), score (double), text
-(string, ~40 characters), small (short, non-negative so the reference's uint16 mapping accepts it)
-and emb (array<float> of 256). Both sides read it with ``spark.read.parquet``; the time is the
-``dataframe_to_mds`` call alone (after a warm-up count), with the defaults (zstd, 64 MB shards,
-merge_index=True, columns inferred: ours detects the fixed 256 shape with its extra pass).
+Tables (each generated once as 8 Parquet files and cached under ``--work``; ``--tables``):
 
-Scenarios:
-* ``local``: ``out`` is a local directory;
-* ``s3``: ``out`` is ``s3://...`` on a moto server on 127.0.0.1 (the reference keeps every shard on
-  local disk until the end when merging; ours uploads each shard as it completes).
+* ``floats`` (~1.1 KB a row): id (long), label (int), score (double), text (string, ~40 characters),
+  small (short, non-negative so the reference's uint16 mapping accepts it), emb (array<float> of 256).
+  Columns are inferred by both converters (ours writes emb as ``ndarray:float32:256`` after a one-row
+  ``first()`` shape guess, the reference as ``ndarray:float32``).
+* ``rich`` (~3.3 KB a row): id (long), label (int), text (200-character string), emb (array<float> of
+  256), blob (2 KiB of random bytes). Columns are declared for both converters:
+  ``id: int64, label: int32, text: str, emb: ndarray:float32:256, blob: bytes``.
 
-A thread in each run samples the disk used by the run's scratch space (its ``TMPDIR``, which holds
-Spark's local dirs and every temporary directory either converter makes) every 0.2 s: that is the
-executor-side local disk. Run (after ``bash benchmarks/setup_spark_env.sh``)::
+Runs, each in its own process with a fresh ``local[2]`` session (driver memory 6 GB), reading the table
+with ``spark.read.parquet`` followed by a warm-up ``count()``; only the call itself is timed:
+
+* ``ours``: ``dataframe_to_mds(df, merge_index=True, mds_kwargs={'out': ..., 'compression': 'zstd'})``;
+* ``reference``: the same call of the reference's converter (``.venv-spark35``);
+* ``native``: ``df.write.mode('overwrite').option('compression', 'zstd').parquet(out)`` (``.venv``);
+* ``arrow``: a no-op ``df.mapInArrow`` that drains every record batch and returns one count per task:
+  the JVM -> Arrow transfer that every ``mapInArrow`` converter pays (``.venv``);
+* ``ours-raw``: ours with ``compression=None``: transfer + encoding + writing, without zstd.
+
+Each repetition (``--reps``, default 3) runs them interleaved: ours, reference, native, arrow,
+ours-raw, then again. Beside each wall time is the CPU time of the run's whole process tree during the
+call: utime + stime from ``/proc/<pid>/stat`` of the Python driver process, the Spark JVM and Spark's
+Python workers (the ``pyspark.daemon`` and the workers it forks; reaped ones through their parent's
+cutime), read just before and just after the timed call (``harness.process_tree_cpu``). Summaries
+are medians; every ratio is a ratio of medians with the smallest and largest per-repetition ratio
+(repetitions paired in the order they ran). Targets (local ``out``): ours' rows/s >= 3x the
+reference's, ours' time <= 1.5x the native Parquet write's. The breakdown (a) -> (b) -> ours shows
+where ours' time goes: transfer, then encoding and writing, then zstd.
+
+Scenarios (``--scenarios``):
+
+* ``local``: ``out`` is a local directory; all five runs;
+* ``s3``: ``out`` is ``s3://...`` on a moto server on 127.0.0.1 (ours and the reference only: the
+  native write would need Hadoop's s3a, and the breakdown does not depend on ``out``). The reference
+  keeps every shard on local disk until the end when merging; ours uploads each shard as it completes.
+  The moto server shares the two cores and is reset after each run; its CPU is reported apart (it is
+  not in the run's process tree). No target there: it is a check of bounded executor-side disk.
+
+The orchestrating process samples the disk used by each run's scratch space (its ``TMPDIR``, holding
+Spark's local dirs and every temporary directory either converter makes) every 0.2 s: the
+executor-side local disk. Every run's output is checked: the merged ``index.json`` (or the Parquet
+footers) must hold every row. The markdown report goes to ``--out`` (default
+``benchmarks/results-spark-latest.md``), headed by ``harness.header``. Full run (after ``make install`` and ``bash benchmarks/setup_spark_env.sh``;
+about an hour on 2 cores; ~15 GB free disk at the peak)::
 
     .venv/bin/python benchmarks/bench_spark.py --rows 1000000
 """
@@ -32,20 +63,58 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+import harness  # stdlib + numpy: imports in every benchmark environment
+
 PYTHONS = {"ours": ROOT / ".venv" / "bin" / "python", "reference": HERE / ".venv-spark35" / "bin" / "python"}
+RUNS = ("ours", "reference", "native", "arrow", "ours-raw")  # the interleaving order within a repetition
+ENV_OF = {"ours": "ours", "reference": "reference", "native": "ours", "arrow": "ours", "ours-raw": "ours"}
+LABELS = {
+    "ours": "ours: `dataframe_to_mds`, zstd",
+    "reference": "reference: `dataframe_to_mds`, zstd",
+    "native": "Spark's Parquet writer, zstd",
+    "arrow": "(a) no-op `mapInArrow` draining every batch: JVM → Arrow",
+    "ours-raw": "(b) ours, compression=None: + encoding and writing",
+}
+TABLES = ("floats", "rich")
+COLUMNS: dict[str, dict[str, str] | None] = {
+    "floats": None,  # inferred by both
+    "rich": {"id": "int64", "label": "int32", "text": "str", "emb": "ndarray:float32:256", "blob": "bytes"},
+}
+TABLE_TEXT = {
+    "floats": "id (long), label (int), score (double), text (~40 chars), small (short), emb (array<float> "
+              "of 256); columns inferred",
+    "rich": "id (long), label (int), text (200 chars), emb (array<float> of 256), blob (2 KiB binary); "
+            "columns declared (`int64`, `int32`, `str`, `ndarray:float32:256`, `bytes`) for both converters",
+}
+METHOD = (
+    "Each run is a fresh process with its own `local[2]` Spark session (driver memory 6 GB) reading the cached "
+    "Parquet; after a warm-up `count()` only the call is timed: `dataframe_to_mds(df, merge_index=True, "
+    "mds_kwargs={'out', 'compression'[, 'columns']})` (zstd, 64 MB shards), or `df.write.mode('overwrite')"
+    ".option('compression', 'zstd').parquet(out)`, or a no-op `mapInArrow` that drains every batch. Repetitions "
+    "interleave the runs (ours, reference, native, (a), (b), then again). Seconds and CPU seconds are medians "
+    "[min–max]; ratios are ratios of medians [min–max of the per-repetition ratios]. CPU seconds: utime + stime "
+    "of the run's whole process tree during the call, read from `/proc/<pid>/stat` just before and just after "
+    "it: the Python driver process, the Spark JVM (all its threads) and Spark's Python workers "
+    "(`pyspark.daemon` and the workers it forks, reused across tasks; workers that exit are counted through "
+    "their parent's cutime); the split in brackets is driver / JVM / Python workers. CPU ÷ wall: how many of "
+    "the 2 cores the run kept busy. Peak scratch: the largest disk use under the run's `TMPDIR` (Spark's local "
+    "dirs and the converters' temporary directories), sampled every 0.2 s. Rows checked: the merged "
+    "`index.json` (the Parquet footers for the native write, the drained count for (a)) holds every input row."
+)
 
 
 # ---- input ------------------------------------------------------------------------------------------
 
-def generate(path: Path, rows: int, files: int = 8) -> None:
-    """Parquet files of the benchmark table (skipped when a complete copy is there)."""
+def generate(path: Path, table: str, rows: int, files: int = 8, group: int = 16384) -> None:
+    """Parquet files of one benchmark table, written a row group at a time (skipped when cached)."""
     import numpy as np
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     marker = path / f"_COMPLETE_{rows}"
@@ -54,38 +123,156 @@ def generate(path: Path, rows: int, files: int = 8) -> None:
     shutil.rmtree(path, ignore_errors=True)
     path.mkdir(parents=True)
     rng = np.random.default_rng(0)
+    corpus = _corpus(rng) if table == "rich" else None
     per_file = -(-rows // files)
     for index, start in enumerate(range(0, rows, per_file)):
-        n = min(per_file, rows - start)
-        ids = np.arange(start, start + n, dtype=np.int64)
-        emb = rng.standard_normal((n, 256), dtype=np.float32)
-        table = pa.table({
-            "id": ids,
-            "label": (ids % 1000).astype(np.int32),
-            "score": rng.random(n),
-            "text": pa.array([f"document number {i} of the benchmark set" for i in ids.tolist()]),
-            "small": (ids % 30000).astype(np.int16),
-            "emb": pa.ListArray.from_arrays(np.arange(0, 256 * n + 1, 256, dtype=np.int32), emb.ravel()),
-        })
-        pq.write_table(table, path / f"part-{index:03}.parquet", row_group_size=16384)
+        stop = min(start + per_file, rows)
+        writer = None
+        for at in range(start, stop, group):
+            ids = np.arange(at, min(at + group, stop), dtype=np.int64)
+            batch = _floats(rng, ids) if table == "floats" else _rich(rng, ids, corpus)
+            if writer is None:
+                writer = pq.ParquetWriter(path / f"part-{index:03}.parquet", batch.schema)
+            writer.write_table(batch, row_group_size=group)
+        if writer is not None:
+            writer.close()
     marker.touch()
 
 
-# ---- one conversion, in a child process of the implementation's own environment ----------------------
+def _floats(rng: Any, ids: Any) -> Any:
+    import numpy as np
+    import pyarrow as pa
+
+    n = len(ids)
+    emb = rng.standard_normal((n, 256), dtype=np.float32)
+    return pa.table({
+        "id": ids,
+        "label": (ids % 1000).astype(np.int32),
+        "score": rng.random(n),
+        "text": pa.array([f"document number {i} of the benchmark set" for i in ids.tolist()]),
+        "small": (ids % 30000).astype(np.int16),
+        "emb": pa.ListArray.from_arrays(np.arange(0, 256 * n + 1, 256, dtype=np.int32), emb.ravel()),
+    })
+
+
+def _corpus(rng: Any, words: int = 200_000) -> Any:
+    """Text-like ASCII bytes: random lowercase words of 2-10 letters separated by spaces."""
+    import numpy as np
+
+    vocabulary = ["".join(chr(97 + c) for c in rng.integers(0, 26, rng.integers(2, 11))) for _ in range(5000)]
+    return np.frombuffer(" ".join(rng.choice(vocabulary, words)).encode(), np.uint8)
+
+
+def _rich(rng: Any, ids: Any, corpus: Any) -> Any:
+    import numpy as np
+    import pyarrow as pa
+
+    n = len(ids)
+    starts = rng.integers(0, corpus.size - 200, n)
+    text = corpus[starts[:, None] + np.arange(200)]  # (n, 200) bytes: 200-character strings
+    blob = rng.integers(0, 256, (n, 2048), dtype=np.uint8)
+    emb = rng.standard_normal((n, 256), dtype=np.float32)
+
+    def var(kind: Any, data: Any, width: int) -> Any:
+        offsets = np.arange(0, width * n + 1, width, dtype=np.int32)
+        return pa.Array.from_buffers(kind, n, [None, pa.py_buffer(offsets), pa.py_buffer(data.ravel())])
+
+    return pa.table({
+        "id": ids,
+        "label": (ids % 1000).astype(np.int32),
+        "text": var(pa.string(), text, 200),
+        "emb": pa.ListArray.from_arrays(np.arange(0, 256 * n + 1, 256, dtype=np.int32), emb.ravel()),
+        "blob": var(pa.binary(), blob, 2048),
+    })
+
+
+# ---- one run, in a child process of its environment ------------------------------------------------------
+
+def child(spec: dict[str, Any]) -> None:
+    from pyspark.sql import SparkSession
+
+    run, scratch = spec["run"], spec["scratch"]
+    spark = (SparkSession.builder.master("local[2]").appName(f"bench-{run}")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.memory", "6g").config("spark.local.dir", os.path.join(scratch, "spark-local"))
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    frame = spark.read.parquet(spec["source"])
+    rows = frame.count()  # warm-up: file listing, JVM
+    action = _action(run, frame, spec)
+    cpu0 = harness.process_tree_cpu()
+    started = time.perf_counter()
+    written = action()
+    seconds = time.perf_counter() - started
+    cpu1 = harness.process_tree_cpu()
+    report = {"run": run, "rows": rows, "seconds": seconds, "partitions": frame.rdd.getNumPartitions(),
+              **_cpu_split(cpu0, cpu1, os.getpid())}
+    if written is not None:
+        report["written_rows"] = written
+    spark.stop()
+    print("RESULT " + json.dumps(report), flush=True)
+
+
+def _action(run: str, frame: Any, spec: dict[str, Any]) -> Any:
+    """The timed call, as a function returning the rows it wrote when it knows them (else None)."""
+    if run == "native":
+        return lambda: frame.write.mode("overwrite").option("compression", "zstd").parquet(spec["out"])
+    if run == "arrow":
+        return lambda: sum(row["rows"] for row in frame.mapInArrow(_drain, "rows long").collect())
+    if run == "reference":
+        from streaming.base.converters import dataframe_to_mds
+    else:
+        from mds_core.convert.spark import dataframe_to_mds
+    kwargs: dict[str, Any] = {"out": spec["out"], "compression": None if run == "ours-raw" else "zstd"}
+    if spec["columns"] is not None:
+        kwargs["columns"] = dict(spec["columns"])
+    return lambda: _rows_of(dataframe_to_mds(frame, merge_index=True, mds_kwargs=kwargs))
+
+
+def _drain(batches: Any) -> Any:
+    """A no-op ``mapInArrow`` function: takes every record batch, returns one row count."""
+    import pyarrow as pa
+
+    rows = 0
+    for batch in batches:
+        rows += batch.num_rows
+    yield pa.RecordBatch.from_arrays([pa.array([rows], pa.int64())], names=["rows"])
+
+
+def _rows_of(result: Any) -> int | None:
+    stats = getattr(result, "stats", None)  # ours: ConversionStats; the reference returns paths only
+    return getattr(stats, "rows", None)
+
+
+def _cpu_split(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]],
+               driver: int) -> dict[str, float]:
+    """CPU seconds between two readings: all, and split into the driver, the JVM and the Python workers."""
+    def part(reading: dict[int, tuple[str, float]], group: str) -> float:
+        return sum(s for pid, (comm, s) in reading.items() if _group(pid, comm, driver) == group)
+
+    split = {g: part(after, g) - part(before, g) for g in ("driver", "jvm", "workers")}
+    return {"cpu_seconds": sum(split.values()), **{f"cpu_{g}": v for g, v in split.items()}}
+
+
+def _group(pid: int, comm: str, driver: int) -> str:
+    return "driver" if pid == driver else "jvm" if comm == "java" else "workers"
+
+
+# ---- orchestration --------------------------------------------------------------------------------------
 
 class DiskSampler:
-    """Peak bytes allocated under ``root``, sampled in a thread."""
+    """Peak bytes allocated under ``root``, sampled in a thread of the orchestrating process."""
 
     def __init__(self, root: Path, interval: float = 0.2) -> None:
         self.root, self.interval, self.peak = root, interval, 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> "DiskSampler":
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
 
@@ -106,36 +293,6 @@ def disk_usage(root: Path) -> int:
     return total
 
 
-def child(impl: str, source: str, out: str, scratch: str, compression: str = "zstd") -> None:
-    from pyspark.sql import SparkSession
-
-    spark = (SparkSession.builder.master("local[2]").appName(f"bench-{impl}")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.memory", "6g").config("spark.local.dir", os.path.join(scratch, "spark-local"))
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    frame = spark.read.parquet(source)
-    rows = frame.count()  # warm-up: file listing, JVM
-    if impl == "ours":
-        from mds_core.convert.spark import dataframe_to_mds
-    else:
-        from streaming.base.converters import dataframe_to_mds
-    with DiskSampler(Path(scratch)) as sampler:
-        started = time.perf_counter()
-        kwargs = {"out": out, "compression": None if compression == "none" else compression}
-        result = dataframe_to_mds(frame, merge_index=True, mds_kwargs=kwargs)
-        seconds = time.perf_counter() - started
-    report = {"impl": impl, "rows": rows, "seconds": seconds, "partitions": frame.rdd.getNumPartitions(),
-              "peak_scratch_bytes": sampler.peak}
-    stats = getattr(result, "stats", None)
-    if stats is not None:
-        report["stats"] = stats.as_dict()
-    spark.stop()
-    print("RESULT " + json.dumps(report), flush=True)
-
-
-# ---- orchestration --------------------------------------------------------------------------------------
-
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -146,9 +303,9 @@ class Moto:
     def __init__(self, log: Path) -> None:
         self.port = free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
-        self._log = open(log, "wb")
-        self.process = subprocess.Popen([str(PYTHONS["ours"]), "-m", "moto.server", "-H", "127.0.0.1",
-                                         "-p", str(self.port)], stdout=self._log, stderr=subprocess.STDOUT)
+        with open(log, "wb") as out:  # the server keeps its own copy of the descriptor
+            self.process = subprocess.Popen([str(PYTHONS["ours"]), "-m", "moto.server", "-H", "127.0.0.1",
+                                             "-p", str(self.port)], stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
@@ -162,103 +319,256 @@ class Moto:
         return {"S3_ENDPOINT_URL": self.endpoint, "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
                 "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
 
-    def bucket(self, name: str) -> str:
+    def client(self) -> Any:
         import boto3
 
-        boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1",
-                     aws_access_key_id="bench", aws_secret_access_key="bench").create_bucket(Bucket=name)
+        return boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1",
+                            aws_access_key_id="bench", aws_secret_access_key="bench")
+
+    def bucket(self, name: str) -> str:
+        self.client().create_bucket(Bucket=name)
         return name
 
     def stored_bytes(self, bucket: str) -> int:
-        import boto3
-
-        client = boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1",
-                              aws_access_key_id="bench", aws_secret_access_key="bench")
         total = 0
-        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        for page in self.client().get_paginator("list_objects_v2").paginate(Bucket=bucket):
             total += sum(obj["Size"] for obj in page.get("Contents", []))
         return total
+
+    def index(self, bucket: str, key: str) -> dict[str, Any]:
+        return json.loads(self.client().get_object(Bucket=bucket, Key=key)["Body"].read())
+
+    def reset(self) -> None:
+        """Drop every bucket: moto keeps objects in memory."""
+        urllib.request.urlopen(urllib.request.Request(f"{self.endpoint}/moto-api/reset", method="POST")).read()
 
     def stop(self) -> None:
         self.process.terminate()
         self.process.wait(timeout=30)
-        self._log.close()
 
 
-def run(impl: str, scenario: str, work: Path, source: Path, moto: Moto | None, compression: str) -> dict[str, Any]:
-    base = work / f"{scenario}-{impl}"
+def measure(run: str, scenario: str, table: str, work: Path, source: Path, moto: Moto | None) -> dict[str, Any]:
+    base = work / f"{scenario}-{table}-{run}"
     shutil.rmtree(base, ignore_errors=True)
     scratch = base / "scratch"
     scratch.mkdir(parents=True)
-    python = PYTHONS[impl]
-    env = {**os.environ, "TMPDIR": str(scratch), "PYSPARK_PYTHON": str(python), "PYSPARK_DRIVER_PYTHON": str(python)}
+    python = PYTHONS[ENV_OF[run]]
+    env = {**os.environ, "TMPDIR": str(scratch), "PYSPARK_PYTHON": str(python), "PYSPARK_DRIVER_PYTHON": str(python),
+           "PYTHONWARNINGS": "ignore"}
+    bucket = None
     if moto is not None:
         env.update(moto.env())
-        out = f"s3://{moto.bucket(f'{scenario}-{impl}')}/data"
+        bucket = moto.bucket(f"{scenario}-{table}-{run}")
+        out = f"s3://{bucket}/data"
     else:
         out = str(base / "out")
-    proc = subprocess.run([str(python), __file__, "--child", impl, str(source), out, str(scratch), compression],
-                          env=env, capture_output=True, text=True, timeout=3600)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    if proc.returncode or not lines:
-        raise RuntimeError(f"{impl}/{scenario} failed:\n{proc.stderr[-4000:]}")
-    report = json.loads(lines[-1][7:])
-    report["output_bytes"] = moto.stored_bytes(out.split("/")[2]) if moto else disk_usage(Path(out))
-    shutil.rmtree(base, ignore_errors=True)
-    return report
+    spec = {"run": run, "source": str(source), "out": out, "scratch": str(scratch), "columns": COLUMNS[table]}
+    moto_cpu0 = harness.tree_cpu_seconds(moto.process.pid) if moto is not None else 0.0
+    try:
+        with DiskSampler(scratch) as sampler:
+            proc = subprocess.run([str(python), __file__, "--child", json.dumps(spec)],
+                                  check=False, env=env, capture_output=True, text=True, timeout=7200)
+        lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+        if proc.returncode or not lines:
+            raise RuntimeError(f"{run}/{scenario}/{table} failed:\n{proc.stderr[-4000:]}")
+        report = json.loads(lines[-1][7:])
+        report["peak_scratch_bytes"] = sampler.peak
+        if moto is not None:  # the server's CPU over the whole child process (it idles outside the call)
+            report["cpu_moto"] = harness.tree_cpu_seconds(moto.process.pid) - moto_cpu0
+            report["output_bytes"] = moto.stored_bytes(bucket)
+            report["verified_rows"] = _index_rows(moto.index(bucket, "data/index.json"))
+        else:
+            report["output_bytes"] = disk_usage(Path(out)) if run != "arrow" else 0
+            report["verified_rows"] = _local_rows(run, Path(out), report)
+        report["verified"] = report["verified_rows"] == report["rows"]
+        return report
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+        if moto is not None:
+            moto.reset()
 
 
-def table(results: dict[str, dict[str, dict[str, Any]]]) -> str:
-    lines = ["| scenario | ours rows/s | reference rows/s | ratio | ours peak scratch | reference peak scratch | output (ours / ref) |",
-             "|---|--:|--:|--:|--:|--:|--:|"]
-    for scenario, pair in results.items():
-        ours, ref = pair["ours"], pair["reference"]
-        rate = {k: v["rows"] / v["seconds"] for k, v in pair.items()}
+def _index_rows(index: dict[str, Any]) -> int:
+    return sum(shard["samples"] for shard in index["shards"])
+
+
+def _local_rows(run: str, out: Path, report: dict[str, Any]) -> int:
+    if run == "arrow":
+        return report["written_rows"]
+    if run == "native":
+        import pyarrow.parquet as pq
+
+        return sum(pq.read_metadata(part).num_rows for part in out.glob("*.parquet"))
+    return _index_rows(json.loads((out / "index.json").read_text()))
+
+
+# ---- report ----------------------------------------------------------------------------------------------
+
+def _mb(n: float | None) -> str:
+    return "—" if n is None else f"{n / 1e6:,.0f} MB"
+
+
+def _cpu(results: list[dict[str, Any]]) -> str:
+    """Median CPU seconds [min–max], then the median split: driver / JVM / Python workers."""
+    cell = harness.spread([r["cpu_seconds"] for r in results])
+    parts = [harness.median(r[f"cpu_{g}"] for r in results) for g in ("driver", "jvm", "workers")]
+    return f"{cell} ({' / '.join(harness.fmt(p, 1) for p in parts)})"
+
+
+def section(table: str, scenario: str, rows: int, got: dict[str, list[dict[str, Any]]],
+            errors: dict[str, str]) -> list[str]:
+    secs = {run: [r["seconds"] for r in results] for run, results in got.items()}
+    title = "local `out`" if scenario == "local" else "`s3://` `out` (moto on 127.0.0.1)"
+    lines = [f"## `{table}` table, {title}", "", f"{rows:,} rows: {TABLE_TEXT[table]}.", "",
+             ("| run | rows/s | seconds, median [min–max] | CPU seconds, median [min–max] (driver / JVM / "
+              "workers) | CPU ÷ wall | peak scratch | output | rows checked |"),
+             "|---|--:|--:|--:|--:|--:|--:|---|"]
+    for run in ("ours", "reference", "native"):
+        if run in errors:
+            lines.append(f"| {LABELS[run]} | failed: {errors[run]} | | | | | | |")
+        if run not in got:
+            continue
+        results = got[run]
+        med = harness.median(secs[run])
+        cpu = harness.median(r["cpu_seconds"] for r in results)
+        checked = "yes" if all(r["verified"] for r in results) else "**NO**"
         lines.append(
-            f"| {scenario} | {rate['ours']:,.0f} ({ours['seconds']:.1f} s) | {rate['reference']:,.0f} "
-            f"({ref['seconds']:.1f} s) | **{rate['ours'] / rate['reference']:.2f}×** | {_mb(ours['peak_scratch_bytes'])} | "
-            f"{_mb(ref['peak_scratch_bytes'])} | {_mb(ours['output_bytes'])} / {_mb(ref['output_bytes'])} |")
-    return "\n".join(lines)
+            f"| {LABELS[run]} | {harness.fmt(rows / med)} | {harness.spread(secs[run])} | {_cpu(results)} | "
+            f"{cpu / med:.2f} | {_mb(harness.median(r['peak_scratch_bytes'] for r in results))} | "
+            f"{_mb(harness.median(r['output_bytes'] for r in results))} | {checked} |")
+    lines += ["", "| ratio (of medians [min–max of the repetitions]) | value |", "|---|---|"]
+    if "ours" in got and "reference" in got:
+        target = 3 if scenario == "local" else None  # with s3 a check of bounded disk, not a target
+        lines.append(f"| ours' rows/s ÷ the reference's | {harness.speedup(secs['ours'], secs['reference'], target)} |")
+    if "ours" in got and "native" in got:
+        ratio = harness.ratio_of_medians(secs["ours"], secs["native"])
+        lines.append(f"| ours' time ÷ Spark's Parquet write | {harness.ratio_cell(ratio, 1.5, at_most=True)} |")
+        cpu = harness.ratio_of_medians(*[[r["cpu_seconds"] for r in got[k]] for k in ("ours", "native")])
+        lines.append(f"| ours' CPU seconds ÷ Spark's Parquet write's | {harness.ratio_cell(cpu)} |")
+    if "ours" in got and "reference" in got:
+        cpu = harness.ratio_of_medians(*[[r["cpu_seconds"] for r in got[k]] for k in ("reference", "ours")])
+        lines.append(f"| the reference's CPU seconds ÷ ours | {harness.ratio_cell(cpu)} |")
+    stages = [run for run in ("arrow", "ours-raw", "ours") if run in got]
+    if scenario == "local" and len(stages) > 1:
+        lines += ["", "Where ours' time goes (each stage adds to the one above; the same timing and CPU count):", "",
+                  ("| stage | seconds, median [min–max] | CPU seconds, median [min–max] (driver / JVM / workers) "
+                   "| added: seconds / CPU seconds (medians) | share of (c) |"),
+                  "|---|--:|--:|--:|--:|"]
+        previous = None
+        for run in stages:
+            med = harness.median(secs[run])
+            cpu = harness.median(r["cpu_seconds"] for r in got[run])
+            added = "" if previous is None else f"{med - previous[0]:+.1f} / {cpu - previous[1]:+.1f}"
+            share = med / harness.median(secs["ours"]) if "ours" in got else None
+            label = LABELS[run] if run != "ours" else "(c) ours, zstd (as shipped)" + (
+                ": + zstd" if "ours-raw" in got else "")
+            lines.append(f"| {label} | {harness.spread(secs[run])} | {_cpu(got[run])} | {added} | "
+                         f"{'—' if share is None else f'{share:.0%}'} |")
+            previous = (med, cpu)
+    if scenario == "s3":
+        moto = [f"{LABELS[run].split(':')[0]} {harness.median(r['cpu_moto'] for r in got[run]):.1f} s"
+                for run in ("ours", "reference") if run in got]
+        lines += ["", ("The moto server (same machine, outside the counted process tree) used CPU seconds, "
+                       f"median over each whole run: {', '.join(moto)}.")]
+    for run in ("arrow", "ours-raw"):
+        if run in errors:
+            lines.append(f"\n{LABELS[run]} failed: {errors[run]}")
+    return lines + [""]
 
 
-def _mb(n: int) -> str:
-    return f"{n / 1e6:,.0f} MB"
+def env_versions(python: Path) -> str:
+    code = ("import importlib.metadata as m\nout = []\n"
+            "for d in ('pyspark', 'mds-pipelines', 'mosaicml-streaming', 'pyarrow', 'pandas', 'numpy'):\n"
+            "    try: out.append(f'{d} {m.version(d)}')\n"
+            "    except m.PackageNotFoundError: pass\n"
+            "import platform; print(f'python {platform.python_version()}, ' + ', '.join(out))")
+    # cwd: not the repository, whose mds_pipelines.egg-info would be found on ``-c``'s sys.path
+    proc = subprocess.run([str(python), "-c", code], check=False, capture_output=True, text=True, cwd="/")
+    return proc.stdout.strip() or f"unknown ({proc.stderr.strip()[-200:]})"
+
+
+def java_version() -> str:
+    proc = subprocess.run(["java", "-version"], check=False, capture_output=True, text=True)
+    return (proc.stderr.splitlines() or ["java not found"])[0]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows in each table")
+    parser.add_argument("--tables", default=",".join(TABLES), help="comma list of: floats, rich")
+    parser.add_argument("--scenarios", default="local,s3", help="comma list of: local, s3")
+    parser.add_argument("--runs", default=",".join(RUNS), help=f"comma list of: {', '.join(RUNS)}")
+    parser.add_argument("--reps", type=int, default=3, help="repetitions of each run (interleaved)")
     parser.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "mds-bench-spark")
-    parser.add_argument("--scenarios", default="local,s3")
-    parser.add_argument("--impls", default="ours,reference")
-    parser.add_argument("--compression", default="zstd", help="'zstd' (both converters' default) or 'none'")
-    parser.add_argument("--child", nargs=5, metavar=("IMPL", "SOURCE", "OUT", "SCRATCH", "COMPRESSION"))
+    parser.add_argument("--out", default=str(HERE / "results-spark-latest.md"), help="the markdown report")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(*args.child)
+        child(json.loads(args.child))
         return
-    for impl in args.impls.split(","):
-        python = PYTHONS[impl]
-        if not python.exists():
-            sys.exit(f"{python} is missing: run `make install` and `bash benchmarks/setup_spark_env.sh`")
-    source = args.work / f"input-{args.rows}"
+    tables, scenarios = args.tables.split(","), args.scenarios.split(",")
+    runs = [run for run in RUNS if run in args.runs.split(",")]
+    unknown = (set(tables) - set(TABLES)) | (set(scenarios) - {"local", "s3"}) | (set(args.runs.split(",")) - set(RUNS))
+    if unknown:
+        sys.exit(f"unknown table, scenario or run: {sorted(unknown)}")
+    for env in sorted({ENV_OF[run] for run in runs}):
+        if not PYTHONS[env].exists():
+            sys.exit(f"{PYTHONS[env]} is missing: run `make install` and `bash benchmarks/setup_spark_env.sh`")
     started = time.perf_counter()
-    generate(source, args.rows)
-    print(f"input: {args.rows:,} rows, {disk_usage(source) / 1e6:,.0f} MB of Parquet in {source}", flush=True)
-    results: dict[str, dict[str, dict[str, Any]]] = {}
-    for scenario in args.scenarios.split(","):
+    sources, inputs = {}, []
+    for table in tables:
+        sources[table] = args.work / f"input-{table}-{args.rows}"
+        generate(sources[table], table, args.rows)
+        inputs.append(f"`{table}` {disk_usage(sources[table]) / 1e6:,.0f} MB")
+        print(f"input {table}: {args.rows:,} rows, {disk_usage(sources[table]) / 1e6:,.0f} MB of Parquet "
+              f"in {sources[table]}", flush=True)
+    results: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    errors: dict[tuple[str, str, str], str] = {}
+    partitions: dict[str, int] = {}
+    for scenario in scenarios:
         moto = Moto(args.work / "moto.log") if scenario == "s3" else None
+        scenario_runs = [run for run in runs if scenario == "local" or run in ("ours", "reference")]
         try:
-            for impl in args.impls.split(","):
-                report = run(impl, scenario, args.work, source, moto, args.compression)
-                results.setdefault(scenario, {})[impl] = report
-                print(json.dumps(report), flush=True)
+            for table in tables:
+                for rep in range(args.reps):
+                    for run in scenario_runs:
+                        key = (scenario, table, run)
+                        if key in errors:
+                            continue  # failed before: don't retry every rep
+                        try:
+                            report = measure(run, scenario, table, args.work, sources[table], moto)
+                        except Exception as err:  # noqa: BLE001  (reported in the table)
+                            errors[key] = str(err).strip().splitlines()[-1][:300]
+                            print(f"FAILED {key}: {err}", file=sys.stderr, flush=True)
+                            continue
+                        results.setdefault(key, []).append(report)
+                        partitions[table] = report["partitions"]
+                        print(f"{scenario} {table} rep {rep + 1} {run}: {report['seconds']:.2f} s, "
+                              f"cpu {report['cpu_seconds']:.2f} s, verified {report['verified']}", flush=True)
         finally:
             if moto:
                 moto.stop()
-    if all(len(pair) == 2 for pair in results.values()):
-        print(table(results))
-    print(f"total {time.perf_counter() - started:.0f} s")
+    wall = time.perf_counter() - started
+    settings = (f"--rows {args.rows:,}, --reps {args.reps}, tables {','.join(tables)}, scenarios "
+                f"{','.join(scenarios)}, runs {','.join(runs)}; input Parquet (8 files, cached): {', '.join(inputs)}; "
+                f"partitions: {', '.join(f'{t} {n}' for t, n in partitions.items())}")
+    reference = env_versions(PYTHONS["reference"]) if PYTHONS["reference"].exists() else "not installed"
+    lines = harness.header("Spark → MDS: ours, the reference and Spark's Parquet writer", wall, settings)
+    # The header's library line is this process's environment; each side's own versions instead:
+    at = next(i for i, line in enumerate(lines) if line.startswith("- mosaicml-streaming "))
+    lines[at:at + 1] = [f"- ours, native and breakdown runs (`.venv`): {env_versions(PYTHONS['ours'])}",
+                        f"- reference (`benchmarks/.venv-spark35`): {reference}", f"- {java_version()}"]
+    lines += [METHOD, ""]
+    for table in tables:
+        for scenario in scenarios:
+            got = {run: results[(scenario, table, run)] for run in runs if (scenario, table, run) in results}
+            errs = {run: errors[(scenario, table, run)] for run in runs if (scenario, table, run) in errors}
+            if got or errs:
+                lines += section(table, scenario, args.rows, got, errs)
+    text = "\n".join(lines)
+    Path(args.out).write_text(text + "\n")
+    print(text)
+    print(f"report written to {args.out}; total {wall:.0f} s")
 
 
 if __name__ == "__main__":
