@@ -20,7 +20,7 @@ from mds_core.errors import CorruptShardError, EncodeError, MDSError, MissingCol
 from mds_core.format.encodings import Coder, get_coder
 
 MAX_SHARD_BYTES = (1 << 32) - 1  # offsets are u32, and the last offset is the file size
-BLOCK_BYTES = 4 << 20  # in-order reading decodes about this much at a time
+BLOCK_BYTES = 1 << 20  # in-order reading reads and decodes about this much at a time
 _U32 = np.dtype("<u4")
 _LITTLE_ENDIAN = sys.byteorder == "little"
 
@@ -135,12 +135,17 @@ class Schema:
         starts, sizes = self.column_layout(u8, begins, ends)
         columns: list[Any] = []
         for j, column in enumerate(self.columns):
-            decode_many = getattr(column.coder, "decode_many", None)
-            if decode_many is not None:
-                columns.append(decode_many(u8, starts[:, j]))
+            coder = column.coder
+            if hasattr(coder, "decode_many"):
+                columns.append(coder.decode_many(u8, starts[:, j]))
+            elif hasattr(coder, "decode_views") and coder.size is not None:  # sizes checked above
+                columns.append(coder.decode_views(buf, starts[:, j].tolist()))
             else:
-                decode = column.coder.decode
+                decode = coder.decode
                 columns.append([decode(buf, a, n) for a, n in zip(starts[:, j].tolist(), sizes[:, j].tolist())])
+        if len(self.names) == 1:  # a dict display is ~0.2 µs cheaper per sample than dict(zip(...))
+            name = self.names[0]
+            return [{name: value} for value in columns[0]]
         return [dict(zip(self.names, row)) for row in zip(*columns)]
 
 
@@ -164,6 +169,16 @@ def shard_head(sample_sizes: list[int], header: bytes) -> bytes:
 def build_shard(samples: list[bytes], header: bytes) -> bytes:
     """The bytes of one shard file holding ``samples`` (already encoded) after ``header``."""
     return shard_head([len(sample) for sample in samples], header) + b"".join(samples)
+
+
+@dataclass(frozen=True)
+class Block:
+    """Samples ``[start, stop)`` of a shard, stored in its bytes ``[begin, end)``."""
+
+    start: int
+    stop: int
+    begin: int
+    end: int
 
 
 class ShardReader:
@@ -221,35 +236,67 @@ class ShardReader:
         except MDSError as err:
             raise type(err)(f"{self.path}: sample {index}: {err}") from err
 
+    def _offsets_array(self) -> np.ndarray:
+        if self._offsets64 is None:
+            self._offsets64 = np.frombuffer(self._mm, _U32, self.num_samples + 1, 4).astype(np.int64)
+        return self._offsets64
+
     def take(self, indices: np.ndarray) -> list[dict[str, Any]]:
         """The samples at many ``indices`` of this shard (any order), decoded column by column.
 
         About 1 µs per sample cheaper than one ``self[index]`` each; a corrupt sample falls back to
         ``self[index]``, whose error names the exact sample and column.
         """
-        if self._offsets64 is None:
-            self._offsets64 = np.frombuffer(self._mm, _U32, self.num_samples + 1, 4).astype(np.int64)
+        offsets = self._offsets_array()
+        if self._u8 is None:
             self._u8 = np.frombuffer(self._mm, np.uint8)
-        offsets = self._offsets64
         try:
             return self.schema.decode_block(self._mm, self._u8, offsets[indices], offsets[indices + 1])
         except MDSError:
             return [self[index] for index in indices.tolist()]
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        """All samples in order, decoded a block at a time."""
+        """All samples in order, read and decoded a block at a time (see ``blocks``)."""
+        for block in self.blocks():
+            yield from self.decode_block(block, self.read_block(block))
+
+    def blocks(self) -> list[Block]:
+        """The shard cut into runs of whole samples of about ``BLOCK_BYTES``, for in-order reading."""
         if not self.num_samples:
-            return
+            return []
+        offsets = self._offsets_array()
         rows = max(16, min(4096, BLOCK_BYTES * self.num_samples // max(1, len(self._mm))))
-        offsets = np.frombuffer(self._mm, _U32, self.num_samples + 1, 4).astype(np.int64)
-        u8 = np.frombuffer(self._mm, np.uint8)
-        for start in range(0, self.num_samples, rows):
-            stop = min(start + rows, self.num_samples)
-            try:
-                block = self.schema.decode_block(self._mm, u8, offsets[start:stop], offsets[start + 1 : stop + 1])
-            except MDSError:
-                block = [self[index] for index in range(start, stop)]  # names the exact sample and column
-            yield from block
+        return [Block(start, min(start + rows, self.num_samples), int(offsets[start]),
+                      int(offsets[min(start + rows, self.num_samples)]))
+                for start in range(0, self.num_samples, rows)]
+
+    def read_block(self, block: Block) -> bytes:
+        """The block's bytes, copied from the file.
+
+        In-order reading copies blocks with ``pread`` rather than touching the memory map: the
+        kernel's copy costs less CPU than mapping every page of a large file (measured on a cold
+        dataset larger than RAM: 1,171 vs 937 MB/s on one core). A read-ahead thread made it slower:
+        its blocks came from a fresh malloc arena, whose pages the kernel then had to zero.
+        """
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            data = os.pread(fd, block.end - block.begin, block.begin)
+        finally:
+            os.close(fd)
+        if len(data) != block.end - block.begin:
+            raise CorruptShardError(f"{self.path}: shrank while being read (wanted bytes {block.begin}-{block.end})")
+        return data
+
+    def decode_block(self, block: Block, data: bytes) -> list[dict[str, Any]]:
+        """The samples of ``block`` from its bytes; values view ``data`` (read-only) where they can."""
+        offsets = self._offsets_array()
+        try:
+            return self.schema.decode_block(
+                data, np.frombuffer(data, np.uint8),
+                offsets[block.start : block.stop] - block.begin, offsets[block.start + 1 : block.stop + 1] - block.begin,
+            )
+        except MDSError:
+            return [self[index] for index in range(block.start, block.stop)]  # names the exact sample and column
 
     def check_samples(self) -> None:
         """Check every sample's column layout without decoding values."""

@@ -128,3 +128,13 @@ def test_take_names_the_corrupt_sample(tmp_path: Path) -> None:
     assert [s["id"] for s in reader.take(np.array([1, 2]))] == [1, 2]
     with pytest.raises(MDSError, match=r"shard\.00000\.mds: sample 9: "):
         reader.take(np.array([3, 9]))
+
+
+def test_in_order_reading_reports_a_shard_truncated_under_it(tmp_path: Path) -> None:
+    root = _dataset(tmp_path / "d", size_limit=1 << 20)
+    ds = LocalDataset(root)
+    ds.shard_reader(0)  # opened (and checked) before the file shrinks
+    shard = root / "shard.00000.mds"
+    os.truncate(shard, shard.stat().st_size - 10)
+    with pytest.raises(MDSError, match=r"shard\.00000\.mds: shrank while being read"):
+        list(ds)
