@@ -45,6 +45,16 @@ class Codec:
     def compress(self, data: bytes) -> bytes:
         return _COMPRESSORS[self.family](data, self.level)
 
+    def compressor(self) -> Callable[[bytes], bytes]:
+        """``compress`` for many calls on one thread, reusing one compression context.
+
+        A zstd context takes ~1 MB of workspace to set up; made anew for every ~112 KiB chunk, it
+        sometimes doubled the writer's CPU time (when the allocator handed back fresh pages).
+        """
+        if self.family == "zstd":
+            return _zstd().ZstdCompressor(level=self.level, write_content_size=True).compress
+        return self.compress
+
     def decompress(self, data: bytes) -> bytes:
         try:
             return _DECOMPRESSORS[self.family](data)

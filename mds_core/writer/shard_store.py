@@ -30,6 +30,8 @@ class ShardStore:
         self.compresses_chunks = self.codec is not None and self.codec.concatenable
         self.shards: list[ShardInfo] = []
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mds-writer")
+        # Used on the executor's one thread only: a compression context is not thread-safe.
+        self._compress = self.codec.compressor() if self.codec is not None else None
         self._pending: Future[ShardInfo] | None = None
         self._progress = _progress_bar(output.location) if progress else None
 
@@ -39,7 +41,7 @@ class ShardStore:
 
     def compress(self, parts: list[bytes]) -> Future[bytes]:
         assert self.codec is not None
-        return self._executor.submit(lambda: self.codec.compress(b"".join(parts)))
+        return self._executor.submit(lambda: self._compress(b"".join(parts)))
 
     def submit(self, sizes: list[int], parts: list[bytes], chunks: list[Future[bytes]]) -> None:
         self.wait()  # keeps at most one finished shard in memory
@@ -62,9 +64,9 @@ class ShardStore:
             self.output.write_file(raw_name, parts)
         else:
             if self.compresses_chunks:
-                pieces = [self.codec.compress(parts[0]), *(chunk.result() for chunk in chunks)]
+                pieces = [self._compress(parts[0]), *(chunk.result() for chunk in chunks)]
             else:
-                pieces = [self.codec.compress(b"".join(parts))]
+                pieces = [self._compress(b"".join(parts))]
             zip_name = f"{raw_name}.{self.codec.extension}"
             zip_info = FileInfo(zip_name, sum(map(len, pieces)), digests(self.hashes, pieces))
             self.output.write_file(zip_name, pieces)
