@@ -28,6 +28,7 @@ peak RSS are taken by ``harness.Span``. Run with the benchmark venv::
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import string
 import sys
@@ -248,12 +249,14 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         return harness.consumer_limit(make_samples(workload, n, spec['seed']))
     if op == 'write':
         work = make_writer(spec, make_samples(workload, n, spec['seed']))
+        os.sync()  # the previous measurement's dirty pages must not be written back during this one
         with harness.Span() as span:  # construct + write every sample + finish
             work()
         return dict(span.result(), bytes=dir_bytes(Path(spec['dir'])))
 
     order = np.random.default_rng(spec['seed'] + 1).permutation(n).tolist()
     consume = harness.Consumer()
+    os.sync()
     count, first, last = 0, None, None
     with harness.Span() as span:  # open the dataset + read and consume every sample once
         ds = open_reader(impl, spec['dir'], spec['batch_size'], spec['mode'])

@@ -199,6 +199,7 @@ def child(spec: dict[str, Any]) -> None:
     spark.sparkContext.setLogLevel("ERROR")
     frame = spark.read.parquet(spec["source"])
     rows = frame.count()  # warm-up: file listing, JVM
+    os.sync()  # the previous run's output must not be written back during this one
     action = _action(run, frame, spec)
     cpu0 = harness.process_tree_cpu()
     started = time.perf_counter()

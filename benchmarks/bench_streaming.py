@@ -250,6 +250,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     consume = harness.Consumer()
     keys: list[int] = []
     first = ds = None
+    os.sync()  # the data set just written must not be written back during the measurement
     with harness.Span() as span:
         if op == 'write':  # setup, not reported
             write_dataset(spec)
