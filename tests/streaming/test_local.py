@@ -138,3 +138,12 @@ def test_in_order_reading_reports_a_shard_truncated_under_it(tmp_path: Path) -> 
     os.truncate(shard, shard.stat().st_size - 10)
     with pytest.raises(MDSError, match=r"shard\.00000\.mds: shrank while being read"):
         list(ds)
+
+
+def test_a_shard_held_in_memory_iterates_from_memory(tmp_path: Path) -> None:
+    from mds_core.format.shard import Schema, ShardReader
+
+    root = _dataset(tmp_path / "d", size_limit=1 << 20)
+    data = (root / "shard.00000.mds").read_bytes()
+    reader = ShardReader(data, str(tmp_path / "not-a-file.mds"), Schema.from_columns(COLUMNS), 50, len(data))
+    assert [s["id"] for s in reader] == list(range(50))
