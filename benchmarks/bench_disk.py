@@ -533,10 +533,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             bench.close()
     text = report(bench, args, path, info, time.perf_counter() - t0)
-    print(text)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text + '\n')
-    print(f'\nwritten to {args.out}', file=sys.stderr)
+    harness.write_report(text, args.out)
     return 1 if bench.errors else 0
 
 

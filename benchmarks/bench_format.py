@@ -428,10 +428,8 @@ def workload_table(bench: harness.Bench, workload: str, n: int, info: dict[str, 
             row('write', writer, key, comp, versus, False, None, note)
     for mode in MODES:
         for comp in COMPRESSIONS:
-            peers = [r for r in READERS if r != 'ours']
-            fastest = min((p for p in peers if bench.med((workload, 'read', p, comp, mode), 'seconds')),
-                          key=lambda p: bench.med((workload, 'read', p, comp, mode), 'seconds'),
-                          default=None)
+            fastest = bench.fastest([r for r in READERS if r != 'ours'],
+                                    lambda p: (workload, 'read', p, comp, mode))
             for reader in READERS:
                 key = (workload, 'read', reader, comp, mode)
                 versus = ''
@@ -536,10 +534,7 @@ def main(argv: list[str] | None = None) -> int:
             bench.close()
             harness.clean_reference_shm()
     text = report(bench, sizes, infos, time.perf_counter() - t0)
-    print(text)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text + '\n')
-    print(f'\nwritten to {args.out}', file=sys.stderr)
+    harness.write_report(text, args.out)
     return 1 if bench.errors else 0
 
 

@@ -566,10 +566,7 @@ def main() -> None:
             errs = {run: errors[(scenario, table, run)] for run in runs if (scenario, table, run) in errors}
             if got or errs:
                 lines += section(table, scenario, args.rows, got, errs)
-    text = "\n".join(lines)
-    Path(args.out).write_text(text + "\n")
-    print(text)
-    print(f"report written to {args.out}; total {wall:.0f} s")
+    harness.write_report("\n".join(lines), args.out)
 
 
 if __name__ == "__main__":

@@ -474,12 +474,6 @@ def secs(bench: Bench, key: tuple) -> list[float]:
     return bench.all(key, 'seconds')
 
 
-def faster_other(bench: Bench, key_of: Any) -> str | None:
-    """The other library with the smaller median time for ``key_of(impl)``."""
-    timed = [i for i in OTHERS if bench.med(key_of(i), 'seconds')]
-    return min(timed, key=lambda i: bench.med(key_of(i), 'seconds'), default=None)
-
-
 def throughput_section(bench: Bench, info: dict[str, Any], op: str, title: str, target: float,
                        how: str) -> list[str]:
     loader = op == 'loader'
@@ -495,7 +489,7 @@ def throughput_section(bench: Bench, info: dict[str, Any], op: str, title: str, 
                 f'| {workload} ({n:,}) | consumer limit (the consumer over samples in memory) '
                 f'| {fmt(n / limit if limit else None)} | {fmt(limit, 3)} '
                 f'| {fmt(bench.med(("consumer", workload), "cpu_seconds"), 3)} | | | | 100% | |')
-        best = faster_other(bench, lambda i: (op, workload, i))
+        best = bench.fastest(OTHERS, lambda i: (op, workload, i))
         ref_orders = set(bench.all((op, workload, 'ref'), 'order'))
         for impl in IMPLS:
             key = (op, workload, impl)
@@ -766,10 +760,7 @@ def main(argv: list[str] | None = None) -> int:
     if leftovers:  # not removed: they may be another process's (ours are unlinked per rep)
         print(f'NOTE: new /dev/shm entries since the start: {leftovers[:10]}', file=sys.stderr)
     text = report(bench, info, time.perf_counter() - t0)
-    print(text)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text + '\n')
-    print(f'\nwritten to {args.out}', file=sys.stderr)
+    harness.write_report(text, args.out)
     return 1 if bench.errors else 0
 
 

@@ -305,8 +305,12 @@ class Bench:
         return [r[field] for r in self.results.get(key, []) if field in r]
 
     def med(self, key: tuple, field: str) -> float | None:
-        vals = self.all(key, field)
-        return statistics.median(vals) if vals else None
+        return median(self.all(key, field))
+
+    def fastest(self, impls: list[str], key_of: Callable[[str], tuple]) -> str | None:
+        """Of ``impls``, the one with the smallest median time for ``key_of(impl)`` (None if none ran)."""
+        timed = [impl for impl in impls if self.med(key_of(impl), 'seconds')]
+        return min(timed, key=lambda impl: self.med(key_of(impl), 'seconds'), default=None)
 
     def error_note(self, key: tuple) -> list[str]:
         return [f'error: {self.errors[key]}'] if key in self.errors else []
@@ -388,6 +392,14 @@ def versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             out[dist] = 'not installed'
     return out
+
+
+def write_report(text: str, out: str) -> None:
+    """Print the markdown report and write it to ``out``."""
+    print(text)
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(text + '\n')
+    print(f'\nwritten to {out}', file=sys.stderr)
 
 
 def header(title: str, wall: float, settings: str) -> list[str]:

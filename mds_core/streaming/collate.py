@@ -59,11 +59,8 @@ def _collate(batch: list[Any], in_transit: bool) -> Any:
     names = batch[0].keys()
     if any(type(sample) is not dict or sample.keys() != names for sample in batch):
         return default_collate(batch)  # ragged or mixed samples: its error, or its behaviour
-    columns = {name: _collate_column([sample[name] for sample in batch]) for name in names}
-    if in_transit:
-        return NumpyBatch(columns)
-    return {name: torch.from_numpy(value) if type(value) is np.ndarray else value
-            for name, value in columns.items()}
+    columns = NumpyBatch({name: _collate_column([sample[name] for sample in batch]) for name in names})
+    return columns if in_transit else columns.as_tensors()
 
 
 def _collate_column(values: list[Any]) -> Any:
