@@ -10,7 +10,9 @@ litdata's ``BinaryWriter`` for litdata) and measures, on that same data:
 4. resume latency: construct + ``load_state_dict`` (a state taken by the library's own
    ``StreamingDataLoader`` at 50% of the epoch) + the first batch, at two dataset sizes;
 5. epoch order generation: ``mds_core.order.generate_work`` against the reference's
-   ``streaming.base.batching.generate_work`` (random batching, py1e) for ``--order-samples``.
+   ``streaming.base.batching.generate_work`` (random batching, py1e) for ``--order-samples``;
+6. telemetry overhead: the same shuffled ``StreamingDataLoader`` epoch of mds_core with
+   ``StreamingDataset(telemetry=True)`` and ``telemetry=False``, reps interleaved.
 
 Every sample or batch read is handed to ``harness.Consumer``, which copies every payload byte (the
 same for every library); the "consumer limit" is that consumer over the samples already in memory.
@@ -23,6 +25,8 @@ library, plus a torch-free line for mds_core) and times everything. Run with the
     bash benchmarks/setup_env.sh
     benchmarks/.venv/bin/python benchmarks/bench_streaming.py            # full (tens of minutes)
     benchmarks/.venv/bin/python benchmarks/bench_streaming.py --quick    # smoke run (~2 min)
+    benchmarks/.venv/bin/python benchmarks/bench_streaming.py --mixed 0 --tokens 0 --resume-sizes '' \
+        --order-samples 0 --reps 5                                          # telemetry overhead only
 """
 
 from __future__ import annotations
@@ -148,7 +152,8 @@ def open_dataset(spec: dict[str, Any]) -> Any:
     if impl == 'ours':
         from mds_core import StreamingDataset
         return StreamingDataset(local=spec['dir'], batch_size=spec['batch_size'], shuffle=True,
-                                shuffle_algo='py1e', job_root=spec['job_root'])
+                                shuffle_algo='py1e', job_root=spec['job_root'],
+                                telemetry=spec.get('telemetry', True))
     if impl == 'ref':
         from streaming import StreamingDataset as RefStreamingDataset
         return RefStreamingDataset(local=spec['dir'], batch_size=spec['batch_size'], shuffle=True,
@@ -249,7 +254,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     state = pickle.loads(Path(spec['state_file']).read_bytes()) if op == 'resume' else None
     consume = harness.Consumer()
     keys: list[int] = []
-    first = ds = None
+    first = ds = loader = None
     os.sync()  # the data set just written must not be written back during the measurement
     with harness.Span() as span:
         if op == 'write':  # setup, not reported
@@ -263,7 +268,8 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
                 keys.append(sample_key(workload, sample))
         elif op == 'loader':  # timed: construct dataset + loader + one epoch of consumed batches
             ds = open_dataset(spec)
-            for batch in open_loader(spec, ds):
+            loader = open_loader(spec, ds)
+            for batch in loader:
                 consume(batch)
                 keys += batch_keys(workload, batch)
         elif op == 'resume-setup':  # setup: iterate half an epoch, take the loader's state dict
@@ -302,7 +308,10 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
             want = next(s for i, s in enumerate(iter_samples(workload, spec['n'], spec['seed']))
                         if i == key)
             result['content_ok'] = bf.same_sample(first, want)
-    elif op == 'resume':
+    if 'telemetry' in spec and loader is not None:  # what telemetry counted (zero when off)
+        totals = loader.metrics()['totals']
+        result.update(telemetry_samples=totals['samples'], decode_seconds=totals['decode_seconds'])
+    if op == 'resume':
         result.update(batch=keys)
     elif op == 'order':
         work = np.ascontiguousarray(work, dtype=np.int64)
@@ -452,6 +461,24 @@ def run_all(bench: Bench) -> dict[str, Any]:
                                    state_file=str(bench.work / f'state-{impl}-{n}.pkl')))
         for path in set(dirs.values()):
             shutil.rmtree(path, ignore_errors=True)
+
+    # 6: telemetry overhead (before 5, which is the slowest part of a full run)
+    if args.telemetry_samples > 0:
+        n, workload = args.telemetry_samples, args.telemetry_workload
+        out = bench.work / f'data-{workload}-{n}-telemetry'
+        print(f'[telemetry] {workload} n={n}', file=sys.stderr)
+        bench.run(('write', workload, n, 'telemetry'),
+                  dict(op='write', impl='ours', workload=workload, n=n, dir=str(out),
+                       size_limit=args.size_limit))
+        info['telemetry'] = {'n': n, 'workload': workload}
+        for rep_number in range(args.reps):
+            # Alternate which arm goes first, so a drift in machine speed does not favour one.
+            arms = ('on', 'off') if rep_number % 2 == 0 else ('off', 'on')
+            for arm in arms:
+                bench.run(('telemetry', arm),
+                          dict(common, op='loader', impl='ours', workload=workload, n=n, dir=str(out),
+                               telemetry=arm == 'on'))
+        shutil.rmtree(out, ignore_errors=True)
 
     # 5: order generation
     if args.order_samples > 0:
@@ -639,6 +666,39 @@ def order_section(bench: Bench) -> list[str]:
     return lines + ['']
 
 
+def telemetry_section(bench: Bench, info: dict[str, Any]) -> list[str]:
+    args = bench.args
+    n, workload = info['telemetry']['n'], info['telemetry']['workload']
+    lines = ['## 6. Telemetry overhead', '',
+             f'Workload `{workload}`, {n:,} samples; mds_core only. Timed as in section 2: construct '
+             f'the dataset and `StreamingDataLoader` ({args.workers} workers, batch {args.batch_size}, '
+             'shuffled py1e) + one epoch of consumed batches, with `StreamingDataset(telemetry=True)` '
+             '(the default: per-worker counters in memory-mapped files, timed per decode block of 256 '
+             'samples) and `telemetry=False`. Reps interleaved, the first arm alternating. The '
+             "loader's own per-batch wait timing runs in both arms. Overhead = median(on) ÷ "
+             'median(off) − 1, with the smallest and largest per-rep figure.', '',
+             '| telemetry | seconds | CPU s | samples/s | samples counted | check |',
+             '|---|--:|--:|--:|--:|---|']
+    for arm in ('on', 'off'):
+        key = ('telemetry', arm)
+        med = bench.med(key, 'seconds')
+        notes = bench.error_note(key)
+        if bench.all(key, 'count') and not all(bench.all(key, 'complete')):
+            notes.append('**not every sample once**')
+        counted = sorted(set(bench.all(key, 'telemetry_samples')))
+        lines.append(f'| {arm} | {fmt(med, 3)} | {fmt(bench.med(key, "cpu_seconds"), 3)} '
+                     f'| {fmt(n / med if med else None)} | {"/".join(f"{c:,}" for c in counted)} '
+                     f'| {"; ".join(notes)} |')
+    lines.append('')
+    for field, what in (('seconds', 'wall time'), ('cpu_seconds', 'CPU time')):
+        got = harness.ratio_of_medians(bench.all(('telemetry', 'on'), field),
+                                       bench.all(('telemetry', 'off'), field))
+        if got is not None:
+            mid, lo, hi = (100 * (x - 1) for x in got)
+            lines.append(f'- overhead in {what}: **{mid:+.1f}%** [{lo:+.1f}% – {hi:+.1f}%]')
+    return lines + ['']
+
+
 def report(bench: Bench, info: dict[str, Any], wall: float) -> str:
     args = bench.args
     lines = harness.header(
@@ -690,6 +750,8 @@ def report(bench: Bench, info: dict[str, Any], wall: float) -> str:
         lines += resume_section(bench, info)
     if args.order_samples > 0:
         lines += order_section(bench)
+    if info.get('telemetry'):
+        lines += telemetry_section(bench, info)
     return '\n'.join(lines)
 
 
@@ -717,6 +779,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--order-batch-size', type=int, default=32)
     parser.add_argument('--order-world', default='1,8,8',
                         help='nodes,ranks per node,workers per rank for ordering')
+    parser.add_argument('--telemetry-samples', type=int, default=1_000_000,
+                        help='samples for the telemetry-overhead epochs (0: skip)')
+    parser.add_argument('--telemetry-workload', default='tiny', choices=sorted(WORKLOAD_COLUMNS),
+                        help='workload of the telemetry-overhead epochs (default tiny: the most '
+                             'blocks per second, so the worst case)')
     parser.add_argument('--reps', type=int, default=3, help='repetitions of each measurement')
     parser.add_argument('--batch-size', type=int, default=256)
     parser.add_argument('--workers', type=int, default=2, help='DataLoader workers')
@@ -726,7 +793,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--timeout', type=int, default=1800,
                         help='seconds after which one measurement is killed')
     parser.add_argument('--quick', action='store_true',
-                        help='smoke run: 600 mixed/tokens, resume at 5k and 20k, 2M order, 1 rep')
+                        help='smoke run: 600 mixed/tokens, resume at 5k and 20k, 2M order, '
+                             '100k telemetry, 1 rep')
     parser.add_argument('--out', default=str(HERE / 'results-streaming-latest.md'),
                         help='markdown output file')
     parser.add_argument('--_serve', help=argparse.SUPPRESS)
@@ -742,6 +810,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.resume_sizes is None:
             args.resume_sizes = '5000,20000'
         args.order_samples = min(args.order_samples, 2_000_000)
+        args.telemetry_samples = min(args.telemetry_samples, 100_000)
     if args.resume_sizes is None:
         args.resume_sizes = '50000,10000000'
     args.resume_sizes = [int(x) for x in args.resume_sizes.split(',') if x.strip()]

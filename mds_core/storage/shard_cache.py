@@ -25,6 +25,7 @@ import numpy as np
 from mds_core.errors import ConfigurationError, HashMismatchError
 from mds_core.format.hashing import hasher
 from mds_core.format.index import FileInfo, ShardInfo
+from mds_core.storage.cache_stats import CacheStats
 from mds_core.storage.files import file_lock, has_size, process_alive, staged_path
 from mds_core.storage.raw_shards import decompress_shard
 from mds_core.storage.remote import RemoteStore
@@ -44,6 +45,10 @@ class ShardCache:
         keep_zip: keep compressed files after decompressing them.
         cache_limit: bytes this cache may hold (shard files; the index is not counted), or None.
         threads: downloads run in parallel by ``prefetch``.
+
+    ``stats`` counts what this process's cache did (downloads, hits, misses, evictions); it may be
+    replaced by a ``CacheStats`` over shared memory, and each process (a DataLoader worker, say)
+    starts with fresh counters.
     """
 
     def __init__(
@@ -67,12 +72,13 @@ class ShardCache:
         self._key = _index_key(shards)
         self._ledger: _Ledger | None = None
         self._pool: ThreadPoolExecutor | None = None
-        self._futures: dict[int, Future[str]] = {}
+        self._futures: dict[int, Future[bool]] = {}
+        self.stats = CacheStats()
 
     def __getstate__(self) -> dict[str, Any]:
-        # Threads, futures and maps belong to one process; a DataLoader worker makes its own.
+        # Threads, futures, maps and counters belong to one process; a DataLoader worker makes its own.
         state = self.__dict__.copy()
-        state.update(_ledger=None, _pool=None, _futures={})
+        state.update(_ledger=None, _pool=None, _futures={}, stats=CacheStats())
         return state
 
     def shard_bytes(self, shard_id: int) -> int:
@@ -85,13 +91,19 @@ class ShardCache:
     # the consumer side
 
     def ensure(self, shard_id: int) -> str:
-        """The local path of the shard's raw file, fetching it first (once per node) if needed."""
+        """The local path of the shard's raw file, fetching it first (once per node) if needed.
+
+        Counted in ``stats`` as a hit if the shard was on disk before anyone in this process asked
+        for it, else as a miss (this process's prefetch fetched it, or waited for another process).
+        """
+        started = time.perf_counter()
         future = self._futures.pop(shard_id, None)
-        if future is not None:
-            future.result()  # a failed prefetch reports its own error instead of retrying again
-        raw_path = self._make_present(shard_id)
+        # A failed prefetch reports its own error instead of retrying again.
+        missed = future.result() if future is not None else False
+        missed = self._make_present(shard_id) or missed  # evicted since the prefetch: fetched again
         self._touch(shard_id)
-        return raw_path
+        self.stats.record_lookup(hit=not missed, wait_seconds=time.perf_counter() - started)
+        return self._raw_path(shard_id)
 
     def prefetch(self, shard_ids: Iterable[int]) -> None:
         """Start fetching these shards in the background, in this order."""
@@ -101,14 +113,19 @@ class ShardCache:
             if shard_id not in self._futures:
                 self._futures[shard_id] = self._pool.submit(self._make_present, shard_id)
 
-    def _make_present(self, shard_id: int) -> str:
+    def _make_present(self, shard_id: int) -> bool:
+        """Make the raw file present; whether it was missing when first looked for (a cache miss)."""
         raw = self.shards[shard_id].raw_data
-        raw_path = os.path.join(self.root, raw.basename)
-        if not has_size(raw_path, raw.bytes):
-            with file_lock(self._lock_path(shard_id)):
-                if not has_size(raw_path, raw.bytes):  # another process may have fetched it meanwhile
-                    self._fetch(shard_id, raw_path)
-        return raw_path
+        raw_path = self._raw_path(shard_id)
+        if has_size(raw_path, raw.bytes):
+            return False
+        with file_lock(self._lock_path(shard_id)):
+            if not has_size(raw_path, raw.bytes):  # another process may have fetched it meanwhile
+                self._fetch(shard_id, raw_path)
+        return True
+
+    def _raw_path(self, shard_id: int) -> str:
+        return os.path.join(self.root, self.shards[shard_id].raw_data.basename)
 
     def close(self) -> None:
         """Stop prefetching (running downloads finish; queued ones are dropped)."""
@@ -147,9 +164,12 @@ class ShardCache:
         if self.validate_hash:
             def check(path: str) -> None:
                 _check_digest(path, info, self.validate_hash or "", self.store.url_of(info.basename))
+        started = time.perf_counter()
         self.store.download(info.basename, dest, expected_bytes=info.bytes, check=check)
+        self.stats.record_download(info.bytes, time.perf_counter() - started)
 
     def _evict(self, shard_id: int) -> None:
+        self.stats.record_eviction()
         shard = self.shards[shard_id]
         for info in (shard.raw_data, shard.zip_data):
             if info is not None:

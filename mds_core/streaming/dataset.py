@@ -29,6 +29,7 @@ from mds_core.streaming.prefetch import Prefetch
 from mds_core.streaming.registry import resolve_streams
 from mds_core.streaming.resume import STATE_KEYS, EpochLedger, ResumeError, data_fingerprint, validate_state
 from mds_core.streaming.stream import Stream
+from mds_core.streaming.telemetry import WorkerMetrics, clear, read_workers, totals
 from mds_core.streaming.world import detect_world
 
 _ITER_CHUNK = 4096  # ids mapped to shards per numpy call while iterating
@@ -43,6 +44,9 @@ class StreamingDataset:
     per-device batch size, equal to the DataLoader's) is needed before iterating. ``job_root`` (or
     ``$MDS_JOB_ROOT``) is where the per-job coordination directory goes; the default is the system
     temp directory.
+
+    With ``telemetry`` (the default) each worker counts its samples, decode time and downloads
+    (see ``metrics``); ``telemetry=False`` turns that off, and ``metrics`` then lists no workers.
 
     torch is not imported here (it takes seconds): the class is registered as a virtual subclass of
     ``torch.utils.data.IterableDataset`` as soon as torch is loaded, so ``DataLoader`` treats it as
@@ -80,6 +84,7 @@ class StreamingDataset:
         stream_config: dict[str, Any] | None = None,
         job_root: str | None = None,
         version: int | None = None,
+        telemetry: bool = True,
     ) -> None:
         register_with_torch()
         self.streams = resolve_streams(streams, remote, local, split, stream_name, stream_config, version)
@@ -114,6 +119,8 @@ class StreamingDataset:
         self._shard_ends = np.cumsum(sizes)
         self._shard_starts = self._shard_ends - sizes
         self._deletion_check_due = 0.0
+        self.telemetry = telemetry
+        self._worker_metrics: WorkerMetrics | None = None  # this process's counters, while it iterates
         self.fingerprint = data_fingerprint([reader.root for reader in self.readers], self.order_spec,
                                             self.versions)
         if self.cache_limit is not None:
@@ -176,6 +183,7 @@ class StreamingDataset:
         world = detect_world()
         start = EpochLedger(self._job, world.rank).start_epoch(world.worker_of_rank)
         row = self._work_row(world, start.epoch, start.sample_in_epoch, start.state)
+        self._worker_metrics = self._start_metrics(world)
         if not any(stream.remote for stream in self.streams):
             for begin in range(0, len(row), _ITER_CHUNK):
                 yield from self._samples(row[begin : begin + _ITER_CHUNK])
@@ -205,8 +213,14 @@ class StreamingDataset:
                 reader, shard_of_reader = owners[shard_id]
                 reader.close_if_deleted(shard_of_reader)
         local_ids = ids - self._shard_starts[shard_ids]
+        metrics = self._worker_metrics
         for begin in range(0, len(ids), _DECODE_BLOCK):
-            yield from self._decode(shard_ids[begin : begin + _DECODE_BLOCK], local_ids[begin : begin + _DECODE_BLOCK])
+            # Timed per block, not per sample: two clock reads cost about as much as decoding a small sample.
+            mark = metrics.mark() if metrics is not None else None
+            block = self._decode(shard_ids[begin : begin + _DECODE_BLOCK], local_ids[begin : begin + _DECODE_BLOCK])
+            if metrics is not None and mark is not None:
+                metrics.decoded(len(block), mark)
+            yield from block
 
     def _decode(self, shard_ids: np.ndarray, local_ids: np.ndarray) -> list[dict[str, Any]]:
         """Samples in the given order, decoded a shard at a time (each shard's samples in one call)."""
@@ -249,6 +263,40 @@ class StreamingDataset:
             initial_physical_nodes=state["initial_physical_nodes"],
             weights_seed=self.shuffle_seed,  # the reference weighs streams once, with the constructor's seed
         )
+
+    # ----------------------------------------------------------------------------------------------
+    # telemetry
+
+    def metrics(self, num_workers: int | None = None) -> dict[str, Any]:
+        """This rank's worker counters: ``{"rank", "workers": [...], "totals": {...}}`` (plain, JSON-ready).
+
+        Each worker's counters are cumulative since its current (or last) iteration began; fields
+        are described in docs/operations.md, "Loader telemetry". ``num_workers`` (the DataLoader's,
+        0 counting as 1) lists exactly those workers, zeros for one not started yet; without it, the
+        workers that have started. With ``telemetry=False`` the list is empty and the totals zero.
+        """
+        rank = detect_world().rank
+        workers = read_workers(self._job, rank, num_workers) if self.telemetry else []
+        return {"rank": rank, "workers": workers, "totals": totals(workers)}
+
+    def reset_metrics(self) -> None:
+        """Forget this rank's worker counters (``StreamingDataLoader`` does so as each iteration begins)."""
+        if self.telemetry:
+            clear(self._job, detect_world().rank)
+
+    def _start_metrics(self, world: World) -> WorkerMetrics | None:
+        """Fresh counters for this worker's iteration; its shard caches count into them too."""
+        if not self.telemetry:
+            return None
+        metrics = WorkerMetrics(self._job, world.rank, world.worker_of_rank)
+        for reader in self.readers:
+            if reader.shard_cache is not None:
+                reader.shard_cache.stats = metrics.cache
+        return metrics
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A DataLoader worker gets no copy of this process's counters: it starts its own file.
+        return {**self.__dict__, "_worker_metrics": None}
 
     # ----------------------------------------------------------------------------------------------
     # checkpoints

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+import time
+from typing import Any, Callable, Iterator
 
 import torch
 from torch.utils.data import DataLoader
 
+from mds_core.errors import ConfigurationError
 from mds_core.streaming.collate import collate_for_transit, collate_samples, finish_batch
 from mds_core.streaming.dataset import StreamingDataset, register_with_torch
+from mds_core.streaming.telemetry import BatchWaits, totals
 from mds_core.streaming.world import detect_world
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, ...)
@@ -25,21 +28,67 @@ class StreamingDataLoader(DataLoader):
     column by column through numpy (about three times faster on MDS samples). Unless memory is
     pinned, small columns leave the workers as numpy arrays and become tensors here (see
     ``mds_core.streaming.collate``).
+
+    ``metrics()`` tells where the data time goes (see docs/operations.md, "Loader telemetry"). With
+    ``metrics_callback``, ``metrics_callback(loader.metrics())`` is called every ``metrics_every``
+    batches, before that batch is handed out, and once more when an iteration runs to its end (not
+    when the loop leaves early); training code sends the dict to its logger. Neither argument goes
+    to torch's DataLoader.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, metrics_callback: Callable[[dict[str, Any]], Any] | None = None,
+                 metrics_every: int = 100, **kwargs: Any) -> None:
+        if isinstance(metrics_every, bool) or not isinstance(metrics_every, int) or metrics_every < 1:
+            raise ConfigurationError(f"metrics_every must be an int >= 1 (batches), got {metrics_every!r}")
+        if metrics_callback is not None and not callable(metrics_callback):
+            raise ConfigurationError(f"metrics_callback must be callable, got {metrics_callback!r}")
         if kwargs.get("collate_fn") is None and len(args) <= _COLLATE_FN_POSITION:
             # The pin-memory thread pins tensors only, so pinned batches must leave workers as tensors.
             kwargs["collate_fn"] = collate_samples if kwargs.get("pin_memory") else collate_for_transit
         super().__init__(*args, **kwargs)
         self.num_samples_yielded = 0
+        self.metrics_callback, self.metrics_every = metrics_callback, metrics_every
+        self._waits = BatchWaits()
 
     def __iter__(self) -> Iterator[Any]:
         self.num_samples_yielded = 0
-        for batch in super().__iter__():
-            batch = finish_batch(batch)
+        self._waits = BatchWaits()
+        if isinstance(self.dataset, StreamingDataset):
+            self.dataset.reset_metrics()  # before the workers start, so only this iteration is read
+        batches = super().__iter__()
+        callback, every = self.metrics_callback, self.metrics_every
+        while True:
+            # The training loop waits for the next batch and for making its columns tensors.
+            started = time.perf_counter()
+            try:
+                batch = finish_batch(next(batches))
+            except StopIteration:
+                break
+            self._waits.add(time.perf_counter() - started)
             self.num_samples_yielded += _batch_size(batch)
+            if callback is not None and self._waits.batches % every == 0:
+                callback(self.metrics())
             yield batch
+        if callback is not None:
+            callback(self.metrics())
+
+    def metrics(self) -> dict[str, Any]:
+        """Telemetry of this rank since the current (or last) iteration began, as a plain JSON-ready dict.
+
+        ``batches``, ``samples``, ``wait_seconds`` and ``wait_max_seconds`` are measured here, in the
+        training loop's process; ``workers`` lists every DataLoader worker's counters (the main
+        process is worker 0 with ``num_workers=0``) and ``totals`` sums them (maxima for the
+        ``*_max_seconds`` fields). Empty ``workers`` and zero ``totals`` if the dataset is not a
+        ``StreamingDataset`` or was built with ``telemetry=False``.
+        """
+        if isinstance(self.dataset, StreamingDataset):
+            part = self.dataset.metrics(num_workers=max(1, self.num_workers))
+        else:
+            part = {"rank": detect_world().rank, "workers": [], "totals": totals([])}
+        waits = self._waits
+        return {"rank": part["rank"], "batches": waits.batches, "samples": self.num_samples_yielded,
+                "wait_seconds": waits.seconds, "wait_max_seconds": waits.max_seconds,
+                "workers": part["workers"], "totals": part["totals"]}
 
     def state_dict(self) -> dict[str, Any] | None:
         """The dataset's state after the batches handed out so far (unconsumed prefetches not counted)."""
