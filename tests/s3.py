@@ -20,6 +20,7 @@ import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 _LOG_LINE = re.compile(r'"(?P<method>[A-Z]+) (?P<path>\S+) HTTP/[\d.]+" (?P<status>\d{3})')
 
@@ -120,6 +121,9 @@ class Fault:
     hits: int = field(default=0)
 
 
+_PACE_CHUNK = 16 << 10
+
+
 class FaultProxy:
     """An HTTP proxy in a thread of the test process, forwarding to ``upstream`` unless a fault matches."""
 
@@ -127,6 +131,8 @@ class FaultProxy:
         self.upstream = upstream.split("://", 1)[1]
         self.faults: list[Fault] = []
         self.lock = threading.Lock()
+        self.rate: float | None = None  # bytes/s over all responses together, like one node's link
+        self._link_free_at = 0.0
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -163,7 +169,7 @@ class FaultProxy:
                 self.send_header("Content-Length", str(len(payload) if length is None else length))
                 self.end_headers()
                 if self.command != "HEAD":
-                    self.wfile.write(payload)
+                    proxy.send_paced(self.wfile, payload)
 
             do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _handle
 
@@ -172,6 +178,19 @@ class FaultProxy:
         self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
+
+    def send_paced(self, out: Any, payload: bytes) -> None:
+        """Write ``payload``; with a ``rate``, chunks share one link: each waits for its slot on it."""
+        if not self.rate:
+            out.write(payload)
+            return
+        for begin in range(0, len(payload), _PACE_CHUNK):
+            chunk = payload[begin : begin + _PACE_CHUNK]
+            with self.lock:
+                slot_end = max(time.monotonic(), self._link_free_at) + len(chunk) / self.rate
+                self._link_free_at = slot_end
+            time.sleep(max(0.0, slot_end - time.monotonic()))
+            out.write(chunk)
 
     def add(self, fault: Fault) -> Fault:
         with self.lock:

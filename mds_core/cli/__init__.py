@@ -10,6 +10,7 @@ import click
 from mds_core.cli.datasets import head, inspect, verify
 from mds_core.cli.loader import check_loader_command
 from mds_core.cli.order import check_order_command
+from mds_core.cli.plan import plan_command
 from mds_core.cli.versions import versions
 
 
@@ -17,8 +18,8 @@ from mds_core.cli.versions import versions
 @click.version_option(package_name="mds-pipelines")
 def main() -> None:
     """Inspect, verify and read MDS (Mosaic Data Shard) datasets; check sample orders and loaders; manage
-    the versions of shard sets."""
+    the versions of shard sets; plan a training run."""
 
 
-for command in (inspect, verify, head, check_order_command, check_loader_command, versions):
+for command in (inspect, verify, head, check_order_command, check_loader_command, plan_command, versions):
     main.add_command(command)

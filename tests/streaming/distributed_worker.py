@@ -4,12 +4,15 @@ Usage: python tests/streaming/distributed_worker.py CONFIG_JSON OUT_JSON
 CONFIG: {"streams": [names], "dataset_kwargs": {...}, "batch_size": B, "num_workers": W,
          "remote": URL and "local": cache dir (instead of "streams"),
          "job_root": path, "stop_after": k or null, "state": state dict or null}
+"local" and "job_root" may contain "{node}", replaced by this rank's node (RANK // LOCAL_WORLD_SIZE), so
+that simulated nodes keep separate caches as real ones do.
 Writes {"batches": [[ids...], ...], "state": state_dict after stop_after batches (or null)}.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -19,7 +22,9 @@ ORDER = Path(__file__).resolve().parents[1] / "fixtures" / "order-golden"
 
 
 def main() -> None:
-    config = json.loads(Path(sys.argv[1]).read_text())
+    node = int(os.environ.get("RANK", "0")) // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    config = {key: value.replace("{node}", str(node)) if isinstance(value, str) else value
+              for key, value in json.loads(Path(sys.argv[1]).read_text()).items()}
     if config.get("remote"):  # one stream downloaded from a remote store into a node-local cache
         streams = [Stream(remote=config["remote"], local=config["local"])]
     else:

@@ -1,0 +1,73 @@
+"""The planner's results: plain dataclasses that render as JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What the model needs to know about the hardware; every field is optional.
+
+    * ``bandwidth``: bytes/s one node can download (all its ranks together).
+    * ``latency``: seconds from a request to its first byte.
+    * ``consume_seconds``: training time per sample on one rank (a step's time / batch size).
+    * ``decode_seconds``: time one worker takes to read and decode a sample (``--probe`` measures it).
+    * ``startup_seconds``: from the start of iteration to the first download (a new storage client's
+      first request: session, credentials, connection; ``--probe`` measures it).
+    """
+
+    bandwidth: float | None = None
+    latency: float = 0.0
+    consume_seconds: float | None = None
+    decode_seconds: float = 0.0
+    startup_seconds: float = 0.0
+
+
+@dataclass
+class NodeEpoch:
+    """One node in one epoch. Downloads and cache figures are exact without a cache limit."""
+
+    node: int
+    shards_downloaded: int
+    bytes_downloaded: int
+    refetched_shards: int  # shards fetched more than once in the epoch (LRU model, only with a limit)
+    peak_cache_bytes: int
+    first_batch_seconds: float | None = None  # modelled; None without bandwidth or consume time
+    data_wait_fraction: float | None = None  # modelled: share of the epoch its ranks wait for data
+
+
+@dataclass
+class EpochFigures:
+    epoch: int
+    nodes: list[NodeEpoch]
+    seconds: float | None = None  # modelled
+    samples_per_second: float | None = None  # modelled, over all ranks
+
+
+@dataclass
+class Recommendation:
+    setting: str
+    value: int | None
+    reason: str
+
+
+@dataclass
+class TrainingPlan:
+    """Everything ``mds plan`` reports; ``curves`` feed the plot (per node, sampled over the epochs)."""
+
+    settings: dict[str, Any]
+    epochs: list[EpochFigures]
+    smallest_cache_limit: int  # per node: no shard fetched twice in an epoch
+    working_set_bytes: int  # per node: the most bytes between their first and last use at once
+    recommendations: list[Recommendation]
+    plan_seconds: float = 0.0
+    curves: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self, with_curves: bool = False) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        if not with_curves:
+            data.pop("curves")
+        return data

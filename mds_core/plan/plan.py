@@ -1,0 +1,183 @@
+"""``plan_training``: a training world's downloads, cache and data stalls, from the real per-rank order.
+
+The exact part replays what every node reads (``reads``) through its cache (``cache``); the
+modelled part turns the fetches into time (``timing``). Recommendations follow from both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from mds_core.errors import ConfigurationError
+from mds_core.format.index import ShardInfo, dumps_index
+from mds_core.order import OrderSpec, generate_work
+from mds_core.order.world import World
+from mds_core.plan.cache import (
+    LRUCache,
+    live_bytes,
+    prefetched_bytes,
+    smallest_limit_without_refetch,
+)
+from mds_core.plan.figures import Environment, EpochFigures, NodeEpoch, TrainingPlan
+from mds_core.plan.reads import node_reads
+from mds_core.plan.recommend import PREDOWNLOAD_BATCHES, recommend
+from mds_core.plan.timing import NodeFetches, lead_steps, request_window, simulate_epoch
+from mds_core.streaming.cache_limit import shards_in_use
+
+_CURVE_POINTS = 1000
+_PREFETCH_BATCHES = 2  # torch DataLoader's default prefetch_factor
+
+
+@dataclasses.dataclass(frozen=True)
+class Shards:
+    """Every shard of every stream, in global order, with what it costs to download and to keep."""
+
+    ends: NDArray[np.int64]
+    download: NDArray[np.int64]
+    cached: NDArray[np.int64]
+
+    @classmethod
+    def of(cls, streams: Sequence[Sequence[ShardInfo]], keep_zip: bool) -> Shards:
+        shards = [shard for stream in streams for shard in stream]
+        download = [(s.zip_data or s.raw_data).bytes for s in shards]
+        cached = [s.raw_data.bytes + (s.zip_data.bytes if s.zip_data and keep_zip else 0) for s in shards]
+        ends = np.cumsum([s.samples for s in shards], dtype=np.int64)
+        return cls(ends, np.array(download, np.int64), np.array(cached, np.int64))
+
+
+@dataclasses.dataclass
+class _Timer:
+    """Re-times an epoch's fetches for any ``predownload``: the lead and each worker's first burst change."""
+
+    world: World
+    batch_size: int
+    threads: int
+    samples: int
+    environment: Environment
+    num_steps: int = 0
+    nodes: list[tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]] = \
+        dataclasses.field(default_factory=list)
+
+    def keep(self, node_work: NDArray[np.int64], shards: Shards, steps: NDArray[np.int64],
+             fetched: NDArray[np.int64]) -> None:
+        ranks, workers = node_work.shape[:2]
+        self.num_steps = int(node_work.shape[1] * node_work.shape[2])
+        window = request_window(max(PREDOWNLOAD_BATCHES) * self.batch_size)
+        firsts = node_work.reshape(ranks, workers, -1)[:, :, :window]
+        first_shards = np.where(firsts >= 0, np.searchsorted(shards.ends, firsts, side="right"), -1)
+        self.nodes.append((steps, fetched, shards.download[fetched], first_shards))
+
+    def epoch(self, figures: EpochFigures, predownload: int) -> EpochFigures:
+        """Fill in the modelled figures when the environment says enough to model time."""
+        env = self.environment
+        if env.bandwidth is None and env.consume_seconds is None:
+            return figures
+        lead = lead_steps(predownload, self.batch_size, self.world.workers_per_rank, _PREFETCH_BATCHES)
+        fetches = []
+        for steps, fetched, sizes, first_shards in self.nodes:
+            burst = _first_burst(first_shards[:, :, :request_window(predownload)], self.threads)
+            first_fetch = np.zeros(len(fetched), bool)
+            first_fetch[np.unique(fetched, return_index=True)[1]] = True  # a refetch is never in the first burst
+            fetches.append(NodeFetches(steps, sizes, np.isin(fetched, burst) & (steps <= lead) & first_fetch))
+        step = self.batch_size * max(env.consume_seconds or 0.0, env.decode_seconds / self.world.workers_per_rank)
+        timing = simulate_epoch(fetches, self.num_steps, step, lead, env.bandwidth, env.latency, env.startup_seconds)
+        figures.seconds = timing.seconds
+        figures.samples_per_second = self.samples / timing.seconds if timing.seconds > 0 else None
+        for node, wait, first in zip(figures.nodes, timing.data_wait_seconds, timing.first_batch_seconds):
+            node.first_batch_seconds = first
+            node.data_wait_fraction = wait / timing.seconds if timing.seconds > 0 else 0.0
+        return figures
+
+
+def plan_training(streams: Sequence[Sequence[ShardInfo]], world: World, batch_size: int, *, epochs: int = 1,
+                  predownload: int | None = None, cache_limit: int | None = None, keep_zip: bool = False,
+                  environment: Environment | None = None, **order: Any) -> TrainingPlan:
+    """Plan ``epochs`` epochs of the streams (each a list of index entries) on ``world``.
+
+    ``order`` takes ``StreamingDataset``'s order settings (``shuffle``, ``shuffle_algo``,
+    ``shuffle_seed``, ``shuffle_block_size``, ``num_canonical_nodes``, ``partition_algo``,
+    ``batching_method``, ...). ``predownload`` defaults to ``8 * batch_size``, as in the loader.
+    """
+    began = time.perf_counter()
+    environment = environment or Environment()
+    if epochs < 1:
+        raise ConfigurationError(f"epochs must be >= 1, got {epochs}")
+    spec = OrderSpec(shard_sizes=[[s.samples for s in stream] for stream in streams], batch_size=batch_size, **order)
+    shards = Shards.of(streams, keep_zip)
+    predownload = predownload or 8 * batch_size
+    threads = 2 if cache_limit else 4  # ShardCache's download threads per worker
+    lead = lead_steps(predownload, batch_size, world.workers_per_rank, _PREFETCH_BATCHES)
+    caches = [LRUCache(shards.cached, shards.download, cache_limit) for _ in range(world.num_nodes)]
+    curves: dict[str, list[list[int]]] = {"footprint": [[] for _ in caches], "downloaded": [[] for _ in caches]}
+    figures, smallest, working_set = [], 0, 0
+    first_timer = None
+    for epoch in range(epochs):
+        timer = _Timer(world, batch_size, threads, spec.samples_per_epoch, environment)
+        work = generate_work(spec, world.num_nodes, world.ranks_per_node, world.workers_per_rank, epoch)
+        nodes = []
+        for node, cache in enumerate(caches):
+            reads = node_reads(work, node, shards.ends)
+            replay = cache.replay(reads)
+            ahead = prefetched_bytes(reads, shards.cached, lead)
+            smallest = max(smallest, smallest_limit_without_refetch(reads, shards.cached, shards.download) + ahead)
+            working_set = max(working_set, int(live_bytes(reads, shards.cached).max(initial=0)))
+            timer.keep(work[node], shards, np.array(replay.fetch_steps, np.int64),
+                       np.array(replay.fetch_shards, np.int64))
+            nodes.append(NodeEpoch(node, replay.fetched_shards, replay.fetched_bytes, replay.refetched_shards,
+                                   replay.peak_bytes))
+            curves["footprint"][node] += replay.footprint
+            curves["downloaded"][node] += replay.downloaded
+        del work  # the next epoch's takes its place
+        figures.append(timer.epoch(EpochFigures(epoch, nodes), predownload))
+        first_timer = first_timer or timer
+    settings = {"world": str(world), "batch_size": batch_size, "epochs": epochs, "predownload": predownload,
+                "cache_limit": cache_limit, "keep_zip": keep_zip,
+                "num_canonical_nodes": spec.canonical_nodes(world.num_nodes),
+                "shuffle_block_size": spec.block_size(world.num_nodes), "shuffle": spec.shuffle,
+                "shuffle_algo": spec.shuffle_algo, "samples_per_epoch": spec.samples_per_epoch,
+                "shards": len(shards.ends), "dataset_bytes": int(shards.download.sum()),
+                "lead_steps": lead, "environment": dataclasses.asdict(environment),
+                "loader_minimum_cache_limit": _loader_minimum(streams, spec, world)}
+    plan = TrainingPlan(settings, figures, smallest, working_set, [], curves=_sampled(curves))
+
+    def first_epoch_seconds(other: int) -> float | None:
+        blank = EpochFigures(0, [NodeEpoch(n, 0, 0, 0, 0) for n in range(world.num_nodes)])
+        return first_timer.epoch(blank, other).seconds if first_timer else None
+
+    plan.recommendations = recommend(plan, first_epoch_seconds)
+    plan.plan_seconds = time.perf_counter() - began
+    return plan
+
+
+def _loader_minimum(streams: Sequence[Sequence[ShardInfo]], spec: OrderSpec, world: World) -> int:
+    """The smallest ``cache_limit`` ``StreamingDataset`` accepts for this order (``check_cache_limit``)."""
+    shards = [shard for stream in streams for shard in stream]
+    in_use = shards_in_use(spec.shuffle, spec.shuffle_algo, spec.block_size(world.num_nodes),
+                           [shard.samples for shard in shards])
+    index_bytes = sum(len(dumps_index(list(stream)).encode()) for stream in streams)
+    largest = max((shard.raw_data.bytes for shard in shards), default=0)
+    return index_bytes + largest * min(len(shards), in_use * world.ranks_per_node + 1)
+
+
+def _first_burst(first_shards: NDArray[np.int64], threads: int) -> NDArray[np.int64]:
+    """The shards each worker of the node asks for first, as many as it downloads at once."""
+    first: set[int] = set()
+    for row in first_shards.reshape(-1, first_shards.shape[-1]):
+        row = row[row >= 0]
+        unique, where = np.unique(row, return_index=True)
+        first.update(unique[np.argsort(where)][:threads].tolist())
+    return np.array(sorted(first), np.int64)
+
+
+def _sampled(curves: dict[str, list[list[int]]]) -> dict[str, Any]:
+    """At most ``_CURVE_POINTS`` points per node, so JSON and plots stay small."""
+    total = len(curves["footprint"][0]) if curves["footprint"] else 0
+    picks = np.unique(np.linspace(0, max(total - 1, 0), min(total, _CURVE_POINTS)).astype(np.int64)).tolist()
+    return {"step": picks, **{name: [[node[i] for i in picks] for node in per_node]
+                              for name, per_node in curves.items()}}

@@ -1,0 +1,125 @@
+"""The plan against real epochs streamed from the loopback S3 server: exact figures exactly, modelled ones within 25%."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mds_core import MDSWriter, StreamingDataLoader, StreamingDataset
+from mds_core.order.world import World
+from mds_core.plan import plan_training
+from mds_core.plan.source import load_streams, probe
+from tests.s3 import free_port, object_gets
+
+ROOT = Path(__file__).resolve().parents[2]
+ORDER = {"shuffle": True, "num_canonical_nodes": 2, "shuffle_block_size": 44}
+
+
+def _write(url: str, samples: int, payload: int, size_limit: int) -> None:
+    rng = np.random.default_rng(0)
+    with MDSWriter(out=url, columns={"id": "int", "payload": "bytes"}, size_limit=size_limit) as writer:
+        for i in range(samples):
+            writer.write({"id": i, "payload": rng.bytes(payload)})
+
+
+def _run_ranks(tmp_path: Path, num_ranks: int, ranks_per_node: int, config: dict) -> list[dict]:
+    port, procs, outs = free_port(), [], []
+    for rank in range(num_ranks):
+        config_path, out = tmp_path / f"config{rank}.json", tmp_path / f"out{rank}.json"
+        config_path.write_text(json.dumps(config))
+        env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": str(num_ranks), "LOCAL_RANK": str(rank % ranks_per_node),
+               "LOCAL_WORLD_SIZE": str(ranks_per_node), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+        procs.append(subprocess.Popen([sys.executable, str(ROOT / "tests/streaming/distributed_worker.py"),
+                                       str(config_path), str(out)], env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True))
+        outs.append(out)
+    for proc in procs:
+        output, _ = proc.communicate(timeout=300)
+        assert proc.returncode == 0, output[-3000:]
+    return [json.loads(out.read_text()) for out in outs]
+
+
+def _shard_files(cache: Path) -> dict[str, int]:
+    return {p.name: p.stat().st_size for p in cache.iterdir() if p.name.startswith("shard.") and p.is_file()}
+
+
+@pytest.mark.parametrize(("nodes", "ranks_per_node"), [(1, 2), (2, 1)])
+def test_downloads_and_cache_per_node_are_exactly_the_plans(s3_server, tmp_path: Path, nodes: int,
+                                                            ranks_per_node: int) -> None:
+    bucket = s3_server.new_bucket()
+    url = f"s3://{bucket}/data"
+    _write(url, samples=480, payload=1000, size_limit=12_000)
+    plan = plan_training(load_streams([url]), World(num_nodes=nodes, ranks_per_node=ranks_per_node,
+                                                    workers_per_rank=2), 4, **ORDER)
+    since = s3_server.log_position()
+    config = {"remote": url, "local": str(tmp_path / "cache-{node}"), "batch_size": 4, "num_workers": 2,
+              "job_root": str(tmp_path / "jobs-{node}"), "dataset_kwargs": ORDER}
+    outputs = _run_ranks(tmp_path, nodes * ranks_per_node, ranks_per_node, config)
+    assert Counter(i for out in outputs for batch in out["batches"] for i in batch) == Counter(range(480))
+    cached = [_shard_files(tmp_path / f"cache-{node}") for node in range(nodes)]
+    for node, files in zip(plan.epochs[0].nodes, cached):
+        assert node.shards_downloaded == len(files) and node.bytes_downloaded == sum(files.values())
+        assert node.peak_cache_bytes == sum(files.values()) and node.refetched_shards == 0
+    gets = object_gets(s3_server.requests(since), bucket)
+    expected = Counter(f"data/{name}" for files in cached for name in files)
+    assert {key: count for key, count in gets.items() if key != "data/index.json"} == dict(expected)
+    if nodes == 2:
+        assert sum(expected.values()) > len(set(expected))  # nodes share some shards: each fetched its own copy
+
+
+def test_the_recommended_cache_limit_downloads_every_shard_once(s3_server, tmp_path: Path) -> None:
+    bucket = s3_server.new_bucket()
+    url = f"s3://{bucket}/data"
+    _write(url, samples=1200, payload=1000, size_limit=12_000)
+    streams = load_streams([url])
+    plan = plan_training(streams, World(num_nodes=1, ranks_per_node=1, workers_per_rank=2), 4, **ORDER)
+    limit = next(r.value for r in plan.recommendations if r.setting == "cache_limit")
+    total = sum(s.raw_data.bytes for s in streams[0])
+    assert limit < total  # a real limit, so eviction happens
+    limited = plan_training(streams, World(num_nodes=1, ranks_per_node=1, workers_per_rank=2), 4, cache_limit=limit,
+                            **ORDER)
+    assert limited.epochs[0].nodes[0].refetched_shards == 0
+    since = s3_server.log_position()
+    config = {"remote": url, "local": str(tmp_path / "cache"), "batch_size": 4, "num_workers": 2,
+              "job_root": str(tmp_path / "jobs"), "dataset_kwargs": {**ORDER, "cache_limit": limit}}
+    outputs = _run_ranks(tmp_path, 1, 1, config)
+    assert sorted(i for batch in outputs[0]["batches"] for i in batch) == list(range(1200))
+    gets = object_gets(s3_server.requests(since), bucket)
+    assert {k: v for k, v in gets.items() if k != "data/index.json"} == {
+        f"data/{s.raw_data.basename}": 1 for s in streams[0]}
+    assert sum(_shard_files(tmp_path / "cache").values()) <= limit
+
+
+@pytest.mark.parametrize("rate", [1_000_000, 2_000_000])
+def test_modelled_first_batch_and_throughput_are_within_a_quarter_of_measured(s3_server, fault_proxy,
+                                                                               tmp_path: Path, rate: int) -> None:
+    bucket = s3_server.new_bucket()
+    url = f"s3://{bucket}/data"
+    _write(url, samples=600, payload=10_000, size_limit=520_000)  # 12 shards of 50 samples, ~0.5 MB each
+    fault_proxy.rate = rate
+    environment = probe(url, max_bytes=2_100_000)  # four shards through the throttled link
+    assert environment.bandwidth == pytest.approx(rate, rel=0.25)
+    order = {"shuffle": True, "shuffle_block_size": 100}
+    plan = plan_training(load_streams([url]), World(), 16, environment=environment, **order)
+    dataset = StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=16,
+                               job_root=str(tmp_path / "jobs"), **order)
+    loader = StreamingDataLoader(dataset, batch_size=16, num_workers=0)
+    began = time.perf_counter()
+    first_batch = None
+    samples = 0
+    for batch in loader:
+        first_batch = first_batch or time.perf_counter() - began
+        samples += len(batch["id"])
+    seconds = time.perf_counter() - began
+    assert samples == 600
+    modelled = plan.epochs[0]
+    assert modelled.nodes[0].first_batch_seconds == pytest.approx(first_batch, rel=0.25)
+    assert modelled.samples_per_second == pytest.approx(samples / seconds, rel=0.25)
