@@ -16,11 +16,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Span, fmt, header, median, write_report  # noqa: E402
+from harness import Span, fmt, header, median, write_report
 
-from mds_core.format.index import FileInfo, ShardInfo  # noqa: E402
-from mds_core.order.world import parse_world  # noqa: E402
-from mds_core.plan import Environment, plan_training  # noqa: E402
+from mds_core.format.index import FileInfo, ShardInfo
+from mds_core.order.world import parse_world
+from mds_core.plan import Environment, plan_training
 
 SHARD_SAMPLES = 32_768
 SAMPLE_BYTES = 2048

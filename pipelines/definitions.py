@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dagster import Definitions, in_process_executor
 
+from pipelines.assets.plan import training_plan
 from pipelines.assets.raw import raw_table
 from pipelines.assets.shards import published_version, shard_set
 from pipelines.assets.smoke import loader_smoke_test
@@ -22,7 +23,7 @@ def build_definitions(resources: dict | None = None) -> Definitions:
     """The definitions with the environment's resources, or with the given ones (tests, scripts)."""
     return Definitions(
         assets=ASSETS,
-        asset_checks=[loader_smoke_test],
+        asset_checks=[loader_smoke_test, training_plan],
         jobs=[daily_conversion],
         schedules=[daily_schedule],
         sensors=[landing_sensor],

@@ -169,6 +169,20 @@ class SmokeTestSettings(ConfigurableResource):
                                        description="Fail below this throughput ($MDS_SMOKE_MIN_ROWS_PER_SECOND).")
 
 
+class TrainingWorldSettings(ConfigurableResource):
+    """The training run each new version is planned for (the ``training_plan`` check, ``mds plan``)."""
+
+    world: str = Field(default="1x8x4", description="NODESxRANKS_PER_NODExWORKERS_PER_RANK ($MDS_PLAN_WORLD).")
+    batch_size: int = Field(default=32, description="Per-device batch size ($MDS_PLAN_BATCH_SIZE).")
+    epochs: int = Field(default=1, description="Epochs to plan ($MDS_PLAN_EPOCHS).")
+    cache_limit: str = Field(default="", description="Per-node cache_limit, e.g. 50gb; empty: none "
+                             "($MDS_PLAN_CACHE_LIMIT). The check warns when it would download shards twice.")
+    bandwidth: str = Field(default="", description="Per-node download rate per second, e.g. 1gb; empty: "
+                           "not modelled ($MDS_PLAN_BANDWIDTH).")
+    consume_seconds: float = Field(default=0.0, description="Training seconds per sample on one rank; 0: not "
+                                   "modelled ($MDS_PLAN_CONSUME_SECONDS).")
+
+
 class SourceSettings(ConfigurableResource):
     """The deployment's default source; a run's asset config can override any field.
 
@@ -210,4 +224,9 @@ def resources_from_env(environ: dict[str, str] | None = None) -> dict[str, Confi
         "landing": LandingZone(path=env.get("MDS_LANDING_DIR", "")),
         "smoke_settings": SmokeTestSettings(
             min_rows_per_second=float(env.get("MDS_SMOKE_MIN_ROWS_PER_SECOND", "0"))),
+        "training_world": TrainingWorldSettings(
+            world=env.get("MDS_PLAN_WORLD", "1x8x4"), batch_size=int(env.get("MDS_PLAN_BATCH_SIZE", "32")),
+            epochs=int(env.get("MDS_PLAN_EPOCHS", "1")), cache_limit=env.get("MDS_PLAN_CACHE_LIMIT", ""),
+            bandwidth=env.get("MDS_PLAN_BANDWIDTH", ""),
+            consume_seconds=float(env.get("MDS_PLAN_CONSUME_SECONDS", "0"))),
     }

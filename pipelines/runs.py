@@ -9,6 +9,7 @@ from typing import Any
 
 from dagster import DagsterInstance, ExecuteInProcessResult, materialize
 
+from pipelines.assets.plan import training_plan
 from pipelines.assets.smoke import loader_smoke_test
 from pipelines.definitions import ASSETS
 
@@ -18,7 +19,7 @@ RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_p
 def materialize_days(days: list[str], resources: dict[str, Any], *, full_refresh: bool = False,
                      run_config: dict[str, Any] | None = None, instance: DagsterInstance | None = None,
                      raise_on_error: bool = True) -> ExecuteInProcessResult:
-    """raw → validated → shard set (+ smoke test) → published, for consecutive ``days``."""
+    """raw → validated → shard set (+ smoke test and training plan) → published, for consecutive ``days``."""
     if not days:
         raise ValueError("materialize_days needs at least one day")
     ops = dict((run_config or {}).get("ops", {}))
@@ -26,7 +27,7 @@ def materialize_days(days: list[str], resources: dict[str, Any], *, full_refresh
     days = sorted(days)
     single = len(days) == 1
     return materialize(
-        [*ASSETS, loader_smoke_test], resources=resources, instance=instance, raise_on_error=raise_on_error,
+        [*ASSETS, loader_smoke_test, training_plan], resources=resources, instance=instance, raise_on_error=raise_on_error,
         run_config={**(run_config or {}), "ops": ops},
         partition_key=days[0] if single else None,
         tags={} if single else {RANGE_START: days[0], RANGE_END: days[-1]})

@@ -41,6 +41,11 @@ def check_loader_command(path: str, version: int | None, cache: str | None, batc
                    f"({report.distinct} distinct, {report.samples_expected} expected), resumed at sample "
                    f"{report.resumed_at_sample}: continuation {'matches' if report.continuation_matches else 'DIFFERS'}, "
                    f"{report.samples_per_second:,.0f} samples/s")
+        if report.telemetry:
+            totals = report.telemetry["totals"]
+            click.echo(f"data time: waited {report.telemetry['wait_seconds']:.3f} s for batches (slowest "
+                       f"{report.telemetry['wait_max_seconds']:.3f} s), decoded for {totals['decode_seconds']:.3f} s, "
+                       f"downloaded {totals['shards_downloaded']} shard(s), {totals['bytes_downloaded']:,} bytes")
         for problem in report.problems:
             click.echo(f"FAIL {problem}", err=True)
     sys.exit(0 if report.passed else 1)

@@ -40,6 +40,7 @@ class LoaderCheckReport:
     samples_per_second: float = 0.0
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
+    telemetry: dict[str, Any] = field(default_factory=dict)  # the full epoch's ``loader.metrics()``
 
     @property
     def passed(self) -> bool:
@@ -95,6 +96,7 @@ def _run(make: Callable[[], StreamingDataLoader], location: str, version: int | 
     started = time.perf_counter()
     order = [sample_id for batch in loader for sample_id in _ids(batch)]
     report.seconds = time.perf_counter() - started
+    report.telemetry = loader.metrics()
     report.samples_streamed, report.distinct = len(order), len(set(order))
     report.samples_per_second = len(order) / report.seconds if report.seconds else 0.0
     counts = Counter(order)

@@ -33,7 +33,18 @@ def report_metadata(report: Any) -> dict[str, Any]:
             "continuation_matches": report.continuation_matches,
             "rows_per_second": report.samples_per_second, "seconds": report.seconds,
             "problems": MetadataValue.json(report.problems), "num_workers": report.num_workers,
-            "batch_size": report.batch_size}
+            "batch_size": report.batch_size, **telemetry_metadata(report.telemetry)}
+
+
+def telemetry_metadata(metrics: dict[str, Any]) -> dict[str, Any]:
+    """Where the smoke test's epoch spent its data time (``StreamingDataLoader.metrics()``)."""
+    if not metrics:
+        return {}
+    totals = metrics["totals"]
+    return {"wait_seconds": round(metrics["wait_seconds"], 4), "wait_max_seconds": round(metrics["wait_max_seconds"], 4),
+            "decode_seconds": round(totals["decode_seconds"], 4), "bytes_downloaded": totals["bytes_downloaded"],
+            "shards_downloaded": totals["shards_downloaded"], "cache_hits": totals["cache_hits"],
+            "cache_misses": totals["cache_misses"], "telemetry": MetadataValue.json(metrics)}
 
 
 def version_from_this_run(context: AssetCheckExecutionContext | AssetExecutionContext, asset: str) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.resources import (LandingZone, ShardStore, SmokeTestSettings, SourceSettings, SparkResource,
-                                 TableCatalog)
+                                 TableCatalog, TrainingWorldSettings)
 
 # pyspark.pandas (imported by pandera.pyspark) warns about pandas and timezones on import.
 warnings.filterwarnings("ignore", category=FutureWarning, module="pyspark")
@@ -38,4 +38,5 @@ def resources(tmp_path: Path, spark_session) -> dict:
         "landing": LandingZone(path=str(tmp_path / "landing")),
         "source": SourceSettings(rows_per_day=60),
         "smoke_settings": SmokeTestSettings(batch_size=8),
+        "training_world": TrainingWorldSettings(world="2x2x2", batch_size=4),
     }

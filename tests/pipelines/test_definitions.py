@@ -34,7 +34,7 @@ def test_definitions_hold_the_graph_checks_and_automation():
     assert {key.to_user_string() for key in defs.resolve_all_asset_keys()} == {
         "raw_table", "validated_table", "shard_set", "published_version"}
     checks = {key.name for key in defs.resolve_asset_graph().asset_check_keys}
-    assert checks == {"quarantine_counts", "loader_smoke_test"}
+    assert checks == {"quarantine_counts", "loader_smoke_test", "training_plan"}
     assert defs.resolve_job_def("daily_conversion").partitions_def is not None
     assert defs.resolve_schedule_def("daily_conversion_schedule")
     assert defs.resolve_sensor_def("landing_sensor")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pipelines.assets.plan import PLAN_CHECK
 from pipelines.assets.smoke import SMOKE_CHECK
 from pipelines.assets.validated import COUNTS_CHECK
 from pipelines.resources import SmokeTestSettings, SourceSettings
@@ -50,6 +51,19 @@ def test_full_graph_backfill_on_the_embedded_default(resources, tmp_path):
     assert smoke.passed, smoke.description
     assert report["exactly_once"] and report["continuation_matches"] and report["rows_streamed"] == 120
     assert report["num_workers"] == 2 and report["rows_per_second"] > 0 and report["resumed_at_sample"] > 0
+    telemetry = report["telemetry"]  # the loader's own counters for the smoke test's full epoch
+    assert telemetry["samples"] == 120 and telemetry["batches"] == 15 and len(telemetry["workers"]) == 2
+    assert sum(w["samples"] for w in telemetry["workers"]) == 120 and report["decode_seconds"] > 0
+    shard_files = resources["shard_store"].shard_set("digits").shards(1)
+    assert report["shards_downloaded"] == len(shard_files)  # each shard once for the node
+    assert report["bytes_downloaded"] == sum((s.zip_data or s.raw_data).bytes for s in shard_files)
+
+    plan = check(result, PLAN_CHECK)  # no cache limit declared: nothing to warn about
+    planned = meta(plan)
+    assert plan.passed and planned["version"] == 1 and planned["world"] == "2 node(s) x 2 rank(s), 2 worker(s)"
+    assert planned["plan_json"]["settings"]["shards"] == len(shard_files)
+    assert sum(planned["bytes_per_node_first_epoch"]) >= report["bytes_downloaded"] // 2
+    assert planned["plot"].startswith("![cache and downloads per node](data:image/png;base64,")
 
     shards_meta = meta(materialization(result, "shard_set"))
     assert shards_meta["version"] == 1 and shards_meta["mode"] == "overwrite"
@@ -165,3 +179,22 @@ def test_no_publication_in_a_run_without_the_smoke_test(resources):
     assert failure.step_key == "published_version"
     assert "did not pass in this run" in failure.step_failure_data.error.cause.message
     assert resources["shard_store"].shard_set("digits").published() is None
+
+
+def test_the_training_plan_warns_about_a_small_cache_limit_and_runs_on_its_own(resources):
+    """Executed alone (no shard set in the run), the check plans the latest version; it warns, never blocks."""
+    from dagster import AssetSelection, DagsterInstance, materialize
+
+    from pipelines.assets.plan import training_plan
+    from pipelines.definitions import ASSETS
+    from pipelines.resources import TrainingWorldSettings
+
+    instance = DagsterInstance.ephemeral()
+    assert materialize_days(DAYS[:1], resources, instance=instance).success
+    resources["training_world"] = TrainingWorldSettings(world="1x2x2", batch_size=4, cache_limit="1kb")
+    result = materialize([*ASSETS, training_plan], selection=AssetSelection.checks(training_plan),
+                         resources=resources, instance=instance)
+    evaluation = check(result, PLAN_CHECK)
+    assert not evaluation.passed and evaluation.severity.value == "WARN"
+    assert "StreamingDataset refuses cache_limit=1,024 bytes" in evaluation.description
+    assert meta(evaluation)["version"] == 1

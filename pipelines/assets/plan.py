@@ -1,0 +1,105 @@
+"""The training plan: what a declared training world would download, cache and wait for on a new version.
+
+A non-blocking check on the shard set. It plans the version this run wrote (or, executed on its
+own, the latest one) with ``mds_core.plan`` and records the figures and a plot as metadata; it
+warns when the declared ``cache_limit`` would download shards twice or is refused by the loader.
+"""
+
+# No `from __future__ import annotations`: Dagster reads the resource annotations at runtime.
+import base64
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from dagster import AssetCheckExecutionContext, AssetCheckResult, AssetCheckSeverity, MetadataValue, asset_check
+
+from pipelines.assets.smoke import version_from_this_run
+from pipelines.resources import ShardStore, SourceSettings, TrainingWorldSettings
+
+PLAN_CHECK = "training_plan"
+
+
+def plan_version(shard_store: ShardStore, dataset: str, version: int, settings: TrainingWorldSettings) -> Any:
+    """``mds_core.plan`` on one version of the shard set, for the declared world (its index only)."""
+    from mds_core.order.world import parse_world
+    from mds_core.plan import Environment, plan_training
+    from mds_core.sizes import bytes_to_int
+
+    shards = shard_store.shard_set(dataset).shards(version)
+    environment = Environment(bandwidth=bytes_to_int(settings.bandwidth) if settings.bandwidth else None,
+                              consume_seconds=settings.consume_seconds or None)
+    return plan_training([shards], parse_world(settings.world), settings.batch_size, epochs=settings.epochs,
+                         cache_limit=bytes_to_int(settings.cache_limit) if settings.cache_limit else None,
+                         environment=environment, shuffle=True)
+
+
+def plan_metadata(plan: Any) -> dict[str, Any]:
+    from mds_core.plan.report import render_text
+
+    first = plan.epochs[0]
+    return {
+        "world": plan.settings["world"], "batch_size": plan.settings["batch_size"],
+        "bytes_per_node_first_epoch": MetadataValue.json([n.bytes_downloaded for n in first.nodes]),
+        "peak_cache_bytes_per_node": MetadataValue.json([n.peak_cache_bytes for n in plan.epochs[-1].nodes]),
+        "smallest_cache_limit": plan.smallest_cache_limit,
+        "shards_fetched_again": sum(n.refetched_shards for e in plan.epochs for n in e.nodes),
+        "first_batch_seconds": MetadataValue.json([n.first_batch_seconds for n in first.nodes]),
+        "data_wait_fraction": MetadataValue.json([n.data_wait_fraction for n in first.nodes]),
+        "recommendations": MetadataValue.md("\n".join(f"* **{r.setting}** = {r.value}: {r.reason}"
+                                                       for r in plan.recommendations)),
+        "plan": MetadataValue.md(f"```\n{render_text(plan)}\n```"),
+        "plan_json": MetadataValue.json(plan.to_json()),
+    }
+
+
+def plot_metadata(plan: Any) -> dict[str, Any]:
+    """The cache and download curves as a PNG embedded in markdown; nothing when matplotlib is missing."""
+    from mds_core.errors import ConfigurationError
+    from mds_core.plan.report import save_plot
+
+    with tempfile.TemporaryDirectory(prefix="mds-plan-") as folder:
+        path = Path(folder) / "plan.png"
+        try:
+            save_plot(plan, str(path))
+        except ConfigurationError as err:
+            return {"plot": MetadataValue.text(str(err))}
+        encoded = base64.b64encode(path.read_bytes()).decode()
+    return {"plot": MetadataValue.md(f"![cache and downloads per node](data:image/png;base64,{encoded})")}
+
+
+@asset_check(asset="shard_set", name=PLAN_CHECK, blocking=False,
+             description="Plans the new version for the declared training world (MDS_PLAN_*): bytes each node "
+                         "downloads, peak cache, the smallest cache_limit without repeated downloads, modelled "
+                         "time to first batch and waiting, recommendations and a plot. Warns, never blocks.")
+def training_plan(context: AssetCheckExecutionContext, shard_store: ShardStore, source: SourceSettings,
+                  training_world: TrainingWorldSettings) -> AssetCheckResult:
+    try:
+        version = int(version_from_this_run(context, "shard_set")["version"])
+    except RuntimeError:  # executed on its own: the latest version
+        latest = shard_store.shard_set(source.dataset).latest()
+        if latest is None:
+            return AssetCheckResult(passed=False, severity=AssetCheckSeverity.WARN,
+                                    description=f"{source.dataset} has no version yet: nothing to plan")
+        version = latest.version
+    plan = plan_version(shard_store, source.dataset, version, training_world)
+    problems = _problems(plan)
+    context.log.info(f"training plan of version {version} for {plan.settings['world']}: "
+                     f"{'; '.join(problems) or 'no repeated downloads'}")
+    return AssetCheckResult(passed=not problems, severity=AssetCheckSeverity.WARN,
+                            description="; ".join(problems) or None,
+                            metadata={"version": version, **plan_metadata(plan), **plot_metadata(plan)})
+
+
+def _problems(plan: Any) -> list[str]:
+    limit = plan.settings["cache_limit"]
+    if limit is None:
+        return []
+    out = []
+    refetched = sum(n.refetched_shards for e in plan.epochs for n in e.nodes)
+    if refetched:
+        out.append(f"cache_limit={limit:,} bytes downloads {refetched:,} shard(s) again; no repeat needs "
+                   f"{plan.smallest_cache_limit:,} bytes per node")
+    if limit < plan.settings["loader_minimum_cache_limit"]:
+        out.append(f"StreamingDataset refuses cache_limit={limit:,} bytes for this order (it needs "
+                   f"{plan.settings['loader_minimum_cache_limit']:,})")
+    return out
