@@ -58,12 +58,13 @@ bench-env:
 interop: install bench-env
 	$(PY) -m pytest $(PYTEST_ARGS) tests/test_interop.py
 
-# Three benchmarks, each side by side with the reference, as benchmarks/RESULTS.md was measured (about
+# The benchmarks, side by side with the reference where there is one, as benchmarks/RESULTS.md was measured (about
 # 80 minutes; see docs/benchmarks.md). bench_disk.py (larger than RAM) is run by hand.
 bench: install bench-env bench-spark-env
 	benchmarks/.venv/bin/python benchmarks/bench_format.py --out benchmarks/results-latest.md
 	benchmarks/.venv/bin/python benchmarks/bench_streaming.py --out benchmarks/results-streaming-latest.md
 	$(PY) benchmarks/bench_spark.py --scenarios local
+	$(PY) benchmarks/bench_plan.py
 
 # The reference's Spark converter needs pyspark 3.5: a third environment, benchmarks/.venv-spark35.
 bench-spark-env:

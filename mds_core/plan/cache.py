@@ -3,7 +3,11 @@
 Without ``cache_limit`` nothing is evicted, so what a node downloads is exactly the set of shards
 it reads that are not cached yet, and its footprint only grows. With a limit, eviction depends on
 when each shard was last used; the model replays the node's reads step by step through a
-least-recently-used cache, as ``ShardCache`` evicts, and counts the shards fetched again.
+least-recently-used cache, as ``ShardCache`` evicts, with each shard requested ahead of its first use
+as the loader prefetches, and counts the shards fetched again. The real cache also depends on
+timing (parallel downloads, when deleted files are noticed), so under a limit that is too small it
+fetches more often than the replay says; at or above the replay's smallest limit both fetch each
+shard once (``docs/planning.md``).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ class CacheReplay:
     peak_bytes: int = 0
     footprint: list[int] = field(default_factory=list)  # cached bytes after each step
     downloaded: list[int] = field(default_factory=list)  # bytes fetched since the first epoch, after each step
-    fetch_steps: list[int] = field(default_factory=list)  # the step of each fetch
+    fetch_steps: list[int] = field(default_factory=list)  # the step that needs each fetch
     fetch_shards: list[int] = field(default_factory=list)
 
 
@@ -41,38 +45,64 @@ class LRUCache:
         self.used = 0
         self.total_fetched = 0  # bytes over every epoch replayed so far
 
-    def replay(self, reads: NodeReads, record: bool = True, stop_at_refetch: bool = False) -> CacheReplay:
-        """Replay one epoch's reads; ``stop_at_refetch`` returns at the first shard fetched twice."""
+    def replay(self, reads: NodeReads, lead_steps: int = 0, record: bool = True,
+               stop_at_refetch: bool = False) -> CacheReplay:
+        """Replay one epoch's reads; ``stop_at_refetch`` returns at the first shard fetched twice.
+
+        Each shard is requested ``lead_steps`` before its first use on the node, as the loader's
+        prefetch does, and then counts as the most recently used; a shard evicted before a later
+        use is fetched again then.
+        """
         out, fetched_this_epoch = CacheReplay(peak_bytes=self.used), set()
-        entries, sizes, limit = self.entries, self.cache_bytes, self.limit
         bounds = np.searchsorted(reads.steps, np.arange(reads.num_steps + 1)).tolist()
         shards = reads.shards.tolist()
+        requests = _requests_by_step(reads, len(self.cache_bytes), lead_steps)
         for step in range(reads.num_steps):
+            for shard, needed_at in requests.get(step, ()):
+                if shard not in self.entries and self._fetch(shard, needed_at, out, fetched_this_epoch, record) \
+                        and stop_at_refetch:
+                    return out
             for shard in shards[bounds[step]:bounds[step + 1]]:
-                if shard in entries:
-                    entries.move_to_end(shard)
-                    continue
-                if shard in fetched_this_epoch:
-                    out.refetched_shards += 1
-                    if stop_at_refetch:
-                        return out
-                fetched_this_epoch.add(shard)
-                if record:
-                    out.fetch_steps.append(step)
-                    out.fetch_shards.append(shard)
-                out.fetched_shards += 1
-                out.fetched_bytes += self.download_bytes[shard]
-                self.total_fetched += self.download_bytes[shard]
-                self.used += sizes[shard]
-                while limit is not None and self.used > limit and len(entries) > 0:
-                    victim, _ = entries.popitem(last=False)
-                    self.used -= sizes[victim]
-                entries[shard] = None
-                out.peak_bytes = max(out.peak_bytes, self.used)
+                if shard in self.entries:
+                    self.entries.move_to_end(shard)
+                elif self._fetch(shard, step, out, fetched_this_epoch, record) and stop_at_refetch:
+                    return out
             if record:
                 out.footprint.append(self.used)
                 out.downloaded.append(self.total_fetched)
         return out
+
+    def _fetch(self, shard: int, needed_at: int, out: CacheReplay, fetched_this_epoch: set[int], record: bool) -> bool:
+        """Fetch ``shard`` (for step ``needed_at``) as the most recently used, evicting the least recently used;
+        whether it is a refetch."""
+        again = shard in fetched_this_epoch
+        out.refetched_shards += again
+        fetched_this_epoch.add(shard)
+        out.fetched_shards += 1
+        out.fetched_bytes += self.download_bytes[shard]
+        self.total_fetched += self.download_bytes[shard]
+        self.used += self.cache_bytes[shard]
+        while self.limit is not None and self.used > self.limit and self.entries:
+            victim, _ = self.entries.popitem(last=False)
+            self.used -= self.cache_bytes[victim]
+        self.entries[shard] = None
+        out.peak_bytes = max(out.peak_bytes, self.used)
+        if record:
+            out.fetch_steps.append(needed_at)
+            out.fetch_shards.append(shard)
+        return again
+
+
+def _requests_by_step(reads: NodeReads, num_shards: int, lead_steps: int) -> dict[int, list[tuple[int, int]]]:
+    """(shard, first use) the node asks for at each step: ``lead_steps`` before each first use, in that order."""
+    first = reads.first_use(num_shards)
+    used = np.flatnonzero(first >= 0)
+    used = used[np.argsort(first[used], kind="stable")]
+    at = np.maximum(first[used] - lead_steps, 0)
+    requests: dict[int, list[tuple[int, int]]] = {}
+    for step, shard, needed_at in zip(at.tolist(), used.tolist(), first[used].tolist()):
+        requests.setdefault(step, []).append((shard, needed_at))
+    return requests
 
 
 def live_bytes(reads: NodeReads, cache_bytes: NDArray[np.int64]) -> NDArray[np.int64]:
@@ -90,16 +120,16 @@ def live_bytes(reads: NodeReads, cache_bytes: NDArray[np.int64]) -> NDArray[np.i
 
 
 def smallest_limit_without_refetch(reads: NodeReads, cache_bytes: NDArray[np.int64],
-                                   download_bytes: NDArray[np.int64]) -> int:
-    """The smallest LRU ``cache_limit`` (to the smallest shard's size) under which no shard is fetched twice."""
+                                   download_bytes: NDArray[np.int64], lead_steps: int = 0) -> int:
+    """The smallest ``cache_limit`` (to the smallest shard's size) under which the replay fetches no shard twice."""
     def refetches(limit: int) -> bool:
-        replay = LRUCache(cache_bytes, download_bytes, limit).replay(reads, record=False, stop_at_refetch=True)
-        return replay.refetched_shards > 0
+        cache = LRUCache(cache_bytes, download_bytes, limit)
+        return cache.replay(reads, lead_steps, record=False, stop_at_refetch=True).refetched_shards > 0
 
     used = reads.used()
     if not len(used):
         return 0
-    low = int(live_bytes(reads, cache_bytes).max())
+    low = int(live_bytes(reads, cache_bytes).max())  # no policy does with less
     high = max(low, 1)
     while refetches(high):
         low, high = high, high * 2
@@ -111,13 +141,3 @@ def smallest_limit_without_refetch(reads: NodeReads, cache_bytes: NDArray[np.int
         else:
             high = middle
     return high
-
-
-def prefetched_bytes(reads: NodeReads, cache_bytes: NDArray[np.int64], lead_steps: int) -> int:
-    """The most bytes of shards fetched ahead of use at once: those first needed in the next ``lead_steps`` steps."""
-    first = reads.first_use(len(cache_bytes))
-    used = first >= 0
-    by_step = np.zeros(reads.num_steps + lead_steps + 1, np.int64)
-    np.add.at(by_step, first[used], cache_bytes[used])
-    window = np.cumsum(by_step)
-    return int((window[lead_steps:] - window[:-lead_steps]).max()) if reads.num_steps else 0

@@ -18,12 +18,7 @@ from mds_core.errors import ConfigurationError
 from mds_core.format.index import ShardInfo, dumps_index
 from mds_core.order import OrderSpec, generate_work
 from mds_core.order.world import World
-from mds_core.plan.cache import (
-    LRUCache,
-    live_bytes,
-    prefetched_bytes,
-    smallest_limit_without_refetch,
-)
+from mds_core.plan.cache import LRUCache, live_bytes, smallest_limit_without_refetch
 from mds_core.plan.figures import Environment, EpochFigures, NodeEpoch, TrainingPlan
 from mds_core.plan.reads import node_reads
 from mds_core.plan.recommend import PREDOWNLOAD_BATCHES, recommend
@@ -108,6 +103,9 @@ def plan_training(streams: Sequence[Sequence[ShardInfo]], world: World, batch_si
     environment = environment or Environment()
     if epochs < 1:
         raise ConfigurationError(f"epochs must be >= 1, got {epochs}")
+    if order.get("replication") not in (None, 1):
+        raise ConfigurationError("plan does not model replication yet: plan the world of parallel ranks instead "
+                                 "(nodes x ranks / replication)")
     spec = OrderSpec(shard_sizes=[[s.samples for s in stream] for stream in streams], batch_size=batch_size, **order)
     shards = Shards.of(streams, keep_zip)
     predownload = predownload or 8 * batch_size
@@ -123,9 +121,8 @@ def plan_training(streams: Sequence[Sequence[ShardInfo]], world: World, batch_si
         nodes = []
         for node, cache in enumerate(caches):
             reads = node_reads(work, node, shards.ends)
-            replay = cache.replay(reads)
-            ahead = prefetched_bytes(reads, shards.cached, lead)
-            smallest = max(smallest, smallest_limit_without_refetch(reads, shards.cached, shards.download) + ahead)
+            replay = cache.replay(reads, lead)
+            smallest = max(smallest, smallest_limit_without_refetch(reads, shards.cached, shards.download, lead))
             working_set = max(working_set, int(live_bytes(reads, shards.cached).max(initial=0)))
             timer.keep(work[node], shards, np.array(replay.fetch_steps, np.int64),
                        np.array(replay.fetch_shards, np.int64))

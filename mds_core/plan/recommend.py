@@ -25,7 +25,7 @@ def _cache_limit(plan: TrainingPlan) -> Recommendation:
     peak = max(node.peak_cache_bytes for epoch in plan.epochs for node in epoch.nodes)
     given = plan.settings["cache_limit"]
     reason = (f"the least per node with which no shard is downloaded twice in an epoch (least-recently-used "
-              f"eviction, shards fetched ahead included), and at least the {_mib(loader_minimum)} StreamingDataset "
+              f"eviction, with every prefetch complete as soon as it is asked for: the worst case), and at least the {_mib(loader_minimum)} StreamingDataset "
               f"requires for this order; the shards being read at once take {_mib(plan.working_set_bytes)}. ")
     if given is None:
         reason += f"Without a limit each node keeps everything it reads: {_mib(peak)} after {len(plan.epochs)} epoch(s)."

@@ -44,7 +44,8 @@ def render_text(plan: TrainingPlan) -> str:
                  f"(shards in use at once: {_size(plan.working_set_bytes)})")
     lines.append("recommendations:")
     lines += [f"  {r.setting} = {r.value if r.value is not None else '-'}: {r.reason}" for r in plan.recommendations]
-    lines.append(f"(planned in {plan.plan_seconds:.1f} s; downloads and cache are exact, times are modelled)")
+    lines.append(f"(planned in {plan.plan_seconds:.1f} s; downloads and cache are exact without a limit or at the "
+                 "recommended one; repeated downloads under a smaller limit, and all times, are modelled)")
     return "\n".join(lines)
 
 
@@ -64,6 +65,14 @@ def save_plot(plan: TrainingPlan, path: str) -> None:
         bottom.plot(curves["step"], [b / _MIB for b in downloaded], label=f"node {node}")
     if plan.settings["cache_limit"]:
         top.axhline(plan.settings["cache_limit"] / _MIB, linestyle="--", color="grey", label="cache_limit")
+    total_steps = curves["step"][-1] + 1 if curves["step"] else 0
+    steps_per_epoch = total_steps // plan.settings["epochs"]
+    for epoch in range(1, plan.settings["epochs"]):
+        for axis in (top, bottom):
+            axis.axvline(epoch * steps_per_epoch, linestyle=":", color="grey")
+    highest = max([plan.settings["cache_limit"] or 0] + [max(node, default=0) for node in curves["footprint"]])
+    top.set_ylim(0, 1.1 * highest / _MIB or 1)  # room above the limit's line
+    bottom.set_ylim(bottom=0)
     top.set_ylabel("cache (MiB)")
     bottom.set_ylabel("downloaded (MiB)")
     bottom.set_xlabel(f"training step ({plan.settings['epochs']} epoch(s))")

@@ -48,7 +48,7 @@ def test_node_reads_hold_exactly_the_samples_each_node_reads_per_step() -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(sizes=st.lists(st.integers(1, 40), min_size=1, max_size=12), seed=st.integers(0, 1000),
+@given(sizes=st.lists(st.integers(1, 40), min_size=4, max_size=12), seed=st.integers(0, 1000),
        nodes=st.integers(1, 2), block=st.integers(40, 120))
 def test_without_a_limit_every_read_shard_is_fetched_once_and_the_smallest_limit_is_tight(sizes, seed, nodes,
                                                                                           block) -> None:
@@ -61,12 +61,13 @@ def test_without_a_limit_every_read_shard_is_fetched_once_and_the_smallest_limit
         used = reads.used()
         assert replay.fetched_shards == len(used) and replay.refetched_shards == 0
         assert replay.fetched_bytes == replay.peak_bytes == int(cached[used].sum())
-        limit = smallest_limit_without_refetch(reads, cached, cached)
-        assert limit >= live_bytes(reads, cached).max(initial=0)
-        assert LRUCache(cached, cached, limit).replay(reads).refetched_shards == 0
-        smaller = limit - int(cached[used].min())
-        if smaller >= live_bytes(reads, cached).max(initial=0) and smaller > 0:
-            assert LRUCache(cached, cached, smaller).replay(reads, stop_at_refetch=True).refetched_shards > 0
+        for lead in (0, 3):  # shards fetched as they are first needed, or three steps ahead
+            limit = smallest_limit_without_refetch(reads, cached, cached, lead)
+            assert limit >= live_bytes(reads, cached).max(initial=0)
+            assert LRUCache(cached, cached, limit).replay(reads, lead).refetched_shards == 0
+            smaller = limit - int(cached[used].min())
+            if smaller >= live_bytes(reads, cached).max(initial=0) and smaller > 0:
+                assert LRUCache(cached, cached, smaller).replay(reads, lead, stop_at_refetch=True).refetched_shards > 0
 
 
 def test_a_limit_below_the_working_set_refetches_and_never_exceeds_the_limit() -> None:
