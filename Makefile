@@ -35,9 +35,12 @@ ui: install
 # System prerequisites first (Java 17+, a C compiler with Python headers, Chromium and chromedriver):
 # a missing one is named with the package to install, before minutes of installs. Then the import
 # contracts, the documentation site (strict), and the suite, which includes the interoperability
-# tests and so needs the reference's environment.
+# tests and so needs the reference's environment. Tests marked `timing` compare measured wall times
+# with a model, so they run afterwards, alone: in parallel with the rest, the other tests' load is
+# measured too.
 test: prerequisites install bench-env lint docs
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_ARGS) -m "not timing"
+	$(PY) -m pytest -p no:xdist -m timing
 
 prerequisites:
 	@PYTHON=$(PYTHON) bash scripts/check_prerequisites.sh

@@ -48,7 +48,11 @@ class Shards:
 
 @dataclasses.dataclass
 class _Timer:
-    """Re-times an epoch's fetches for any ``predownload``: the lead and each worker's first burst change."""
+    """Re-times an epoch's fetches for any ``predownload``: the lead and each worker's first burst change.
+
+    The fetches come from the cache replay with the planned ``predownload``. Under a cache limit,
+    another ``predownload`` would also change which shards are fetched again; re-timing leaves that out.
+    """
 
     world: World
     batch_size: int
