@@ -17,6 +17,7 @@ from pathlib import Path
 
 from dagster import DagsterInstance
 
+from pipelines.assets.plan import PLAN_CHECK
 from pipelines.assets.smoke import SMOKE_CHECK
 from pipelines.partitions import DAILY
 from pipelines.resources import PROJECT_ROOT, resources_from_env
@@ -44,6 +45,14 @@ def smoke_summary(result) -> str:
             f"{meta['rows_per_second']:.0f} rows/s")
 
 
+def plan_summary(result) -> str:
+    """The training_plan check's headline: what the declared world would download and need on disk."""
+    [evaluation] = [e for e in result.get_asset_check_evaluations() if e.check_name == PLAN_CHECK]
+    meta = {key: value.value for key, value in evaluation.metadata.items()}
+    return (f"{meta['world']}: {max(meta['bytes_per_node_first_epoch']):,} bytes per node in the first epoch, "
+            f"recommended cache_limit {meta['plan_json']['recommendations'][0]['value']:,} bytes (mds plan for more)")
+
+
 def main() -> int:
     # Samples are read-only zero-copy views of the shards; torch's collate copies them into the batch
     # anyway, but warns once per DataLoader worker. Filtered before the workers fork.
@@ -58,6 +67,7 @@ def main() -> int:
         result = materialize_days(run_days, resources, full_refresh=full_refresh, instance=dagster,
                                   run_config=QUIET)
         print(f"   run {result.run_id} succeeded; loader smoke test {smoke_summary(result)}")
+        print(f"   training plan for {plan_summary(result)}")
     shards = store.shard_set(source.dataset)
     published = shards.published()
     print(f"\nshard set: {store.url(source.dataset)}")
