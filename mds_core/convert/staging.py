@@ -16,7 +16,7 @@ from typing import Any
 from mds_core.convert.table import ConversionStats
 from mds_core.errors import OutputExistsError
 from mds_core.format.index import INDEX_BASENAME, dumps_merged_index, parse_index
-from mds_core.storage.files import atomic_write
+from mds_core.storage.files import atomic_write, fsync_directory
 from mds_core.storage.output import Out, OutputLocation, parse_out
 from mds_core.storage.remote import RemoteStore, open_store
 from mds_core.storage.urls import is_remote, join
@@ -67,7 +67,8 @@ class Target:
 
     def _move_attempt(self, attempt: str, name: str, files: list[str]) -> None:
         if not self.remote:
-            os.replace(attempt, os.path.join(self.url, name))
+            os.replace(attempt, os.path.join(self.url, name))  # its files were made durable as written
+            fsync_directory(self.url)
             return
         store = self._store()
         rel = attempt[len(self.url) + 1:]

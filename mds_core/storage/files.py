@@ -3,11 +3,18 @@
 Every file this library publishes on a local disk goes through ``staged_path``: it is written under
 a unique temporary name beside its final name and renamed into place only once complete, so a
 crash never leaves a truncated file under a real name, and a failed write leaves nothing at all.
+
+Published files are also durable: the file is ``fsync``ed before the rename and its directory after
+it, so once a call returns, a power loss keeps the file, whole, under its name. Since every file is
+durable before the call that writes it returns, a file written later that names it (an index naming
+shards, a manifest naming an index) can never survive a crash without it. Caches and per-job files,
+which are rebuilt when lost, pass ``durable=False`` and skip the two syncs.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import tempfile
@@ -15,33 +22,61 @@ from typing import IO, Iterator
 
 
 @contextlib.contextmanager
-def staged_path(path: str) -> Iterator[str]:
+def staged_path(path: str, durable: bool = True) -> Iterator[str]:
     """A unique temporary path beside ``path``, renamed to ``path`` when the block succeeds.
 
-    The caller writes the temporary file however it likes (a download, ``np.save``, a copy). On
-    an exception the temporary file is removed and ``path`` is left as it was.
+    The caller writes (and closes) the temporary file however it likes (a download, ``np.save``, a
+    copy). On an exception the temporary file is removed and ``path`` is left as it was. ``durable``:
+    the file's data, then its new name, reach the disk before the block's exit returns.
     """
     fd, tmp = _temporary_beside(path)
     os.close(fd)
     try:
         yield tmp
+        if durable:
+            fsync_file(tmp)
         os.replace(tmp, path)
+        if durable:
+            fsync_directory(os.path.dirname(path))
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
 
 
 @contextlib.contextmanager
-def atomic_file(path: str) -> Iterator[IO[bytes]]:
+def atomic_file(path: str, durable: bool = True) -> Iterator[IO[bytes]]:
     """A binary file opened for writing that appears as ``path`` only once the block succeeds."""
-    with staged_path(path) as tmp, open(tmp, "wb", buffering=1 << 20) as file:
+    with staged_path(path, durable) as tmp, open(tmp, "wb", buffering=1 << 20) as file:
         yield file
 
 
-def atomic_write(path: str, parts: list[bytes]) -> None:
-    """Replace ``path`` with the concatenation of ``parts``, atomically."""
-    with atomic_file(path) as file:
+def atomic_write(path: str, parts: list[bytes], durable: bool = True) -> None:
+    """Replace ``path`` with the concatenation of ``parts``, atomically (and durably, by default)."""
+    with atomic_file(path, durable) as file:
         file.writelines(parts)
+
+
+def fsync_file(path: str) -> None:
+    """Flush a closed file's data to the disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_directory(directory: str) -> None:
+    """Make the names created or renamed in ``directory`` durable: without it, a crash can lose them."""
+    fd = os.open(directory or ".", os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError as err:
+        # Some file systems (certain FUSE and network mounts) cannot sync a directory; they order
+        # metadata themselves or not at all, and there is nothing more to do here.
+        if err.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
+            raise
+    finally:
+        os.close(fd)
 
 
 def create_exclusive(path: str, data: bytes) -> bool:
@@ -60,6 +95,7 @@ def create_exclusive(path: str, data: bytes) -> bool:
             os.link(tmp, path)
         except FileExistsError:
             return False
+        fsync_directory(os.path.dirname(path))
         return True
     finally:
         os.unlink(tmp)

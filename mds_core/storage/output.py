@@ -81,10 +81,14 @@ class Output(Protocol):
 
 
 class LocalOutput:
-    """A local directory. ``exist_ok=True`` empties it first, like the reference."""
+    """A local directory. ``exist_ok=True`` empties it first, like the reference.
 
-    def __init__(self, directory: str, exist_ok: bool = False) -> None:
-        self.location = directory
+    ``durable``: each file is on disk, under its name, before the next is written, so the index
+    (written last) never survives a power loss without the shards it names.
+    """
+
+    def __init__(self, directory: str, exist_ok: bool = False, durable: bool = True) -> None:
+        self.location, self.durable = directory, durable
         self._written: list[str] = []
         if os.path.isdir(directory) and os.listdir(directory):
             if not exist_ok:
@@ -99,11 +103,11 @@ class LocalOutput:
             raise WriterError(f"cannot create output directory {directory}: {err}") from err
 
     def write_file(self, basename: str, parts: list[bytes]) -> None:
-        atomic_write(os.path.join(self.location, basename), parts)
+        atomic_write(os.path.join(self.location, basename), parts, durable=self.durable)
         self._written.append(basename)
 
     def publish_index(self, data: bytes) -> None:
-        atomic_write(os.path.join(self.location, INDEX), [data])
+        atomic_write(os.path.join(self.location, INDEX), [data], durable=self.durable)
 
     def abort(self) -> None:
         """Remove what this writer wrote, so a failed run leaves no half-dataset behind."""
@@ -129,7 +133,9 @@ class RemoteOutput:
         self.store = open_store(remote, retry=retry, timeout=None)
         self.keep_local = keep_local
         self._staging_is_temporary = local is None
-        self._local = LocalOutput(local or tempfile.mkdtemp(prefix="mds-upload-"), exist_ok)
+        # A temporary staging copy is deleted after upload: syncing it to disk would buy nothing.
+        self._local = LocalOutput(local or tempfile.mkdtemp(prefix="mds-upload-"), exist_ok,
+                                  durable=not self._staging_is_temporary)
         self._refuse_or_retract_index(exist_ok)
         workers = max_workers or 4
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mds-upload")

@@ -39,7 +39,8 @@ def decompress_shard(zip_path: str, raw_path: str, shard: ShardInfo) -> None:
     """Decompress ``zip_path`` to ``raw_path`` atomically, checking the size the index records."""
     codec = get_codec(shard.compression)
     try:
-        with open(zip_path, "rb") as src, atomic_file(raw_path) as dst:
+        # A cache of the zip, checked by size before use: not synced (see RemoteStore.download).
+        with open(zip_path, "rb") as src, atomic_file(raw_path, durable=False) as dst:
             codec.decompress_file(src, dst)
             written = dst.tell()
             if written != shard.raw_data.bytes:

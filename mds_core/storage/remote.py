@@ -92,10 +92,13 @@ class RemoteStore:
         """Copy ``rel`` to the local file ``dest`` atomically.
 
         ``expected_bytes`` catches truncated bodies; ``check(tmp_path)`` may raise to reject the
-        bytes (a hash mismatch). Both count as failed attempts and are retried.
+        bytes (a hash mismatch). Both count as failed attempts and are retried. Downloads are local
+        copies (caches), not synced to disk: after a crash, file systems that record a file's size
+        only as its data is written (ext4, xfs, btrfs) leave an unsynced copy short, and the cache's
+        size check fetches it again.
         """
         def attempt() -> None:
-            with staged_path(dest) as tmp:
+            with staged_path(dest, durable=False) as tmp:
                 self._transfer(self._get_file, self._path_of(rel), tmp)
                 size = os.path.getsize(tmp)
                 if expected_bytes is not None and size != expected_bytes:

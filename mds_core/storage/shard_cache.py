@@ -213,7 +213,7 @@ class _Ledger:
                 # A new ledger starts from what is on disk (files left by an earlier run count as old).
                 table = np.zeros((num_shards, 2), np.uint64)
                 table[:, 0] = [1 if is_present(i) else 0 for i in range(num_shards)]
-                with staged_path(path) as tmp:
+                with staged_path(path, durable=False) as tmp:  # a cache's ledger: rebuilt if lost
                     table.tofile(tmp)
         self.table = np.memmap(path, np.uint64, "r+", shape=(num_shards, 2))
 

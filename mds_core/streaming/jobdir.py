@@ -110,7 +110,7 @@ class JobDir:
             return None
 
     def write_json(self, name: str, obj: Any) -> None:
-        atomic_write(self.file(name), [json.dumps(obj, sort_keys=True).encode("utf-8")])
+        atomic_write(self.file(name), [json.dumps(obj, sort_keys=True).encode("utf-8")], durable=False)
 
     def shared_array(self, name: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
         """``compute()`` run once per node; every caller gets the same array, memory-mapped read-only."""
@@ -119,7 +119,7 @@ class JobDir:
             with self.lock(name):
                 if not os.path.exists(path):
                     array = np.ascontiguousarray(compute())
-                    with atomic_file(path) as handle:
+                    with atomic_file(path, durable=False) as handle:  # per job: recomputed if lost
                         np.save(handle, array)
         return np.load(path, mmap_mode="r")
 

@@ -42,7 +42,7 @@ class WorkerMetrics:
     def __init__(self, job: JobDir, rank: int, worker: int) -> None:
         path = job.file(metrics_file(rank, worker))
         # Renamed into place, so a reader sees the previous iteration's file or the fresh one, whole.
-        with staged_path(path) as tmp:
+        with staged_path(path, durable=False) as tmp:
             np.zeros(len(WORKER_FIELDS), np.float64).tofile(tmp)
         # A plain ndarray over the map: indexing an np.memmap costs twice as much, per block.
         self.values = np.asarray(np.memmap(path, np.float64, "r+", shape=(len(WORKER_FIELDS),)))
