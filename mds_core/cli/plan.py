@@ -53,9 +53,10 @@ def plan_command(sources: tuple[str, ...], world: str, batch_size: int, epochs: 
                  run_probe: bool, as_json: bool, plot: str | None) -> None:
     """Plan training on the datasets at SOURCES (paths or URLs, one stream each; only their indexes are read).
 
-    Downloads and cache per node are exact: they follow the loader's real per-rank order. Time to
-    first batch, throughput and waiting are modelled from --bandwidth, --latency and --consume-time
-    (or --probe).
+    Downloads and cache per node are exact without a cache limit or at the recommended one: they
+    follow the loader's real per-rank order. Repeated downloads under a smaller limit are a
+    worst-case estimate. Time to first batch, throughput and waiting are modelled from --bandwidth,
+    --latency and --consume-time (or --probe).
     """
     measured = or_exit(probe, sources[0]) if run_probe else Environment()
     environment = Environment(
