@@ -66,6 +66,11 @@ class TrainingPlan:
     plan_seconds: float = 0.0
     curves: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def refetched_shards(self) -> int:
+        """Shard downloads repeated within an epoch, over every node and epoch (only with a limit)."""
+        return sum(node.refetched_shards for epoch in self.epochs for node in epoch.nodes)
+
     def to_json(self, with_curves: bool = False) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         if not with_curves:

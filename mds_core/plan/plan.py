@@ -23,7 +23,7 @@ from mds_core.plan.figures import Environment, EpochFigures, NodeEpoch, Training
 from mds_core.plan.reads import node_reads
 from mds_core.plan.recommend import PREDOWNLOAD_BATCHES, recommend
 from mds_core.plan.timing import NodeFetches, lead_steps, request_window, simulate_epoch
-from mds_core.streaming.cache_limit import shards_in_use
+from mds_core.streaming.cache_limit import cache_limit_needed, shards_in_use
 
 _CURVE_POINTS = 1000
 _PREFETCH_BATCHES = 2  # torch DataLoader's default prefetch_factor
@@ -144,7 +144,7 @@ def plan_training(streams: Sequence[Sequence[ShardInfo]], world: World, batch_si
                 "shuffle_algo": spec.shuffle_algo, "samples_per_epoch": spec.samples_per_epoch,
                 "shards": len(shards.ends), "dataset_bytes": int(shards.download.sum()),
                 "lead_steps": lead, "environment": dataclasses.asdict(environment),
-                "loader_minimum_cache_limit": _loader_minimum(streams, spec, world)}
+                "loader_minimum_cache_limit": _loader_minimum(streams, shards, spec, world)}
     plan = TrainingPlan(settings, figures, smallest, working_set, [], curves=_sampled(curves))
 
     def first_epoch_seconds(other: int) -> float | None:
@@ -156,14 +156,12 @@ def plan_training(streams: Sequence[Sequence[ShardInfo]], world: World, batch_si
     return plan
 
 
-def _loader_minimum(streams: Sequence[Sequence[ShardInfo]], spec: OrderSpec, world: World) -> int:
+def _loader_minimum(streams: Sequence[Sequence[ShardInfo]], shards: Shards, spec: OrderSpec, world: World) -> int:
     """The smallest ``cache_limit`` ``StreamingDataset`` accepts for this order (``check_cache_limit``)."""
-    shards = [shard for stream in streams for shard in stream]
     in_use = shards_in_use(spec.shuffle, spec.shuffle_algo, spec.block_size(world.num_nodes),
-                           [shard.samples for shard in shards])
+                           [shard.samples for stream in streams for shard in stream])
     index_bytes = sum(len(dumps_index(list(stream)).encode()) for stream in streams)
-    largest = max((shard.raw_data.bytes for shard in shards), default=0)
-    return index_bytes + largest * min(len(shards), in_use * world.ranks_per_node + 1)
+    return cache_limit_needed(shards.cached.tolist(), index_bytes, in_use, world.ranks_per_node)[1]
 
 
 def _first_burst(first_shards: NDArray[np.int64], threads: int) -> NDArray[np.int64]:

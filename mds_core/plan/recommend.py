@@ -5,18 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mds_core.plan.figures import Recommendation, TrainingPlan
+from mds_core.plan.report import size_text
 
 PREDOWNLOAD_BATCHES = (1, 2, 4, 8, 16, 32)  # predownload candidates, in batches
 _GOOD_ENOUGH = 1.02  # within 2% of the fastest modelled epoch
-_MIB = 1 << 20
 
 
 def recommend(plan: TrainingPlan, epoch_seconds_with: Callable[[int], float | None]) -> list[Recommendation]:
     return [_cache_limit(plan), _predownload(plan, epoch_seconds_with), _block_size(plan)]
-
-
-def _mib(num_bytes: int) -> str:
-    return f"{num_bytes / _MIB:,.1f} MiB"
 
 
 def _cache_limit(plan: TrainingPlan) -> Recommendation:
@@ -25,16 +21,16 @@ def _cache_limit(plan: TrainingPlan) -> Recommendation:
     peak = max(node.peak_cache_bytes for epoch in plan.epochs for node in epoch.nodes)
     given = plan.settings["cache_limit"]
     reason = (f"the least per node with which no shard is downloaded twice in an epoch (least-recently-used "
-              f"eviction, with every prefetch complete as soon as it is asked for: the worst case), and at least the {_mib(loader_minimum)} StreamingDataset "
-              f"requires for this order; the shards being read at once take {_mib(plan.working_set_bytes)}. ")
+              f"eviction, with every prefetch complete as soon as it is asked for: the worst case), and at least the {size_text(loader_minimum)} StreamingDataset "
+              f"requires for this order; the shards being read at once take {size_text(plan.working_set_bytes)}. ")
     if given is None:
-        reason += f"Without a limit each node keeps everything it reads: {_mib(peak)} after {len(plan.epochs)} epoch(s)."
+        reason += f"Without a limit each node keeps everything it reads: {size_text(peak)} after {len(plan.epochs)} epoch(s)."
     else:
-        refetched = sum(node.refetched_shards for epoch in plan.epochs for node in epoch.nodes)
-        reason += (f"With cache_limit={_mib(given)}, {refetched:,} shard download(s) repeat over the planned epochs."
-                   if refetched else f"cache_limit={_mib(given)} is enough.")
+        refetched = plan.refetched_shards
+        reason += (f"With cache_limit={size_text(given)}, {refetched:,} shard download(s) repeat over the planned epochs."
+                   if refetched else f"cache_limit={size_text(given)} is enough.")
         if given < loader_minimum:
-            reason += f" StreamingDataset refuses cache_limit={_mib(given)} for this order at construction."
+            reason += f" StreamingDataset refuses cache_limit={size_text(given)} for this order at construction."
     reason += " A lower limit saves disk and pays for it in repeated downloads."
     return Recommendation("cache_limit", need, reason)
 
@@ -62,10 +58,10 @@ def _block_size(plan: TrainingPlan) -> Recommendation:
     if limit and plan.smallest_cache_limit > limit:
         smaller = max(1, int(block * limit / plan.smallest_cache_limit))
         return Recommendation("shuffle_block_size", smaller, (
-            f"cache_limit={_mib(limit)} is below the {_mib(plan.smallest_cache_limit)} this block needs; the cache "
+            f"cache_limit={size_text(limit)} is below the {size_text(plan.smallest_cache_limit)} this block needs; the cache "
             "need grows about in proportion to the block, so this block fits. Smaller blocks mix samples from "
             "fewer shards at a time (a weaker shuffle); raising cache_limit keeps the shuffle."))
     return Recommendation("shuffle_block_size", block, (
-        f"keep {block:,}: each node then reads {_mib(plan.working_set_bytes)} of shards at once. Doubling the block "
+        f"keep {block:,}: each node then reads {size_text(plan.working_set_bytes)} of shards at once. Doubling the block "
         "mixes samples from about twice as many shards and about doubles that cache need; halving it does the "
         "reverse."))

@@ -8,7 +8,8 @@ from mds_core.plan.figures import TrainingPlan
 _MIB = 1 << 20
 
 
-def _size(num_bytes: int | None) -> str:
+def size_text(num_bytes: int | None) -> str:
+    """Bytes as MiB, or KiB below one MiB; ``-`` for None."""
     if num_bytes is None:
         return "-"
     return f"{num_bytes / _MIB:,.1f} MiB" if num_bytes >= _MIB else f"{num_bytes / 1024:,.1f} KiB"
@@ -25,23 +26,23 @@ def _percent(value: float | None) -> str:
 def render_text(plan: TrainingPlan) -> str:
     s = plan.settings
     title = (f"Plan for {s['world']}, batch {s['batch_size']} per rank, {s['epochs']} epoch(s) of "
-             f"{s['samples_per_epoch']:,} samples; {s['shards']:,} shards, {_size(s['dataset_bytes'])}")
+             f"{s['samples_per_epoch']:,} samples; {s['shards']:,} shards, {size_text(s['dataset_bytes'])}")
     order = (f"order: shuffle={s['shuffle']} {s['shuffle_algo']}, block {s['shuffle_block_size']:,}, "
              f"{s['num_canonical_nodes']} canonical node(s); predownload {s['predownload']}, cache_limit "
-             f"{_size(s['cache_limit']) if s['cache_limit'] else 'none'}")
+             f"{size_text(s['cache_limit']) if s['cache_limit'] else 'none'}")
     lines = [title, order, ""]
     header = ("node", "shards", "downloaded", "fetched again", "peak cache", "first batch", "waiting")
     for epoch in plan.epochs:
-        rows = [header] + [(str(n.node), f"{n.shards_downloaded:,}", _size(n.bytes_downloaded),
-                            f"{n.refetched_shards:,}", _size(n.peak_cache_bytes), _seconds(n.first_batch_seconds),
+        rows = [header] + [(str(n.node), f"{n.shards_downloaded:,}", size_text(n.bytes_downloaded),
+                            f"{n.refetched_shards:,}", size_text(n.peak_cache_bytes), _seconds(n.first_batch_seconds),
                             _percent(n.data_wait_fraction)) for n in epoch.nodes]
         rate = "-" if epoch.samples_per_second is None else f"{epoch.samples_per_second:,.0f} samples/s"
         lines.append(f"epoch {epoch.epoch}: {_seconds(epoch.seconds)} modelled, {rate}")
         widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
         lines += ["  " + "  ".join(cell.rjust(width) for cell, width in zip(row, widths)) for row in rows]
         lines.append("")
-    lines.append(f"smallest cache_limit without repeated downloads: {_size(plan.smallest_cache_limit)} per node "
-                 f"(shards in use at once: {_size(plan.working_set_bytes)})")
+    lines.append(f"smallest cache_limit without repeated downloads: {size_text(plan.smallest_cache_limit)} per node "
+                 f"(shards in use at once: {size_text(plan.working_set_bytes)})")
     lines.append("recommendations:")
     lines += [f"  {r.setting} = {r.value if r.value is not None else '-'}: {r.reason}" for r in plan.recommendations]
     lines.append(f"(planned in {plan.plan_seconds:.1f} s; downloads and cache are exact without a limit or at the "

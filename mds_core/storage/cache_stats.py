@@ -76,6 +76,7 @@ class CacheStats:
         return counters_dict(self.values)
 
 
-def counters_dict(values: np.ndarray) -> dict[str, int | float]:
-    """``FIELDS`` named, from an array laid out like ``CacheStats.values``."""
-    return {name: int(value) if name in COUNTS else float(value) for name, value in zip(FIELDS, values.tolist())}
+def counters_dict(values: np.ndarray, fields: tuple[str, ...] = FIELDS,
+                  counts: frozenset[str] = COUNTS) -> dict[str, int | float]:
+    """``fields`` named, from an array laid out in their order: ``counts`` as ints, the rest as floats."""
+    return {name: int(value) if name in counts else float(value) for name, value in zip(fields, values.tolist())}

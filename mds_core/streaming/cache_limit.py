@@ -29,12 +29,18 @@ def shards_in_use(shuffle: bool, algo: str, block_size: int, shard_samples: list
     return min(count, math.ceil(block_size / smallest) + 1)  # py1br / py1e mix whole blocks
 
 
+def cache_limit_needed(shard_bytes: list[int], index_bytes: int, in_use: int, readers: int) -> tuple[int, int]:
+    """(shards held at once, bytes): what ``readers`` each working on ``in_use`` shards need, counting
+    every shard as the largest, plus one arriving, plus the index."""
+    shards = min(len(shard_bytes), in_use * readers + 1)
+    return shards, index_bytes + max(shard_bytes, default=0) * shards
+
+
 def check_cache_limit(limit: int, shard_bytes: list[int], index_bytes: int, in_use: int, readers: int,
                       order: str) -> None:
     """Raise ``ConfigurationError`` when ``limit`` cannot hold what ``readers`` need at once."""
     largest = max(shard_bytes, default=0)
-    shards = min(len(shard_bytes), in_use * readers + 1)
-    need = index_bytes + largest * shards
+    shards, need = cache_limit_needed(shard_bytes, index_bytes, in_use, readers)
     if limit < need:
         raise ConfigurationError(
             f"cache_limit={limit:,} bytes is too small for this order: {order} makes each of the {readers} "

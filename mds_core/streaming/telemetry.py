@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mds_core.storage.cache_stats import COUNTS, CacheStats
+from mds_core.storage.cache_stats import COUNTS, CacheStats, counters_dict
 from mds_core.storage.cache_stats import FIELDS as CACHE_FIELDS
 from mds_core.storage.files import staged_path
 from mds_core.streaming.jobdir import JobDir
@@ -106,8 +106,7 @@ def clear(job: JobDir, rank: int) -> None:
 
 
 def _named(values: np.ndarray) -> dict[str, int | float]:
-    return {name: int(value) if name in _COUNTS else float(value)
-            for name, value in zip(WORKER_FIELDS, values.tolist())}
+    return counters_dict(values, WORKER_FIELDS, _COUNTS)
 
 
 @dataclass

@@ -42,7 +42,7 @@ def plan_metadata(plan: Any) -> dict[str, Any]:
         "bytes_per_node_first_epoch": MetadataValue.json([n.bytes_downloaded for n in first.nodes]),
         "peak_cache_bytes_per_node": MetadataValue.json([n.peak_cache_bytes for n in plan.epochs[-1].nodes]),
         "smallest_cache_limit": plan.smallest_cache_limit,
-        "shards_fetched_again": sum(n.refetched_shards for e in plan.epochs for n in e.nodes),
+        "shards_fetched_again": plan.refetched_shards,
         "first_batch_seconds": MetadataValue.json([n.first_batch_seconds for n in first.nodes]),
         "data_wait_fraction": MetadataValue.json([n.data_wait_fraction for n in first.nodes]),
         "recommendations": MetadataValue.md("\n".join(f"* **{r.setting}** = {r.value}: {r.reason}"
@@ -95,9 +95,8 @@ def _problems(plan: Any) -> list[str]:
     if limit is None:
         return []
     out = []
-    refetched = sum(n.refetched_shards for e in plan.epochs for n in e.nodes)
-    if refetched:
-        out.append(f"cache_limit={limit:,} bytes downloads {refetched:,} shard(s) again; no repeat needs "
+    if plan.refetched_shards:
+        out.append(f"cache_limit={limit:,} bytes downloads {plan.refetched_shards:,} shard(s) again; no repeat needs "
                    f"{plan.smallest_cache_limit:,} bytes per node")
     if limit < plan.settings["loader_minimum_cache_limit"]:
         out.append(f"StreamingDataset refuses cache_limit={limit:,} bytes for this order (it needs "

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -17,9 +13,9 @@ from mds_core import MDSWriter, StreamingDataLoader, StreamingDataset
 from mds_core.order.world import World
 from mds_core.plan import plan_training
 from mds_core.plan.source import load_streams, probe
-from tests.s3 import free_port, object_gets
+from tests.s3 import object_gets
+from tests.streaming.test_distributed import _run_ranks
 
-ROOT = Path(__file__).resolve().parents[2]
 ORDER = {"shuffle": True, "num_canonical_nodes": 2, "shuffle_block_size": 44}
 
 
@@ -28,23 +24,6 @@ def _write(url: str, samples: int, payload: int, size_limit: int) -> None:
     with MDSWriter(out=url, columns={"id": "int", "payload": "bytes"}, size_limit=size_limit) as writer:
         for i in range(samples):
             writer.write({"id": i, "payload": rng.bytes(payload)})
-
-
-def _run_ranks(tmp_path: Path, num_ranks: int, ranks_per_node: int, config: dict) -> list[dict]:
-    port, procs, outs = free_port(), [], []
-    for rank in range(num_ranks):
-        config_path, out = tmp_path / f"config{rank}.json", tmp_path / f"out{rank}.json"
-        config_path.write_text(json.dumps(config))
-        env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": str(num_ranks), "LOCAL_RANK": str(rank % ranks_per_node),
-               "LOCAL_WORLD_SIZE": str(ranks_per_node), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
-        procs.append(subprocess.Popen([sys.executable, str(ROOT / "tests/streaming/distributed_worker.py"),
-                                       str(config_path), str(out)], env=env, stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT, text=True))
-        outs.append(out)
-    for proc in procs:
-        output, _ = proc.communicate(timeout=300)
-        assert proc.returncode == 0, output[-3000:]
-    return [json.loads(out.read_text()) for out in outs]
 
 
 def _shard_files(cache: Path) -> dict[str, int]:
