@@ -19,7 +19,8 @@ from typing import Any, Callable, TypeVar
 from urllib.parse import urlparse
 
 from mds_core.errors import ConfigurationError, MDSError, MissingDependencyError, StorageError, StoreFileNotFoundError
-from mds_core.storage.files import atomic_write, create_exclusive, staged_path
+from mds_core.storage.exclusive import create_if_absent
+from mds_core.storage.files import atomic_write, staged_path
 from mds_core.storage.urls import is_remote, local_path
 
 T = TypeVar("T")
@@ -126,22 +127,20 @@ class RemoteStore:
     def write_if_absent(self, rel: str, data: bytes) -> bool:
         """Create ``rel`` only if it does not exist; False if it already did (another writer won).
 
-        Locally this is an exclusive link of a complete temporary file; on object stores a
-        conditional PUT (``If-None-Match: *``).
+        ``mds_core.storage.exclusive`` says how each store makes this exclusive, and refuses stores
+        that cannot. A retried attempt that finds the file may be finding its own earlier attempt
+        (the reply was lost, not the write), so the file's bytes decide who won.
         """
-        if self._is_local:
-            return create_exclusive(self._path_of(rel), data)
+        scheme = "file" if self._is_local else urlparse(self.url).scheme
+        path = self._path_of(rel)
+        tries = 0
 
         def attempt() -> bool:
-            try:
-                self.fs.pipe_file(self._path_of(rel), data, mode="create")
+            nonlocal tries
+            tries += 1
+            if create_if_absent(self.fs, scheme, path, data, self.url_of(rel)):
                 return True
-            except FileExistsError:
-                return False
-            except OSError as err:
-                if "PreconditionFailed" in str(err) or "412" in str(err):
-                    return False
-                raise
+            return tries > 1 and self.fs.cat_file(path) == data
 
         return self._retrying(f"conditional write of {self.url_of(rel)}", attempt)
 
