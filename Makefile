@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?= -n 2
 
-.PHONY: install demo ui test prerequisites lint docs bench bench-env bench-spark-env interop clean
+.PHONY: install demo ui test prerequisites lint docs bench bench-env bench-spark-env interop fuzz soak emulators clean
 
 # torch 2.13.0 (CPU) goes in first, from local disk, so nothing pulls a multi-GB CUDA build.
 # constraints.txt holds known-good versions, so pip resolves in seconds instead of backtracking.
@@ -38,12 +38,16 @@ ui: install
 # tests and so needs the reference's environment. Tests marked `timing` compare measured wall times
 # with a model, so they run afterwards, alone: in parallel with the rest, the other tests' load is
 # measured too.
-test: prerequisites install bench-env lint docs
+test: prerequisites install bench-env emulators lint docs
 	$(PY) -m pytest $(PYTEST_ARGS) -m "not timing"
 	$(PY) -m pytest -p no:xdist -m timing
 
 prerequisites:
 	@PYTHON=$(PYTHON) bash scripts/check_prerequisites.sh
+
+# Azurite (the Azure Blob emulator of tests/storage/test_stores.py), from npm into .cache/; once.
+emulators: install
+	$(PY) -m tests.emulators install
 
 # The layers of docs/architecture.md, checked by import-linter (contracts in pyproject.toml).
 lint: install
@@ -60,6 +64,22 @@ bench-env:
 # Interoperability alone: the reference reads what our writer writes (tests/test_interop.py).
 interop: install bench-env
 	$(PY) -m pytest $(PYTEST_ARGS) tests/test_interop.py
+
+# The fuzzing campaign (docs/development.md, "Fuzzing"): 100,000 mutated inputs per target (index.json,
+# shards, every encoding, compressed shards, state dicts, manifests, verify's detection), one process per
+# core; a few minutes. Not part of `make test`, which runs a slice of it (tests/fuzz/test_fuzz_slice.py).
+FUZZ_INPUTS ?= 100000
+fuzz: install
+	$(PY) -m tests.fuzz.run --inputs $(FUZZ_INPUTS)
+
+# The soak (docs/operations.md, "Soak test"), not part of `make test`: 2 ranks x 4 DataLoader workers read a
+# pinned shard-set version from a local S3 server through a proxy that fails 5% of GETs, under a cache_limit,
+# while a writer commits new versions, for SOAK_MINUTES; then every epoch is checked exactly-once, the cache
+# against its limit, and each process's RSS, fds and threads for growth. Report in soak-report/ (JSON, text,
+# CSV, PNG); exits non-zero if a check fails. tests/soak/test_soak_short.py runs a small one in the suite.
+SOAK_MINUTES ?= 10
+soak: install
+	$(PY) -m tests.soak.soak --minutes $(SOAK_MINUTES) --out soak-report
 
 # The benchmarks, side by side with the reference where there is one, as benchmarks/RESULTS.md was measured (about
 # 80 minutes; see docs/benchmarks.md). bench_disk.py (larger than RAM) is run by hand.

@@ -103,6 +103,10 @@ class StoreFileNotFoundError(StorageError, FileNotFoundError):
     """A file that is not in the store (or local directory); the reference raised ``FileNotFoundError``."""
 
 
+class InvalidManifestError(MDSError, ValueError):
+    """A shard-set manifest (``_versions/N.json``) or ``published.json`` that is not JSON or has bad fields."""
+
+
 class VersionConflictError(MDSError, RuntimeError):
     """Another writer committed the same shard-set version first; nothing of this commit was published."""
 

@@ -6,7 +6,8 @@
 #
 # Python 3.11+ (the project), make, Java 17+ (pyspark 4 starts a JVM), a C compiler with the Python
 # headers (the C shuffle, mds_core/order/shuffle/_fisher_yates.c, which a test checks was built), and
-# Chromium with chromedriver (the browser test of the Dagster UI, tests/e2e/test_browser.py).
+# Chromium with chromedriver (the browser test of the Dagster UI, tests/e2e/test_browser.py), and Node.js 20+
+# with npm (Azurite, the Azure Blob emulator of tests/storage/test_stores.py).
 set -uo pipefail
 PYTHON="${PYTHON:-python3}"
 missing=()     # "what|debian package|how to get it elsewhere"
@@ -30,13 +31,18 @@ fi
 command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
     missing+=("Chromium, for the browser test of the Dagster UI|chromium|brew install --cask chromium")
 command -v chromedriver >/dev/null || missing+=("chromedriver, for the browser test|chromium-driver|brew install chromedriver")
+node_major=$(node --version 2>/dev/null | sed -n 's/^v\([0-9]*\).*/\1/p')
+if [ "${node_major:-0}" -lt 20 ] 2>/dev/null; then
+    missing+=("Node.js 20 or newer (now: ${node_major:-none}), for Azurite, the Azure Blob emulator|nodejs|brew install node")
+fi
+command -v npm >/dev/null || missing+=("npm, which installs Azurite|npm|it comes with Node.js")
 
 if [ "${1:-}" = "--apt" ]; then
     for item in "${missing[@]}"; do IFS='|' read -r _ package _ <<<"$item"; echo "$package"; done
     exit 0
 fi
 if [ ${#missing[@]} -eq 0 ]; then
-    echo "prerequisites: all present (Python 3.11+, make, Java ${java_major}, cc, Python.h, chromium, chromedriver)"
+    echo "prerequisites: all present (Python 3.11+, make, Java ${java_major}, cc, Python.h, chromium, chromedriver, node ${node_major}, npm)"
     exit 0
 fi
 echo "make test needs these, which are missing:" >&2

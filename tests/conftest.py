@@ -44,3 +44,29 @@ def fault_proxy(s3_server):
     yield proxy
     restore_env(saved)
     proxy.stop()
+
+
+def _emulator(kind, tmp_path_factory: pytest.TempPathFactory):
+    from tests.s3 import apply_env, restore_env
+
+    server = kind(tmp_path_factory.mktemp(kind.name))
+    saved = apply_env(server.env(server.endpoint))
+    yield server
+    restore_env(saved)
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def gcs_server(tmp_path_factory: pytest.TempPathFactory):
+    """fake-gcs-server on 127.0.0.1 for the session; ``STORAGE_EMULATOR_HOST`` points at it (tests/emulators.py)."""
+    from tests.emulators import FakeGCS
+
+    yield from _emulator(FakeGCS, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def azurite_server(tmp_path_factory: pytest.TempPathFactory):
+    """Azurite's Blob service on 127.0.0.1 for the session; ``AZURE_STORAGE_CONNECTION_STRING`` points at it."""
+    from tests.emulators import Azurite
+
+    yield from _emulator(Azurite, tmp_path_factory)

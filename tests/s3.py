@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import random
 import re
 import socket
 import subprocess
@@ -113,12 +114,47 @@ def object_gets(requests: list[Request], bucket: str) -> dict[str, int]:
 class Fault:
     """What to do to the next ``times`` requests whose method and path match."""
 
-    action: str  # "drop", "delay", "status", "truncate"
+    action: str  # "drop", "delay", "status", "truncate"; "lose": forwarded, then the reply is dropped
     path: str = ""  # a regular expression searched in "/bucket/key"
     method: str = "GET"
     times: int = 1
     value: float = 0  # seconds for "delay", the status code for "status", bytes kept for "truncate"
     hits: int = field(default=0)
+    body: str = ""  # a regular expression searched in the request body too (GCS uploads name the object there)
+
+
+@dataclass
+class RandomFaults:
+    """Each request whose method and path match gets a fault with ``probability`` (a soak's steady failure rate).
+
+    ``actions`` maps each kind to its ``Fault.value``; the kind is drawn uniformly. One seeded generator
+    makes the decisions, so the sequence of decisions repeats for a seed (which request gets which
+    one depends on how concurrent requests arrive). ``matched`` and ``injected`` count what happened.
+    """
+
+    probability: float
+    actions: dict[str, float] = field(default_factory=lambda: {"drop": 0, "status": 503, "delay": 0.5,
+                                                                "truncate": 100})
+    seed: int = 0
+    path: str = ""
+    method: str = "GET"
+    matched: int = 0
+    injected: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+        self._kinds = sorted(self.actions)
+
+    def draw(self, method: str, path: str) -> Fault | None:
+        """A one-off fault for this request, or None (call under the proxy's lock)."""
+        if method != self.method or not re.search(self.path, path):
+            return None
+        self.matched += 1
+        if self._rng.random() >= self.probability:
+            return None
+        kind = self._rng.choice(self._kinds)
+        self.injected[kind] = self.injected.get(kind, 0) + 1
+        return Fault(kind, path, method, value=self.actions[kind], hits=1)
 
 
 _PACE_CHUNK = 16 << 10
@@ -130,6 +166,8 @@ class FaultProxy:
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream.split("://", 1)[1]
         self.faults: list[Fault] = []
+        self.random: RandomFaults | None = None  # consulted when no rule in ``faults`` matches
+        self.requests: list[tuple[str, str]] = []  # (method, path and query) of every request received
         self.lock = threading.Lock()
         self.rate: float | None = None  # bytes/s over all responses together, like one node's link
         self._link_free_at = 0.0
@@ -143,7 +181,9 @@ class FaultProxy:
 
             def _handle(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                fault = proxy.take_fault(self.command, self.path)
+                with proxy.lock:
+                    proxy.requests.append((self.command, self.path))
+                fault = proxy.take_fault(self.command, self.path, body)
                 if fault is not None and fault.action == "drop":
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
@@ -155,6 +195,10 @@ class FaultProxy:
                                 b"<Error><Code>InternalError</Code><Message>injected</Message></Error>")
                     return
                 status, headers, payload = proxy.forward(self.command, self.path, dict(self.headers), body)
+                if fault is not None and fault.action == "lose":
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
                 if fault is not None and fault.action == "truncate":
                     self._reply(status, headers, payload[: int(fault.value)], length=len(payload))
                     self.close_connection = True
@@ -162,6 +206,8 @@ class FaultProxy:
                 self._reply(status, headers, payload)
 
             def _reply(self, status: int, headers: dict, payload: bytes, length: int | None = None) -> None:
+                if self.command == "HEAD" and length is None:  # a HEAD's length is the object's, not the body's
+                    length = int({k.lower(): v for k, v in headers.items()}.get("content-length") or 0)
                 self.send_response(status)
                 for name, value in headers.items():
                     if name.lower() not in ("content-length", "transfer-encoding", "connection", "server", "date"):
@@ -201,12 +247,15 @@ class FaultProxy:
         with self.lock:
             self.faults.clear()
 
-    def take_fault(self, method: str, path: str) -> Fault | None:
+    def take_fault(self, method: str, path: str, body: bytes = b"") -> Fault | None:
         with self.lock:
             for fault in self.faults:
-                if fault.hits < fault.times and fault.method == method and re.search(fault.path, path):
+                if fault.hits < fault.times and fault.method == method and re.search(fault.path, path) \
+                        and (not fault.body or re.search(fault.body.encode(), body)):
                     fault.hits += 1
                     return fault
+            if self.random is not None:
+                return self.random.draw(method, path)
         return None
 
     def forward(self, method: str, path: str, headers: dict, body: bytes) -> tuple[int, dict, bytes]:

@@ -17,6 +17,7 @@ from mds_core.convert.table import ConversionStats
 from mds_core.errors import OutputExistsError
 from mds_core.format.index import INDEX_BASENAME, dumps_merged_index, parse_index
 from mds_core.storage.files import atomic_write, fsync_directory
+from mds_core.storage.kill_points import kill_point
 from mds_core.storage.output import Out, OutputLocation, parse_out
 from mds_core.storage.remote import RemoteStore, open_store
 from mds_core.storage.urls import is_remote, join
@@ -69,6 +70,7 @@ class Target:
         if not self.remote:
             os.replace(attempt, os.path.join(self.url, name))  # its files were made durable as written
             fsync_directory(self.url)
+            kill_point(f"moved partition {name} into place")
             return
         store = self._store()
         rel = attempt[len(self.url) + 1:]
@@ -89,6 +91,7 @@ class Target:
             self._store().delete_tree(staging[len(self.url) + 1:])
             return
         shutil.rmtree(staging, ignore_errors=True)
+        kill_point(f"removed the staging tree {os.path.basename(staging)}")
         try:
             os.rmdir(os.path.dirname(staging))
         except OSError:
@@ -130,9 +133,13 @@ def _prepare_local(path: str, exist_ok: bool) -> None:
     if existing and not exist_ok:
         raise OutputExistsError(f"{path} already holds {sorted(existing)[:5]}; write elsewhere or pass "
                                 "exist_ok=True in mds_kwargs to replace it")
-    for name in existing:
+    # The old index goes first: a crash halfway never leaves it naming shards that are gone.
+    for name in sorted(existing, key=lambda n: n != INDEX_BASENAME):
         full = os.path.join(path, name)
         shutil.rmtree(full) if os.path.isdir(full) and not os.path.islink(full) else os.unlink(full)
+        kill_point(f"removed the old {name}")
+    if exist_ok:  # staging left by runs that died before their commit: this run replaces them all
+        shutil.rmtree(os.path.join(path, STAGING_DIR), ignore_errors=True)
     os.makedirs(path, exist_ok=True)
 
 
@@ -146,3 +153,5 @@ def _prepare_remote(target: Target, exist_ok: bool) -> None:
         store.delete(INDEX_BASENAME)  # retract the old dataset before touching its shards
     for rel in existing:
         store.delete(rel)
+    if exist_ok:  # staging left by runs that died before their commit: this run replaces them all
+        store.delete_tree(STAGING_DIR)

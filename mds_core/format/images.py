@@ -51,6 +51,12 @@ class PILCoder:
         if size < _PIL_HEAD.size:
             raise DecodeError("'pil' value is shorter than its header")
         width, height, mode_len = _PIL_HEAD.unpack_from(buf, offset)
+        if _PIL_HEAD.size + mode_len > size:
+            raise DecodeError(f"'pil' value's mode ({mode_len} bytes) runs past its end ({size} bytes)")
+        # Pillow allocates the whole image before it reads the pixels: a damaged width or height
+        # would allocate gigabytes (and take seconds) first. Every mode takes at least a bit a pixel.
+        if width * height > 8 * (size - _PIL_HEAD.size - mode_len):
+            raise DecodeError(f"'pil' value of {width}x{height} pixels cannot fit in its {size} bytes")
         start = offset + _PIL_HEAD.size
         mode = bytes(buf[start : start + mode_len]).decode("utf-8", errors="replace")
         pixels = bytes(buf[start + mode_len : offset + size])

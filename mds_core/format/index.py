@@ -122,7 +122,7 @@ def parse_index(text: str | bytes, where: str = INDEX_BASENAME) -> list[ShardInf
     """Validate index JSON text; ``where`` names the file in error messages."""
     try:
         obj = json.loads(text)
-    except (ValueError, UnicodeDecodeError) as err:
+    except (ValueError, UnicodeDecodeError, RecursionError) as err:  # RecursionError: absurdly deep nesting
         raise InvalidIndexError(f"{where}: not valid JSON ({err}); rewrite the dataset or restore the file") from err
     if not isinstance(obj, dict) or set(obj) != {"shards", "version"}:
         keys = sorted(obj) if isinstance(obj, dict) else type(obj).__name__

@@ -95,6 +95,8 @@ def _verify_shard(root: str, shard: ShardInfo, report: Report, decode: bool, all
         data = _checked_file(root, shard.zip_data, report)
         raw = get_codec(shard.compression).decompress(data)
         _check_digests(raw_path + " (decompressed)", raw, shard.raw_data, report)
+        if os.path.exists(raw_path):  # a reader's decompressed copy: readers use it instead of the zip
+            _checked_file(root, shard.raw_data, report)
     elif os.path.exists(raw_path) or shard.zip_data is None:
         raw = _checked_file(root, shard.raw_data, report)
     else:

@@ -23,7 +23,7 @@ from mds_core.plan.figures import Environment, EpochFigures, NodeEpoch, Training
 from mds_core.plan.reads import node_reads
 from mds_core.plan.recommend import PREDOWNLOAD_BATCHES, recommend
 from mds_core.plan.timing import NodeFetches, lead_steps, request_window, simulate_epoch
-from mds_core.streaming.cache_limit import cache_limit_needed, shards_in_use
+from mds_core.streaming.cache_limit import cache_limit_needed, readers_at_once, shards_in_use
 
 _CURVE_POINTS = 1000
 _PREFETCH_BATCHES = 2  # torch DataLoader's default prefetch_factor
@@ -161,7 +161,8 @@ def _loader_minimum(streams: Sequence[Sequence[ShardInfo]], shards: Shards, spec
     in_use = shards_in_use(spec.shuffle, spec.shuffle_algo, spec.block_size(world.num_nodes),
                            [shard.samples for stream in streams for shard in stream])
     index_bytes = sum(len(dumps_index(list(stream)).encode()) for stream in streams)
-    return cache_limit_needed(shards.cached.tolist(), index_bytes, in_use, world.ranks_per_node)[1]
+    readers = readers_at_once(spec, world.num_nodes, world.ranks_per_node)
+    return cache_limit_needed(shards.cached.tolist(), index_bytes, in_use, readers)[1]
 
 
 def _first_burst(first_shards: NDArray[np.int64], threads: int) -> NDArray[np.int64]:

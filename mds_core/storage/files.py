@@ -17,8 +17,14 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
+import shutil
 import tempfile
+import time
 from typing import IO, Iterator
+
+from mds_core.format.index import INDEX_BASENAME
+from mds_core.storage.kill_points import kill_point
 
 
 @contextlib.contextmanager
@@ -35,9 +41,11 @@ def staged_path(path: str, durable: bool = True) -> Iterator[str]:
         yield tmp
         if durable:
             fsync_file(tmp)
+        kill_point(f"written, not yet renamed: {os.path.basename(path)}")
         os.replace(tmp, path)
         if durable:
             fsync_directory(os.path.dirname(path))
+        kill_point(f"renamed into place: {os.path.basename(path)}")
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -91,11 +99,13 @@ def create_exclusive(path: str, data: bytes) -> bool:
             file.write(data)
             file.flush()
             os.fsync(file.fileno())
+        kill_point(f"written, not yet linked: {os.path.basename(path)}")
         try:
             os.link(tmp, path)
         except FileExistsError:
             return False
         fsync_directory(os.path.dirname(path))
+        kill_point(f"linked into place: {os.path.basename(path)}")
         return True
     finally:
         os.unlink(tmp)
@@ -106,7 +116,44 @@ def _temporary_beside(path: str) -> tuple[int, str]:
     renaming or linking it to ``path`` is atomic."""
     directory = os.path.dirname(path) or "."
     os.makedirs(directory, exist_ok=True)
-    return tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    # The pid in the name lets remove_orphaned_temporaries tell a dead writer's file from a live one's.
+    return tempfile.mkstemp(prefix=f"{os.path.basename(path)}.{os.getpid()}.", suffix=_TEMPORARY_SUFFIX,
+                            dir=directory)
+
+
+_TEMPORARY_SUFFIX = ".tmp"
+_TEMPORARY_NAME = re.compile(r"\.(\d+)\.[^./]+\.tmp$")
+
+
+def remove_orphaned_temporaries(directory: str, min_age: float = 60.0) -> list[str]:
+    """Delete the temporary files that killed processes left under ``directory``; returns their paths.
+
+    A temporary file is orphaned when the process named in it is gone and it has not changed for
+    ``min_age`` seconds (a second condition in case the directory is shared across pid namespaces).
+    """
+    removed = []
+    cutoff = time.time() - min_age
+    for parent, _, names in os.walk(directory):
+        for name in names:
+            match = _TEMPORARY_NAME.search(name)
+            if match is None or process_alive(int(match.group(1))):
+                continue
+            path = os.path.join(parent, name)
+            with contextlib.suppress(FileNotFoundError):
+                if os.stat(path).st_mtime < cutoff:
+                    os.unlink(path)
+                    removed.append(path)
+    return removed
+
+
+def remove_dataset(directory: str) -> None:
+    """Remove a dataset directory, ``index.json`` first: a crash halfway never leaves an index
+    naming shards that are already gone."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(os.path.join(directory, INDEX_BASENAME))
+        fsync_directory(directory)
+        kill_point(f"retracted the index of {os.path.basename(directory)}")
+    shutil.rmtree(directory)
 
 
 @contextlib.contextmanager

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from mds_core.errors import MDSError, OutputExistsError, WriterError
-from mds_core.storage.files import atomic_write
+from mds_core.storage.files import atomic_write, remove_dataset
 from mds_core.storage.remote import open_store
 from mds_core.storage.urls import is_remote, local_path
 
@@ -96,7 +96,7 @@ class LocalOutput:
                     f"directory is not empty: {directory}; pick a new path or pass exist_ok=True to replace it"
                 )
             warnings.warn(f"exist_ok=True: removing the existing contents of {directory}", stacklevel=4)
-            shutil.rmtree(directory)
+            remove_dataset(directory)
         try:
             os.makedirs(directory, exist_ok=True)
         except OSError as err:

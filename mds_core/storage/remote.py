@@ -2,10 +2,11 @@
 
 ``open_store(url)`` gives a ``RemoteStore`` rooted at ``url``: a local path or ``file://``,
 ``s3://`` (s3fs; the endpoint comes from ``S3_ENDPOINT_URL`` or the storage options), ``gs://``
-(gcsfs), ``az://``/``abfs://`` (adlfs), ``hf://`` (huggingface_hub) or ``dbfs:/Volumes/...``
-(fsspec's Databricks filesystem with ``DATABRICKS_HOST`` and ``DATABRICKS_TOKEN``). Every failure
-that survives the retries is a ``StorageError`` naming the URL; downloads land under a unique
-temporary name and are renamed into place, so a failed one never leaves a partial file.
+(gcsfs) and ``az://``/``abfs://`` (adlfs; both set up in ``mds_core.storage.backends``), ``hf://``
+(huggingface_hub) or ``dbfs:/Volumes/...`` (fsspec's Databricks filesystem with ``DATABRICKS_HOST``
+and ``DATABRICKS_TOKEN``). Every failure that survives the retries is a ``StorageError`` naming
+the URL; downloads land under a unique temporary name and are renamed into place, so a failed one
+never leaves a partial file.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from urllib.parse import urlparse
 from mds_core.errors import ConfigurationError, MDSError, MissingDependencyError, StorageError, StoreFileNotFoundError
 from mds_core.storage.exclusive import create_if_absent
 from mds_core.storage.files import atomic_write, staged_path
+from mds_core.storage.kill_points import kill_point
 from mds_core.storage.urls import is_remote, local_path
 
 T = TypeVar("T")
@@ -113,6 +115,7 @@ class RemoteStore:
         """Copy the local file ``src`` to ``rel`` (object stores replace the object in one step)."""
         self._retrying(f"upload to {self.url_of(rel)}",
                        lambda: self._transfer(self._put_file, src, self._path_of(rel)))
+        kill_point(f"uploaded {rel}")
 
     def read_bytes(self, rel: str) -> bytes:
         return self._retrying(f"read of {self.url_of(rel)}", lambda: self.fs.cat_file(self._path_of(rel)))
@@ -123,15 +126,18 @@ class RemoteStore:
             self._retrying(f"write of {self.url_of(rel)}", lambda: atomic_write(self._path_of(rel), [data]))
             return
         self._retrying(f"write of {self.url_of(rel)}", lambda: self.fs.pipe_file(self._path_of(rel), data))
+        kill_point(f"wrote {rel}")
 
     def write_if_absent(self, rel: str, data: bytes) -> bool:
         """Create ``rel`` only if it does not exist; False if it already did (another writer won).
 
         ``mds_core.storage.exclusive`` says how each store makes this exclusive, and refuses stores
         that cannot. A retried attempt that finds the file may be finding its own earlier attempt
-        (the reply was lost, not the write), so the file's bytes decide who won.
+        (the reply was lost, not the write), so the file's bytes decide who won: ``data`` must be
+        unique to the writer (a manifest names its transaction). On object stores even a first
+        attempt may be a retry: aiohttp resends a PUT once, unseen, when a kept-alive connection drops.
         """
-        scheme = "file" if self._is_local else urlparse(self.url).scheme
+        scheme = self.scheme
         path = self._path_of(rel)
         tries = 0
 
@@ -140,9 +146,11 @@ class RemoteStore:
             tries += 1
             if create_if_absent(self.fs, scheme, path, data, self.url_of(rel)):
                 return True
-            return tries > 1 and self.fs.cat_file(path) == data
+            return (tries > 1 or not self._is_local) and self.fs.cat_file(path) == data
 
-        return self._retrying(f"conditional write of {self.url_of(rel)}", attempt)
+        created = self._retrying(f"conditional write of {self.url_of(rel)}", attempt)
+        kill_point(f"conditional write of {rel}")
+        return created
 
     def exists(self, rel: str) -> bool:
         return self._retrying(f"lookup of {self.url_of(rel)}", lambda: self.fs.exists(self._path_of(rel)))
@@ -156,6 +164,7 @@ class RemoteStore:
                 pass
 
         self._retrying(f"delete of {self.url_of(rel)}", attempt)
+        kill_point(f"deleted {rel}")
 
     def delete_tree(self, rel: str) -> None:
         """Remove everything under ``rel``; a missing directory is fine."""
@@ -166,6 +175,7 @@ class RemoteStore:
                 pass
 
         self._retrying(f"delete of {self.url_of(rel)}", attempt)
+        kill_point(f"deleted the tree {rel}")
 
     def list(self, rel: str = "") -> list[str]:
         """Every file under ``rel``, as paths relative to the store's root, sorted."""
@@ -184,9 +194,15 @@ class RemoteStore:
         """Rename a file (a copy then delete on object stores)."""
         self._retrying(f"move of {self.url_of(src_rel)} to {self.url_of(dst_rel)}",
                        lambda: self.fs.mv(self._path_of(src_rel), self._path_of(dst_rel)))
+        kill_point(f"moved {src_rel} to {dst_rel}")
 
     # ---------------------------------------------------------------------------------------------
     # machinery
+
+    @property
+    def scheme(self) -> str:
+        """The URL scheme, ``file`` for a local path."""
+        return "file" if self._is_local else urlparse(self.url).scheme
 
     @property
     def _is_local(self) -> bool:
@@ -281,10 +297,17 @@ def _filesystem(url: str, timeout: float | None, options: dict[str, Any]) -> tup
         raise MissingDependencyError(
             f"{url}: the {scheme}:// backend needs the {module!r} package: pip install 'mds-pipelines[{extra}]'"
         ) from None
+    # Listings are never cached: another process commits, publishes and vacuums between two calls,
+    # and a stale listing would name files that are gone or miss ones that appeared.
+    options = {"use_listings_cache": False, **options}
     if scheme in ("s3", "s3a"):
         return _s3(url, timeout, options)
     if scheme == "dbfs":
         return _dbfs(url, options)
+    if extra in ("gcs", "azure"):
+        from mds_core.storage import backends
+
+        return (backends.gcs if extra == "gcs" else backends.azure)(url, timeout, options)
     fs, path = fsspec.core.url_to_fs(url, **options)
     return fs, path
 

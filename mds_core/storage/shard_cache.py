@@ -26,7 +26,8 @@ from mds_core.errors import ConfigurationError, HashMismatchError
 from mds_core.format.hashing import hasher
 from mds_core.format.index import FileInfo, ShardInfo
 from mds_core.storage.cache_stats import CacheStats
-from mds_core.storage.files import file_lock, has_size, process_alive, staged_path
+from mds_core.storage.files import file_lock, has_size, process_alive, remove_orphaned_temporaries, staged_path
+from mds_core.storage.kill_points import kill_point
 from mds_core.storage.raw_shards import decompress_shard
 from mds_core.storage.remote import RemoteStore
 
@@ -69,6 +70,7 @@ class ShardCache:
             _check_hash_available(shards, validate_hash, store.url)
         self._dir = os.path.join(root, CACHE_DIR)
         os.makedirs(os.path.join(self._dir, "locks"), exist_ok=True)
+        remove_orphaned_temporaries(root)  # partial downloads of processes killed mid-transfer
         self._key = _index_key(shards)
         self._ledger: _Ledger | None = None
         self._pool: ThreadPoolExecutor | None = None
@@ -177,6 +179,7 @@ class ShardCache:
                     os.unlink(os.path.join(self.root, info.basename))
                 except FileNotFoundError:
                     pass
+                kill_point(f"evicted {info.basename}")
 
     # ---------------------------------------------------------------------------------------------
     # bookkeeping

@@ -29,6 +29,17 @@ def shards_in_use(shuffle: bool, algo: str, block_size: int, shard_samples: list
     return min(count, math.ceil(block_size / smallest) + 1)  # py1br / py1e mix whole blocks
 
 
+def readers_at_once(spec: OrderSpec, parallel_nodes: int, ranks_per_node: int) -> int:
+    """How many places of the data a node reads at once: one per rank, and one per canonical node.
+
+    A node's sample sequence interleaves its canonical nodes sample by sample, and each canonical
+    node reads its own span of shards, so with 64 canonical nodes per node (py1s/py2s's default)
+    the node works on 64 shards at once however few ranks it has.
+    """
+    canonical_per_node = math.ceil(spec.canonical_nodes(parallel_nodes) / parallel_nodes)
+    return max(ranks_per_node, canonical_per_node)
+
+
 def cache_limit_needed(shard_bytes: list[int], index_bytes: int, in_use: int, readers: int) -> tuple[int, int]:
     """(shards held at once, bytes): what ``readers`` each working on ``in_use`` shards need, counting
     every shard as the largest, plus one arriving, plus the index."""
@@ -43,10 +54,11 @@ def check_cache_limit(limit: int, shard_bytes: list[int], index_bytes: int, in_u
     shards, need = cache_limit_needed(shard_bytes, index_bytes, in_use, readers)
     if limit < need:
         raise ConfigurationError(
-            f"cache_limit={limit:,} bytes is too small for this order: {order} makes each of the {readers} "
-            f"reader(s) on this node work on about {in_use} shard(s) at once, so the cache needs "
-            f"{shards} x {largest:,} bytes (the largest shard) + {index_bytes:,} bytes of index = {need:,} "
-            "bytes. Raise cache_limit, lower shuffle_block_size, or use shuffle_algo='py1s'"
+            f"cache_limit={limit:,} bytes is too small for this order: {order} makes this node read "
+            f"{readers} place(s) at once (the larger of its ranks and its canonical nodes), each working on "
+            f"about {in_use} shard(s), so the cache needs {shards} x {largest:,} bytes (the largest shard) + "
+            f"{index_bytes:,} bytes of index = {need:,} bytes. Raise cache_limit, lower shuffle_block_size "
+            "or num_canonical_nodes, or use shuffle_algo='py1s'"
         )
 
 
@@ -72,8 +84,11 @@ def apply_cache_limit(limit: int, streams: list[Any], readers: list[LocalDataset
     in_use = shards_in_use(spec.shuffle, spec.shuffle_algo, block,
                            [shard.samples for _, reader in remote for shard in reader.shards])
     index_bytes = sum(os.path.getsize(os.path.join(stream.root, INDEX_BASENAME)) for stream, _ in remote)
-    order = f"shuffle={spec.shuffle}, shuffle_algo={spec.shuffle_algo!r}, block {block:,}"
-    check_cache_limit(limit, shard_bytes, index_bytes, in_use, ranks_per_node, order)
+    canonical = spec.canonical_nodes(parallel_nodes)
+    order = (f"shuffle={spec.shuffle}, shuffle_algo={spec.shuffle_algo!r}, block {block:,}, "
+             f"{canonical} canonical node(s) over {parallel_nodes} node(s)")
+    check_cache_limit(limit, shard_bytes, index_bytes, in_use,
+                      readers_at_once(spec, parallel_nodes, ranks_per_node), order)
     total = sum(shard_bytes)
     for cache, (_, reader) in zip(caches, remote):
         share = sum(cache.shard_bytes(i) for i in range(len(cache.shards)))

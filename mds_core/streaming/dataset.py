@@ -335,6 +335,9 @@ class StreamingDataset:
         (different fingerprint), raises ``ResumeError`` instead of silently restarting.
         """
         theirs = obj.get("versions") if isinstance(obj, dict) else None
+        if theirs is not None and not (isinstance(theirs, list) and all(
+                v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in theirs)):
+            raise ResumeError(f"state dict 'versions' must be a list of shard-set versions (ints or nulls), got {theirs!r}")
         pinned = theirs is not None and any(v is not None for v in [*theirs, *self.versions])
         if pinned and theirs != self.versions and not allow_other_data:
             raise ResumeError(

@@ -20,6 +20,7 @@ from mds_core.errors import ResumeError
 from mds_core.format.index import INDEX_BASENAME
 from mds_core.order.spec import OrderSpec
 
+MAX_NODES = 1 << 20  # canonical or physical nodes a state dict may name
 STATE_KEYS = ("epoch", "sample_in_epoch", "num_canonical_nodes", "shuffle_seed", "initial_physical_nodes")
 
 
@@ -54,8 +55,13 @@ def validate_state(obj: Any, fingerprint: str, epoch_size: int, allow_other_data
         if not isinstance(obj[key], int) or isinstance(obj[key], bool):
             raise ResumeError(f"state dict {key!r} must be an int, got {obj[key]!r}")
     # epoch -1 is what a state taken before the first iteration says (as in the reference).
-    if obj["epoch"] < -1 or obj["sample_in_epoch"] < 0 or obj["num_canonical_nodes"] < 1:
+    if obj["epoch"] < -1 or obj["sample_in_epoch"] < 0 or obj["num_canonical_nodes"] < 1 or obj["shuffle_seed"] < 0 \
+            or obj["initial_physical_nodes"] < 1:
         raise ResumeError(f"state dict values out of range: {obj}")
+    # The epoch's order holds an array entry per canonical node: an absurd count from a damaged
+    # checkpoint would otherwise fail mid-epoch, allocating gigabytes.
+    if max(obj["num_canonical_nodes"], obj["initial_physical_nodes"]) > MAX_NODES:
+        raise ResumeError(f"state dict node counts are beyond {MAX_NODES}: {obj}; the checkpoint is damaged")
     if obj["sample_in_epoch"] > epoch_size:
         raise ResumeError(
             f"state dict resumes at sample {obj['sample_in_epoch']} but an epoch has only {epoch_size}: "

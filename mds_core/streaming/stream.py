@@ -82,7 +82,8 @@ class Stream:
             return
         name = INDEX_BASENAME
         if self.version is not None:
-            name = resolve_version_index(self.remote, self.version)
+            # The stream's retry budget, never fewer than ShardSet's own 3 attempts.
+            name = resolve_version_index(self.remote, self.version, retry=max(3, self.download_retry or 1))
         self.store().download(name, os.path.join(self.root, INDEX_BASENAME))
 
     def apply_default(self, defaults: dict[str, Any]) -> None:

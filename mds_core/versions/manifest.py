@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import posixpath
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
-from mds_core.format.index import ShardInfo
+from mds_core.errors import InvalidManifestError
+from mds_core.format.index import ShardInfo, check_basename
 
 VERSIONS = "_versions"
 DATA = "data"
@@ -89,7 +91,57 @@ def manifest_name(number: int) -> str:
 
 def is_manifest(name: str) -> bool:
     base = posixpath.basename(name)
-    return name.startswith(f"{VERSIONS}/") and base.endswith(".json") and base[:-5].isdigit()
+    return name.startswith(f"{VERSIONS}/") and base.endswith(".json") and base[:-5].isdecimal()  # int() reads it
+
+
+# The JSON type of each manifest field (bool is excluded from int: JSON true is not a count).
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "version": (int,), "parent": (int, type(None)), "created": (str,), "mode": (str,), "transaction": (str,),
+    "index": (str,), "rows": (int,), "shards": (int,), "raw_bytes": (int,), "stored_bytes": (int,),
+    "new_shards": (int,), "columns": (dict,), "fingerprint": (str,), "writer": (dict,), "lineage": (dict,),
+}
+_REQUIRED = {f.name for f in fields(VersionInfo) if f.default is MISSING and f.default_factory is MISSING}
+
+
+def _json_object(data: bytes, where: str) -> dict[str, Any]:
+    try:
+        obj = json.loads(data)
+    except (ValueError, RecursionError) as err:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise InvalidManifestError(f"{where}: not valid JSON ({err}); the shard set's metadata is damaged") from err
+    if not isinstance(obj, dict):
+        raise InvalidManifestError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    return obj
+
+
+def _has_type(value: Any, types: tuple[type, ...]) -> bool:
+    return isinstance(value, types) and not isinstance(value, bool)
+
+
+def parse_manifest(data: bytes, where: str, number: int | None = None) -> VersionInfo:
+    """Validate a manifest's JSON (of version ``number``, if known); ``where`` names the file in errors.
+
+    Every field is checked, because later steps read, list and delete the files a manifest names.
+    """
+    obj = _json_object(data, where)
+    missing, extra = _REQUIRED - set(obj), set(obj) - set(_FIELD_TYPES)
+    if missing or extra:
+        raise InvalidManifestError(f"{where}: missing keys {sorted(missing)}, unexpected keys {sorted(extra)}")
+    for key, value in obj.items():
+        if not _has_type(value, _FIELD_TYPES[key]):
+            names = " or ".join("null" if t is type(None) else t.__name__ for t in _FIELD_TYPES[key])
+            raise InvalidManifestError(f"{where}: {key!r} must be {names}, got {value!r}")
+    if number is not None and obj["version"] != number:
+        raise InvalidManifestError(f"{where}: records version {obj['version']} but is the manifest of version {number}")
+    check_basename(obj["index"], f"{where}: 'index'")
+    return VersionInfo(**obj)
+
+
+def parse_published(data: bytes, where: str) -> dict[str, Any]:
+    """Validate ``published.json``: ``{"version": int, "fingerprint": str}``."""
+    obj = _json_object(data, where)
+    if not _has_type(obj.get("version"), (int,)) or not _has_type(obj.get("fingerprint"), (str,)):
+        raise InvalidManifestError(f"{where}: expected {{\"version\": <int>, \"fingerprint\": <str>}}, got {obj!r}")
+    return obj
 
 
 def now() -> dt.datetime:

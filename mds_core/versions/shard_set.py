@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import posixpath
 import uuid
 from typing import Any
 
 from mds_core.errors import ConfigurationError, StoreFileNotFoundError, VersionConflictError
 from mds_core.format.index import INDEX_BASENAME, ShardInfo, check_same_columns, dumps_merged_index, parse_index
+from mds_core.storage.exclusive import require_exclusive_create
 from mds_core.storage.remote import RemoteStore, open_store
 from mds_core.versions.manifest import (DATA, MODES, PUBLISHED, VERSIONS, VacuumReport, VersionDiff, VersionInfo,
-                                        describe, index_fingerprint, is_manifest, manifest_name, now)
+                                        describe, index_fingerprint, is_manifest, manifest_name, now, parse_manifest,
+                                        parse_published)
 from mds_core.versions.retention import removable, retained
 
 
@@ -27,6 +30,9 @@ class ShardSet:
 
     def __init__(self, root: str, *, storage_options: dict[str, Any] | None = None, retry: int = 3) -> None:
         self.store: RemoteStore = open_store(root, retry=retry, timeout=None, storage_options=storage_options)
+
+    def _require_exclusive_create(self) -> None:
+        require_exclusive_create(self.store.scheme, self.store.url)
 
     def __repr__(self) -> str:
         return f"ShardSet({self.store.url!r})"
@@ -49,7 +55,7 @@ class ShardSet:
         if data is None:
             known = [v.version for v in self.versions()]
             raise ConfigurationError(f"{self.store.url}: no version {number}; versions here: {known or 'none'}")
-        return VersionInfo(**json.loads(data))
+        return parse_manifest(data, self.store.url_of(manifest_name(number)), number)
 
     def published(self) -> int | None:
         """The version training code resolves by default: the one whose index is the root's ``index.json``.
@@ -62,9 +68,10 @@ class ShardSet:
         if root_index is None:
             return None
         root_fingerprint = index_fingerprint(root_index)
-        record = json.loads(self._read_if_present(PUBLISHED) or b"{}")
+        published = self._read_if_present(PUBLISHED)
+        record = parse_published(published, self.store.url_of(PUBLISHED)) if published is not None else {}
         if record.get("fingerprint") == root_fingerprint:
-            return int(record["version"])
+            return record["version"]
         matching = [v.version for v in self.versions() if v.fingerprint == root_fingerprint]
         return matching[-1] if matching else None
 
@@ -90,6 +97,7 @@ class ShardSet:
         """``with shard_set.transaction("append") as tx:`` write an MDS dataset to ``tx.out``; commit on exit."""
         if mode not in MODES:
             raise ConfigurationError(f"mode must be one of {MODES}, got {mode!r}")
+        self._require_exclusive_create()  # before anything is written, not at the commit
         return Transaction(self, mode, dict(lineage or {}), publish)
 
     def commit(self, transaction: str, mode: str, lineage: dict[str, Any] | None = None,
@@ -99,7 +107,18 @@ class ShardSet:
         ``parent`` is the version the writer started from (``"latest"``: whatever is latest now).
         Raises ``VersionConflictError`` if another writer committed after ``parent`` first; the
         written shards are kept, so calling ``commit`` again puts them on top of the winner.
+
+        Retrying is safe: if a process died after committing ``transaction`` (its manifest exists)
+        but before returning, calling ``commit`` again returns that version (and publishes it if
+        it is still the latest) rather than adding the same shards a second time.
         """
+        self._require_exclusive_create()
+        done = self._committed_as(transaction)
+        if done is not None:
+            latest = self.latest()
+            if publish and latest is not None and latest.version == done:  # never roll a newer one back
+                self.publish(done)
+            return self.version(done)
         folder = f"{DATA}/{transaction}"
         written = parse_index(self.store.read_bytes(f"{folder}/{INDEX_BASENAME}"), self.store.url_of(folder))
         new = [shard.with_prefix(folder) for shard in written]
@@ -170,6 +189,19 @@ class ShardSet:
         removed = sorted(v.version for v in versions if v.version not in keep)
         return VacuumReport(sorted(keep), removed, doomed)
 
+    def _committed_as(self, transaction: str) -> int | None:
+        """The version that committed ``transaction``, if any: one listing, no manifest reads.
+
+        A version's index is named after its transaction, and the version exists once its manifest
+        does, so a listing of ``_versions/`` answers it.
+        """
+        names = set(self.store.list(VERSIONS))
+        for name in names:
+            number, _, rest = name[len(VERSIONS) + 1:].partition(".")
+            if rest == f"{transaction}.index.json" and number.isdecimal() and manifest_name(int(number)) in names:
+                return int(number)
+        return None
+
     def _read_if_present(self, rel: str) -> bytes | None:
         """The file's bytes, or None if it does not exist (one request, not a lookup and a read)."""
         try:
@@ -178,8 +210,8 @@ class ShardSet:
             return None
 
     def _manifest(self, name: str) -> VersionInfo:
-        obj = json.loads(self.store.read_bytes(name))
-        return VersionInfo(**obj)
+        number = int(posixpath.basename(name)[:-5])  # is_manifest() checked the name
+        return parse_manifest(self.store.read_bytes(name), self.store.url_of(name), number)
 
 
 class Transaction:
@@ -203,9 +235,13 @@ class Transaction:
         # On an exception nothing is committed; the partial files are debris for vacuum().
 
 
-def resolve_version_index(root: str, version: int, storage_options: dict[str, Any] | None = None) -> str:
-    """The path of version ``version``'s index relative to ``root`` (for ``Stream(version=...)``)."""
-    return ShardSet(root, storage_options=storage_options).version(version).index
+def resolve_version_index(root: str, version: int, storage_options: dict[str, Any] | None = None,
+                          retry: int = 3) -> str:
+    """The path of version ``version``'s index relative to ``root`` (for ``Stream(version=...)``).
+
+    ``retry``: attempts per read; a stream passes its ``download_retry`` so that resolving the version
+    survives what its downloads survive."""
+    return ShardSet(root, storage_options=storage_options, retry=retry).version(version).index
 
 
 # ------------------------------------------------------------------------------------------------

@@ -74,12 +74,15 @@ def _no_temporary_files(directory: Path) -> bool:
 # the store
 
 
-@pytest.fixture(params=["local", "s3"])
+@pytest.fixture(params=["local", "s3", "gcs", "azure"])
 def store_url(request, tmp_path: Path) -> str:
+    """Each store's root: a local folder, or a fresh bucket or container on a server on 127.0.0.1."""
     if request.param == "local":
         return str(tmp_path / "store")
-    server = request.getfixturevalue("s3_server")
-    return f"s3://{server.new_bucket()}/store"
+    if request.param == "s3":
+        return f"s3://{request.getfixturevalue('s3_server').new_bucket()}/store"
+    server = request.getfixturevalue({"gcs": "gcs_server", "azure": "azurite_server"}[request.param])
+    return f"{server.new_root()}/store"
 
 
 def test_store_operations(store_url: str, tmp_path: Path) -> None:
@@ -104,7 +107,10 @@ def test_store_operations(store_url: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("url, extra", [("hf://datasets/org/repo", "hf"), ("gs://bucket/x", "gcs"),
                                         ("az://container/x", "azure")])
-def test_a_missing_backend_names_the_extra(url: str, extra: str) -> None:
+def test_a_missing_backend_names_the_extra(url: str, extra: str, monkeypatch) -> None:
+    from mds_core.storage.remote import BACKENDS
+
+    monkeypatch.setitem(sys.modules, BACKENDS[url.split(":")[0]][0], None)  # as if not installed (dev has gcsfs, adlfs)
     with pytest.raises(MissingDependencyError, match=rf"{url}: .*pip install 'mds-pipelines\[{extra}\]'"):
         open_store(url)
 

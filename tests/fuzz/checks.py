@@ -1,0 +1,55 @@
+"""Shared checks: a comparable form of decoded values, and the out-of-bounds test for numpy views."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mds_core.errors import MDSError
+from tests.fuzz.harness import PropertyFailure
+
+
+def canon(value: Any) -> Any:
+    """A form of a decoded value that compares by content (arrays by bytes, images by header and pixels)."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return ("nd", value.dtype.str, np.shape(value), np.asarray(value).tobytes())
+    if isinstance(value, dict):
+        return {k: canon(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [canon(v) for v in value]
+    if hasattr(value, "getpixel"):  # a PIL image; jpeg/png ones decode lazily, so only their header counts
+        pixels = value.tobytes() if getattr(value, "format", None) is None else None
+        return ("img", value.mode, value.size, getattr(value, "format", None), pixels)
+    if isinstance(value, float) and value != value:
+        return ("nan",)
+    return value
+
+
+def outcome(func: Any, *args: Any) -> Any:
+    """``canon`` of the result, or the MDSError's type: what two read paths must agree on."""
+    try:
+        return canon(func(*args))
+    except MDSError as err:
+        return ("error", type(err).__name__)
+
+
+def check_views_inside(value: Any, base: np.ndarray, begin: int, end: int, where: str) -> None:
+    """Every numpy array in ``value`` that views ``base`` lies within ``base[begin:end]``.
+
+    A view that reaches past the sample's bytes is an out-of-bounds read even when the result
+    looks plausible: it shows bytes of the next sample, or of the header.
+    """
+    if isinstance(value, dict):
+        for v in value.values():
+            check_views_inside(v, base, begin, end, where)
+    elif isinstance(value, list):
+        for v in value:
+            check_views_inside(v, base, begin, end, where)
+    elif isinstance(value, np.ndarray) and value.nbytes and np.shares_memory(value, base):
+        start = value.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+        if start < begin or start + value.nbytes > end:
+            raise PropertyFailure("out-of-bounds view",
+                                  f"{where}: array at bytes {start}-{start + value.nbytes} outside {begin}-{end}")
+    elif isinstance(value, (bytes, str)) and len(value) > (end - begin) * (1 if isinstance(value, bytes) else 4):
+        raise PropertyFailure("out-of-bounds bytes", f"{where}: {len(value)} bytes from a {end - begin}-byte sample")

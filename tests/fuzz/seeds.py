@@ -1,0 +1,106 @@
+"""Seed inputs: the reference's golden datasets (tests/fixtures/mds-golden) and small datasets written here.
+
+The golden files are real output of Mosaic Streaming's writer, so mutations start from exactly
+what readers meet in practice; ``all_encodings_dataset`` adds a shard with every encoding of the
+registry, which the golden files do not cover together.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from decimal import Decimal
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mds_core.format.index import ShardInfo, parse_index
+
+GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "mds-golden" / "datasets"
+RAW_DATASETS = ["arrays", "images", "merged", "mixed_multishard", "pkl_unsafe", "scalars", "text",
+                "zero_sample_shard"]
+ZIP_DATASETS = ["mixed_br", "mixed_bz2", "mixed_gz", "mixed_snappy", "mixed_zstd", "mixed_zstd_19"]
+SHARDS_PER_DATASET = 2  # more shards of the same dataset add seeds, not new code paths
+
+
+def golden_index_texts() -> list[bytes]:
+    return [(path / "index.json").read_bytes() for path in sorted(GOLDEN.iterdir()) if (path / "index.json").exists()]
+
+
+def shards_of(root: Path, limit: int = SHARDS_PER_DATASET) -> list[tuple[ShardInfo, Path]]:
+    shards = parse_index((root / "index.json").read_bytes(), str(root))
+    return [(shard, root) for shard in shards[:limit]]
+
+
+@lru_cache(maxsize=None)
+def raw_shard_seeds(extra_root: str | None = None) -> list[tuple[str, ShardInfo, bytes]]:
+    """(name, index entry, shard bytes) of uncompressed shards: golden ones, then those under ``extra_root``."""
+    roots = [GOLDEN / name for name in RAW_DATASETS] + ([Path(extra_root)] if extra_root else [])
+    seeds = []
+    for root in roots:
+        for shard, _ in shards_of(root):
+            seeds.append((f"{root.name}/{shard.raw_data.basename}", shard,
+                          (root / shard.raw_data.basename).read_bytes()))
+    return seeds
+
+
+@lru_cache(maxsize=None)
+def zip_shard_seeds() -> list[tuple[str, ShardInfo, bytes]]:
+    """(name, index entry, compressed bytes) of every codec's golden shards."""
+    seeds = []
+    for name in ZIP_DATASETS:
+        for shard, root in shards_of(GOLDEN / name):
+            assert shard.zip_data is not None
+            seeds.append((f"{name}/{shard.zip_data.basename}", shard, (root / shard.zip_data.basename).read_bytes()))
+    return seeds
+
+
+def _images() -> dict[str, Any]:
+    from PIL import Image
+
+    rgb = Image.fromarray(np.arange(2 * 3 * 3, dtype=np.uint8).reshape(2, 3, 3), "RGB")
+    gray = Image.fromarray(np.arange(4 * 4, dtype=np.uint8).reshape(4, 4) * 9, "L")
+    jpeg = io.BytesIO()
+    rgb.save(jpeg, format="JPEG")
+    return {"pil": gray, "jpeg": rgb, "png": gray, "list[pil]": [gray, rgb], "list[jpeg]": [rgb],
+            "list[png]": [gray, gray], "jpeg_array": [jpeg.getvalue()], "jpegarray": [jpeg.getvalue()] * 2}
+
+
+def sample_values(i: int) -> dict[str, Any]:
+    """Sample ``i`` of the all-encodings dataset: one column per encoding name (plus ndarray forms)."""
+    values: dict[str, Any] = {
+        "bytes": bytes(range(i + 3)), "str": "héllo" * i, "int": -(10**i), "str_int": 7 * i - 3,
+        "str_float": 1.5 / (i + 1), "str_decimal": Decimal(f"{i}.25"), "json": {"k": [i, None, "v"]},
+        "pkl": {"set": {i}, "t": (1, 2.0)},
+        "ndarray": np.arange(i + 2, dtype=np.int32).reshape(1, -1), "ndarray:float32": np.ones(i + 1, np.float32),
+        "ndarray:uint8:2,3": np.full((2, 3), i, np.uint8),
+    }
+    for dtype in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                  "float16", "float32", "float64"):
+        values[dtype] = np.dtype(dtype).type(i + 1)
+    values.update(_images())
+    return values
+
+
+def column_name(encoding: str) -> str:
+    return "c_" + "".join(ch if ch.isalnum() else "_" for ch in encoding)
+
+
+def all_encodings_dataset(out: str, samples: int = 4, **writer_args: Any) -> str:
+    """An MDS dataset under ``out`` with one column per encoding of the registry (the same bytes every run)."""
+    from mds_core import MDSWriter
+
+    if os.path.exists(os.path.join(out, "index.json")):
+        return out
+    columns = {column_name(e): e for e in sample_values(0)}
+    with MDSWriter(out=out, columns=columns, **writer_args) as writer:
+        for i in range(samples):
+            writer.write({column_name(e): v for e, v in sample_values(i).items()})
+    return out
+
+
+def load_index_json(root: str) -> Any:
+    return json.loads(Path(root, "index.json").read_bytes())

@@ -1,0 +1,22 @@
+"""The fuzz targets by name, and a per-process cache of set-up targets (setup writes seed datasets once)."""
+
+from __future__ import annotations
+
+from tests.fuzz.harness import Target, scratch_dir
+from tests.fuzz.targets_format import CompressedTarget, DecodeTarget, IndexTarget, ShardTarget
+from tests.fuzz.targets_state import ManifestTarget, ResumeTarget
+from tests.fuzz.targets_verify import VerifyTarget
+
+TARGETS: dict[str, type] = {cls.name: cls for cls in (
+    IndexTarget, ShardTarget, DecodeTarget, CompressedTarget, ResumeTarget, ManifestTarget, VerifyTarget)}
+
+_READY: dict[str, Target] = {}
+
+
+def prepared(name: str, workdir: str | None = None) -> Target:
+    """Target ``name``, set up once in this process (in ``workdir``, or a fresh scratch directory)."""
+    if name not in _READY:
+        target = TARGETS[name]()
+        target.setup(workdir or scratch_dir(name))
+        _READY[name] = target
+    return _READY[name]

@@ -1,0 +1,116 @@
+"""Fuzz targets for the small JSON records around the data: resume state dicts and shard-set manifests."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import PurePosixPath
+from typing import Any
+
+from mds_core import MDSWriter
+from mds_core.errors import MDSError
+from mds_core.order import generate_work
+from mds_core.streaming.world import detect_world
+from tests.fuzz.harness import PropertyFailure
+from tests.fuzz.mutate import mutate_bytes, mutate_json
+
+
+def _small_dataset(out: str, rows: int = 24, size_limit: int = 300) -> str:
+    with MDSWriter(out=out, columns={"id": "int", "text": "str"}, size_limit=size_limit, exist_ok=True) as writer:
+        for i in range(rows):
+            writer.write({"id": i, "text": f"row {i}"})
+    return out
+
+
+class ResumeTarget:
+    """State dicts -> ``StreamingDataset.load_state_dict``; an accepted state must then give its epoch's order.
+
+    ``validate_state`` promises that a bad checkpoint fails at load, not mid-epoch: so an accepted
+    state whose order cannot be computed (any error at all) is a failure too.
+    """
+
+    name = "resume"
+
+    def setup(self, workdir: str) -> None:
+        from mds_core import StreamingDataset
+
+        data = _small_dataset(os.path.join(workdir, "data"))
+        self.dataset = StreamingDataset(local=data, batch_size=2, shuffle=True, job_root=os.path.join(workdir, "job"),
+                                        telemetry=False)
+        self.world = detect_world()
+        base = self.dataset.state_dict(num_samples=5, from_beginning=True)
+        self.seeds = [base, {**base, "epoch": -1, "sample_in_epoch": 0}, {**base, "fingerprint": None},
+                      {**base, "epoch": 3, "sample_in_epoch": self.dataset.epoch_size}]
+
+    def generate(self, rng: random.Random) -> dict[str, Any]:
+        seed = rng.choice(self.seeds)
+        if rng.random() < 0.1:  # the state as a checkpoint file would hold it, bytes mutated, if it still parses
+            try:
+                return {"state": json.loads(mutate_bytes(rng, json.dumps(seed).encode()))}
+            except ValueError:
+                pass
+        return {"state": mutate_json(rng, seed)}
+
+    def check(self, case: dict[str, Any]) -> None:
+        state = case["state"]
+        self.dataset.load_state_dict(state)
+        spec = self.dataset._spec_for(state, self.world)
+        epoch, position = max(state["epoch"], 0), state["sample_in_epoch"] if state["epoch"] >= 0 else 0
+        try:
+            generate_work(spec, 1, 1, 1, epoch, position)
+        except MDSError as err:
+            raise PropertyFailure("accepted state fails mid-epoch", f"{type(err).__name__}: {err}") from err
+
+
+class ManifestTarget:
+    """A shard set's ``_versions/*.json``, ``published.json`` and version indexes -> every ``ShardSet`` reader."""
+
+    name = "manifest"
+
+    def setup(self, workdir: str) -> None:
+        from mds_core.versions import ShardSet
+
+        self.root = os.path.join(workdir, "set")
+        self.shard_set = ShardSet(self.root, retry=1)
+        if not os.path.exists(os.path.join(self.root, "_versions", "published.json")):
+            for mode, rows in (("overwrite", 6), ("append", 4)):
+                with self.shard_set.transaction(mode) as tx:
+                    _small_dataset(tx.out, rows, size_limit=1 << 20)
+        names = [os.path.relpath(os.path.join(d, f), self.root) for d, _, fs in os.walk(os.path.join(self.root, "_versions"))
+                 for f in fs] + ["index.json"]
+        self.files = {name: open(os.path.join(self.root, name), "rb").read() for name in sorted(names)}
+
+    def generate(self, rng: random.Random) -> dict[str, Any]:
+        name = rng.choice(sorted(self.files))
+        data = self.files[name]
+        if rng.random() < 0.6:
+            data = json.dumps(mutate_json(rng, json.loads(data))).encode()
+        else:
+            data = mutate_bytes(rng, data)
+        return {"file": name, "data": data}
+
+    def check(self, case: dict[str, Any]) -> None:
+        path = os.path.join(self.root, case["file"])
+        with open(path, "wb") as file:
+            file.write(case["data"])
+        try:
+            self._read_everything()
+        finally:
+            with open(path, "wb") as file:
+                file.write(self.files[case["file"]])
+
+    def _read_everything(self) -> None:
+        shard_set = self.shard_set
+        for info in shard_set.versions():
+            # What a manifest names is later read, listed or deleted: it must be a path inside the root.
+            if not isinstance(info.version, int) or not isinstance(info.index, str) or \
+                    PurePosixPath(info.index).is_absolute() or ".." in PurePosixPath(info.index).parts:
+                raise PropertyFailure("manifest accepted with a bad field", f"version {info.version!r} index {info.index!r}")
+        shard_set.latest()
+        shard_set.published()
+        for number in (1, 2):
+            shard_set.version(number)
+            shard_set.shards(number)
+        shard_set.diff(1, 2)
+        shard_set.vacuum(dry_run=True)

@@ -1,0 +1,187 @@
+"""The remote matrix of tests/storage/test_remote.py, on Google Cloud Storage and Azure Blob emulators.
+
+fake-gcs-server (``gs://``, gcsfs) and Azurite (``az://``, adlfs) run as processes on 127.0.0.1
+(tests/emulators.py); nothing is mocked. Request counts and faults come from ``tests.s3.FaultProxy``
+between the clients and the emulator, reached through the same environment variables that ranks and
+DataLoader workers inherit.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from mds_core import MDSWriter, StreamingDataset
+from mds_core.errors import StorageError, VersionConflictError
+from mds_core.storage.remote import open_store
+from mds_core.versions import ShardSet
+from tests.s3 import FaultProxy, apply_env, restore_env
+from tests.storage.test_remote import COLUMNS, _ids, _no_temporary_files, _write
+from tests.streaming.test_distributed import _run_ranks
+
+SERVERS = {"gcs": "gcs_server", "azure": "azurite_server"}
+
+
+@pytest.fixture(params=sorted(SERVERS))
+def server(request):
+    return request.getfixturevalue(SERVERS[request.param])
+
+
+@pytest.fixture
+def proxy(server):
+    """A FaultProxy in front of the emulator; the clients' environment points at it meanwhile."""
+    proxy = FaultProxy(server.endpoint)
+    saved = apply_env(server.env(proxy.endpoint))
+    yield proxy
+    restore_env(saved)
+    proxy.stop()
+
+
+def _dataset(url: str, tmp_path: Path, name: str = "cache", **kwargs) -> StreamingDataset:
+    return StreamingDataset(remote=url, local=str(tmp_path / name), batch_size=4, job_root=str(tmp_path / "jobs"),
+                            **kwargs)
+
+
+def test_write_then_stream_every_sample_back(server, tmp_path: Path) -> None:
+    url = f"{server.new_root()}/data"
+    samples = _write(url, compression="zstd", hashes=["sha1", "xxh64"])
+    keys = open_store(url).list()
+    assert keys[0] == "index.json" and all(k.endswith(".mds.zstd") for k in keys[1:]) and len(keys) > 5
+    got = {int(s["id"]): s["payload"] for s in _dataset(url, tmp_path, validate_hash="sha1")}
+    assert got == {s["id"]: s["payload"] for s in samples}
+    assert _no_temporary_files(tmp_path / "cache")
+
+
+def test_two_ranks_two_workers_fetch_each_file_once_per_node(server, proxy, tmp_path: Path) -> None:
+    root = server.new_root()
+    url = f"{root}/data"
+    _write(url, n=400)
+    shard_keys = [k for k in open_store(url).list() if k != "index.json"]
+    proxy.requests.clear()
+    config = {"remote": url, "local": str(tmp_path / "cache"), "batch_size": 4, "num_workers": 2,
+              "job_root": str(tmp_path / "jobs"), "dataset_kwargs": {"shuffle": True, "num_canonical_nodes": 2}}
+    outputs = _run_ranks(tmp_path / "ranks", 2, 2, config)  # the ranks reach the emulator through the proxy
+    seen = Counter(i for out in outputs for batch in out["batches"] for i in batch)
+    assert seen == Counter(range(400))  # every sample exactly once over the node
+    assert server.object_gets(proxy.requests, root) == {f"data/{key}": 1 for key in ["index.json", *shard_keys]}
+
+
+def test_uploads_and_downloads_survive_dropped_failing_and_truncated_responses(server, proxy,
+                                                                                tmp_path: Path) -> None:
+    url = f"{server.new_root()}/data"
+    uploads = [proxy.add(server.upload_fault("status", r"shard\.00001\.mds", value=503)),
+               proxy.add(server.upload_fault("drop", r"shard\.00002\.mds")),
+               proxy.add(server.upload_fault("lose", r"shard\.00003\.mds"))]
+    samples = _write(url, n=300, retry=3, keep_local=False)
+    assert all(f.hits == 1 for f in uploads)
+    expected = _ids(_dataset(url, tmp_path, "clean", shuffle=True))
+    downloads = [proxy.add(server.download_fault(action, rf"shard\.0000{i}\.mds", value=value))
+                 for i, (action, value) in enumerate([("drop", 0), ("status", 503), ("status", 500),
+                                                      ("truncate", 1000), ("delay", 0.5)])]
+    dataset = _dataset(url, tmp_path, shuffle=True, download_retry=3)
+    got = [sample for sample in dataset]
+    assert [int(s["id"]) for s in got] == expected and sorted(expected) == list(range(300))
+    assert {int(s["id"]): s["payload"] for s in got} == {s["id"]: s["payload"] for s in samples}
+    assert all(f.hits == 1 for f in downloads)
+    assert _no_temporary_files(tmp_path / "cache")
+
+
+def test_retry_counts_every_attempt_the_client_makes(server, proxy, tmp_path: Path) -> None:
+    """The client libraries' own retries are off: ``download_retry=2`` is two requests, then a StorageError."""
+    url = f"{server.new_root()}/data"
+    _write(url, n=100)
+    fault = proxy.add(server.download_fault("status", r"shard\.00002\.mds", value=503, times=10))
+    with pytest.raises(StorageError, match=rf"download of {url}/shard.00002.mds failed after 2 attempt\(s\)"):
+        _ids(_dataset(url, tmp_path, download_retry=2))
+    assert fault.hits == 2
+    assert not (tmp_path / "cache" / "shard.00002.mds").exists() and _no_temporary_files(tmp_path / "cache")
+
+
+def test_download_timeout_is_a_deadline_per_file(server, proxy, tmp_path: Path) -> None:
+    url = f"{server.new_root()}/data"
+    _write(url, n=100)
+    proxy.add(server.download_fault("delay", r"shard\.00000\.mds", value=8, times=5))
+    dataset = _dataset(url, tmp_path, download_retry=1, download_timeout=3)
+    with pytest.raises(StorageError, match=r"shard.00000.mds failed after 1 attempt\(s\): .*within the 3 s timeout"):
+        _ids(dataset)
+    assert _no_temporary_files(tmp_path / "cache")
+
+
+# ------------------------------------------------------------------------------------------------
+# exclusive create: version commits
+
+
+def test_racing_conditional_creates_have_exactly_one_winner(server) -> None:
+    store = open_store(f"{server.new_root()}/race")
+    for name in ("a", "b", "c"):
+        start, winners = threading.Barrier(12), []
+
+        def create(n: int, name: str = name, start: threading.Barrier = start, winners: list = winners) -> None:
+            start.wait()
+            if store.write_if_absent(name, f"writer {n}".encode()):
+                winners.append(n)
+
+        threads = [threading.Thread(target=create, args=(n,)) for n in range(12)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(winners) == 1 and store.read_bytes(name) == f"writer {winners[0]}".encode()
+
+
+def test_concurrent_commits_have_one_winner_per_version_and_the_losers_commit_later(server, tmp_path: Path) -> None:
+    root = f"{server.new_root()}/set"
+    shard_set = ShardSet(root)
+    with shard_set.transaction("overwrite") as first:
+        _write_ids(first.out, range(5))
+    transactions = [shard_set.transaction("append") for _ in range(6)]
+    for n, tx in enumerate(transactions):
+        _write_ids(tx.out, range(100 * (n + 1), 100 * (n + 1) + 5))
+    start, won, lost = threading.Barrier(len(transactions)), [], []
+
+    def commit(tx) -> None:
+        start.wait()
+        try:
+            won.append((shard_set.commit(tx.id, "append", parent=1).version, tx))
+        except VersionConflictError:
+            lost.append(tx)
+
+    threads = [threading.Thread(target=commit, args=(tx,)) for tx in transactions]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [version for version, _ in won] == [2] and len(lost) == 5
+    for n, tx in enumerate(lost):  # nothing of theirs was lost: each commits on top of the latest
+        assert shard_set.commit(tx.id, "append").version == 3 + n
+    assert [v.version for v in shard_set.versions()] == list(range(1, 8))
+    order = [won[0][1], *lost]
+    expected = list(range(5)) + [i for tx in order for i in _tx_ids(transactions, tx)]
+    assert _ids(_dataset(root, tmp_path, version=7)) == expected
+
+
+def test_a_lost_reply_to_the_winning_create_still_wins(server, proxy, tmp_path: Path) -> None:
+    """The manifest was created but its reply never came: the retry finds its own bytes and wins."""
+    root = f"{server.new_root()}/set"
+    shard_set = ShardSet(root)
+    with shard_set.transaction("overwrite") as tx:
+        _write_ids(tx.out, range(10))
+    fault = proxy.add(server.upload_fault("lose", r"_versions/00000002\.json"))
+    with shard_set.transaction("append") as tx:
+        _write_ids(tx.out, range(10, 20))
+    assert fault.hits == 1 and tx.version.version == 2
+    assert _ids(_dataset(root, tmp_path)) == list(range(20))
+
+
+def _write_ids(out: str, ids: range) -> None:
+    with MDSWriter(out=out, columns=COLUMNS, size_limit=4096) as writer:
+        for i in ids:
+            writer.write({"id": i, "payload": b"x" * 10})
+
+
+def _tx_ids(transactions: list, tx) -> range:
+    n = transactions.index(tx)
+    return range(100 * (n + 1), 100 * (n + 1) + 5)

@@ -1,0 +1,118 @@
+"""Many writers committing at once: exactly one winner per version number, and every loser's data
+committable later. Threads share a process; processes race through the store alone. Local disks
+(hard link) and S3 (conditional PUT on the loopback server) both give an exclusive create."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from mds_core import StreamingDataset
+from mds_core.errors import VersionConflictError
+from mds_core.storage.exclusive import ExclusiveCreateUnsupported
+from mds_core.versions import ShardSet
+from tests.crash.operations import write_rows
+
+ROOT = Path(__file__).resolve().parents[2]
+WRITERS = 8
+_COMMIT_AT = """
+import json, sys, time
+from mds_core.errors import VersionConflictError
+from mds_core.versions import ShardSet
+root, transaction, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
+shard_set = ShardSet(root)
+time.sleep(max(0.0, start - time.time()))
+try:
+    print(json.dumps(shard_set.commit(transaction, "append", parent=1, publish=False).version))
+except VersionConflictError:
+    print(json.dumps("conflict"))
+"""
+
+
+@pytest.fixture(params=["local", "s3"])
+def root(request, tmp_path: Path) -> str:
+    if request.param == "local":
+        return str(tmp_path / "set")
+    return f"s3://{request.getfixturevalue('s3_server').new_bucket()}/set"
+
+
+def _prepare(root: str) -> tuple[ShardSet, list[str]]:
+    """Version 1, then WRITERS transactions written from it, each with its own rows."""
+    shard_set = ShardSet(root)
+    with shard_set.transaction("append") as tx:
+        write_rows(tx.out, range(10))
+    transactions = []
+    for n in range(WRITERS):
+        tx = shard_set.transaction("append")
+        write_rows(tx.out, range(100 * (n + 1), 100 * (n + 1) + 10))
+        transactions.append(tx.id)
+    return shard_set, transactions
+
+
+def _in_threads(shard_set: ShardSet, transactions: list[str]) -> list[object]:
+    start, outcomes = threading.Barrier(len(transactions)), []
+
+    def commit(transaction: str) -> None:
+        start.wait()
+        try:
+            outcomes.append(shard_set.commit(transaction, "append", parent=1, publish=False).version)
+        except VersionConflictError:
+            outcomes.append("conflict")
+
+    threads = [threading.Thread(target=commit, args=(tx,)) for tx in transactions]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return outcomes
+
+
+def _in_processes(shard_set: ShardSet, transactions: list[str]) -> list[object]:
+    start = time.time() + 3.0  # every process has imported and opened its store by then
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [subprocess.Popen([sys.executable, "-c", _COMMIT_AT, shard_set.store.url, tx, str(start)],
+                              cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for tx in transactions]
+    outcomes = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err[-2000:]
+        outcomes.append(json.loads(out))
+    return outcomes
+
+
+@pytest.mark.parametrize("race", [_in_threads, _in_processes], ids=["threads", "processes"])
+def test_many_committers_one_winner_and_every_loser_commits_later(root: str, race, tmp_path: Path) -> None:
+    shard_set, transactions = _prepare(root)
+    outcomes = race(shard_set, transactions)
+    assert sorted(outcomes, key=str) == [2] + ["conflict"] * (WRITERS - 1)
+    # Each loser commits again on top of whatever is latest: nothing it wrote was lost.
+    for transaction in transactions:
+        shard_set.commit(transaction, "append")  # the winner's is already committed: published only
+    versions = shard_set.versions()
+    assert [v.version for v in versions] == list(range(1, WRITERS + 2))
+    assert sorted(v.transaction for v in versions[1:]) == sorted(transactions)  # each exactly once
+    dataset = StreamingDataset(remote=root, local=str(tmp_path / "read"), batch_size=1, shuffle=False,
+                               job_root=str(tmp_path / "jobs"))
+    expected = list(range(10)) + [i for n in range(WRITERS) for i in range(100 * (n + 1), 100 * (n + 1) + 10)]
+    assert sorted(int(s["id"]) for s in dataset) == expected
+
+
+def test_a_store_without_an_exclusive_create_is_refused_before_anything_is_written(monkeypatch) -> None:
+    # The legacy DBFS API (fsspec's DatabricksFileSystem) has no create-if-absent.
+    monkeypatch.setenv("DATABRICKS_HOST", "https://127.0.0.1:9")
+    monkeypatch.setenv("DATABRICKS_TOKEN", "unused")
+    shard_set = ShardSet("dbfs:/Volumes/main/default/set")
+    message = (r"dbfs:/Volumes/main/default/set: dbfs:// cannot create a file exclusively, so two writers "
+               r"committing at once could both succeed\. Keep versioned shard sets on a store that can \(.*s3://")
+    with pytest.raises(ExclusiveCreateUnsupported, match=message):
+        shard_set.transaction("append")
+    with pytest.raises(ExclusiveCreateUnsupported, match=message):
+        shard_set.commit("20260101T000000-abcdef12", "append")
