@@ -29,7 +29,7 @@ demo: install
 
 # The Dagster UI (webserver and daemon) on http://127.0.0.1:$(UI_PORT).
 ui: install
-	mkdir -p $(DAGSTER_HOME) && cp dagster.yaml $(DAGSTER_HOME)/dagster.yaml
+	$(PY) -m pipelines.instance $(DAGSTER_HOME)
 	DAGSTER_HOME=$(DAGSTER_HOME) $(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p $(UI_PORT)
 
 # System prerequisites first (Java 17+, a C compiler with Python headers, Chromium and chromedriver):

@@ -41,6 +41,16 @@ Scenarios (``--scenarios``):
   keeps every shard on local disk until the end when merging; ours uploads each shard as it completes.
   The moto server shares the two cores and is reset after each run; its CPU is reported apart (it is
   not in the run's process tree). No target there: it is a check of bounded executor-side disk.
+* ``cluster``: the same call on a Spark standalone cluster started for the benchmark from pyspark's own
+  distribution (``tests/spark_cluster.py``): a master and two workers on 127.0.0.1, each worker 1 core
+  and 3 GB, one executor per worker (2 GB), the driver a separate ``spark://`` application (driver
+  memory 2 GB) reading the same cached Parquet (a shared path: one host) and writing a local ``out``
+  (shared the same way). Each repetition runs every run twice, interleaved: on ``local[2]`` (as in
+  ``local``), then on the cluster, so the two see the same machine load. CPU seconds of a cluster run
+  add the workers' process trees (their executor JVMs and Python workers) to the driver's; peak scratch
+  is sampled under the workers' directories. The executors run the project's ``.venv`` Python (mds_core
+  from the editable install), not a shipped zip. Target: ours on the cluster within 1.25x of ours on
+  ``local[2]`` (the same 2 cores).
 
 The orchestrating process samples the disk used by each run's scratch space (its ``TMPDIR``, holding
 Spark's local dirs and every temporary directory either converter makes) every 0.2 s: the
@@ -192,26 +202,36 @@ def child(spec: dict[str, Any]) -> None:
     from pyspark.sql import SparkSession
 
     run, scratch = spec["run"], spec["scratch"]
-    spark = (SparkSession.builder.master("local[2]").appName(f"bench-{run}")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.memory", "6g").config("spark.local.dir", os.path.join(scratch, "spark-local"))
-             .getOrCreate())
+    builder = (SparkSession.builder.master(spec.get("master", "local[2]")).appName(f"bench-{run}")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.driver.memory", "6g").config("spark.local.dir", os.path.join(scratch, "spark-local")))
+    for key, value in spec.get("conf", {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     frame = spark.read.parquet(spec["source"])
     rows = frame.count()  # warm-up: file listing, JVM
     os.sync()  # the previous run's output must not be written back during this one
     action = _action(run, frame, spec)
-    cpu0 = harness.process_tree_cpu()
+    cpu0 = _tree_cpu(spec)
     started = time.perf_counter()
     written = action()
     seconds = time.perf_counter() - started
-    cpu1 = harness.process_tree_cpu()
+    cpu1 = _tree_cpu(spec)
     report = {"run": run, "rows": rows, "seconds": seconds, "partitions": frame.rdd.getNumPartitions(),
               **_cpu_split(cpu0, cpu1, os.getpid())}
     if written is not None:
         report["written_rows"] = written
     spark.stop()
     print("RESULT " + json.dumps(report), flush=True)
+
+
+def _tree_cpu(spec: dict[str, Any]) -> dict[int, tuple[str, float]]:
+    """This process's tree, and on a cluster the workers' trees too (their executors and Python workers)."""
+    found = harness.process_tree_cpu()
+    for pid in spec.get("worker_pids", []):
+        found.update(harness.process_tree_cpu(pid))
+    return found
 
 
 def _action(run: str, frame: Any, spec: dict[str, Any]) -> Any:
@@ -348,7 +368,8 @@ class Moto:
         self.process.wait(timeout=30)
 
 
-def measure(run: str, scenario: str, table: str, work: Path, source: Path, moto: Moto | None) -> dict[str, Any]:
+def measure(run: str, scenario: str, table: str, work: Path, source: Path, moto: Moto | None,
+            cluster: Any = None) -> dict[str, Any]:
     base = work / f"{scenario}-{table}-{run}"
     shutil.rmtree(base, ignore_errors=True)
     scratch = base / "scratch"
@@ -364,16 +385,23 @@ def measure(run: str, scenario: str, table: str, work: Path, source: Path, moto:
     else:
         out = str(base / "out")
     spec = {"run": run, "source": str(source), "out": out, "scratch": str(scratch), "columns": COLUMNS[table]}
+    sampled = scratch
+    if cluster is not None:
+        spec.update(master=cluster.master_url, worker_pids=[p.pid for p in cluster.processes[1:]], conf={
+            "spark.driver.memory": "2g", "spark.executor.memory": "2g", "spark.driver.host": "127.0.0.1",
+            "spark.driver.bindAddress": "127.0.0.1"})
+        sampled = cluster.root
     moto_cpu0 = harness.tree_cpu_seconds(moto.process.pid) if moto is not None else 0.0
+    baseline = disk_usage(sampled) if cluster is not None else 0  # the workers' earlier logs
     try:
-        with DiskSampler(scratch) as sampler:
+        with DiskSampler(sampled) as sampler:
             proc = subprocess.run([str(python), __file__, "--child", json.dumps(spec)],
                                   check=False, env=env, capture_output=True, text=True, timeout=7200)
         lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
         if proc.returncode or not lines:
             raise RuntimeError(f"{run}/{scenario}/{table} failed:\n{proc.stderr[-4000:]}")
         report = json.loads(lines[-1][7:])
-        report["peak_scratch_bytes"] = sampler.peak
+        report["peak_scratch_bytes"] = sampler.peak - baseline
         if moto is not None:  # the server's CPU over the whole child process (it idles outside the call)
             report["cpu_moto"] = harness.tree_cpu_seconds(moto.process.pid) - moto_cpu0
             report["output_bytes"] = moto.stored_bytes(bucket)
@@ -477,6 +505,87 @@ def section(table: str, scenario: str, rows: int, got: dict[str, list[dict[str, 
     return lines + [""]
 
 
+CLUSTER_RUNS = ("ours", "arrow", "ours-raw")
+
+
+def run_cluster(args: Any, tables: list[str], runs: list[str], sources: dict[str, Path],
+                results: dict[tuple[str, str, str], list[dict[str, Any]]], errors: dict[tuple[str, str, str], str],
+                partitions: dict[str, int]) -> None:
+    """Each run on local[2] (key "cluster-local"), then on the 2-worker standalone cluster (key "cluster")."""
+    sys.path.insert(0, str(ROOT))
+    from tests.spark_cluster import StandaloneCluster
+
+    root = args.work / "cluster"
+    shutil.rmtree(root, ignore_errors=True)
+    started = time.perf_counter()
+    cluster = StandaloneCluster(root, workers=2, cores=1, memory="3g")
+    print(f"cluster {cluster.master_url} up in {time.perf_counter() - started:.1f} s", flush=True)
+    try:
+        for table in tables:
+            for rep in range(args.reps):
+                for run in [r for r in runs if r in CLUSTER_RUNS]:
+                    for scenario in ("cluster-local", "cluster"):
+                        _measure_into(results, errors, partitions, (scenario, table, run), rep,
+                                      lambda: measure(run, scenario, table, args.work, sources[table], None,
+                                                      cluster if scenario == "cluster" else None))
+    finally:
+        cluster.stop()
+
+
+
+def _measure_into(results: dict, errors: dict, partitions: dict, key: tuple[str, str, str], rep: int,
+                  take: Any) -> None:
+    """One measurement: its report joins ``results``, or its failure's last line goes to ``errors``."""
+    scenario, table, run = key
+    try:
+        report = take()
+    except Exception as err:  # noqa: BLE001  (reported in the table)
+        errors[key] = str(err).strip().splitlines()[-1][:300]
+        print(f"FAILED {key}: {err}", file=sys.stderr, flush=True)
+        return
+    results.setdefault(key, []).append(report)
+    partitions[table] = report["partitions"]
+    print(f"{scenario} {table} rep {rep + 1} {run}: {report['seconds']:.2f} s, "
+          f"cpu {report['cpu_seconds']:.2f} s, verified {report['verified']}", flush=True)
+
+def cluster_section(table: str, rows: int, results: dict[tuple[str, str, str], list[dict[str, Any]]]) -> list[str]:
+    lines = [f"## `{table}` table, local `out`: `local[2]` and a 2-worker standalone cluster", "",
+             f"{rows:,} rows: {TABLE_TEXT[table]}.", "",
+             ("Each repetition runs each run on `local[2]` (driver memory 6 GB, as above), then on a Spark standalone "
+              "cluster started for the benchmark from pyspark's distribution: a master and 2 workers on 127.0.0.1, "
+              "each 1 core and 3 GB, one executor per worker (2 GB), the driver a separate application (2 GB). The same "
+              "cached Parquet and a local `out` (one host, so a shared path; the converter's shared-path probe, one "
+              "small job, is inside the timed call). A cluster run's CPU adds the workers' process trees (executor "
+              "JVMs and their Python workers) to the driver's; its peak scratch is sampled under the workers' dirs."),
+             "",
+             ("| run | where | rows/s | seconds, median [min–max] | CPU seconds, median [min–max] (driver / JVMs / "
+              "Python workers) | CPU ÷ wall | peak scratch | rows checked |"),
+             "|---|---|--:|--:|--:|--:|--:|---|"]
+    for run in CLUSTER_RUNS:
+        for scenario, where in (("cluster-local", "`local[2]`"), ("cluster", "cluster, 2 workers x 1 core")):
+            got = results.get((scenario, table, run))
+            if not got:
+                continue
+            secs = [r["seconds"] for r in got]
+            med = harness.median(secs)
+            cpu = harness.median(r["cpu_seconds"] for r in got)
+            checked = "yes" if all(r["verified"] for r in got) else "**NO**"
+            lines.append(f"| {LABELS[run]} | {where} | {harness.fmt(rows / med)} | {harness.spread(secs)} | "
+                         f"{_cpu(got)} | {cpu / med:.2f} | "
+                         f"{_mb(harness.median(r['peak_scratch_bytes'] for r in got))} | {checked} |")
+    lines += ["", "| ratio (of medians [min–max of the repetitions]) | value |", "|---|---|"]
+    for run in CLUSTER_RUNS:
+        local, remote = results.get(("cluster-local", table, run)), results.get(("cluster", table, run))
+        if local and remote:
+            ratio = harness.ratio_of_medians([r["seconds"] for r in remote], [r["seconds"] for r in local])
+            target = 1.25 if run == "ours" else None
+            cell = harness.ratio_cell(ratio, target, at_most=True) if target else harness.ratio_cell(ratio)
+            lines.append(f"| {LABELS[run].split(':')[0]}: cluster time ÷ `local[2]` time | {cell} |")
+            cpu = harness.ratio_of_medians([r["cpu_seconds"] for r in remote], [r["cpu_seconds"] for r in local])
+            lines.append(f"| {LABELS[run].split(':')[0]}: cluster CPU seconds ÷ `local[2]`'s | {harness.ratio_cell(cpu)} |")
+    return lines + [""]
+
+
 def env_versions(python: Path) -> str:
     code = ("import importlib.metadata as m\nout = []\n"
             "for d in ('pyspark', 'mds-pipelines', 'mosaicml-streaming', 'pyarrow', 'pandas', 'numpy'):\n"
@@ -497,7 +606,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows in each table")
     parser.add_argument("--tables", default=",".join(TABLES), help="comma list of: floats, rich")
-    parser.add_argument("--scenarios", default="local,s3", help="comma list of: local, s3")
+    parser.add_argument("--scenarios", default="local,s3", help="comma list of: local, s3, cluster")
     parser.add_argument("--runs", default=",".join(RUNS), help=f"comma list of: {', '.join(RUNS)}")
     parser.add_argument("--reps", type=int, default=3, help="repetitions of each run (interleaved)")
     parser.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "mds-bench-spark")
@@ -509,7 +618,7 @@ def main() -> None:
         return
     tables, scenarios = args.tables.split(","), args.scenarios.split(",")
     runs = [run for run in RUNS if run in args.runs.split(",")]
-    unknown = (set(tables) - set(TABLES)) | (set(scenarios) - {"local", "s3"}) | (set(args.runs.split(",")) - set(RUNS))
+    unknown = (set(tables) - set(TABLES)) | (set(scenarios) - {"local", "s3", "cluster"}) | (set(args.runs.split(",")) - set(RUNS))
     if unknown:
         sys.exit(f"unknown table, scenario or run: {sorted(unknown)}")
     for env in sorted({ENV_OF[run] for run in runs}):
@@ -527,25 +636,19 @@ def main() -> None:
     errors: dict[tuple[str, str, str], str] = {}
     partitions: dict[str, int] = {}
     for scenario in scenarios:
+        if scenario == "cluster":
+            run_cluster(args, tables, runs, sources, results, errors, partitions)
+            continue
         moto = Moto(args.work / "moto.log") if scenario == "s3" else None
         scenario_runs = [run for run in runs if scenario == "local" or run in ("ours", "reference")]
         try:
             for table in tables:
                 for rep in range(args.reps):
                     for run in scenario_runs:
-                        key = (scenario, table, run)
-                        if key in errors:
+                        if (scenario, table, run) in errors:
                             continue  # failed before: don't retry every rep
-                        try:
-                            report = measure(run, scenario, table, args.work, sources[table], moto)
-                        except Exception as err:  # noqa: BLE001  (reported in the table)
-                            errors[key] = str(err).strip().splitlines()[-1][:300]
-                            print(f"FAILED {key}: {err}", file=sys.stderr, flush=True)
-                            continue
-                        results.setdefault(key, []).append(report)
-                        partitions[table] = report["partitions"]
-                        print(f"{scenario} {table} rep {rep + 1} {run}: {report['seconds']:.2f} s, "
-                              f"cpu {report['cpu_seconds']:.2f} s, verified {report['verified']}", flush=True)
+                        _measure_into(results, errors, partitions, (scenario, table, run), rep,
+                                      lambda: measure(run, scenario, table, args.work, sources[table], moto))
         finally:
             if moto:
                 moto.stop()
@@ -564,7 +667,9 @@ def main() -> None:
         for scenario in scenarios:
             got = {run: results[(scenario, table, run)] for run in runs if (scenario, table, run) in results}
             errs = {run: errors[(scenario, table, run)] for run in runs if (scenario, table, run) in errors}
-            if got or errs:
+            if scenario == "cluster" and got:
+                lines += cluster_section(table, args.rows, results)
+            elif got or errs:
                 lines += section(table, scenario, args.rows, got, errs)
     harness.write_report("\n".join(lines), args.out)
 

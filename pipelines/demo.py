@@ -10,7 +10,6 @@ Runs are recorded in ``$DAGSTER_HOME`` (``make ui`` shows them). Environment var
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import warnings
 from pathlib import Path
@@ -19,6 +18,7 @@ from dagster import DagsterInstance
 
 from pipelines.assets.plan import PLAN_CHECK
 from pipelines.assets.smoke import SMOKE_CHECK
+from pipelines.instance import prepare_home
 from pipelines.partitions import DAILY
 from pipelines.resources import PROJECT_ROOT, resources_from_env
 from pipelines.runs import materialize_days
@@ -29,10 +29,10 @@ QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
 def instance() -> DagsterInstance:
-    """The instance under $DAGSTER_HOME (default .dagster_home), with the project's dagster.yaml."""
+    """The instance under $DAGSTER_HOME (default .dagster_home); the project's dagster.yaml only if it has none."""
     home = Path(os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT / ".dagster_home")))
-    home.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(PROJECT_ROOT / "dagster.yaml", home / "dagster.yaml")
+    for setting in prepare_home(home):
+        print(f"note: kept your {home / 'dagster.yaml'}; it lacks `{setting}` (see dagster.yaml in the project)")
     return DagsterInstance.get()
 
 

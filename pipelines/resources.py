@@ -18,6 +18,7 @@ from dagster import ConfigurableResource
 from pydantic import Field
 
 from mds_core.storage.urls import join
+from pipelines import cluster
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -41,26 +42,43 @@ class SparkResource(ConfigurableResource):
     """
 
     master: str = Field(default="local[*]", description="Spark master URL ($MDS_SPARK_MASTER).")
+    remote: str = Field(default="", description="Spark Connect URL, sc://host:port ($MDS_SPARK_REMOTE); when set, "
+                        "the session is a Connect client and master is not used.")
     app_name: str = "mds-pipelines"
     conf: dict[str, str] = Field(default_factory=dict, description="Extra Spark settings (spark.* keys).")
+    writer_tasks: int = Field(default=0, description="Tasks that write a shard set (one sub-directory each); "
+                              "0: the cluster's default parallelism ($MDS_WRITER_TASKS).")
+    master_timeout: float = Field(default=cluster.DEFAULT_MASTER_TIMEOUT,
+                                  description="Seconds to reach a spark:// master and get a first executor "
+                                              "($MDS_SPARK_MASTER_TIMEOUT).")
 
     def session(self) -> "SparkSession":
+        if self.remote:  # Spark Connect: checked to answer within $MDS_SPARK_CONNECT_TIMEOUT seconds
+            from mds_core.convert.spark_connect import connect_session
+
+            # The pipelines' session settings (spark.sql.*); the others are the server's to choose.
+            sql = {k: v for k, v in cluster.COMMON_DEFAULTS.items() if k.startswith("spark.sql.")}
+            return connect_session(self.remote, {**sql, **self.conf})
+        from pyspark import SparkContext
         from pyspark.sql import SparkSession
 
         builder = SparkSession.builder.master(self.master).appName(self.app_name)
-        # Small-machine defaults: few shuffle partitions, no UI port to collide on.
-        defaults = {"spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false",
-                    "spark.ui.showConsoleProgress": "false",
-                    "spark.sql.session.timeZone": "UTC", "spark.driver.memory": "2g",
-                    # Keep the `day` partition column a 'YYYY-MM-DD' string, not a date.
-                    "spark.sql.sources.partitionColumnTypeInference.enabled": "false"}
-        if self.master.startswith("local"):
+        # Small-machine defaults (4 shuffle partitions, no UI, 2g driver) for local masters only.
+        defaults = cluster.defaults_for(self.master)
+        if cluster.is_local(self.master):
             # Local Python workers must run this interpreter (its packages), not whatever `python3` is
             # on PATH; pyspark reads only the environment variable for that.
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         for key, value in {**defaults, **self.conf}.items():
             builder = builder.config(key, value)
-        return builder.getOrCreate()
+        fresh = SparkContext._active_spark_context is None
+        if fresh:
+            cluster.check_master_reachable(self.master, self.master_timeout)
+            cluster.apply_python(self.conf)
+        session = builder.getOrCreate()
+        if fresh:
+            cluster.wait_for_executors(session, self.master, self.master_timeout)
+        return session
 
 
 SCHEMA_FILE = "_schema.json"
@@ -209,8 +227,11 @@ def resources_from_env(environ: dict[str, str] | None = None) -> dict[str, Confi
     """The default resources, each setting taken from its environment variable when set."""
     env = os.environ if environ is None else environ
     return {
-        "spark": SparkResource(master=env.get("MDS_SPARK_MASTER", "local[*]"),
-                               conf=json.loads(env.get("MDS_SPARK_CONF", "{}"))),
+        "spark": SparkResource(master=env.get("MDS_SPARK_MASTER", "local[*]"), remote=env.get("MDS_SPARK_REMOTE", ""),
+                               conf=json.loads(env.get("MDS_SPARK_CONF", "{}")),
+                               writer_tasks=int(env.get("MDS_WRITER_TASKS", "0")),
+                               master_timeout=float(env.get("MDS_SPARK_MASTER_TIMEOUT",
+                                                            cluster.DEFAULT_MASTER_TIMEOUT))),
         "catalog": TableCatalog(warehouse=env.get("MDS_WAREHOUSE", "")),
         "shard_store": ShardStore(root=env.get("MDS_SHARD_STORE", ""),
                                   storage_options=json.loads(env.get("MDS_STORAGE_OPTIONS", "{}")),

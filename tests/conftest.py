@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 from tests.golden import GOLDEN
+from tests.spark_connect import spark_connect_server  # noqa: F401  (a session fixture)
 
 
 @pytest.fixture
@@ -70,3 +71,12 @@ def azurite_server(tmp_path_factory: pytest.TempPathFactory):
     from tests.emulators import Azurite
 
     yield from _emulator(Azurite, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def volumes_server(tmp_path_factory: pytest.TempPathFactory):
+    """The Databricks Files API (Unity Catalog volumes) on 127.0.0.1 for the session, in a thread
+    (tests/databricks_files.py); ``DATABRICKS_HOST`` and ``DATABRICKS_TOKEN`` point at it."""
+    from tests.databricks_files import FilesApiServer
+
+    yield from _emulator(FilesApiServer, tmp_path_factory)

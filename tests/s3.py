@@ -8,6 +8,7 @@ bodies for requests that match a rule.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import os
 import random
@@ -21,7 +22,7 @@ import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 _LOG_LINE = re.compile(r'"(?P<method>[A-Z]+) (?P<path>\S+) HTTP/[\d.]+" (?P<status>\d{3})')
 
@@ -296,3 +297,16 @@ def restore_env(saved: dict[str, str | None]) -> None:
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
+
+
+@contextlib.contextmanager
+def fault_proxy_for(server: Any) -> Iterator[FaultProxy]:
+    """A FaultProxy in front of ``server`` (anything with ``endpoint`` and ``env(endpoint)``); the clients'
+    environment points at the proxy meanwhile."""
+    proxy = FaultProxy(server.endpoint)
+    saved = apply_env(server.env(proxy.endpoint))
+    try:
+        yield proxy
+    finally:
+        restore_env(saved)
+        proxy.stop()

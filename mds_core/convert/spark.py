@@ -9,7 +9,9 @@ The reference's signature, defaults and return value, with its known problems fi
   rest, and publishes ``index.json`` last, so retried or speculative attempts leave no orphans
   (``mds_core.convert.staging``);
 * with a remote ``out`` each shard uploads as soon as it is complete and is deleted locally;
-* the driver collects one small manifest per partition, never data.
+* the driver collects one small manifest per partition, never data;
+* classic and Spark Connect sessions alike: no ``sparkContext``, RDD or JVM call on a Connect session
+  (``mds_core.convert.spark_connect``; job tags instead of job groups, progress from the server).
 
 pyspark is imported only when a function here is called (the ``spark`` extra).
 """
@@ -25,6 +27,8 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from mds_core import errors
+from mds_core.convert import cluster
+from mds_core.convert.spark_connect import check_reachable, is_connect
 from mds_core.convert.spark_schema import detect_shapes, spark_to_arrow
 from mds_core.convert.spark_tasks import MANIFEST_DDL, TaskSpec, convert_partition
 from mds_core.convert.staging import Target, open_target
@@ -80,6 +84,7 @@ def dataframe_to_mds(
     check_null_policy(null_policy, fill_values)
     kwargs = _check_arguments(dataframe, mds_kwargs, udf_iterable)
     plans = _plans(dataframe, kwargs.get("columns"), udf_iterable is None)
+    dataframe, kwargs = cluster.prepare(dataframe, kwargs)  # num_tasks; a local out every executor sees
     # Only after every check passed: with exist_ok this removes what was there.
     target = open_target(kwargs["out"], bool(kwargs.get("exist_ok", False)))
     if udf_iterable is None:
@@ -111,6 +116,8 @@ def _check_arguments(dataframe: Any, mds_kwargs: dict[str, Any] | None, udf_iter
 
     if dataframe is None or not isinstance(dataframe, DataFrame):
         raise ConversionError(f"dataframe must be a pyspark.sql.DataFrame, got {type(dataframe).__name__}")
+    if is_connect(dataframe):  # a dead server would make the first call below retry for minutes
+        check_reachable(dataframe.sparkSession)
     kwargs = dict(mds_kwargs or {})  # the reference mutates the caller's dict; we copy it
     if "out" not in kwargs:
         raise ConversionError("mds_kwargs must contain 'out': a local path, a URL or (local, remote)")
@@ -144,21 +151,24 @@ def _plans(dataframe: Any, columns: dict[str, str] | None, check: bool) -> list[
 
 
 def _run_tasks(dataframe: Any, spec: TaskSpec, target: Target, progress: bool | None) -> list[dict[str, Any]]:
-    context = dataframe.sparkSession.sparkContext
-    group = f"mds-{uuid.uuid4().hex[:12]}"
-    previous = context.getLocalProperty("spark.jobGroup.id")
-    context.setJobGroup(group, f"dataframe_to_mds -> {target.url}")
-    watcher = _ProgressWatcher(context, group, dataframe.rdd.getNumPartitions(), progress, target.url)
+    """Run the conversion job and collect the manifests, on a classic or a Spark Connect session.
+
+    Classic: the job runs in its own job group, which the status tracker reports on (the progress bar)
+    and which is cancelled if the driver stops waiting. Connect has no SparkContext: the job carries a
+    tag instead (``interruptTag`` stops it) and the progress comes from the server's progress messages.
+    """
+    job = _ConnectJob(dataframe, progress, target.url) if is_connect(dataframe) else _ClassicJob(
+        dataframe, progress, target.url)
     finished = False
     try:
-        rows = dataframe.mapInArrow(functools.partial(convert_partition, spec), MANIFEST_DDL).collect()
+        with job:
+            rows = dataframe.mapInArrow(functools.partial(convert_partition, spec), MANIFEST_DDL).collect()
         finished = True
     except Exception as err:
         target.discard(spec.staging)
         raise _executor_error(err) from err
     finally:
-        watcher.stop(finished)
-        context.setLocalProperty("spark.jobGroup.id", previous)
+        job.close(len(rows) if finished else None)
     return [row.asDict() for row in rows]
 
 
@@ -181,7 +191,12 @@ def _dynamic(plan: ColumnPlan) -> ColumnPlan:
 
 
 def _executor_error(err: Exception) -> Exception:
-    """Our own error class and message when a task raised one of ours, else the Spark error."""
+    """Our own error class and message when a task raised one of ours, else the Spark error.
+
+    Classic sessions raise Py4J or ``PythonException`` errors, Spark Connect ones
+    ``pyspark.errors.exceptions.connect.*``; each carries the task's Python traceback in its message,
+    whose last ``mds_core.errors.<Class>: <message>`` line names our error.
+    """
     found = re.findall(r"mds_core\.errors\.(\w+): (.+)", str(err))
     if not found:
         return err
@@ -192,35 +207,102 @@ def _executor_error(err: Exception) -> Exception:
     return err
 
 
-class _ProgressWatcher:
-    """A tqdm bar of finished partitions, fed by Spark's status tracker while ``collect`` blocks."""
+class _ClassicJob:
+    """A classic session's job: its own job group, and a tqdm bar fed by the status tracker."""
 
-    def __init__(self, context: Any, group: str, total: int, enabled: bool | None, url: str) -> None:
+    def __init__(self, dataframe: Any, progress: bool | None, url: str) -> None:
+        self._context = dataframe.sparkSession.sparkContext
+        self._group, self._url = f"mds-{uuid.uuid4().hex[:12]}", url
+        self._previous = self._context.getLocalProperty("spark.jobGroup.id")
+        self._bar = None if progress is False else _bar(progress, url, dataframe.rdd.getNumPartitions())
         self._stop = threading.Event()
-        self._thread = None
-        if enabled is False:
-            return
-        from tqdm import tqdm
+        self._thread: threading.Thread | None = None
 
-        self._bar = tqdm(total=total, desc=f"partitions -> {url}", unit="partition",
-                         disable=None if enabled is None else False, delay=0 if enabled else 2.0)
-        self._thread = threading.Thread(target=self._poll, args=(context.statusTracker(), group), daemon=True)
-        self._thread.start()
+    def __enter__(self) -> "_ClassicJob":
+        self._context.setJobGroup(self._group, f"dataframe_to_mds -> {self._url}", interruptOnCancel=True)
+        if self._bar is not None:
+            self._thread = threading.Thread(target=self._poll, args=(self._context.statusTracker(),), daemon=True)
+            self._thread.start()
+        return self
 
-    def _poll(self, tracker: Any, group: str) -> None:
+    def __exit__(self, kind: Any, value: Any, traceback: Any) -> None:
+        if kind is not None and not issubclass(kind, Exception):  # KeyboardInterrupt...: stop the tasks
+            self._context.cancelJobGroup(self._group)
+        self._context.setLocalProperty("spark.jobGroup.id", self._previous)
+
+    def _poll(self, tracker: Any) -> None:
         while not self._stop.wait(0.5):
             done = 0
-            for job in tracker.getJobIdsForGroup(group):
+            for job in tracker.getJobIdsForGroup(self._group):
                 info = tracker.getJobInfo(job)
                 if info and info.stageIds:  # the job's last stage is the one that writes
                     stage_info = tracker.getStageInfo(max(info.stageIds))
                     done += stage_info.numCompletedTasks if stage_info else 0
             self._bar.update(max(0, min(done, self._bar.total) - self._bar.n))
 
-    def stop(self, finished: bool = False) -> None:
+    def close(self, partitions: int | None) -> None:
         if self._thread is not None:
             self._stop.set()
             self._thread.join()
-            if finished:  # every partition is done once collect returns
-                self._bar.update(self._bar.total - self._bar.n)
-            self._bar.close()
+        _close_bar(self._bar, partitions)
+
+
+class _ConnectJob:
+    """A Spark Connect job: tagged so it can be interrupted, progress from the server's messages.
+
+    The number of partitions is not known before the job runs (there is no ``rdd`` to ask); the bar
+    takes it from the last stage the server reports, and from the manifests once the job is done.
+    """
+
+    def __init__(self, dataframe: Any, progress: bool | None, url: str) -> None:
+        self._session = dataframe.sparkSession
+        self._tag = f"mds-{uuid.uuid4().hex[:12]}"
+        self._bar = _bar(progress, url, None)
+        self._thread = threading.get_ident()
+
+    def __enter__(self) -> "_ConnectJob":
+        self._session.addTag(self._tag)
+        if self._bar is not None:
+            self._session.registerProgressHandler(self._progress)
+        return self
+
+    def __exit__(self, kind: Any, value: Any, traceback: Any) -> None:
+        try:
+            if kind is not None and not issubclass(kind, Exception):  # KeyboardInterrupt...: stop the tasks
+                self._session.interruptTag(self._tag)
+        finally:
+            self._session.removeTag(self._tag)
+            if self._bar is not None:
+                self._session.removeProgressHandler(self._progress)
+
+    def _progress(self, stages: Any, inflight_tasks: int, operation_id: Any, done: bool, **_: Any) -> None:
+        # Handlers are per client: another thread's queries call it too.
+        if threading.get_ident() != self._thread or not stages:
+            return
+        last = max(stages, key=lambda stage: stage.stage_id)  # the stage that writes
+        if self._bar.total != last.num_tasks:
+            self._bar.total = last.num_tasks
+            self._bar.refresh()
+        self._bar.update(max(0, last.num_completed_tasks - self._bar.n))
+
+    def close(self, partitions: int | None) -> None:
+        _close_bar(self._bar, partitions)
+
+
+def _bar(enabled: bool | None, url: str, total: int | None) -> Any:
+    """A tqdm bar of finished partitions: on a terminal after two seconds, always with True, never with False."""
+    if enabled is False:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=f"partitions -> {url}", unit="partition",
+                disable=None if enabled is None else False, delay=0 if enabled else 2.0)
+
+
+def _close_bar(bar: Any, partitions: int | None) -> None:
+    if bar is None:
+        return
+    if partitions is not None:  # every partition is done once collect returns: one manifest each
+        bar.total = partitions
+        bar.update(partitions - bar.n)
+    bar.close()

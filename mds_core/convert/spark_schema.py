@@ -7,6 +7,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from mds_core.convert.spark_connect import functions_for
 from mds_core.convert.type_rules import ColumnPlan, with_shape
 from mds_core.errors import ConversionError
 
@@ -61,7 +62,7 @@ def detect_shapes(dataframe: Any, plans: list[ColumnPlan], columns: dict[str, st
     runs again with the dynamic-shape form (``_run_until_shapes_hold``). A full extra pass over the
     data to check the shapes first would cost as much as reading it.
     """
-    from pyspark.sql import functions as F
+    F = functions_for(dataframe)
 
     # A declared encoding is used as given; only inferred ones get the fixed-shape form.
     todo = [p for p in plans if p.kind == "ndarray" and p.shape is None and columns is None]

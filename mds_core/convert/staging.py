@@ -14,7 +14,7 @@ import tempfile
 from typing import Any
 
 from mds_core.convert.table import ConversionStats
-from mds_core.errors import OutputExistsError
+from mds_core.errors import ConfigurationError, OutputExistsError
 from mds_core.format.index import INDEX_BASENAME, dumps_merged_index, parse_index
 from mds_core.storage.files import atomic_write, fsync_directory
 from mds_core.storage.kill_points import kill_point
@@ -48,6 +48,7 @@ class Target:
         """Move each partition's winning attempt into place, drop the rest, publish index.json last."""
         stats = ConversionStats()
         shards = []
+        self._check_attempts_visible(manifests, staging)
         for manifest in sorted(manifests, key=lambda m: m["partition"]):
             stats.rows_per_partition.append(manifest["rows"])
             stats.rows += manifest["rows"]
@@ -65,6 +66,20 @@ class Target:
         if merge:
             self._publish(INDEX_BASENAME, dumps_merged_index(shards).encode("utf-8"))
         return stats
+
+    def _check_attempts_visible(self, manifests: list[dict[str, Any]], staging: str) -> None:
+        """Before moving anything: every attempt the executors wrote must be here (a local ``out`` that
+        an executor wrote on its own disk is not), else nothing is committed."""
+        if self.remote:
+            return
+        missing = [m["staging"] for m in manifests
+                   if m["index"] and parse_index(m["index"], "") and not os.path.isdir(f"{staging}/{m['staging']}")]
+        if missing:
+            self.discard(staging)
+            raise ConfigurationError(
+                f"the executors wrote {len(missing)} partition(s) under {self.url} (e.g. {missing[0]}) that this "
+                "driver cannot see: a local out must be one shared directory mounted at the same path on the "
+                "driver and every executor; otherwise write to a URL (s3://, gs://, ...). Nothing was committed.")
 
     def _move_attempt(self, attempt: str, name: str, files: list[str]) -> None:
         if not self.remote:

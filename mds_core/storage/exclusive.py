@@ -23,6 +23,7 @@ EXCLUSIVE_CREATE: dict[str, str] = {
     "az": "Put Blob with If-None-Match: * (409 BlobAlreadyExists if the blob exists)",
     "abfs": "Put Blob with If-None-Match: * (409 BlobAlreadyExists if the blob exists)",
     "abfss": "Put Blob with If-None-Match: * (409 BlobAlreadyExists if the blob exists)",
+    "dbfs": "Files API upload with overwrite=false (409 if the file exists)",
 }
 
 
@@ -53,7 +54,7 @@ def create_if_absent(fs: Any, scheme: str, path: str, data: bytes, url: str) -> 
         return create_exclusive(path, data)
     if scheme in ("s3", "s3a"):
         return _create_on_s3(fs, path, data)
-    if scheme in ("gs", "gcs", "az", "abfs", "abfss"):
+    if scheme in ("gs", "gcs", "az", "abfs", "abfss", "dbfs"):
         return _create_with_precondition(fs, path, data)
     require_exclusive_create(scheme, url)
     raise AssertionError(f"{scheme} is in EXCLUSIVE_CREATE but has no branch here")
@@ -72,8 +73,9 @@ def _create_on_s3(fs: Any, path: str, data: bytes) -> bool:
 
 
 def _create_with_precondition(fs: Any, path: str, data: bytes) -> bool:
-    """gcsfs sends ``ifGenerationMatch=0`` and adlfs ``overwrite=False`` (If-None-Match: *) for
-    ``mode="create"``; each turns the store's refusal (412, 409 BlobAlreadyExists) into FileExistsError."""
+    """gcsfs sends ``ifGenerationMatch=0``, adlfs ``overwrite=False`` (If-None-Match: *) and
+    ``VolumesFileSystem`` a Files API upload with ``overwrite=false`` for ``mode="create"``; each turns
+    the store's refusal (412, 409 BlobAlreadyExists, 409 Conflict) into FileExistsError."""
     try:
         fs.pipe_file(path, data, mode="create")
         return True

@@ -18,8 +18,8 @@ import errno
 import fcntl
 import os
 import re
+import secrets
 import shutil
-import tempfile
 import time
 from typing import IO, Iterator
 
@@ -87,23 +87,31 @@ def fsync_directory(directory: str) -> None:
         os.close(fd)
 
 
+# link() refused by the file system rather than failed: FUSE mounts such as Databricks' /Volumes,
+# and some network and object-store mounts, have no hard links.
+_LINK_REFUSED = {errno.EPERM, errno.EACCES, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.ENOSYS, errno.EMLINK}
+
+
 def create_exclusive(path: str, data: bytes) -> bool:
     """Create ``path`` holding ``data`` only if it does not exist yet; False if it already did.
 
     A complete temporary file is hard-linked to ``path``: linking fails if ``path`` exists, so of
-    two writers exactly one wins, and nobody ever sees a partial file.
+    two writers exactly one wins, and nobody ever sees a partial file. Where the file system refuses
+    hard links, ``_create_by_open`` creates ``path`` itself with ``O_CREAT | O_EXCL``: still exactly
+    one winner, but the file is visible while it is written (see there).
     """
     fd, tmp = _temporary_beside(path)
     try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
+        _write_synced(fd, data)
         kill_point(f"written, not yet linked: {os.path.basename(path)}")
         try:
             os.link(tmp, path)
         except FileExistsError:
             return False
+        except OSError as err:
+            if err.errno not in _LINK_REFUSED:
+                raise
+            return _create_by_open(path, data)
         fsync_directory(os.path.dirname(path))
         kill_point(f"linked into place: {os.path.basename(path)}")
         return True
@@ -111,14 +119,60 @@ def create_exclusive(path: str, data: bytes) -> bool:
         os.unlink(tmp)
 
 
+def _write_synced(fd: int, data: bytes) -> None:
+    """Write ``data`` to the new file ``fd``, on the disk before returning; closes ``fd``."""
+    with os.fdopen(fd, "wb") as file:
+        file.write(data)
+        file.flush()
+        os.fsync(file.fileno())
+
+
+def _create_by_open(path: str, data: bytes) -> bool:
+    """``create_exclusive`` without hard links: ``open(O_CREAT | O_EXCL)``, then write, sync and read back.
+
+    The exclusive open decides the winner, so exactly one writer still wins. Unlike a link, the name
+    exists before its bytes: a reader can meet the file empty or short while it is written, and a
+    crash during the write leaves it so. For a shard set's manifest, readers then raise
+    ``InvalidManifestError`` naming the file, and a commit of that version number loses. A short or
+    failed write that this process sees (an error, or a read-back that differs) removes the file
+    before raising, so the create can be tried again. Across nodes sharing a mount, the create is only
+    as exclusive as the mount's ``O_EXCL``.
+    """
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)  # less the umask, like any file
+    except FileExistsError:
+        return False
+    try:
+        _write_synced(fd, data)
+        kill_point(f"created and written: {os.path.basename(path)}")
+        with open(path, "rb") as file:
+            if file.read() != data:
+                raise OSError(errno.EIO, f"{path}: the bytes read back differ from those written")
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
+    fsync_directory(os.path.dirname(path))
+    return True
+
+
 def _temporary_beside(path: str) -> tuple[int, str]:
     """A new, uniquely named file in ``path``'s directory (created if needed): same file system, so
-    renaming or linking it to ``path`` is atomic."""
+    renaming or linking it to ``path`` is atomic.
+
+    Created with mode 0666 less the umask, like any file a program writes (``mkstemp`` would make it
+    0600, and a training job running as another user could not read the published shards). The pid
+    in the name lets ``remove_orphaned_temporaries`` tell a dead writer's file from a live one's.
+    """
     directory = os.path.dirname(path) or "."
     os.makedirs(directory, exist_ok=True)
-    # The pid in the name lets remove_orphaned_temporaries tell a dead writer's file from a live one's.
-    return tempfile.mkstemp(prefix=f"{os.path.basename(path)}.{os.getpid()}.", suffix=_TEMPORARY_SUFFIX,
-                            dir=directory)
+    prefix = f"{os.path.basename(path)}.{os.getpid()}."
+    while True:
+        tmp = os.path.join(directory, prefix + secrets.token_hex(4) + _TEMPORARY_SUFFIX)
+        try:
+            return os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666), tmp
+        except FileExistsError:
+            continue
 
 
 _TEMPORARY_SUFFIX = ".tmp"

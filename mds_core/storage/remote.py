@@ -3,8 +3,8 @@
 ``open_store(url)`` gives a ``RemoteStore`` rooted at ``url``: a local path or ``file://``,
 ``s3://`` (s3fs; the endpoint comes from ``S3_ENDPOINT_URL`` or the storage options), ``gs://``
 (gcsfs) and ``az://``/``abfs://`` (adlfs; both set up in ``mds_core.storage.backends``), ``hf://``
-(huggingface_hub) or ``dbfs:/Volumes/...`` (fsspec's Databricks filesystem with ``DATABRICKS_HOST``
-and ``DATABRICKS_TOKEN``). Every failure that survives the retries is a ``StorageError`` naming
+(huggingface_hub) or ``dbfs:/Volumes/...`` (Unity Catalog volumes through the Databricks SDK's Files
+API client, ``mds_core.storage.volumes``). Every failure that survives the retries is a ``StorageError`` naming
 the URL; downloads land under a unique temporary name and are renamed into place, so a failed one
 never leaves a partial file.
 """
@@ -37,7 +37,7 @@ BACKENDS: dict[str, tuple[str, str]] = {
     "abfs": ("adlfs", "azure"),
     "abfss": ("adlfs", "azure"),
     "hf": ("huggingface_hub", "hf"),
-    "dbfs": ("requests", "databricks"),
+    "dbfs": ("databricks.sdk", "databricks"),
 }
 _COPY_CHUNK = 8 << 20
 _MAX_BACKOFF = 8.0
@@ -303,7 +303,9 @@ def _filesystem(url: str, timeout: float | None, options: dict[str, Any]) -> tup
     if scheme in ("s3", "s3a"):
         return _s3(url, timeout, options)
     if scheme == "dbfs":
-        return _dbfs(url, options)
+        from mds_core.storage.volumes import volumes
+
+        return volumes(url, timeout, options)
     if extra in ("gcs", "azure"):
         from mds_core.storage import backends
 
@@ -330,18 +332,6 @@ def _s3(url: str, timeout: float | None, options: dict[str, Any]) -> tuple[Any, 
                            **options)
     fs.retries = 1
     return fs, url.split("://", 1)[1]
-
-
-def _dbfs(url: str, options: dict[str, Any]) -> tuple[Any, str]:
-    """``dbfs:/Volumes/...`` through fsspec's Databricks filesystem."""
-    from fsspec.implementations.dbfs import DatabricksFileSystem
-
-    host = options.get("instance") or os.environ.get("DATABRICKS_HOST", "")
-    token = options.get("token") or os.environ.get("DATABRICKS_TOKEN", "")
-    if not host or not token:
-        raise ConfigurationError(f"{url}: set DATABRICKS_HOST and DATABRICKS_TOKEN (or pass instance= and token=)")
-    host = urlparse(host).netloc or host
-    return DatabricksFileSystem(instance=host, token=token), urlparse(url).path
 
 
 def open_store(

@@ -46,8 +46,10 @@ class ShardSet:
         return sorted((self._manifest(n) for n in names), key=lambda v: v.version)
 
     def latest(self) -> VersionInfo | None:
-        found = self.versions()
-        return found[-1] if found else None
+        """The newest committed version: one listing and one manifest read, however long the history."""
+        names = [n for n in self.store.list(VERSIONS) if is_manifest(n)]
+        newest = max(names, key=lambda n: int(posixpath.basename(n)[:-5]), default=None)
+        return self._manifest(newest) if newest is not None else None
 
     def version(self, number: int) -> VersionInfo:
         """The manifest of version ``number`` (``mds versions show``)."""

@@ -15,6 +15,7 @@ from pydantic import Field
 
 from pipelines.assets.smoke import SMOKE_CHECK, smoke_test_passed_in_this_run, version_from_this_run
 from pipelines.assets.validated import validated_table
+from pipelines.cluster import writer_partitions
 from pipelines.partitions import DAILY, GROUP, ONE_RUN
 from pipelines.resources import ShardStore, SourceSettings, SparkResource, TableCatalog
 
@@ -40,7 +41,9 @@ def shard_set(context: AssetExecutionContext, config: ShardsConfig, spark: Spark
     from mds_core.convert.spark import dataframe_to_mds
 
     days = sorted(context.partition_keys)
-    frame = catalog.read_days(spark.session(), f"{source.dataset}_validated", days).orderBy("day", "id")
+    # Sorted by day and id in exactly spark.writer_tasks range partitions (default: the cluster's cores).
+    frame = writer_partitions(catalog.read_days(spark.session(), f"{source.dataset}_validated", days),
+                              spark.writer_tasks, "day", "id")
     if frame.isEmpty():
         raise ValueError(f"no validated rows for {', '.join(days)}: nothing to write, so no new version. "
                          f"See validated_table's counts (everything quarantined, or an empty source?).")

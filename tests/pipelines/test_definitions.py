@@ -38,3 +38,17 @@ def test_definitions_hold_the_graph_checks_and_automation():
     assert defs.resolve_job_def("daily_conversion").partitions_def is not None
     assert defs.resolve_schedule_def("daily_conversion_schedule")
     assert defs.resolve_sensor_def("landing_sensor")
+
+
+def test_an_existing_dagster_yaml_is_never_overwritten(tmp_path: Path) -> None:
+    from pipelines.instance import prepare_home
+
+    fresh = tmp_path / "fresh"
+    assert prepare_home(fresh) == [] and (fresh / "dagster.yaml").read_text() == (ROOT / "dagster.yaml").read_text()
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "dagster.yaml").write_text("telemetry:\n  enabled: true\n")  # a user's own instance settings
+    assert prepare_home(mine) == ["concurrency: pools: default_limit: 1"]
+    assert (mine / "dagster.yaml").read_text() == "telemetry:\n  enabled: true\n"
+    (mine / "dagster.yaml").write_text((ROOT / "dagster.yaml").read_text() + "\n# mine\n")
+    assert prepare_home(mine) == [] and (mine / "dagster.yaml").read_text().endswith("# mine\n")

@@ -1,8 +1,20 @@
-"""One real local SparkSession per test session (per xdist worker).
+"""Real Spark sessions, per test session (per xdist worker): a classic one and a Spark Connect one.
+
+``spark`` is parametrised: every test that takes it runs once on a classic local session and once on a
+Spark Connect session (``tests/spark_connect.py``: a real Connect server from pyspark's distribution on
+127.0.0.1). A test that needs the classic API for its own setup (``sparkContext``, RDDs) takes
+``classic_spark`` instead. Each kind is started on first use and kept to the end of the session.
 
 ``local[2,2]``: two cores and up to two attempts per task, so a task that fails once is retried
 as it would be on a cluster. The S3 test server, when the suite provides it, is started first so the
-JVM and its Python workers inherit its environment (``S3_ENDPOINT_URL`` and credentials).
+JVMs and their Python workers inherit its environment (``S3_ENDPOINT_URL`` and credentials).
+
+``pyspark.sql.functions`` builds classic or Connect columns depending on a process-wide flag
+(``SPARK_CONNECT_MODE_ENABLED``, which pyspark sets when a Connect session is created). Both kinds live in
+one process here, so ``_spark_api_mode`` sets the flag for the duration of each Connect test and clears
+it otherwise. The Connect tests carry ``xdist_group("spark-connect")``, which would put them on one xdist
+worker under ``--dist loadgroup``; pytest 9.2 with xdist 3.8 ignores groups, so ``make test`` does not
+ask for it, and each worker that runs a Connect test starts its own server (about 10 s).
 """
 
 from __future__ import annotations
@@ -14,31 +26,97 @@ import pytest
 
 pytest.importorskip("pyspark", reason="the Spark tests need the 'spark' extra")
 
+MODES = ["classic", "connect"]
+CONNECT_FLAG = "SPARK_CONNECT_MODE_ENABLED"
+CONNECT_GROUP = "spark-connect"  # with `--dist loadgroup` (make test), one xdist worker starts the server
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "xdist_group(name): run in one xdist worker with --dist loadgroup")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("spark") == "connect":
+            item.add_marker(pytest.mark.xdist_group(CONNECT_GROUP))
+
+
+class _Sessions:
+    def __init__(self, request: pytest.FixtureRequest, root) -> None:
+        self._request, self._root, self._sessions = request, root, {}
+
+    def get(self, mode: str):
+        if mode not in self._sessions:
+            self._sessions[mode] = self._classic() if mode == "classic" else self._connect()
+        return self._sessions[mode]
+
+    def _classic(self):
+        from pyspark.sql import SparkSession
+
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        root = self._root / "classic"
+        session = (
+            SparkSession.builder.master("local[2,2]")
+            .appName("mds-core-tests")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.sql.shuffle.partitions", "4")
+            .config("spark.default.parallelism", "4")
+            .config("spark.sql.warehouse.dir", str(root / "warehouse"))
+            .config("spark.local.dir", str(root / "local"))
+            .config("spark.driver.memory", "1g")
+            .config("spark.sql.session.timeZone", "UTC")
+            .config("spark.python.worker.reuse", "true")
+            .getOrCreate()
+        )
+        session.sparkContext.setLogLevel("ERROR")
+        return session
+
+    def _connect(self):
+        from mds_core.convert.spark_connect import connect_session
+
+        server = self._request.getfixturevalue("spark_connect_server")
+        session = connect_session(server.url)
+        os.environ.pop(CONNECT_FLAG, None)  # set per test by _spark_api_mode
+        return session
+
+    def stop(self) -> None:
+        for mode, session in self._sessions.items():
+            if mode == "connect":  # the server stops next: no release call that could wait on it
+                session.client.close()
+            session.stop()
+
 
 @pytest.fixture(scope="session")
-def spark(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+def _spark_sessions(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     try:
         request.getfixturevalue("s3_server")
     except pytest.FixtureLookupError:
         pass  # no S3 server in this suite: the S3 test is not collected either
-    from pyspark.sql import SparkSession
+    sessions = _Sessions(request, tmp_path_factory.mktemp("spark"))
+    yield sessions
+    sessions.stop()
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    root = tmp_path_factory.mktemp("spark")
-    session = (
-        SparkSession.builder.master("local[2,2]")
-        .appName("mds-core-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.default.parallelism", "4")
-        .config("spark.sql.warehouse.dir", str(root / "warehouse"))
-        .config("spark.local.dir", str(root / "local"))
-        .config("spark.driver.memory", "1g")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.python.worker.reuse", "true")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+
+@pytest.fixture(scope="session", params=MODES)
+def spark(request: pytest.FixtureRequest, _spark_sessions: _Sessions):
+    """A classic local session, then a Spark Connect session: each test taking it runs on both."""
+    return _spark_sessions.get(request.param)
+
+
+@pytest.fixture(scope="session")
+def classic_spark(_spark_sessions: _Sessions):
+    """The classic session, for tests that need the classic API (sparkContext, RDDs) themselves."""
+    return _spark_sessions.get("classic")
+
+
+@pytest.fixture(autouse=True)
+def _spark_api_mode(request: pytest.FixtureRequest):
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is not None and callspec.params.get("spark") == "connect":
+        os.environ[CONNECT_FLAG] = "1"
+    else:
+        os.environ.pop(CONNECT_FLAG, None)
+    yield
+    os.environ.pop(CONNECT_FLAG, None)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -163,3 +165,27 @@ def test_without_syncing_file_data_the_simulation_finds_an_index_naming_lost_sha
     states = tracer.crash_states()
     assert index in states[-1].durable
     assert not states[-1].survives_whole(index) and not _index_complete(tracer, states[-1], index, out)
+
+
+_WRITE_WITH_UMASK = """
+import os, sys
+os.umask(int(sys.argv[2], 8))
+from mds_core import MDSWriter
+from mds_core.versions import ShardSet
+with MDSWriter(out=os.path.join(sys.argv[1], "plain"), columns={"id": "int"}, size_limit=64) as writer:
+    for i in range(20):
+        writer.write({"id": i})
+with ShardSet(os.path.join(sys.argv[1], "set")).transaction("append") as tx:
+    with MDSWriter(out=tx.out, columns={"id": "int"}) as writer:
+        writer.write({"id": 0})
+"""
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_published_files_get_the_usual_permissions(tmp_path: Path, umask: int) -> None:
+    """Readable by a training job running as another user, as the umask allows (mkstemp's 0600 was not)."""
+    subprocess.run([sys.executable, "-c", _WRITE_WITH_UMASK, str(tmp_path), oct(umask)], check=True,
+                   cwd=Path(__file__).resolve().parents[2])
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert len(files) > 8 and any(p.name == "published.json" for p in files)
+    assert {p.stat().st_mode & 0o777 for p in files} == {0o666 & ~umask}

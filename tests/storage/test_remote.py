@@ -74,14 +74,15 @@ def _no_temporary_files(directory: Path) -> bool:
 # the store
 
 
-@pytest.fixture(params=["local", "s3", "gcs", "azure"])
+@pytest.fixture(params=["local", "s3", "gcs", "azure", "volumes"])
 def store_url(request, tmp_path: Path) -> str:
-    """Each store's root: a local folder, or a fresh bucket or container on a server on 127.0.0.1."""
+    """Each store's root: a local folder, or a fresh bucket, container or volume on a server on 127.0.0.1."""
     if request.param == "local":
         return str(tmp_path / "store")
     if request.param == "s3":
         return f"s3://{request.getfixturevalue('s3_server').new_bucket()}/store"
-    server = request.getfixturevalue({"gcs": "gcs_server", "azure": "azurite_server"}[request.param])
+    server = request.getfixturevalue({"gcs": "gcs_server", "azure": "azurite_server",
+                                      "volumes": "volumes_server"}[request.param])
     return f"{server.new_root()}/store"
 
 
@@ -106,7 +107,7 @@ def test_store_operations(store_url: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("url, extra", [("hf://datasets/org/repo", "hf"), ("gs://bucket/x", "gcs"),
-                                        ("az://container/x", "azure")])
+                                        ("az://container/x", "azure"), ("dbfs:/Volumes/c/s/v", "databricks")])
 def test_a_missing_backend_names_the_extra(url: str, extra: str, monkeypatch) -> None:
     from mds_core.storage.remote import BACKENDS
 
@@ -115,10 +116,12 @@ def test_a_missing_backend_names_the_extra(url: str, extra: str, monkeypatch) ->
         open_store(url)
 
 
-def test_dbfs_needs_databricks_credentials(monkeypatch) -> None:
-    monkeypatch.delenv("DATABRICKS_HOST", raising=False)
-    monkeypatch.delenv("DATABRICKS_TOKEN", raising=False)
-    with pytest.raises(ConfigurationError, match="dbfs:/Volumes/cat/sch/vol: set DATABRICKS_HOST and DATABRICKS_TOKEN"):
+def test_dbfs_needs_databricks_credentials(monkeypatch, tmp_path: Path) -> None:
+    for name in ("DATABRICKS_HOST", "DATABRICKS_TOKEN", "DATABRICKS_CONFIG_PROFILE", "DATABRICKS_CLIENT_ID"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DATABRICKS_CONFIG_FILE", str(tmp_path / "no.databrickscfg"))
+    with pytest.raises(ConfigurationError, match="dbfs:/Volumes/cat/sch/vol: no usable Databricks credentials: "
+                                                 "set DATABRICKS_HOST with DATABRICKS_TOKEN"):
         open_store("dbfs:/Volumes/cat/sch/vol")
 
 

@@ -1,7 +1,8 @@
-"""The remote matrix of tests/storage/test_remote.py, on Google Cloud Storage and Azure Blob emulators.
+"""The remote matrix of tests/storage/test_remote.py, on Google Cloud Storage, Azure Blob and Databricks volumes.
 
 fake-gcs-server (``gs://``, gcsfs) and Azurite (``az://``, adlfs) run as processes on 127.0.0.1
-(tests/emulators.py); nothing is mocked. Request counts and faults come from ``tests.s3.FaultProxy``
+(tests/emulators.py), the Databricks Files API (``dbfs:/Volumes/...``, the Databricks SDK) in a thread
+(tests/databricks_files.py); nothing is mocked. Request counts and faults come from ``tests.s3.FaultProxy``
 between the clients and the emulator, reached through the same environment variables that ranks and
 DataLoader workers inherit.
 """
@@ -18,11 +19,11 @@ from mds_core import MDSWriter, StreamingDataset
 from mds_core.errors import StorageError, VersionConflictError
 from mds_core.storage.remote import open_store
 from mds_core.versions import ShardSet
-from tests.s3 import FaultProxy, apply_env, restore_env
+from tests.s3 import fault_proxy_for
 from tests.storage.test_remote import COLUMNS, _ids, _no_temporary_files, _write
 from tests.streaming.test_distributed import _run_ranks
 
-SERVERS = {"gcs": "gcs_server", "azure": "azurite_server"}
+SERVERS = {"gcs": "gcs_server", "azure": "azurite_server", "volumes": "volumes_server"}
 
 
 @pytest.fixture(params=sorted(SERVERS))
@@ -33,11 +34,8 @@ def server(request):
 @pytest.fixture
 def proxy(server):
     """A FaultProxy in front of the emulator; the clients' environment points at it meanwhile."""
-    proxy = FaultProxy(server.endpoint)
-    saved = apply_env(server.env(proxy.endpoint))
-    yield proxy
-    restore_env(saved)
-    proxy.stop()
+    with fault_proxy_for(server) as proxy:
+        yield proxy
 
 
 def _dataset(url: str, tmp_path: Path, name: str = "cache", **kwargs) -> StreamingDataset:

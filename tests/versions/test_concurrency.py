@@ -105,14 +105,18 @@ def test_many_committers_one_winner_and_every_loser_commits_later(root: str, rac
     assert sorted(int(s["id"]) for s in dataset) == expected
 
 
-def test_a_store_without_an_exclusive_create_is_refused_before_anything_is_written(monkeypatch) -> None:
-    # The legacy DBFS API (fsspec's DatabricksFileSystem) has no create-if-absent.
-    monkeypatch.setenv("DATABRICKS_HOST", "https://127.0.0.1:9")
-    monkeypatch.setenv("DATABRICKS_TOKEN", "unused")
-    shard_set = ShardSet("dbfs:/Volumes/main/default/set")
-    message = (r"dbfs:/Volumes/main/default/set: dbfs:// cannot create a file exclusively, so two writers "
-               r"committing at once could both succeed\. Keep versioned shard sets on a store that can \(.*s3://")
+def test_a_store_without_an_exclusive_create_is_refused_before_anything_is_written(s3_server, monkeypatch) -> None:
+    # Every store tested here has an exclusive create; hf:// has none, but huggingface_hub is not in the dev
+    # environment. So S3 stands in, with its entry taken out of the table.
+    from mds_core.storage.exclusive import EXCLUSIVE_CREATE
+
+    monkeypatch.delitem(EXCLUSIVE_CREATE, "s3")
+    root = f"s3://{s3_server.new_bucket()}/set"
+    shard_set = ShardSet(root)
+    message = (rf"{root}: s3:// cannot create a file exclusively, so two writers committing at once could both "
+               r"succeed\. Keep versioned shard sets on a store that can \(.*dbfs://.*gs://")
     with pytest.raises(ExclusiveCreateUnsupported, match=message):
         shard_set.transaction("append")
     with pytest.raises(ExclusiveCreateUnsupported, match=message):
         shard_set.commit("20260101T000000-abcdef12", "append")
+    assert shard_set.store.list() == []

@@ -168,3 +168,15 @@ def test_a_long_lived_shard_set_sees_what_other_writers_did(root: str, tmp_path:
     assert [v.version for v in watcher.versions()] == [1, 2]  # no stale listing
     other.vacuum(keep_last=1, grace=dt.timedelta(0))
     assert [v.version for v in watcher.versions()] == [2] and watcher.published() == 2
+
+
+def test_latest_reads_one_manifest_however_long_the_history(s3_server) -> None:
+    from tests.s3 import object_gets
+
+    bucket = s3_server.new_bucket()
+    shard_set = ShardSet(f"s3://{bucket}/set")
+    for day in range(6):
+        _commit(shard_set, "append", f"d{day}", range(5 * day, 5 * day + 5))
+    since = s3_server.log_position()
+    assert shard_set.latest().version == 6
+    assert object_gets(s3_server.requests(since), bucket) == {"set/_versions/00000006.json": 1}

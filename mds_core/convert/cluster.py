@@ -1,0 +1,157 @@
+"""What ``dataframe_to_mds`` checks and adjusts before it writes on a cluster (docs/cluster.md).
+
+* **A local ``out`` must be one directory for the driver and every executor.** The executors write the
+  staging directories, the driver renames them into place, so a path that exists only on the driver's
+  disk (its ``/tmp``, its home) would leave the shards on the executors' disks and nothing on the
+  driver. Whether the path is shared cannot be told from its name or from the master URL (a one-host
+  cluster shares ``/tmp``, a cluster with an NFS mount shares ``/mnt/nfs``), so it is measured: the
+  driver writes a probe file with a random token under ``out``, one small Spark job with a task per
+  core of the cluster reads it back on the executors, and any executor that does not see the token
+  fails the conversion with a ``ConfigurationError`` before anything is written. Local masters
+  (``local[...]``, where the executors are the driver's own process or host) skip the probe; Spark
+  Connect sessions always run it (the client that commits may not be the server's host).
+* **The number of writer tasks** (``mds_kwargs["num_tasks"]``): the DataFrame is repartitioned to that
+  many partitions, each written by one task into its own sub-directory; ``"auto"`` means the cluster's
+  default parallelism (``default_parallelism``). Without it the DataFrame's own partitions are kept.
+
+Only public DataFrame and ``spark.conf`` calls are used, so this works with classic and Connect sessions.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+import uuid
+from typing import Any, Iterator
+
+from mds_core.convert.staging import STAGING_DIR
+from mds_core.errors import ConfigurationError, ConversionError, MissingDependencyError
+from mds_core.storage.output import parse_out
+from mds_core.storage.urls import is_remote
+
+_PROBE_DDL = "host string, pid long, cwd string, seen boolean"
+
+
+def prepare(dataframe: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The DataFrame to write and the writer arguments without the driver-only ``num_tasks``.
+
+    Raises ``ConfigurationError`` when ``out`` is a local path that some executor cannot see.
+    """
+    kwargs = dict(kwargs)
+    num_tasks = kwargs.pop("num_tasks", None)
+    spark = dataframe.sparkSession
+    location = parse_out(kwargs["out"])
+    if location.remote is None and location.local and not is_remote(location.local):
+        check_out_is_shared(spark, os.path.abspath(location.local))
+    if num_tasks is not None:
+        dataframe = dataframe.repartition(_num_tasks(spark, num_tasks))
+    return dataframe, kwargs
+
+
+def _num_tasks(spark: Any, value: Any) -> int:
+    if value == "auto":
+        return default_parallelism(spark)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConversionError(f"mds_kwargs['num_tasks'] must be a positive int or 'auto', got {value!r}")
+    return value
+
+
+def is_connect(spark: Any) -> bool:
+    """Whether ``spark`` is a Spark Connect session (no SparkContext, no JVM in this process)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def master(spark: Any) -> str:
+    try:
+        return str(spark.conf.get("spark.master", "") or "")
+    except Exception:  # noqa: BLE001  (a Connect server may refuse to show it)
+        return ""
+
+
+def default_parallelism(spark: Any) -> int:
+    """``spark.default.parallelism`` if set, else the cluster's cores as Spark counts them.
+
+    Classic sessions ask the SparkContext (the executors' total cores on a cluster); Connect sessions,
+    which have none, count the partitions ``spark.range`` gets by default (the same number).
+    """
+    try:
+        configured = spark.conf.get("spark.default.parallelism", None)
+    except Exception:  # noqa: BLE001
+        configured = None
+    if configured:
+        return int(configured)
+    if not is_connect(spark):
+        return int(spark.sparkContext.defaultParallelism)
+    from pyspark.sql.connect import functions as F
+
+    return int(spark.range(0, 1 << 20).select(F.spark_partition_id().alias("p")).distinct().count())
+
+
+def needs_probe(spark: Any) -> bool:
+    """Whether executors may have another view of the driver's files: anything but a local master."""
+    return is_connect(spark) or not master(spark).startswith("local")
+
+
+def check_out_is_shared(spark: Any, path: str) -> None:
+    """Fail fast, writing nothing, when an executor cannot see the local directory ``path``."""
+    if not needs_probe(spark):
+        return
+    created = not os.path.exists(path)
+    probe_dir = os.path.join(path, STAGING_DIR)
+    had_probe_dir = os.path.isdir(probe_dir)
+    token = uuid.uuid4().hex
+    probe = os.path.join(probe_dir, f"probe-{token}")
+    try:
+        os.makedirs(probe_dir, exist_ok=True)
+        with open(probe, "w") as handle:
+            handle.write(token)
+        tasks = max(2, default_parallelism(spark))
+        rows = spark.range(0, tasks, 1, tasks).mapInArrow(
+            functools.partial(_look, probe, token), _PROBE_DDL).collect()
+    except Exception as err:
+        if "No module named 'mds_core'" in str(err):
+            raise MissingDependencyError(
+                "the Spark executors cannot import mds_core: install mds-pipelines (with the extra for your "
+                "storage) in the executors' Python, or ship it with spark.submit.pyFiles (docs/cluster.md)"
+            ) from err
+        raise
+    finally:
+        _remove_probe(probe, probe_dir, had_probe_dir, path, created)
+    blind = sorted({f"{row['host']} (cwd {row['cwd']})" for row in rows if not row["seen"]})
+    if blind:
+        raise ConfigurationError(
+            f"out={path!r} is a local path that {len(blind)} Spark executor(s) cannot see: "
+            f"{', '.join(blind[:4])}. The executors write the shards and the driver commits them, so a local "
+            "out must be one shared directory mounted at the same path on the driver and every executor; "
+            "otherwise write to a URL (s3://, gs://, az://, ...). Nothing was written.")
+
+
+def _look(probe: str, token: str, batches: Iterator[Any]) -> Iterator[Any]:
+    """The probe task: does this executor see the driver's probe file, with the driver's token?"""
+    import pyarrow as pa
+
+    for _ in batches:
+        pass
+    try:
+        with open(probe) as handle:
+            seen = handle.read() == token
+    except OSError:
+        seen = False
+    yield pa.RecordBatch.from_pylist(
+        [{"host": socket.gethostname(), "pid": os.getpid(), "cwd": os.getcwd(), "seen": seen}],
+        schema=pa.schema([("host", pa.string()), ("pid", pa.int64()), ("cwd", pa.string()),
+                          ("seen", pa.bool_())]))
+
+
+def _remove_probe(probe: str, probe_dir: str, had_probe_dir: bool, path: str, created: bool) -> None:
+    try:
+        os.unlink(probe)
+    except OSError:
+        pass
+    for directory, keep in ((probe_dir, had_probe_dir), (path, not created)):
+        if not keep:
+            try:
+                os.rmdir(directory)
+            except OSError:
+                pass  # not empty: someone else's files

@@ -1,0 +1,397 @@
+"""Unity Catalog volumes (``dbfs:/Volumes/<catalog>/<schema>/<volume>/...``) through the Databricks Files API.
+
+``VolumesFileSystem`` is a small fsspec filesystem over the official SDK's ``WorkspaceClient().files``,
+with what ``RemoteStore`` uses: reads (streamed), writes, an exclusive create, listings, metadata,
+deletes and moves. Each method is one documented Files API request (``/api/2.0/fs/files``,
+``/api/2.0/fs/directories``), or a few for listings and recursive deletes:
+
+* **Credentials** come from the SDK's default chain: ``DATABRICKS_HOST`` with ``DATABRICKS_TOKEN``,
+  a ``~/.databrickscfg`` profile (``DATABRICKS_CONFIG_PROFILE``), an OAuth service principal
+  (``DATABRICKS_CLIENT_ID``/``DATABRICKS_CLIENT_SECRET``), or whatever else the SDK supports. The
+  storage options ``host``, ``token`` and ``profile`` (and any other SDK ``Config`` field) override it.
+* **One attempt per call.** ``RemoteStore`` counts attempts itself, and a conditional create retried
+  inside the client after a lost reply would find its own file and report a lost race. The SDK
+  retries 429, 503 and connection errors until its clock passes a deadline; the client gets a clock
+  that jumps past any deadline when the SDK sleeps, so the SDK gives up after the first attempt,
+  without sleeping, and the error it gave up on is raised.
+* **The plain Files API.** The SDK's newer transfer client (presigned cloud URLs, parallel parts) is
+  switched off (``disable_experimental_files_api_client``): it has retry loops of its own. A file is
+  uploaded in one request, which the Files API limits to 5 GiB.
+* **Exclusive create**: an upload with ``overwrite=false``, which the Files API refuses with 409
+  Conflict if the file exists; that becomes ``FileExistsError``.
+* **Errors**: 404 is ``FileNotFoundError``, 401 and 403 are ``PermissionError`` naming the URL and
+  what to fix, and a socket timeout is ``TimeoutError``; ``RemoteStore`` retries only the others.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import os
+import shutil
+import tempfile
+import threading
+import time
+from email.utils import parsedate_to_datetime
+from typing import Any, Callable, TypeVar
+from urllib.parse import urlparse
+
+from fsspec import AbstractFileSystem
+
+from mds_core.errors import ConfigurationError
+
+T = TypeVar("T")
+
+# fsspec options that RemoteStore passes to every filesystem; they mean nothing here
+_FSSPEC_OPTIONS = ("use_listings_cache", "listings_expiry_time", "max_paths", "skip_instance_cache")
+_CREDENTIALS_HINT = (
+    "set DATABRICKS_HOST with DATABRICKS_TOKEN (a personal access token) or with DATABRICKS_CLIENT_ID and "
+    "DATABRICKS_CLIENT_SECRET (an OAuth service principal), or pick a ~/.databrickscfg profile with "
+    "DATABRICKS_CONFIG_PROFILE (storage_options host=, token=, profile= do the same)"
+)
+
+
+def volumes(url: str, timeout: float | None, options: dict[str, Any]) -> tuple[Any, str]:
+    """(filesystem, path) for a ``dbfs:/Volumes/...`` root URL."""
+    path = volume_path(url)
+    return VolumesFileSystem(url=url, timeout=timeout, **options), path
+
+
+def volume_path(url: str) -> str:
+    """``/Volumes/<catalog>/<schema>/<volume>/...`` from the URL; anything else is refused."""
+    parsed = urlparse(url)
+    parts = parsed.path.strip("/").split("/")
+    if parsed.netloc or len(parts) < 4 or parts[0] != "Volumes" or "" in parts:
+        raise ConfigurationError(
+            f"{url}: only Unity Catalog volumes are supported on dbfs:, as "
+            f"dbfs:/Volumes/<catalog>/<schema>/<volume>/<path> (read and written through the Databricks Files "
+            f"API). Legacy DBFS paths (dbfs:/FileStore, dbfs:/mnt, ...) are not: move the data to a volume, or "
+            f"use the cloud store behind the mount (s3://, gs://, abfss://)"
+        )
+    return "/" + "/".join(parts)
+
+
+class _OneAttemptClock:
+    """A ``databricks.sdk.clock.Clock`` for the SDK's retry loop: its first sleep jumps past every
+    deadline, so no call retries.
+
+    The loop (``databricks.sdk.retries.retried``) re-checks ``time() < deadline`` after sleeping and then
+    raises ``TimeoutError`` from the error it gave up on; ``_translate`` unwraps that.
+    """
+
+    def __init__(self) -> None:
+        self._ahead = 0.0
+        self._lock = threading.Lock()
+
+    def time(self) -> float:
+        return time.time() + self._ahead
+
+    def sleep(self, seconds: float) -> None:
+        with self._lock:
+            self._ahead += 10 ** 7  # about four months: far past any retry_timeout_seconds
+
+
+def _workspace_client(url: str, timeout: float | None, options: dict[str, Any]) -> Any:
+    from databricks.sdk import WorkspaceClient
+    from databricks.sdk.config import Config
+
+    options = {k: v for k, v in options.items() if k not in _FSSPEC_OPTIONS}
+    if "instance" in options:  # the name fsspec's old DatabricksFileSystem used
+        options.setdefault("host", options.pop("instance"))
+    known = {attr.name for attr in Config.attributes()}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ConfigurationError(f"{url}: unknown storage option(s) {unknown} for Databricks; use fields of "
+                                 f"databricks.sdk.config.Config such as host, token, profile")
+    options.setdefault("disable_experimental_files_api_client", True)
+    # Bounds the host-metadata probe the SDK makes when the client is created (our clock does not reach it).
+    options.setdefault("retry_timeout_seconds", 1)
+    if timeout is not None:
+        options.setdefault("http_timeout_seconds", timeout)
+    try:
+        config = Config(clock=_OneAttemptClock(), **options)
+    except ValueError as err:
+        raise ConfigurationError(f"{url}: no usable Databricks credentials: {_CREDENTIALS_HINT}. "
+                                 f"The Databricks SDK said: {err}") from None
+    if not config.host:
+        raise ConfigurationError(f"{url}: no Databricks workspace: {_CREDENTIALS_HINT}")
+    return WorkspaceClient(config=config)
+
+
+class VolumesFileSystem(AbstractFileSystem):
+    """Files in Unity Catalog volumes, through ``WorkspaceClient().files`` (one request per call, no retries)."""
+
+    protocol = "dbfs"
+    root_marker = "/"
+    cachable = False
+
+    def __init__(self, *, url: str = "dbfs:/Volumes", timeout: float | None = None, **options: Any) -> None:
+        super().__init__()
+        self.url, self.timeout = url, timeout
+        self.client = _workspace_client(url, timeout, options)
+        self.files = self.client.files
+
+    @classmethod
+    def _strip_protocol(cls, path: Any) -> str:
+        path = str(path)
+        if path.startswith("dbfs:"):
+            path = path[len("dbfs:"):]
+        return "/" + path.strip("/")
+
+    # ---------------------------------------------------------------------------------------------
+    # reads
+
+    def _open(self, path: str, mode: str = "rb", **kwargs: Any) -> Any:
+        if mode != "rb":
+            raise NotImplementedError(f"{self._url(path)}: only mode 'rb'; write with pipe_file or put_file")
+        path = self._strip_protocol(path)
+        response = self._call(path, self.files.download, path)
+        return _Download(response.contents, self, path)
+
+    def cat_file(self, path: str, start: int | None = None, end: int | None = None, **kwargs: Any) -> bytes:
+        with self._open(path) as source:
+            data = source.read()
+        return data[start:end] if start is not None or end is not None else data
+
+    def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
+        path = self._strip_protocol(path)
+        try:
+            meta = self._call(path, self.files.get_metadata, path)
+        except FileNotFoundError:
+            self._call(path, self.files.get_directory_metadata, path)  # FileNotFoundError if neither
+            return {"name": path, "size": 0, "type": "directory"}
+        return {"name": path, "size": meta.content_length, "type": "file",
+                **_modified(parsedate_to_datetime(meta.last_modified) if meta.last_modified else None)}
+
+    def exists(self, path: str, **kwargs: Any) -> bool:
+        """Only a 404 means "no": a refused token or a failed request is raised, not taken for absence."""
+        try:
+            self.info(path)
+            return True
+        except FileNotFoundError:
+            return False
+
+    def modified(self, path: str) -> dt.datetime:
+        return self.info(path)["LastModified"]
+
+    def ls(self, path: str, detail: bool = True, **kwargs: Any) -> list[Any]:
+        path = self._strip_protocol(path)
+        try:
+            entries = self._entries(path)
+        except FileNotFoundError:
+            entries = [self.info(path)]  # a file lists as itself; FileNotFoundError if missing
+        return entries if detail else [e["name"] for e in entries]
+
+    def find(self, path: str, maxdepth: int | None = None, withdirs: bool = False, detail: bool = False,
+             **kwargs: Any) -> Any:
+        """Every file under ``path`` (a directory, recursively, page by page), or ``path`` if it is a file."""
+        path = self._strip_protocol(path)
+        found: dict[str, dict[str, Any]] = {}
+        try:
+            pending = [(path, self._entries(path), 1)]
+        except FileNotFoundError:
+            try:
+                found[path] = self.info(path)
+            except FileNotFoundError:
+                pass
+            pending = []
+        while pending:
+            _, entries, depth = pending.pop()
+            for entry in entries:
+                if entry["type"] == "directory":
+                    if withdirs:
+                        found[entry["name"]] = entry
+                    if maxdepth is None or depth < maxdepth:
+                        pending.append((entry["name"], self._entries(entry["name"]), depth + 1))
+                else:
+                    found[entry["name"]] = entry
+        found = dict(sorted(found.items()))
+        return found if detail else list(found)
+
+    def _entries(self, path: str) -> list[dict[str, Any]]:
+        """One directory's entries, following ``next_page_token`` (the SDK's iterator does)."""
+        listing = self._call(path, lambda: list(self.files.list_directory_contents(path)))
+        entries = []
+        for entry in listing:
+            name = (entry.path or f"{path}/{entry.name}").rstrip("/")
+            if entry.is_directory:
+                entries.append({"name": name, "size": 0, "type": "directory"})
+            else:
+                stamp = entry.last_modified
+                modified = dt.datetime.fromtimestamp(stamp / 1000, dt.timezone.utc) if stamp is not None else None
+                entries.append({"name": name, "size": entry.file_size or 0, "type": "file", **_modified(modified)})
+        return entries
+
+    # ---------------------------------------------------------------------------------------------
+    # writes
+
+    def pipe_file(self, path: str, value: bytes, mode: str = "overwrite", **kwargs: Any) -> None:
+        """``mode="create"`` uploads with ``overwrite=false``: FileExistsError if the file exists (409)."""
+        path = self._strip_protocol(path)
+        self._upload(path, io.BytesIO(value), overwrite=mode != "create")
+
+    def put_file(self, lpath: str, rpath: str, callback: Any = None, mode: str = "overwrite", **kwargs: Any) -> None:
+        rpath = self._strip_protocol(rpath)
+        with open(lpath, "rb") as source:
+            self._upload(rpath, source, overwrite=mode != "create")
+
+    def _upload(self, path: str, contents: Any, overwrite: bool) -> None:
+        """One upload; if the service answers 404 because the parent directory is missing, the
+        directory is created (``mkdir -p``) and the upload sent once more."""
+        start = contents.tell()
+        try:
+            self._call(path, self.files.upload, path, contents, overwrite=overwrite)
+        except FileNotFoundError:
+            self._call(path, self.files.create_directory, path.rsplit("/", 1)[0])
+            contents.seek(start)
+            self._call(path, self.files.upload, path, contents, overwrite=overwrite)
+
+    def cp_file(self, path1: str, path2: str, **kwargs: Any) -> None:
+        path1, path2 = self._strip_protocol(path1), self._strip_protocol(path2)
+        with tempfile.TemporaryFile() as spool:
+            with self._open(path1) as source:
+                shutil.copyfileobj(source, spool, 8 << 20)
+            spool.seek(0)
+            self._upload(path2, spool, overwrite=True)
+
+    def mv(self, path1: str, path2: str, recursive: bool = False, maxdepth: int | None = None, **kwargs: Any) -> None:
+        """A copy, then a delete of the source (the Files API has no rename)."""
+        self.cp_file(path1, path2)
+        self.rm_file(path1)
+
+    def mkdir(self, path: str, create_parents: bool = True, **kwargs: Any) -> None:
+        path = self._strip_protocol(path)
+        self._call(path, self.files.create_directory, path)
+
+    def makedirs(self, path: str, exist_ok: bool = False) -> None:
+        self.mkdir(path)
+
+    def rm_file(self, path: str) -> None:
+        path = self._strip_protocol(path)
+        self._call(path, self.files.delete, path)
+
+    def rm(self, path: Any, recursive: bool = False, maxdepth: int | None = None) -> None:
+        """Delete files, and with ``recursive`` a directory's tree: files first, then the emptied
+        directories, deepest first. A volume's root directory is emptied, never deleted."""
+        if isinstance(path, (list, tuple)):
+            for one in path:
+                self.rm(one, recursive=recursive, maxdepth=maxdepth)
+            return
+        path = self._strip_protocol(path)
+        if not recursive:
+            self.rm_file(path)
+            return
+        entries = self.find(path, withdirs=True, detail=True)
+        if list(entries) == [path] and entries[path]["type"] == "file":
+            self.rm_file(path)
+            return
+        if not entries and not self._is_directory(path):
+            raise FileNotFoundError(f"{self._url(path)}: no such file or directory")
+        for name, entry in entries.items():
+            if entry["type"] == "file":
+                self.rm_file(name)
+        directories = [name for name, entry in entries.items() if entry["type"] == "directory"]
+        if path.count("/") > 4:  # /Volumes/<catalog>/<schema>/<volume>/<directory>...
+            directories.append(path)
+        for name in sorted(directories, key=lambda d: d.count("/"), reverse=True):
+            try:
+                self._call(name, self.files.delete_directory, name)
+            except FileNotFoundError:
+                pass
+
+    def _is_directory(self, path: str) -> bool:
+        try:
+            self._call(path, self.files.get_directory_metadata, path)
+            return True
+        except FileNotFoundError:
+            return False
+
+    # ---------------------------------------------------------------------------------------------
+    # errors
+
+    def _url(self, path: str) -> str:
+        return f"dbfs:{path}"
+
+    def _call(self, path: str, operation: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        try:
+            return operation(*args, **kwargs)
+        except Exception as err:
+            translated = _translate(err, self._url(path), self.timeout, operation, self.client.config.host)
+            if translated is err:
+                raise
+            raise translated from err
+
+
+class _Download(io.RawIOBase):
+    """A download's body, streamed: errors while reading are translated like those of the request."""
+
+    def __init__(self, contents: Any, fs: VolumesFileSystem, path: str) -> None:
+        super().__init__()
+        self._contents, self._fs, self._path = contents, fs, path
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        return self._fs._call(self._path, self._contents.read, -1 if size is None else size)
+
+    def readall(self) -> bytes:
+        return self.read(-1)
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._contents.close()
+        super().close()
+
+
+def _modified(stamp: dt.datetime | None) -> dict[str, Any]:
+    """What ``vacuum`` reads for a file's age (``LastModified``, else ``mtime``)."""
+    if stamp is None:
+        return {}
+    stamp = stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.timezone.utc)
+    return {"LastModified": stamp, "mtime": stamp.timestamp()}
+
+
+def _translate(err: Exception, url: str, timeout: float | None, operation: Any, host: str) -> Exception:
+    """The SDK's errors as the builtin ones ``RemoteStore`` sorts by; others are returned unchanged."""
+    import requests
+    from databricks.sdk.errors import NotFound, PermissionDenied, ResourceConflict, Unauthenticated
+
+    if isinstance(err, TimeoutError) and isinstance(err.__cause__, Exception) and "Timed out after" in str(err):
+        err = err.__cause__  # the SDK's retry loop gave up after one attempt (see _OneAttemptClock)
+    if isinstance(err, NotFound):
+        return FileNotFoundError(f"{url}: not found ({_message(err)})")
+    if isinstance(err, (Unauthenticated, PermissionDenied)):
+        status = 401 if isinstance(err, Unauthenticated) else 403
+        return PermissionError(
+            f"{url}: the Databricks Files API of {host} refused the request ({status} {err.error_code}: "
+            f"{_message(err)}). Check the credentials (a valid, unexpired DATABRICKS_TOKEN, or the profile or "
+            f"service principal in use, for the workspace in DATABRICKS_HOST) and that they hold READ VOLUME on "
+            f"the volume, WRITE VOLUME to write, and USE CATALOG and USE SCHEMA on its catalog and schema")
+    if isinstance(err, ResourceConflict) and getattr(operation, "__name__", "") == "upload":
+        return FileExistsError(f"{url}: already exists ({_message(err)})")
+    if isinstance(err, requests.Timeout):
+        return TimeoutError(f"no answer within the {timeout} s timeout from the Databricks Files API ({err})")
+    if isinstance(err, TypeError) and _raised_in_sdk(err):
+        # databricks-sdk 0.162 fails so while describing an error response that is not JSON (from a
+        # proxy or load balancer, say) to a request with a body: report the failure, not the SDK's slip.
+        return OSError(f"{url}: the request failed with a response the Databricks SDK could not parse "
+                       f"(not JSON; a proxy or load balancer answering?): {type(err).__name__}: {err}")
+    return err
+
+
+def _raised_in_sdk(err: BaseException) -> bool:
+    frame = err.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    return frame is not None and f"{os.sep}databricks{os.sep}sdk{os.sep}" in frame.tb_frame.f_code.co_filename
+
+
+def _message(err: Exception) -> str:
+    """The service's message, without the configuration dump the SDK appends to 401s and 403s."""
+    return str(err).split(" Config: ", 1)[0].split("\n", 1)[0][:500]

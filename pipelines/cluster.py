@@ -1,0 +1,119 @@
+"""Spark settings that depend on where Spark runs, and the checks that make a bad master URL fail fast.
+
+* Small-machine defaults (4 shuffle partitions, no UI, a 2 GB driver) suit ``local[...]`` masters
+  only; on a cluster Spark's own defaults (or the deployment's ``MDS_SPARK_CONF``) apply.
+* A ``spark://`` master that does not answer would otherwise cost Spark's registration retries
+  (3 x 20 s) and then an error about "All masters are unresponsive"; here it is one
+  ``ConfigurationError`` naming the URL and the setting, after ``MDS_SPARK_MASTER_TIMEOUT`` seconds at most.
+  A master that answers but gives the application no executor (no workers, or none with the cores and
+  memory asked for) fails the same way instead of leaving every job waiting.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from typing import TYPE_CHECKING
+
+from mds_core.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+# Only for local masters: few shuffle partitions, no UI port to collide on, a driver that fits a laptop.
+LOCAL_DEFAULTS = {"spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false", "spark.driver.memory": "2g"}
+# Everywhere: the pipelines' semantics, not sizes.
+COMMON_DEFAULTS = {
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    # Keep the `day` partition column a 'YYYY-MM-DD' string, not a date.
+    "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
+}
+DEFAULT_MASTER_TIMEOUT = 30.0
+
+
+def defaults_for(master: str) -> dict[str, str]:
+    return {**COMMON_DEFAULTS, **(LOCAL_DEFAULTS if is_local(master) else {})}
+
+
+def is_local(master: str) -> bool:
+    return master.startswith("local")
+
+
+def standalone_addresses(master: str) -> list[tuple[str, int]]:
+    """``spark://h1:7077,h2:7077`` -> [(h1, 7077), (h2, 7077)]; [] for other masters."""
+    if not master.startswith("spark://"):
+        return []
+    addresses = []
+    for part in master[len("spark://"):].split(","):
+        host, _, port = part.strip().rpartition(":")
+        try:
+            addresses.append((host.strip("[]"), int(port)))
+        except ValueError:
+            raise ConfigurationError(f"MDS_SPARK_MASTER={master!r}: {part!r} is not HOST:PORT "
+                                     "(e.g. spark://spark-master:7077)") from None
+    return addresses
+
+
+def check_master_reachable(master: str, timeout: float) -> None:
+    """Raise ``ConfigurationError`` unless one of a ``spark://`` master's addresses accepts a connection."""
+    addresses = standalone_addresses(master)
+    if not addresses:
+        return
+    deadline = time.monotonic() + timeout
+    problems = []
+    for host, port in addresses:
+        try:
+            with socket.create_connection((host, port), timeout=max(0.1, deadline - time.monotonic())):
+                return
+        except OSError as err:
+            problems.append(f"{host}:{port}: {err.strerror or err}")
+    raise ConfigurationError(
+        f"cannot reach the Spark master {master} ({'; '.join(problems)}) within {timeout:g} s: start the master "
+        "there (sbin/start-master.sh), or set MDS_SPARK_MASTER to its URL (spark://HOST:PORT, port 7077 by "
+        "default) or to local[*]; MDS_SPARK_MASTER_TIMEOUT sets how long to wait")
+
+
+def apply_python(conf: dict[str, str]) -> None:
+    """``spark.pyspark.python`` in the settings: the executors' Python, as spark-submit would take it.
+
+    A session built from Python (not through spark-submit) reads only ``PYSPARK_PYTHON`` for the Python
+    its executors run, so the setting is copied there.
+    """
+    python = conf.get("spark.pyspark.python")
+    if python:
+        os.environ["PYSPARK_PYTHON"] = python
+
+
+def wait_for_executors(session: "SparkSession", master: str, timeout: float) -> None:
+    """On a fresh classic session with a cluster master: wait until at least one executor has registered."""
+    if is_local(master) or not master.startswith("spark://"):
+        return
+    context = session.sparkContext
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if context._jsc.sc().getExecutorMemoryStatus().size() > 1:  # the driver counts as one
+            return
+        time.sleep(0.2)
+    conf = context.getConf()
+    asked = (f"spark.executor.cores={conf.get('spark.executor.cores', 'all of a worker')}, "
+             f"spark.executor.memory={conf.get('spark.executor.memory', '1g')}")
+    session.stop()
+    raise ConfigurationError(
+        f"the Spark master {master} accepted the application but started no executor within {timeout:g} s: "
+        f"check on the master's web UI that workers are registered and have free cores and memory for "
+        f"{asked} (MDS_SPARK_CONF), and that the workers can reach this driver; MDS_SPARK_MASTER_TIMEOUT sets "
+        "how long to wait")
+
+
+def writer_partitions(frame: "DataFrame", tasks: int, *columns: str) -> "DataFrame":
+    """``frame`` sorted by ``columns`` in ``tasks`` range partitions (0: the cluster's default parallelism).
+
+    Unlike ``orderBy``, whose partition count is ``spark.sql.shuffle.partitions`` (then coalesced by
+    adaptive execution), this gives the writer exactly ``tasks`` tasks, each holding one range of the order.
+    """
+    from mds_core.convert.cluster import default_parallelism
+
+    count = tasks or default_parallelism(frame.sparkSession)
+    return frame.repartitionByRange(count, *columns).sortWithinPartitions(*columns)

@@ -1,0 +1,56 @@
+"""The Spark assets through dagster.materialize() on a Spark Connect session (MDS_SPARK_REMOTE).
+
+The server is a real Spark Connect server from pyspark's distribution (``tests/spark_connect.py``); the
+assets and ``dataframe_to_mds`` run unchanged on it.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+from dagster import materialize
+
+from mds_core import StreamingDataset
+from mds_core.errors import ConfigurationError
+from pipelines.assets.raw import raw_table
+from pipelines.assets.shards import shard_set
+from pipelines.assets.validated import COUNTS_CHECK, validated_table
+from pipelines.resources import SparkResource, resources_from_env
+
+pytest.importorskip("pyspark.sql.connect.session", reason="Spark Connect needs the 'connect' extra")
+pytestmark = pytest.mark.xdist_group("spark-connect")  # the worker that runs tests/spark's Connect tests
+DAY = "2026-01-01"
+
+
+def test_raw_validated_and_shards_on_spark_connect(resources, spark_connect_server, monkeypatch, tmp_path):
+    # pyspark.sql.functions follows this process-wide flag (the classic tests share the process): undone after.
+    monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
+    monkeypatch.setenv("MDS_SPARK_REMOTE", spark_connect_server.url)
+    spark = resources_from_env()["spark"]
+    assert spark.remote == spark_connect_server.url
+    session = spark.session()
+    assert type(session).__module__ == "pyspark.sql.connect.session" and spark.session() is session  # reused
+    assert session.conf.get("spark.sql.sources.partitionColumnTypeInference.enabled") == "false"  # `day` a string
+    result = materialize([raw_table, validated_table, shard_set], partition_key=DAY,
+                         resources={**resources, "spark": spark})
+    assert result.success
+    [counts] = [e for e in result.get_asset_check_evaluations() if e.check_name == COUNTS_CHECK]
+    assert counts.passed
+    shards = result.asset_materializations_for_node("shard_set")[-1].metadata
+    assert shards["rows"].value == shards["rows_added"].value == 60 and shards["version"].value == 1
+    dataset = StreamingDataset(remote=resources["shard_store"].url("digits"), local=str(tmp_path / "cache"), version=1)
+    assert sorted(int(dataset[i]["id"]) for i in range(len(dataset))) == list(range(60))
+
+
+def test_a_dead_spark_connect_address_fails_fast_naming_it(monkeypatch):
+    monkeypatch.setenv("MDS_SPARK_CONNECT_TIMEOUT", "2")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        url = f"sc://127.0.0.1:{probe.getsockname()[1]}"
+    started = time.monotonic()
+    message = rf"no Spark Connect server answered at {url} within 2s.*MDS_SPARK_REMOTE"
+    with pytest.raises(ConfigurationError, match=message):
+        SparkResource(remote=url).session()
+    assert time.monotonic() - started < 10

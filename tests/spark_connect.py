@@ -1,0 +1,119 @@
+"""A real Spark Connect server for the tests, started from pyspark's own distribution.
+
+pyspark 4.3 ships the server (``pyspark/jars/spark-connect_*.jar``); ``spark-submit --class
+org.apache.spark.sql.connect.service.SparkConnectServer`` starts it as its own JVM, here with the same
+settings as the classic test session (``local[2,2]``: two cores, two attempts per task) on a free port of
+127.0.0.1. Its Python workers run this interpreter from the project root, so they import ``mds_core``
+and the test modules (UDFs defined in tests) as the classic session's do.
+
+The ``spark_connect_server`` fixture (registered in ``tests/conftest.py``) starts one per test session,
+or per xdist worker, on first use, after the S3 test server when the suite has one so that the server
+and its Python workers inherit ``S3_ENDPOINT_URL`` and the credentials.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+START_TIMEOUT = 240.0  # seconds; a loaded two-core machine takes well over a minute at worst
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _accepts(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+class ConnectServer:
+    """``spark-submit`` running the Spark Connect server on ``127.0.0.1:<port>``; ``url`` is ``sc://...``."""
+
+    def __init__(self, root: Path, master: str = "local[2,2]", driver_memory: str = "1g") -> None:
+        import pyspark
+
+        self.port = _free_port()
+        self.url = f"sc://127.0.0.1:{self.port}"
+        self.log = root / "connect-server.log"
+        home = Path(pyspark.__file__).parent
+        settings = {
+            "spark.connect.grpc.binding.address": "127.0.0.1", "spark.connect.grpc.binding.port": str(self.port),
+            "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+            "spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4",
+            "spark.sql.warehouse.dir": str(root / "warehouse"), "spark.local.dir": str(root / "local"),
+            "spark.sql.session.timeZone": "UTC", "spark.python.worker.reuse": "true",
+            "spark.driver.extraJavaOptions": "-Dderby.system.home=" + str(root / "derby"),
+        }
+        command = [str(home / "bin" / "spark-submit"), "--class",
+                   "org.apache.spark.sql.connect.service.SparkConnectServer", "--name", "mds-core-tests-connect",
+                   "--master", master, "--driver-memory", driver_memory]
+        for key, value in settings.items():
+            command += ["--conf", f"{key}={value}"]
+        env = {**os.environ, "SPARK_HOME": str(home), "PYSPARK_PYTHON": sys.executable,
+               "PYSPARK_DRIVER_PYTHON": sys.executable,
+               "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+        env.pop("SPARK_REMOTE", None)
+        env.pop("SPARK_CONNECT_MODE_ENABLED", None)
+        started = time.monotonic()
+        with open(self.log, "wb") as log:
+            # Its own process group, so stop() ends the JVM and the Python workers it started.
+            self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                            start_new_session=True)
+        while not _accepts(self.port):
+            if self.process.poll() is not None or time.monotonic() - started > START_TIMEOUT:
+                self.stop()
+                raise RuntimeError(f"the Spark Connect server did not start on {self.url}; its log:\n"
+                                   + self.log.read_text(errors="replace")[-4000:])
+            time.sleep(0.25)
+        self.start_seconds = time.monotonic() - started
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGTERM)
+                self.process.wait(timeout=30)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(self.process.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.process.wait()
+
+
+@pytest.fixture(scope="session")
+def spark_connect_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """One Spark Connect server for the test session (per xdist worker), stopped at its end."""
+    pytest.importorskip("pyspark.sql.connect.session", reason="Spark Connect needs the 'connect' extra")
+    try:
+        request.getfixturevalue("s3_server")
+    except pytest.FixtureLookupError:
+        pass
+    server = ConnectServer(tmp_path_factory.mktemp("spark-connect"))
+    yield server
+    _close_clients()
+    server.stop()
+
+
+def _close_clients() -> None:
+    """Close this process's Connect sessions before their server goes: a client left open tries to release
+    its session when Python exits, and retries that for minutes against a server that is gone."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    for session in {ConnectSession.getActiveSession(), ConnectSession._get_default_session()} - {None}:
+        session.client.close()  # no call to the server; stop() then skips the release too
+        session.stop()

@@ -1,0 +1,145 @@
+"""Unity Catalog volumes (``dbfs:/Volumes/...``): what the matrix of test_remote.py and test_stores.py does not cover.
+
+Against the Files API server of tests/databricks_files.py on 127.0.0.1, through the real Databricks
+SDK: listings that span pages, the SDK's own retries switched off, credentials errors, refused
+paths, and ``vacuum`` reading the files' modification times.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from pathlib import Path
+
+import pytest
+
+from mds_core import MDSWriter
+from mds_core.errors import ConfigurationError, MDSError, StorageError
+from mds_core.storage.remote import open_store
+from mds_core.versions import ShardSet
+from tests.s3 import fault_proxy_for
+
+
+@pytest.fixture
+def proxy(volumes_server):
+    with fault_proxy_for(volumes_server) as proxy:
+        yield proxy
+
+
+def test_listings_follow_every_page(volumes_server) -> None:
+    store = open_store(f"{volumes_server.new_root()}/set")
+    names = [f"d{d}/f{f:02d}" for d in range(4) for f in range(7)] + ["top.json"]
+    for name in names:
+        store.write_bytes(name, name.encode())
+    before = len(volumes_server.requests)
+    assert store.list() == sorted(names) and store.list("d2") == [f"d2/f{f:02d}" for f in range(7)]
+    pages = [t for m, t in volumes_server.requests[before:] if "/fs/directories/" in t and "page_token=" in t]
+    assert len(pages) >= 2 * 4  # 3 entries a page: 7 files take 3 pages, the first without a token
+    store.delete_tree("d1")
+    assert store.list() == sorted(n for n in names if not n.startswith("d1/"))
+    assert store.list("missing") == [] and not store.exists("missing/x")
+
+
+def test_uploads_create_missing_directories_where_the_service_does_not(volumes_server, monkeypatch) -> None:
+    monkeypatch.setattr(volumes_server, "upload_creates_parents", False)
+    store = open_store(f"{volumes_server.new_root()}/store")
+    store.write_bytes("a/b/c.bin", b"c")
+    assert store.write_if_absent("d/e.json", b"e") and not store.write_if_absent("d/e.json", b"other")
+    assert store.list() == ["a/b/c.bin", "d/e.json"] and store.read_bytes("d/e.json") == b"e"
+
+
+@pytest.mark.parametrize("status", [503, 429])
+def test_the_sdk_makes_one_attempt_per_call(volumes_server, proxy, status: int) -> None:
+    """The service's 503 or 429 (which the SDK would retry after its Retry-After), or a dropped
+    connection, fails the call at once: RemoteStore's ``retry`` counts every request."""
+    root = volumes_server.new_root()
+    store = open_store(f"{root}/store", retry=3)
+    store.write_bytes("a.bin", b"a")
+    volume = root.rsplit("/", 1)[1]  # the session's server is shared: faults name this test's volume
+    upload = volumes_server.throttle("PUT", rf"{volume}/store/b\.bin", status, times=3)
+    start = time.monotonic()
+    with pytest.raises(StorageError, match=r"write of .*b\.bin failed after 3 attempt\(s\): .*injected by the test"):
+        store.write_bytes("b.bin", b"b")
+    # The SDK would sleep 1 s (Retry-After) between its own attempts; only our backoff, 0.25 s and 0.5 s, remains.
+    assert upload.hits == 3 and time.monotonic() - start < 2.5
+    read = volumes_server.throttle("GET", rf"{volume}/store/a\.bin", status, times=1)
+    assert store.read_bytes("a.bin") == b"a" and read.hits == 1  # the second of our attempts succeeds
+    drop = proxy.add(volumes_server.download_fault("drop", r"a\.bin", times=3))
+    with pytest.raises(StorageError, match=r"read of .*a\.bin failed after 3 attempt\(s\)"):
+        store.read_bytes("a.bin")
+    assert drop.hits == 3
+
+
+def test_an_error_answer_that_is_not_json_is_a_failed_attempt(volumes_server, proxy) -> None:
+    """A proxy's XML 503 to an upload: the SDK slips describing it (TypeError); that is reported as the failure."""
+    store = open_store(f"{volumes_server.new_root()}/store", retry=2)
+    fault = proxy.add(volumes_server.upload_fault("status", r"b\.bin", value=503, times=2))
+    with pytest.raises(StorageError, match=r"write of .*b\.bin failed after 2 attempt\(s\): OSError: .*could not "
+                                           r"parse"):
+        store.write_bytes("b.bin", b"b")
+    assert fault.hits == 2
+    store.write_bytes("b.bin", b"b")
+    assert store.read_bytes("b.bin") == b"b"
+
+
+def test_a_wrong_token_is_one_clear_error_at_once(volumes_server, monkeypatch) -> None:
+    root = volumes_server.new_root()
+    monkeypatch.setenv("DATABRICKS_TOKEN", "dapi-revoked")
+    store = open_store(root, retry=5)
+    before, start = len(volumes_server.requests), time.monotonic()
+    with pytest.raises(StorageError, match=rf"read of {root}/index.json failed: PermissionError: .*403 "
+                                           r"PERMISSION_DENIED: Invalid access token.*DATABRICKS_TOKEN") as caught:
+        store.read_bytes("index.json")
+    assert isinstance(caught.value, MDSError) and "failed after" not in str(caught.value)
+    assert len(volumes_server.requests) - before == 1 and time.monotonic() - start < 2  # not retried
+
+
+def test_a_volume_without_grants_names_the_privileges(volumes_server) -> None:
+    root = volumes_server.new_root()
+    volumes_server.denied.add(root.split(":", 1)[1])
+    with pytest.raises(StorageError, match=r"403 PERMISSION_DENIED: User does not have READ VOLUME.*READ VOLUME on "
+                                           r"the volume, WRITE VOLUME to write"):
+        open_store(root).list()
+
+
+def test_a_missing_token_is_one_clear_error_at_once(volumes_server, monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("DATABRICKS_TOKEN")
+    monkeypatch.setenv("DATABRICKS_CONFIG_FILE", str(tmp_path / "none"))
+    start = time.monotonic()
+    with pytest.raises(ConfigurationError, match=r"dbfs:/Volumes/main/default/x: no usable Databricks credentials: "
+                                                 r"set DATABRICKS_HOST with DATABRICKS_TOKEN .* The Databricks SDK "
+                                                 r"said"):
+        open_store("dbfs:/Volumes/main/default/x")
+    assert time.monotonic() - start < 5
+
+
+@pytest.mark.parametrize("url", ["dbfs:/FileStore/train", "dbfs:/mnt/bucket/train", "dbfs:/Volumes/main/default",
+                                 "dbfs://Volumes/main/default/v"])
+def test_only_volume_paths_are_accepted(url: str) -> None:
+    with pytest.raises(ConfigurationError, match=rf"{url}: only Unity Catalog volumes are supported on dbfs:, as "
+                                                 r"dbfs:/Volumes/<catalog>/<schema>/<volume>/<path>"):
+        open_store(url)
+
+
+def test_a_missing_volume_is_not_found(volumes_server) -> None:
+    with pytest.raises(StorageError, match=r"Volume 'main.default.nope' does not exist"):
+        open_store("dbfs:/Volumes/main/default/nope").read_bytes("index.json")
+
+
+def test_vacuum_ages_files_by_their_modification_time(volumes_server, monkeypatch) -> None:
+    root = f"{volumes_server.new_root()}/set"
+    shard_set = ShardSet(root)
+    for rows in (range(10), range(10, 20)):
+        with shard_set.transaction("overwrite") as tx:
+            with MDSWriter(out=tx.out, columns={"id": "int"}) as writer:
+                for i in rows:
+                    writer.write({"id": i})
+    abandoned = shard_set.transaction("append")
+    shard_set.store.write_bytes(f"data/{abandoned.id}/shard.00000.mds", b"partial")
+    assert shard_set.vacuum(keep_last=1, grace=dt.timedelta(hours=1)).removed_versions == [1]
+    assert any(abandoned.id in name for name in shard_set.store.list())  # younger than the grace: kept
+    modified = shard_set.store.fs.info(f"{shard_set.store.path}/data/{abandoned.id}/shard.00000.mds")["LastModified"]
+    assert abs((modified - dt.datetime.now(dt.timezone.utc)).total_seconds()) < 60
+    shard_set.vacuum(keep_last=1, grace=dt.timedelta(0))
+    assert not any(abandoned.id in name for name in shard_set.store.list())
+    assert [v.version for v in shard_set.versions()] == [2]
