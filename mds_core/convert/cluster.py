@@ -25,6 +25,7 @@ import socket
 import uuid
 from typing import Any, Iterator
 
+from mds_core.convert.spark_connect import is_connect
 from mds_core.convert.staging import STAGING_DIR
 from mds_core.errors import ConfigurationError, ConversionError, MissingDependencyError
 from mds_core.storage.output import parse_out
@@ -55,11 +56,6 @@ def _num_tasks(spark: Any, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConversionError(f"mds_kwargs['num_tasks'] must be a positive int or 'auto', got {value!r}")
     return value
-
-
-def is_connect(spark: Any) -> bool:
-    """Whether ``spark`` is a Spark Connect session (no SparkContext, no JVM in this process)."""
-    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def master(spark: Any) -> str:
