@@ -13,7 +13,7 @@ import datetime as dt
 import json
 import posixpath
 import uuid
-from typing import Any
+from typing import Any, Iterable
 
 from mds_core.errors import ConfigurationError, StoreFileNotFoundError, VersionConflictError
 from mds_core.format.index import INDEX_BASENAME, ShardInfo, check_same_columns, dumps_merged_index, parse_index
@@ -47,9 +47,11 @@ class ShardSet:
 
     def latest(self) -> VersionInfo | None:
         """The newest committed version: one listing and one manifest read, however long the history."""
-        names = [n for n in self.store.list(VERSIONS) if is_manifest(n)]
-        newest = max(names, key=lambda n: int(posixpath.basename(n)[:-5]), default=None)
-        return self._manifest(newest) if newest is not None else None
+        return self._latest_in(self.store.list(VERSIONS))
+
+    def _latest_in(self, listing: Iterable[str]) -> VersionInfo | None:
+        newest = _newest_number(listing)
+        return self._manifest(manifest_name(newest)) if newest is not None else None
 
     def version(self, number: int) -> VersionInfo:
         """The manifest of version ``number`` (``mds versions show``)."""
@@ -115,16 +117,16 @@ class ShardSet:
         it is still the latest) rather than adding the same shards a second time.
         """
         self._require_exclusive_create()
-        done = self._committed_as(transaction)
+        listing = set(self.store.list(VERSIONS))  # one listing answers both questions below
+        done = _committed_as(transaction, listing)
         if done is not None:
-            latest = self.latest()
-            if publish and latest is not None and latest.version == done:  # never roll a newer one back
+            if publish and _newest_number(listing) == done:  # never roll a newer one back
                 self.publish(done)
             return self.version(done)
         folder = f"{DATA}/{transaction}"
         written = parse_index(self.store.read_bytes(f"{folder}/{INDEX_BASENAME}"), self.store.url_of(folder))
         new = [shard.with_prefix(folder) for shard in written]
-        base_info = self.latest() if parent == "latest" else self.version(int(parent)) if parent else None
+        base_info = self._latest_in(listing) if parent == "latest" else self.version(int(parent)) if parent else None
         base = self.shards(base_info.version) if base_info is not None and mode == "append" else []
         shards = base + new
         if not shards:
@@ -191,19 +193,6 @@ class ShardSet:
         removed = sorted(v.version for v in versions if v.version not in keep)
         return VacuumReport(sorted(keep), removed, doomed)
 
-    def _committed_as(self, transaction: str) -> int | None:
-        """The version that committed ``transaction``, if any: one listing, no manifest reads.
-
-        A version's index is named after its transaction, and the version exists once its manifest
-        does, so a listing of ``_versions/`` answers it.
-        """
-        names = set(self.store.list(VERSIONS))
-        for name in names:
-            number, _, rest = name[len(VERSIONS) + 1:].partition(".")
-            if rest == f"{transaction}.index.json" and number.isdecimal() and manifest_name(int(number)) in names:
-                return int(number)
-        return None
-
     def _read_if_present(self, rel: str) -> bytes | None:
         """The file's bytes, or None if it does not exist (one request, not a lookup and a read)."""
         try:
@@ -249,3 +238,19 @@ def resolve_version_index(root: str, version: int, storage_options: dict[str, An
 # ------------------------------------------------------------------------------------------------
 
 
+def _newest_number(listing: Iterable[str]) -> int | None:
+    """The highest version number whose manifest is in a listing of ``_versions/``."""
+    return max((int(posixpath.basename(n)[:-5]) for n in listing if is_manifest(n)), default=None)
+
+
+def _committed_as(transaction: str, listing: set[str]) -> int | None:
+    """The version that committed ``transaction``, if any, from a listing of ``_versions/``.
+
+    A version's index is named after its transaction, and the version exists once its manifest
+    does, so the listing answers it without reading a manifest.
+    """
+    for name in listing:
+        number, _, rest = name[len(VERSIONS) + 1:].partition(".")
+        if rest == f"{transaction}.index.json" and number.isdecimal() and manifest_name(int(number)) in listing:
+            return int(number)
+    return None

@@ -63,8 +63,8 @@ def test_shared_local_out_with_one_task_per_core(converted) -> None:
 
 
 def test_driver_only_local_out_fails_fast_and_writes_nothing(converted, spark_cluster) -> None:
-    if spark_cluster.hidden is None:
-        pytest.skip("this machine allows no mount namespace (unshare): no path the executors cannot see")
+    # The workers run in a mount namespace of their own (unshare --mount) with a tmpfs over this path.
+    assert spark_cluster.hidden is not None, "this machine allows no mount namespace (unshare --mount)"
     error = converted["hidden_error"]
     assert error is not None and error["type"] == "ConfigurationError", error
     assert "cannot see" in error["message"] and "shared directory" in error["message"]
