@@ -1,11 +1,12 @@
 """Train a small digit classifier from the published version of the digits shard set.
 
-    python examples/train_digits.py --epochs 5                      # data/shard-sets/digits, published version
+    python examples/train_digits.py --epochs 5                      # where `make demo` publishes, published version
     python examples/train_digits.py --remote s3://bucket/shard-sets/digits --local /tmp/digits-cache
 
 It pins the version it starts on and keeps it in the checkpoint with the model, the optimizer and the
 loader's state, so a restarted run (``--checkpoint`` again) continues mid-epoch on exactly the same data,
-even if a newer version has been published since. ``--stop-after-steps N`` simulates a crash after N steps.
+even if a newer version has been published since. ``--stop-after-steps N`` simulates a crash after N steps;
+``--fresh`` starts a new run even if the checkpoint is left from an earlier one.
 
 Only ``mds_core`` and ``torch`` are needed: this is what training code looks like.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import warnings
+import sys
 from pathlib import Path
 
 import torch
@@ -24,7 +25,15 @@ from torch import nn
 from mds_core import StreamingDataLoader, StreamingDataset
 from mds_core.versions import ShardSet
 
-DEFAULT_REMOTE = str(Path(__file__).resolve().parent.parent / "data" / "shard-sets" / "digits")
+PROJECT = Path(__file__).resolve().parent.parent
+
+
+def default_remote() -> str:
+    """Where `make demo` publishes: ``$MDS_SHARD_STORE/digits``, else ``<$MDS_DATA_DIR or data/>/shard-sets/digits``."""
+    store = os.environ.get("MDS_SHARD_STORE")
+    if store:
+        return store.rstrip("/") + "/digits"
+    return str(Path(os.environ.get("MDS_DATA_DIR") or PROJECT / "data").resolve() / "shard-sets" / "digits")
 
 
 def model() -> nn.Module:
@@ -44,11 +53,25 @@ def save(path: Path, state: dict) -> None:
     os.replace(partial, path)
 
 
+def load_checkpoint(args: argparse.Namespace) -> dict | None:
+    """The run to continue, or None for a new one (``--fresh``, or no checkpoint yet)."""
+    if args.fresh or not args.checkpoint.exists():
+        return None
+    return torch.load(args.checkpoint, weights_only=False)
+
+
+def say_finished(args: argparse.Namespace, checkpoint: dict) -> None:
+    """Say so when there is nothing to resume: a silent exit looks like a run that did nothing."""
+    print(json.dumps({"finished": True, "epoch": checkpoint["epoch"], "checkpoint": str(args.checkpoint)}), flush=True)
+    print(f"{args.checkpoint} holds a finished run of {checkpoint['epoch']} epochs: nothing to resume. "
+          "Pass --fresh to start a new run in its place, or give a new --checkpoint.", file=sys.stderr)
+
+
 def train(args: argparse.Namespace) -> list[float]:
-    # Samples are read-only zero-copy views of the shards; the collate copies them into each batch,
-    # so torch's warning about non-writable arrays (once per worker) says nothing useful here.
-    warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-    checkpoint = torch.load(args.checkpoint, weights_only=False) if args.checkpoint.exists() else None
+    checkpoint = load_checkpoint(args)
+    if checkpoint and checkpoint["epoch"] >= args.epochs:
+        say_finished(args, checkpoint)
+        return checkpoint["losses"]
     version = checkpoint["version"] if checkpoint else args.version or ShardSet(args.remote).published()
     if version is None:
         raise SystemExit(f"{args.remote} has no published version yet: run `make demo` or the pipeline first")
@@ -92,7 +115,8 @@ def train(args: argparse.Namespace) -> list[float]:
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--remote", default=DEFAULT_REMOTE, help="shard-set root: a folder or a URL (s3://...)")
+    parser.add_argument("--remote", default=None,
+                        help="shard-set root: a folder or a URL (default: where `make demo` publishes)")
     parser.add_argument("--local", default=None, help="local cache folder (default: beside the checkpoint)")
     parser.add_argument("--version", type=int, default=None, help="version to train on (default: the published one)")
     parser.add_argument("--checkpoint", type=Path, default=Path("data/train_digits.pt"))
@@ -102,7 +126,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--seed", type=int, default=17)
     parser.add_argument("--stop-after-steps", type=int, default=0, help="checkpoint and exit after N steps")
+    parser.add_argument("--fresh", action="store_true",
+                        help="start a new run, replacing the checkpoint, instead of continuing it")
     args = parser.parse_args(argv)
+    args.remote = args.remote or default_remote()
     args.checkpoint.parent.mkdir(parents=True, exist_ok=True)
     args.local = args.local or str(args.checkpoint.parent / "train_digits_cache")
     return args

@@ -111,5 +111,13 @@ class VersionConflictError(MDSError, RuntimeError):
     """Another writer committed the same shard-set version first; nothing of this commit was published."""
 
 
+class PartitionExistsError(MDSError, ValueError):
+    """An append that writes shard-set partitions its base version has already (``mode="replace"`` replaces them)."""
+
+
+class NothingToRollBackError(MDSError, LookupError):
+    """A shard set with no earlier publication (still present) to roll back to."""
+
+
 class ConversionError(MDSError, ValueError):
     """A table or DataFrame that cannot be converted to MDS: an unsupported type, a null, a bad column."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mds_core.errors import ConfigurationError
@@ -33,8 +34,27 @@ COMMON_DEFAULTS = {
 DEFAULT_MASTER_TIMEOUT = 30.0
 
 
+LOG_SETTINGS = Path(__file__).resolve().with_name("log4j2.properties")
+
+
 def defaults_for(master: str) -> dict[str, str]:
     return {**COMMON_DEFAULTS, **(LOCAL_DEFAULTS if is_local(master) else {})}
+
+
+def quiet_local_jvm(master: str, conf: dict[str, str]) -> dict[str, str]:
+    """For local masters: no warnings a user cannot act on in every run's log.
+
+    Spark warns that the host name resolves to a loopback address (true of most laptops and CI
+    machines, and harmless for a local master) unless ``SPARK_LOCAL_IP`` says which address to use,
+    and Hadoop warns that its native library is missing. Both go; the user's own log settings
+    (``spark.driver.extraJavaOptions``) win over ours.
+    """
+    if not is_local(master):
+        return {}
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if "spark.driver.extraJavaOptions" in conf:
+        return {}
+    return {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOG_SETTINGS}"}
 
 
 def is_local(master: str) -> bool:

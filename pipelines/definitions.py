@@ -1,4 +1,5 @@
-"""The code location: assets, checks, the daily job, its schedule, the landing sensor and resources.
+"""The code location: every dataset in the registry (pipelines/datasets.yaml or $MDS_DATASETS) with its
+assets, checks, jobs, schedules and sensors, and the shared resources.
 
 Runs use the in-process executor: every step of a run shares one Spark session (one JVM), instead of
 starting a JVM per step.
@@ -8,25 +9,20 @@ from __future__ import annotations
 
 from dagster import Definitions, in_process_executor
 
-from pipelines.assets.plan import training_plan
-from pipelines.assets.raw import raw_table
-from pipelines.assets.shards import published_version, shard_set
-from pipelines.assets.smoke import loader_smoke_test
-from pipelines.assets.validated import validated_table
-from pipelines.automation import daily_conversion, daily_schedule, landing_sensor
+from pipelines.factory import dataset_definitions
+from pipelines.registry import DatasetSpec, load_registry
 from pipelines.resources import resources_from_env
 
-ASSETS = [raw_table, validated_table, shard_set, published_version]
 
-
-def build_definitions(resources: dict | None = None) -> Definitions:
-    """The definitions with the environment's resources, or with the given ones (tests, scripts)."""
+def build_definitions(specs: list[DatasetSpec] | None = None, resources: dict | None = None) -> Definitions:
+    """The registry's datasets with the environment's resources, or the given ones (tests, scripts)."""
+    parts = [dataset_definitions(spec) for spec in (load_registry() if specs is None else specs)]
     return Definitions(
-        assets=ASSETS,
-        asset_checks=[loader_smoke_test, training_plan],
-        jobs=[daily_conversion],
-        schedules=[daily_schedule],
-        sensors=[landing_sensor],
+        assets=[a for p in parts for a in p.assets],
+        asset_checks=[c for p in parts for c in p.checks],
+        jobs=[j for p in parts for j in p.jobs],
+        schedules=[s for p in parts for s in p.schedules],
+        sensors=[s for p in parts for s in p.sensors],
         resources=resources_from_env() if resources is None else resources,
         executor=in_process_executor,
     )

@@ -1,7 +1,8 @@
-"""`make demo`: materialise the whole graph on the embedded digits, twice, and show what came out.
+"""`make demo`: materialise the digits dataset's whole graph on the embedded digits, twice, and show what came out.
 
-1. a full refresh of two days (one run, like a backfill) commits and publishes a version;
-2. the next day appends a version holding the previous shards plus that day's.
+1. two days as one run (like a backfill) commit and publish a version, replacing whatever those
+   days held before;
+2. the next day appends a version holding the published shards plus that day's.
 
 Runs are recorded in ``$DAGSTER_HOME`` (``make ui`` shows them). Environment variables such as
 ``MDS_SHARD_STORE=s3://bucket/prefix`` point the demo elsewhere (docs/pipelines.md).
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import os
 import sys
-import warnings
 from pathlib import Path
 
 from dagster import DagsterInstance
@@ -19,7 +19,8 @@ from dagster import DagsterInstance
 from pipelines.assets.plan import PLAN_CHECK
 from pipelines.assets.smoke import SMOKE_CHECK
 from pipelines.instance import prepare_home
-from pipelines.partitions import DAILY
+from pipelines.partitions import daily
+from pipelines.registry import load_registry
 from pipelines.resources import PROJECT_ROOT, resources_from_env
 from pipelines.runs import materialize_days
 
@@ -29,10 +30,10 @@ QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
 def instance() -> DagsterInstance:
-    """The instance under $DAGSTER_HOME (default .dagster_home); the project's dagster.yaml only if it has none."""
+    """The instance under $DAGSTER_HOME (default .dagster_home); the project's deploy/dagster.yaml only if it has none."""
     home = Path(os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT / ".dagster_home")))
     for setting in prepare_home(home):
-        print(f"note: kept your {home / 'dagster.yaml'}; it lacks `{setting}` (see dagster.yaml in the project)")
+        print(f"note: kept your {home / 'dagster.yaml'}; it lacks `{setting}` (see deploy/dagster.yaml in the project)")
     return DagsterInstance.get()
 
 
@@ -54,29 +55,26 @@ def plan_summary(result) -> str:
 
 
 def main() -> int:
-    # Samples are read-only zero-copy views of the shards; torch's collate copies them into the batch
-    # anyway, but warns once per DataLoader worker. Filtered before the workers fork.
-    warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
     resources = resources_from_env()
-    store, source = resources["shard_store"], resources["source"]
-    days = DAILY.get_partition_keys()[-3:]
+    store = resources["shard_store"]
+    spec = next(spec for spec in load_registry() if spec.name == os.environ.get("MDS_DEMO_DATASET", "digits"))
+    days = daily(spec).get_partition_keys()[-3:]
     dagster = instance()
-    for run_days, full_refresh in ((days[:2], True), (days[2:], False)):
-        mode = "full refresh" if full_refresh else "append"
-        print(f"\n== {mode}: {', '.join(run_days)} ({source.kind}, {source.rows_per_day} rows/day)", flush=True)
-        result = materialize_days(run_days, resources, full_refresh=full_refresh, instance=dagster,
-                                  run_config=QUIET)
+    for run_days in (days[:2], days[2:]):
+        print(f"\n== {spec.name}: {', '.join(run_days)} ({spec.source.kind}, {spec.source.rows_per_day} rows/day)",
+              flush=True)
+        result = materialize_days(spec, run_days, resources, instance=dagster, run_config=QUIET)
         print(f"   run {result.run_id} succeeded; loader smoke test {smoke_summary(result)}")
         print(f"   training plan for {plan_summary(result)}")
-    shards = store.shard_set(source.dataset)
+    shards = store.shard_set(spec.name)
     published = shards.published()
-    print(f"\nshard set: {store.url(source.dataset)}")
-    for info in shards.versions():
+    print(f"\nshard set: {store.url(spec.name)}")
+    for info in shards.versions()[-4:]:
         marker = "  <- published" if info.number == published else ""
-        print(f"  version {info.number} (parent {info.parent}): {info.rows} rows, {info.shards} shards, "
-              f"{info.stored_bytes} bytes, days {', '.join(info.lineage.get('days', []))}{marker}")
+        print(f"  version {info.number} (parent {info.parent}, {info.mode}): {info.rows} rows, {info.shards} shards, "
+              f"{info.stored_bytes} bytes, days {', '.join(info.lineage.get('days', [])[-4:])}{marker}")
     print("\nread it in training code:\n"
-          f"  StreamingDataset(remote={store.url(source.dataset)!r}, local='/tmp/digits-cache', version={published})\n"
+          f"  StreamingDataset(remote={store.url(spec.name)!r}, local='/tmp/digits-cache', version={published})\n"
           "train on it:  .venv/bin/python examples/train_digits.py --epochs 5\n"
           f"see the runs: make ui   (DAGSTER_HOME={os.environ['DAGSTER_HOME']})")
     return 0

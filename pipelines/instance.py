@@ -1,4 +1,4 @@
-"""The Dagster instance's home: the project's ``dagster.yaml`` goes in only where there is none.
+"""The Dagster instance's home: the project's ``deploy/dagster.yaml`` goes in only where there is none.
 
 ``make demo`` and ``make ui`` share ``$DAGSTER_HOME``. An existing ``dagster.yaml`` there is the
 user's (storage, run coordinator, retention they chose), so it is never overwritten: the settings
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import yaml
 
-PROJECT_SETTINGS = Path(__file__).resolve().parents[1] / "dagster.yaml"
-# What the pipelines need from the instance: one shard-set writer at a time (dagster.yaml says why).
+PROJECT_SETTINGS = Path(__file__).resolve().parents[1] / "deploy" / "dagster.yaml"
+# What the pipelines need from the instance: one shard-set writer at a time (deploy/dagster.yaml says why).
 NEEDED = {("concurrency", "pools", "default_limit"): 1}
 
 

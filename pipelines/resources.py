@@ -1,9 +1,11 @@
 """Resources: the Spark session, the local table catalog, the shard store and the landing folder.
 
 Every setting has a default that works offline on a fresh clone and can be changed in two ways:
-an environment variable read when the definitions load (``MDS_SPARK_MASTER``, ``MDS_SHARD_STORE``,
-``MDS_DATA_DIR``, ...), or Dagster config (the Launchpad's ``resources:`` section, or the resource
-objects passed to ``Definitions``/``materialize``).
+an environment variable (``MDS_SPARK_MASTER``, ``MDS_SHARD_STORE``, ``MDS_DATA_DIR``, ...), or Dagster
+config (the Launchpad's ``resources:`` section, or the resource objects passed to ``Definitions``/
+``materialize``). Settings that may hold credentials (``MDS_STORAGE_OPTIONS``, ``MDS_SPARK_CONF``,
+``MDS_SPARK_REMOTE``) are passed as ``EnvVar``: Dagster resolves them when a run starts and the UI
+shows only the variable's name, never its value.
 """
 
 from __future__ import annotations
@@ -12,11 +14,12 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
-from dagster import ConfigurableResource
+from dagster import ConfigurableResource, EnvVar
 from pydantic import Field
 
+from mds_core.errors import ConfigurationError
 from mds_core.storage.urls import join
 from pipelines import cluster
 
@@ -46,35 +49,42 @@ class SparkResource(ConfigurableResource):
                         "the session is a Connect client and master is not used.")
     app_name: str = "mds-pipelines"
     conf: dict[str, str] = Field(default_factory=dict, description="Extra Spark settings (spark.* keys).")
+    conf_json: str = Field(default="", description="More Spark settings as a JSON object, e.g. credentials "
+                           "($MDS_SPARK_CONF, passed as an EnvVar so the UI never shows it).")
     writer_tasks: int = Field(default=0, description="Tasks that write a shard set (one sub-directory each); "
                               "0: the cluster's default parallelism ($MDS_WRITER_TASKS).")
     master_timeout: float = Field(default=cluster.DEFAULT_MASTER_TIMEOUT,
                                   description="Seconds to reach a spark:// master and get a first executor "
                                               "($MDS_SPARK_MASTER_TIMEOUT).")
 
+    def settings(self) -> dict[str, str]:
+        """``conf`` plus ``conf_json``: every extra Spark setting."""
+        return {**self.conf, **_json_object(self.conf_json, "MDS_SPARK_CONF")}
+
     def session(self) -> "SparkSession":
-        if self.remote:  # Spark Connect: checked to answer within $MDS_SPARK_CONNECT_TIMEOUT seconds
+        conf, remote = self.settings(), _resolved(self.remote)
+        if remote:  # Spark Connect: checked to answer within $MDS_SPARK_CONNECT_TIMEOUT seconds
             from mds_core.convert.spark_connect import connect_session
 
             # The pipelines' session settings (spark.sql.*); the others are the server's to choose.
             sql = {k: v for k, v in cluster.COMMON_DEFAULTS.items() if k.startswith("spark.sql.")}
-            return connect_session(self.remote, {**sql, **self.conf})
+            return connect_session(remote, {**sql, **conf})
         from pyspark import SparkContext
         from pyspark.sql import SparkSession
 
         builder = SparkSession.builder.master(self.master).appName(self.app_name)
         # Small-machine defaults (4 shuffle partitions, no UI, 2g driver) for local masters only.
-        defaults = cluster.defaults_for(self.master)
+        defaults = {**cluster.defaults_for(self.master), **cluster.quiet_local_jvm(self.master, conf)}
         if cluster.is_local(self.master):
             # Local Python workers must run this interpreter (its packages), not whatever `python3` is
             # on PATH; pyspark reads only the environment variable for that.
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        for key, value in {**defaults, **self.conf}.items():
+        for key, value in {**defaults, **conf}.items():
             builder = builder.config(key, value)
         fresh = SparkContext._active_spark_context is None
         if fresh:
             cluster.check_master_reachable(self.master, self.master_timeout)
-            cluster.apply_python(self.conf)
+            cluster.apply_python(conf)
         session = builder.getOrCreate()
         if fresh:
             cluster.wait_for_executors(session, self.master, self.master_timeout)
@@ -153,8 +163,9 @@ class ShardStore(ConfigurableResource):
     """Where versioned shard sets live: ``<data dir>/shard-sets`` by default, or ``s3://``, ``gs://``..."""
 
     root: str = Field(default="", description="Local folder or URL ($MDS_SHARD_STORE).")
-    storage_options: dict[str, Any] = Field(default_factory=dict,
-                                            description="fsspec options ($MDS_STORAGE_OPTIONS, JSON).")
+    storage_options: dict[str, Any] = Field(default_factory=dict, description="fsspec options (not secret).")
+    storage_options_json: str = Field(default="", description="More fsspec options as a JSON object, e.g. keys "
+                                      "($MDS_STORAGE_OPTIONS, passed as an EnvVar so the UI never shows it).")
     cache_dir: str = Field(default="", description="Local cache for reading shards; default <data dir>/cache.")
 
     def url(self, name: str) -> str:
@@ -163,26 +174,45 @@ class ShardStore(ConfigurableResource):
     def cache(self, name: str) -> str:
         return str(Path(self.cache_dir or data_dir() / "cache", name))
 
+    def options(self) -> dict[str, Any]:
+        """Every fsspec option: ``storage_options`` plus ``storage_options_json``."""
+        return {**self.storage_options, **_json_object(self.storage_options_json, "MDS_STORAGE_OPTIONS")}
+
     def shard_set(self, name: str) -> "ShardSet":
         from mds_core.versions import ShardSet
 
-        return ShardSet(self.url(name), storage_options=self.storage_options or None)
+        return ShardSet(self.url(name), storage_options=self.options() or None)
 
 
 class LandingZone(ConfigurableResource):
-    """A folder where new files arrive as ``<YYYY-MM-DD>/*.parquet|csv|json``; the sensor watches it."""
+    """Where new files arrive, per dataset ``<root>/<dataset>/<YYYY-MM-DD>/*.parquet|csv|json``: a local
+    folder or any fsspec URL (``s3://bucket/landing``); each dataset's sensor watches its own folder."""
 
-    path: str = Field(default="", description="Landing folder; default <data dir>/landing ($MDS_LANDING_DIR).")
+    path: str = Field(default="", description="Landing folder or URL; default <data dir>/landing ($MDS_LANDING_DIR).")
+    storage_options_json: str = Field(default="", description="fsspec options as a JSON object "
+                                      "($MDS_LANDING_STORAGE_OPTIONS, passed as an EnvVar).")
 
-    def folder(self) -> Path:
-        return Path(self.path or data_dir() / "landing")
+    def url(self, dataset: str) -> str:
+        return join(self.path or str(data_dir() / "landing"), dataset)
+
+    def options(self) -> dict[str, Any]:
+        return _json_object(self.storage_options_json, "MDS_LANDING_STORAGE_OPTIONS")
 
 
 class SmokeTestSettings(ConfigurableResource):
-    """What the loader smoke test demands before a version is published."""
+    """What the loader smoke test demands before a version is published, and how much it reads.
+
+    It reads the new version's new shards in full plus a seeded sample of the older ones, bounded by
+    ``sample_rows`` and ``sample_seconds``, so a daily run costs the same on day 2 and on day 1,000.
+    """
 
     num_workers: int = 2
     batch_size: int = 16
+    sample_rows: int = Field(default=20_000, ge=0, description="Most older rows sampled ($MDS_SMOKE_SAMPLE_ROWS).")
+    sample_seconds: float = Field(default=30.0, ge=0, description="Most seconds spent on the older rows "
+                                  "($MDS_SMOKE_SAMPLE_SECONDS).")
+    cache_limit: str = Field(default="", description="Bound on the check's scratch cache, e.g. 2gb; empty: the "
+                             "checked shards only.")
     min_rows_per_second: float = Field(default=0.0,
                                        description="Fail below this throughput ($MDS_SMOKE_MIN_ROWS_PER_SECOND).")
 
@@ -201,50 +231,49 @@ class TrainingWorldSettings(ConfigurableResource):
                                    "modelled ($MDS_PLAN_CONSUME_SECONDS).")
 
 
-class SourceSettings(ConfigurableResource):
-    """The deployment's default source; a run's asset config can override any field.
-
-    ``kind`` is ``digits`` (scikit-learn's handwritten digits, shipped with the dependency),
-    ``synthetic`` (any number of rows per day), ``table`` (a Spark table name) or ``path`` (Parquet,
-    CSV, JSON or Delta files, local or remote).
-    """
-
-    dataset: str = Field(default="digits", description="Names the tables and the shard set ($MDS_DATASET).")
-    kind: str = Field(default="digits", description="digits | synthetic | table | path ($MDS_SOURCE).")
-    table: str = Field(default="", description="Spark table for kind=table ($MDS_SOURCE_TABLE).")
-    path: str = Field(default="", description="Files for kind=path ($MDS_SOURCE_PATH).")
-    format: str = Field(default="",
-                        description="parquet | csv | json | delta; default from the path ($MDS_SOURCE_FORMAT).")
-    day_column: str = Field(default="", description="Column holding the day (YYYY-MM-DD) of each row; "
-                            "empty: the whole source is the partition's day ($MDS_SOURCE_DAY_COLUMN).")
-    rows_per_day: int = Field(default=180, description="Rows per day for digits and synthetic ($MDS_ROWS_PER_DAY).")
-    schema_ref: str = Field(default="pipelines.schemas:DIGITS",
-                            description="module:attribute of the TableSchema to validate with, or 'not_null' "
-                                        "($MDS_SCHEMA).")
+def _resolved(value: str) -> str:
+    """A field's value: an ``EnvVar`` left unresolved (a resource used outside a run) is read here."""
+    return (value.get_value() or "") if isinstance(value, EnvVar) else value
 
 
-def resources_from_env(environ: dict[str, str] | None = None) -> dict[str, ConfigurableResource]:
+def _json_object(text: str, name: str) -> dict[str, Any]:
+    text = _resolved(text)
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as err:
+        raise ConfigurationError(f"${name} is not valid JSON ({err.__class__.__name__} at {err}); give a JSON "
+                                 "object such as {\"key\": \"value\"}") from None  # never echo a secret
+    if not isinstance(value, dict):
+        raise ConfigurationError(f"${name} must be a JSON object, got a {type(value).__name__}")
+    return value
+
+
+def _secret(env: Mapping[str, str], name: str) -> Any:
+    """``EnvVar(name)`` when it is set: resolved at run time, shown in the UI by name only."""
+    return EnvVar(name) if env.get(name) else ""
+
+
+def resources_from_env(environ: Mapping[str, str] | None = None) -> dict[str, ConfigurableResource]:
     """The default resources, each setting taken from its environment variable when set."""
     env = os.environ if environ is None else environ
     return {
-        "spark": SparkResource(master=env.get("MDS_SPARK_MASTER", "local[*]"), remote=env.get("MDS_SPARK_REMOTE", ""),
-                               conf=json.loads(env.get("MDS_SPARK_CONF", "{}")),
+        "spark": SparkResource(master=env.get("MDS_SPARK_MASTER", "local[*]"), remote=_secret(env, "MDS_SPARK_REMOTE"),
+                               conf_json=_secret(env, "MDS_SPARK_CONF"),
                                writer_tasks=int(env.get("MDS_WRITER_TASKS", "0")),
                                master_timeout=float(env.get("MDS_SPARK_MASTER_TIMEOUT",
                                                             cluster.DEFAULT_MASTER_TIMEOUT))),
         "catalog": TableCatalog(warehouse=env.get("MDS_WAREHOUSE", "")),
         "shard_store": ShardStore(root=env.get("MDS_SHARD_STORE", ""),
-                                  storage_options=json.loads(env.get("MDS_STORAGE_OPTIONS", "{}")),
+                                  storage_options_json=_secret(env, "MDS_STORAGE_OPTIONS"),
                                   cache_dir=env.get("MDS_CACHE_DIR", "")),
-        "source": SourceSettings(
-            dataset=env.get("MDS_DATASET", "digits"), kind=env.get("MDS_SOURCE", "digits"),
-            table=env.get("MDS_SOURCE_TABLE", ""), path=env.get("MDS_SOURCE_PATH", ""),
-            format=env.get("MDS_SOURCE_FORMAT", ""), day_column=env.get("MDS_SOURCE_DAY_COLUMN", ""),
-            rows_per_day=int(env.get("MDS_ROWS_PER_DAY", "180")),
-            schema_ref=env.get("MDS_SCHEMA", "pipelines.schemas:DIGITS")),
-        "landing": LandingZone(path=env.get("MDS_LANDING_DIR", "")),
+        "landing": LandingZone(path=env.get("MDS_LANDING_DIR", ""),
+                               storage_options_json=_secret(env, "MDS_LANDING_STORAGE_OPTIONS")),
         "smoke_settings": SmokeTestSettings(
-            min_rows_per_second=float(env.get("MDS_SMOKE_MIN_ROWS_PER_SECOND", "0"))),
+            min_rows_per_second=float(env.get("MDS_SMOKE_MIN_ROWS_PER_SECOND", "0")),
+            sample_rows=int(env.get("MDS_SMOKE_SAMPLE_ROWS", "20000")),
+            sample_seconds=float(env.get("MDS_SMOKE_SAMPLE_SECONDS", "30"))),
         "training_world": TrainingWorldSettings(
             world=env.get("MDS_PLAN_WORLD", "1x8x4"), batch_size=int(env.get("MDS_PLAN_BATCH_SIZE", "32")),
             epochs=int(env.get("MDS_PLAN_EPOCHS", "1")), cache_limit=env.get("MDS_PLAN_CACHE_LIMIT", ""),

@@ -1,4 +1,4 @@
-"""Materialise the whole graph for one day or a range of days from Python (the demo, scripts, tests).
+"""Materialise one dataset's whole graph for one day or a range of days from Python (the demo, scripts, tests).
 
 A range runs as one run (the assets' backfill policy), like a backfill launched from the UI.
 """
@@ -9,25 +9,25 @@ from typing import Any
 
 from dagster import DagsterInstance, ExecuteInProcessResult, materialize
 
-from pipelines.assets.plan import training_plan
-from pipelines.assets.smoke import loader_smoke_test
-from pipelines.definitions import ASSETS
+from pipelines.factory import graph_for
+from pipelines.partitions import op_name
+from pipelines.registry import DatasetSpec
 
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 
 
-def materialize_days(days: list[str], resources: dict[str, Any], *, full_refresh: bool = False,
+def materialize_days(spec: DatasetSpec, days: list[str], resources: dict[str, Any], *, mode: str = "auto",
                      run_config: dict[str, Any] | None = None, instance: DagsterInstance | None = None,
-                     raise_on_error: bool = True) -> ExecuteInProcessResult:
+                     raise_on_error: bool = True, selection: Any = None) -> ExecuteInProcessResult:
     """raw → validated → shard set (+ smoke test and training plan) → published, for consecutive ``days``."""
     if not days:
         raise ValueError("materialize_days needs at least one day")
     ops = dict((run_config or {}).get("ops", {}))
-    ops["shard_set"] = {"config": {**ops.get("shard_set", {}).get("config", {}), "full_refresh": full_refresh}}
+    shards_op = op_name(spec, "shard_set")
+    if selection is None:  # config for a step outside the selection is refused
+        ops[shards_op] = {"config": {**ops.get(shards_op, {}).get("config", {}), "mode": mode}}
     days = sorted(days)
-    single = len(days) == 1
-    return materialize(
-        [*ASSETS, loader_smoke_test, training_plan], resources=resources, instance=instance, raise_on_error=raise_on_error,
-        run_config={**(run_config or {}), "ops": ops},
-        partition_key=days[0] if single else None,
-        tags={} if single else {RANGE_START: days[0], RANGE_END: days[-1]})
+    # The partition goes in as a tag: materialize(partition_key=) refuses a selection of checks only.
+    tags = {"dagster/partition": days[0]} if len(days) == 1 else {RANGE_START: days[0], RANGE_END: days[-1]}
+    return materialize(graph_for(spec), resources=resources, instance=instance, raise_on_error=raise_on_error,
+                       run_config={**(run_config or {}), "ops": ops}, tags=tags, selection=selection)

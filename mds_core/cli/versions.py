@@ -1,4 +1,4 @@
-"""``mds versions list|show|diff|vacuum|publish``: versioned shard sets under ROOT (a path or URL)."""
+"""``mds versions list|show|diff|vacuum|publish|rollback``: versioned shard sets under ROOT (a path or URL)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from mds_core.versions import ShardSet
 
 @click.group()
 def versions() -> None:
-    """Versioned shard sets: list, show, diff, publish and vacuum the versions under ROOT (a path or URL)."""
+    """Versioned shard sets: list, show, diff, publish, roll back and vacuum the versions under ROOT (a path or URL)."""
 
 
 def _shard_set(root: str) -> ShardSet:
@@ -86,3 +86,15 @@ def versions_publish(root: str, version: int) -> None:
     before = or_exit(shard_set.published)
     or_exit(shard_set.publish, version)
     click.echo(f"published version {version} of {root} (was {before if before is not None else 'none'})")
+
+
+@versions.command("rollback")
+@click.argument("root")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def versions_rollback(root: str, as_json: bool) -> None:
+    """Publish again the version published before the current one (versions vacuumed since are skipped)."""
+    shard_set = _shard_set(root)
+    before = or_exit(shard_set.published)
+    number = or_exit(shard_set.rollback)
+    emit({"root": root, "published": number, "was": before}, as_json,
+         [f"rolled back {root} to version {number} (was {before})"])

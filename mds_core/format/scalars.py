@@ -42,7 +42,8 @@ class BytesCoder:
         return obj
 
     def decode(self, buf: Any, offset: int, size: int) -> bytes:
-        return buf[offset : offset + size]
+        # A slice of bytes or of a map is bytes already (bytes() returns it as is); of a memoryview, a copy.
+        return bytes(buf[offset : offset + size])
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ class StrCoder:
 
     def decode(self, buf: Any, offset: int, size: int) -> str:
         try:
-            return buf[offset : offset + size].decode("utf-8")
+            return str(buf[offset : offset + size], "utf-8")  # any buffer: bytes, a map, a memoryview
         except UnicodeDecodeError as err:
             raise DecodeError(f"'str' value is not valid UTF-8: {err}") from err
 

@@ -131,7 +131,11 @@ class Schema:
         return starts, sizes
 
     def decode_block(self, buf: Any, u8: np.ndarray, begins: np.ndarray, ends: np.ndarray) -> list[dict[str, Any]]:
-        """Decode many samples column by column: numbers in one numpy gather, other values in a comprehension."""
+        """Decode many samples column by column: numbers in one numpy gather, other values in a comprehension.
+
+        ``u8`` is ``buf`` as a uint8 array. Arrays view ``buf`` only when it is writable (a block the
+        caller owns and hands over); from a read-only (shared) buffer they are copies.
+        """
         starts, sizes = self.column_layout(u8, begins, ends)
         columns: list[Any] = []
         for j, column in enumerate(self.columns):
@@ -139,7 +143,7 @@ class Schema:
             if hasattr(coder, "decode_many"):
                 columns.append(coder.decode_many(u8, starts[:, j]))
             elif hasattr(coder, "decode_views") and coder.size is not None:  # sizes checked above
-                columns.append(coder.decode_views(buf, starts[:, j].tolist()))
+                columns.append(coder.decode_views(u8, starts[:, j]))
             else:
                 decode = coder.decode
                 columns.append([decode(buf, a, n) for a, n in zip(starts[:, j].tolist(), sizes[:, j].tolist())])
@@ -184,6 +188,9 @@ class Block:
 class ShardReader:
     """Random access to the samples of one raw shard held in a buffer (usually a read-only mmap).
 
+    The buffer must be read-only (an ``ACCESS_READ`` map, ``bytes``): decoded arrays are then
+    copies, writable and the caller's, and a write into one never reaches the shard or a later read.
+
     The header and offset table are validated once at open, so per-sample reads need no checks
     beyond the column layout, and a corrupt or truncated file fails before any sample is decoded.
     """
@@ -194,7 +201,7 @@ class ShardReader:
         self.path = path
         self.schema = schema
         self.num_samples = num_samples
-        self._mm = buf
+        self._mm = _read_only(buf)
         self._offsets64: np.ndarray | None = None  # for take(): built on first use
         self._u8: np.ndarray | None = None
         try:
@@ -266,13 +273,16 @@ class ShardReader:
         blocks = self._blocks()
         if not isinstance(self._mm, mmap.mmap):  # a shard held in memory (e.g. ``mds verify``'s)
             for block in blocks:
-                yield from self._decode_block_bytes(block, bytes(self._mm[block.begin : block.end]))
+                data = np.frombuffer(self._mm, np.uint8, block.end - block.begin, block.begin).copy()
+                yield from self._decode_block_bytes(block, data)
             return
         fd = os.open(self.path, os.O_RDONLY)
         try:
             for block in blocks:
-                data = os.pread(fd, block.end - block.begin, block.begin)
-                if len(data) != block.end - block.begin:
+                # Into a new array of our own, not the bytes os.pread returns: its arrays are then
+                # writable views (torch warns on read-only ones), and a write reaches only that sample.
+                data = np.empty(block.end - block.begin, np.uint8)
+                if os.preadv(fd, [data], block.begin) != len(data):
                     raise CorruptShardError(
                         f"{self.path}: shrank while being read (wanted bytes {block.begin}-{block.end})"
                     )
@@ -290,12 +300,12 @@ class ShardReader:
                       int(offsets[min(start + rows, self.num_samples)]))
                 for start in range(0, self.num_samples, rows)]
 
-    def _decode_block_bytes(self, block: Block, data: bytes) -> list[dict[str, Any]]:
-        """The samples of ``block`` from its bytes; values view ``data`` (read-only) where they can."""
+    def _decode_block_bytes(self, block: Block, data: np.ndarray) -> list[dict[str, Any]]:
+        """The samples of ``block`` from its bytes, a writable array no one else holds: arrays view it."""
         offsets = self._offsets_array()
         try:
             return self.schema.decode_block(
-                data, np.frombuffer(data, np.uint8),
+                memoryview(data), data,
                 offsets[block.start : block.stop] - block.begin, offsets[block.start + 1 : block.stop + 1] - block.begin,
             )
         except MDSError:
@@ -319,6 +329,13 @@ class ShardReader:
                 self._mm.close()
         except BufferError:
             pass  # zero-copy arrays still view the map; it closes when they are collected
+
+
+def _read_only(buf: Any) -> Any:
+    """``buf``, or a read-only view of it if it is writable: decoded arrays must copy, not view, it."""
+    with memoryview(buf) as view:
+        writable = not view.readonly
+    return memoryview(buf).toreadonly() if writable else buf
 
 
 def _map_file(path: str) -> mmap.mmap | bytes:

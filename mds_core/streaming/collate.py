@@ -4,8 +4,8 @@
 about 2.3 µs per sample on a five-column sample in a DataLoader worker; stacking a column with numpy
 first and wrapping the result once takes a third of that. The result is the same (types, dtypes,
 shapes, values), and anything this module does not recognise goes to ``default_collate`` itself, so
-its errors and its handling of other types are kept. A side effect: the batch owns its memory, so
-torch no longer warns that the shard's read-only memory map is not writable.
+its errors and its handling of other types are kept. The batch owns its memory: writing into it
+changes no sample and no shard.
 
 In a worker, small columns travel to the main process as numpy arrays inside a ``NumpyBatch`` and
 become tensors there (``NumpyBatch.as_tensors``, zero-copy). A tensor crosses processes through a

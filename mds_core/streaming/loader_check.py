@@ -4,6 +4,10 @@ A real ``StreamingDataLoader`` (with DataLoader workers) reads one whole epoch; 
 arrive exactly once. Then a fresh loader stops halfway, its ``state_dict`` goes into another fresh
 loader, and the rest of the epoch must be exactly the uninterrupted epoch's rest. Throughput is
 measured on the way. ``mds check-loader`` and the pipelines' blocking asset check both run this.
+
+``check_version`` is the bounded form for a shard set checked every day: the version's new shards
+in full plus a bounded, seeded sample of the older ones (``mds_core.streaming.version_sample``), so
+its cost stays flat however long the history grows.
 """
 
 from __future__ import annotations
@@ -17,8 +21,14 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from mds_core.storage.remote import RemoteStore, open_store
+from mds_core.streaming.cache_limit import parse_cache_limit
 from mds_core.streaming.dataset import StreamingDataset
 from mds_core.streaming.loader import StreamingDataLoader
+from mds_core.streaming.stream import Stream
+from mds_core.streaming.version_sample import (DEFAULT_SAMPLE_ROWS, DEFAULT_SAMPLE_SECONDS, VersionSubset,
+                                               fetch_sample, select_subset, write_subset_index)
+from mds_core.versions.shard_set import ShardSet
 
 SAMPLE_ID = "__mds_sample_id__"  # added to each sample so the check sees which ones arrived
 
@@ -41,6 +51,7 @@ class LoaderCheckReport:
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
     telemetry: dict[str, Any] = field(default_factory=dict)  # the full epoch's ``loader.metrics()``
+    subset: dict[str, Any] = field(default_factory=dict)  # check_version: which shards and rows (VersionSubset)
 
     @property
     def passed(self) -> bool:
@@ -69,8 +80,8 @@ def check_loader(remote: str | None = None, local: str | None = None, *, version
     """
     scratch = tempfile.mkdtemp(prefix="mds-check-loader-") if remote is not None and local is None else None
     try:
-        make = _loader_factory(remote, local or scratch, version, batch_size, num_workers,
-                               {"shuffle": True, **dataset_kwargs})
+        make = _loader_factory(lambda: {"remote": remote, "local": local or scratch, "version": version},
+                               batch_size, num_workers, {"shuffle": True, **dataset_kwargs})
         return _run(make, remote or local or "", version, batch_size, num_workers, samples_expected,
                     min_samples_per_second)
     finally:
@@ -78,11 +89,77 @@ def check_loader(remote: str | None = None, local: str | None = None, *, version
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _loader_factory(remote: str | None, local: str | None, version: int | None, batch_size: int, num_workers: int,
+def check_version(root: str, version: int, *, local: str | None = None,
+                  storage_options: dict[str, Any] | None = None, sample_rows: int | None = DEFAULT_SAMPLE_ROWS,
+                  sample_seconds: float | None = DEFAULT_SAMPLE_SECONDS, seed: int = 0,
+                  cache_limit: int | str | None = None, batch_size: int = 16, num_workers: int = 2,
+                  min_samples_per_second: float = 0.0, **dataset_kwargs: Any) -> LoaderCheckReport:
+    """``check_loader`` on a bounded subset of version ``version`` of the shard set at ``root``.
+
+    The subset is the version's new shards (under ``data/<its transaction>/``) in full, plus older
+    shards drawn from ``(seed, version)`` while they fit in ``sample_rows`` rows and arrive within
+    ``sample_seconds`` (None: no such bound; 0 rows: the new shards only). It is streamed through
+    the cache ``local`` (default: a temporary directory, removed afterwards), which then holds
+    only the subset; ``cache_limit`` also bounds the sample's bytes and is passed to the dataset.
+    ``report.subset`` says which shards and rows were read. ``storage_options`` go to every read
+    of the store, the loader's downloads included.
+    """
+    scratch = tempfile.mkdtemp(prefix="mds-check-version-") if local is None else None
+    cache = local or scratch or ""
+    try:
+        subset = select_subset(ShardSet(root, storage_options=storage_options), version, seed=seed,
+                               sample_rows=sample_rows, sample_seconds=sample_seconds,
+                               cache_limit=parse_cache_limit(cache_limit))
+        report = LoaderCheckReport(root, version, subset.rows, batch_size, num_workers)
+        try:
+            store = open_store(root, retry=3, timeout=dataset_kwargs.get("download_timeout", 60.0),
+                               storage_options=storage_options)
+            fetch_sample(subset, store, cache, validate_hash=dataset_kwargs.get("validate_hash"))
+        except Exception as err:  # a damaged old shard fails the check like a damaged new one
+            report.problems.append(f"fetching the sample failed: {_reason(err)}")
+            report.subset = subset.to_json()
+            return report
+        source = {"remote": root, "local": cache, "storage_options": storage_options}
+        return _check_subset(subset, source, batch_size, num_workers, min_samples_per_second,
+                             {"shuffle": True, "cache_limit": cache_limit, **dataset_kwargs})
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+class _PlacedIndexStream(Stream):
+    """A stream whose ``index.json`` was put in its cache beforehand (the subset's), not fetched from the
+    root, and whose downloads use the check's ``storage_options`` (a plain Stream uses the environment's)."""
+
+    def __init__(self, *, storage_options: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.storage_options = storage_options
+
+    def fetch_index(self) -> None:
+        pass
+
+    def store(self) -> RemoteStore:
+        return open_store(self.remote or "", retry=max(1, self.download_retry or 1), timeout=self.download_timeout,
+                          storage_options=self.storage_options)
+
+
+def _check_subset(subset: VersionSubset, source: dict[str, Any], batch_size: int, num_workers: int,
+                  min_samples_per_second: float, dataset_kwargs: dict[str, Any]) -> LoaderCheckReport:
+    write_subset_index(subset, source["local"])
+    make = _loader_factory(lambda: {"streams": [_PlacedIndexStream(**source)]}, batch_size, num_workers,
+                           dataset_kwargs)
+    report = _run(make, source["remote"], subset.version, batch_size, num_workers, subset.rows,
+                  min_samples_per_second)
+    report.subset = subset.to_json()
+    return report
+
+
+def _loader_factory(source: Callable[[], dict[str, Any]], batch_size: int, num_workers: int,
                     dataset_kwargs: dict[str, Any]) -> Callable[[], StreamingDataLoader]:
+    """Fresh loaders over the same data; ``source`` gives the dataset's remote/local/version or streams
+    anew each time, since a dataset adopts its Stream objects (it writes their weights back)."""
     def make() -> StreamingDataLoader:
-        dataset = _IdTaggedDataset(remote=remote, local=local, version=version, batch_size=batch_size,
-                                   **dataset_kwargs)
+        dataset = _IdTaggedDataset(**source(), batch_size=batch_size, **dataset_kwargs)
         return StreamingDataLoader(dataset, batch_size=batch_size, num_workers=num_workers)
 
     return make
@@ -94,7 +171,11 @@ def _run(make: Callable[[], StreamingDataLoader], location: str, version: int | 
     expected = samples_expected if samples_expected is not None else loader.dataset.num_samples
     report = LoaderCheckReport(location, version, expected, batch_size, num_workers)
     started = time.perf_counter()
-    order = [sample_id for batch in loader for sample_id in _ids(batch)]
+    try:
+        order = [sample_id for batch in loader for sample_id in _ids(batch)]
+    except Exception as err:  # a damaged or missing shard: a failed check that names it, not a crash
+        report.problems.append(f"reading failed: {_reason(err)}")
+        return report
     report.seconds = time.perf_counter() - started
     report.telemetry = loader.metrics()
     report.samples_streamed, report.distinct = len(order), len(set(order))
@@ -134,3 +215,11 @@ def _check_resume(make: Callable[[], StreamingDataLoader], order: list[int], bat
 
 def _ids(batch: dict[str, Any]) -> list[int]:
     return [int(value) for value in batch[SAMPLE_ID]]
+
+
+def _reason(err: BaseException) -> str:
+    """The error's own message: a DataLoader worker's error arrives wrapped in its whole traceback."""
+    text = str(err).strip()
+    if "Original Traceback" in text:
+        text = text.splitlines()[-1].strip()
+    return text or type(err).__name__

@@ -6,7 +6,9 @@ The layout of a shard-set root::
     data/<txn>/...                         shards, each written once by one transaction, never changed
     _versions/00000003.<txn>.index.json    version 3's complete index (basenames relative to the root)
     _versions/00000003.json                version 3's manifest, the commit marker, written last
-    _versions/published.json               {"version": N, "fingerprint": ...}: which version index.json is
+    _versions/published.json               {"version": N, "fingerprint": ..., "history": [...]}: which version
+                                           index.json is, and the ones published before it (oldest first)
+    _versions/head.json                    {"version": N}: a hint where the newest version is (may be stale)
 """
 
 from __future__ import annotations
@@ -15,16 +17,21 @@ import datetime as dt
 import hashlib
 import json
 import posixpath
+import re
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
-from mds_core.errors import InvalidManifestError
+from mds_core.errors import ConfigurationError, InvalidIndexError, InvalidManifestError
 from mds_core.format.index import ShardInfo, check_basename
 
 VERSIONS = "_versions"
 DATA = "data"
 PUBLISHED = f"{VERSIONS}/published.json"
-MODES = ("append", "overwrite")
+HEAD = f"{VERSIONS}/head.json"
+MODES = ("append", "overwrite", "replace")
+HISTORY_LIMIT = 50  # publications remembered for rollback(): years of daily runs need no more than a few
+# A partition key names a folder on every store, so it stays within portable file-name characters.
+PARTITION_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
 @dataclass(frozen=True)
@@ -46,13 +53,17 @@ class VersionInfo:
     fingerprint: str
     writer: dict[str, Any]
     lineage: dict[str, Any] = field(default_factory=dict)
+    partitions: dict[str, list[str]] = field(default_factory=dict)  # key -> its shards' basenames
 
     @property
     def number(self) -> int:
         return self.version
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        obj = asdict(self)
+        if not self.partitions:  # a set without partitions writes what older readers parse
+            del obj["partitions"]
+        return obj
 
 
 @dataclass(frozen=True)
@@ -99,6 +110,7 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "version": (int,), "parent": (int, type(None)), "created": (str,), "mode": (str,), "transaction": (str,),
     "index": (str,), "rows": (int,), "shards": (int,), "raw_bytes": (int,), "stored_bytes": (int,),
     "new_shards": (int,), "columns": (dict,), "fingerprint": (str,), "writer": (dict,), "lineage": (dict,),
+    "partitions": (dict,),
 }
 _REQUIRED = {f.name for f in fields(VersionInfo) if f.default is MISSING and f.default_factory is MISSING}
 
@@ -133,23 +145,59 @@ def parse_manifest(data: bytes, where: str, number: int | None = None) -> Versio
     if number is not None and obj["version"] != number:
         raise InvalidManifestError(f"{where}: records version {obj['version']} but is the manifest of version {number}")
     check_basename(obj["index"], f"{where}: 'index'")
+    check_partitions(obj.get("partitions", {}), where)
     return VersionInfo(**obj)
 
 
+def check_partition_key(key: Any, where: str) -> str:
+    if not isinstance(key, str) or not PARTITION_KEY.fullmatch(key):
+        raise ConfigurationError(f"{where}: partition key {key!r} must match {PARTITION_KEY.pattern} "
+                                 "(it names a folder on the store)")
+    return key
+
+
+def check_partitions(partitions: dict[str, Any], where: str) -> None:
+    """``{key: [shard basename, ...]}``: vacuum and replace act on these names, so each must be safe."""
+    for key, names in partitions.items():
+        try:
+            check_partition_key(key, where)
+            if not isinstance(names, list):
+                raise InvalidManifestError(f"{where}: partition {key!r} must list shard basenames, got {names!r}")
+            for name in names:
+                check_basename(name, f"{where}: partition {key!r}")
+        except (ConfigurationError, InvalidIndexError) as err:
+            raise InvalidManifestError(str(err)) from None
+
+
 def parse_published(data: bytes, where: str) -> dict[str, Any]:
-    """Validate ``published.json``: ``{"version": int, "fingerprint": str}``."""
+    """Validate ``published.json``: ``{"version": int, "fingerprint": str, "history": [int, ...]}``.
+
+    ``history`` (the versions published before, oldest first) is absent from files older than it."""
     obj = _json_object(data, where)
-    if not _has_type(obj.get("version"), (int,)) or not _has_type(obj.get("fingerprint"), (str,)):
-        raise InvalidManifestError(f"{where}: expected {{\"version\": <int>, \"fingerprint\": <str>}}, got {obj!r}")
-    return obj
+    history = obj.get("history", [])
+    if not _has_type(obj.get("version"), (int,)) or not _has_type(obj.get("fingerprint"), (str,)) or \
+            not isinstance(history, list) or not all(_has_type(n, (int,)) and n >= 1 for n in history):
+        raise InvalidManifestError(f"{where}: expected {{\"version\": <int>, \"fingerprint\": <str>, "
+                                   f"\"history\": [<int>, ...]}}, got {obj!r}")
+    return {**obj, "history": history}
 
 
 def now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
 
+def created_before(info: VersionInfo, when: dt.datetime) -> bool:
+    """Whether ``info`` was created before ``when`` (a ``created`` that does not parse counts as before)."""
+    try:
+        created = dt.datetime.fromisoformat(info.created)
+    except ValueError:
+        return True
+    return (created if created.tzinfo else created.replace(tzinfo=dt.timezone.utc)) < when
+
+
 def describe(number: int, parent: VersionInfo | None, mode: str, transaction: str, index_name: str,
-              shards: list[ShardInfo], new: int, index_text: bytes, lineage: dict[str, Any]) -> VersionInfo:
+              shards: list[ShardInfo], new: int, index_text: bytes, lineage: dict[str, Any],
+              partitions: dict[str, list[str]] | None = None) -> VersionInfo:
     first = shards[0]
     return VersionInfo(
         version=number, parent=parent.version if parent else None, created=now().isoformat(), mode=mode,
@@ -159,5 +207,5 @@ def describe(number: int, parent: VersionInfo | None, mode: str, transaction: st
         columns=dict(zip(first.column_names, first.column_encodings)),
         fingerprint=index_fingerprint(index_text),
         writer={"compression": first.compression, "hashes": first.hashes, "size_limit": first.size_limit},
-        lineage=lineage,
+        lineage=lineage, partitions=partitions or {},
     )

@@ -37,4 +37,6 @@ def retained(versions: list[VersionInfo], keep_last: int | None, newer_than: dt.
         keep |= {v.version for v in versions if dt.datetime.fromisoformat(v.created) > newer_than}
     if published is not None:
         keep.add(published)
+    if versions:  # numbers only grow: the next commit follows the newest, so its manifest must stay
+        keep.add(versions[-1].version)
     return keep

@@ -4,7 +4,8 @@ A version becomes visible only when its manifest exists (``mds_core.versions.man
 layout). The manifest is created with an exclusive create (a hard link locally, ``If-None-Match: *``
 on object stores), so when two writers commit the same version number exactly one wins; the other
 gets ``VersionConflictError`` and its shards stay where they are, to be committed again on top of
-the winner.
+the winner. Finding the newest version reads a hint and probes past it (``mds_core.versions.head``),
+so the daily path costs the same number of requests in the first week and after years.
 """
 
 from __future__ import annotations
@@ -12,17 +13,26 @@ from __future__ import annotations
 import datetime as dt
 import json
 import posixpath
+import re
 import uuid
-from typing import Any, Iterable
+from typing import Any
 
-from mds_core.errors import ConfigurationError, StoreFileNotFoundError, VersionConflictError
+from mds_core.errors import ConfigurationError, InvalidManifestError, NothingToRollBackError, VersionConflictError
 from mds_core.format.index import INDEX_BASENAME, ShardInfo, check_same_columns, dumps_merged_index, parse_index
 from mds_core.storage.exclusive import require_exclusive_create
 from mds_core.storage.remote import RemoteStore, open_store
-from mds_core.versions.manifest import (DATA, MODES, PUBLISHED, VERSIONS, VacuumReport, VersionDiff, VersionInfo,
-                                        describe, index_fingerprint, is_manifest, manifest_name, now, parse_manifest,
-                                        parse_published)
+from mds_core.versions.head import manifest_if_present, read_head, read_if_present, tip, write_head
+from mds_core.versions.manifest import (DATA, HEAD, MODES, PUBLISHED, VERSIONS, VacuumReport, VersionDiff,
+                                        VersionInfo, created_before, describe, index_fingerprint, is_manifest,
+                                        manifest_name, now, parse_manifest, parse_published)
+from mds_core.versions.partitions import Written, combine, partition_folder, read_written
+from mds_core.versions.publication import history_before, pushed, rollback_target
 from mds_core.versions.retention import removable, retained
+
+# How far another machine's clock may lag the one that named a transaction: a retried commit looks for
+# its earlier success among the versions created since the transaction started, less this much.
+CLOCK_SKEW = dt.timedelta(hours=1)
+_STAMP = re.compile(r"(\d{8}T\d{6})-")
 
 
 class ShardSet:
@@ -41,25 +51,23 @@ class ShardSet:
     # reading
 
     def versions(self) -> list[VersionInfo]:
-        """Every committed version, oldest first."""
+        """Every committed version, oldest first (one listing, and every manifest)."""
         names = [n for n in self.store.list(VERSIONS) if is_manifest(n)]
         return sorted((self._manifest(n) for n in names), key=lambda v: v.version)
 
     def latest(self) -> VersionInfo | None:
-        """The newest committed version: one listing and one manifest read, however long the history."""
-        return self._latest_in(self.store.list(VERSIONS))
-
-    def _latest_in(self, listing: Iterable[str]) -> VersionInfo | None:
-        newest = _newest_number(listing)
-        return self._manifest(manifest_name(newest)) if newest is not None else None
+        """The newest committed version: the hint, its manifest and one probe past it (three reads),
+        however long the history."""
+        found, _ = tip(self.store)
+        return found[-1] if found else None
 
     def version(self, number: int) -> VersionInfo:
         """The manifest of version ``number`` (``mds versions show``)."""
-        data = self._read_if_present(manifest_name(number))
-        if data is None:
+        info = manifest_if_present(self.store, number)
+        if info is None:
             known = [v.version for v in self.versions()]
             raise ConfigurationError(f"{self.store.url}: no version {number}; versions here: {known or 'none'}")
-        return parse_manifest(data, self.store.url_of(manifest_name(number)), number)
+        return info
 
     def published(self) -> int | None:
         """The version training code resolves by default: the one whose index is the root's ``index.json``.
@@ -68,11 +76,11 @@ class ShardSet:
         between its two writes, the fingerprints disagree and the version is found by fingerprint,
         so this always agrees with what plain MDS readers of the root read.
         """
-        root_index = self._read_if_present(INDEX_BASENAME)
+        root_index = read_if_present(self.store, INDEX_BASENAME)
         if root_index is None:
             return None
         root_fingerprint = index_fingerprint(root_index)
-        published = self._read_if_present(PUBLISHED)
+        published = read_if_present(self.store, PUBLISHED)
         record = parse_published(published, self.store.url_of(PUBLISHED)) if published is not None else {}
         if record.get("fingerprint") == root_fingerprint:
             return record["version"]
@@ -96,71 +104,82 @@ class ShardSet:
     # ---------------------------------------------------------------------------------------------
     # writing
 
-    def transaction(self, mode: str = "append", lineage: dict[str, Any] | None = None,
-                    publish: bool = True) -> "Transaction":
-        """``with shard_set.transaction("append") as tx:`` write an MDS dataset to ``tx.out``; commit on exit."""
-        if mode not in MODES:
-            raise ConfigurationError(f"mode must be one of {MODES}, got {mode!r}")
+    def transaction(self, mode: str = "append", lineage: dict[str, Any] | None = None, publish: bool = True,
+                    base: int | str | None = "latest") -> "Transaction":
+        """``with shard_set.transaction("append") as tx:`` write an MDS dataset to ``tx.out`` (or partitions to
+        ``tx.partition_out(key)``); commit on exit.
+
+        ``base`` is the version the new one is built on: ``"latest"``, ``"published"``, a number, or
+        None (start empty). Whatever the base, the new version's number is the newest's plus one.
+        """
+        _check_mode(mode)
         self._require_exclusive_create()  # before anything is written, not at the commit
-        return Transaction(self, mode, dict(lineage or {}), publish)
+        return Transaction(self, mode, dict(lineage or {}), publish, base)
 
-    def commit(self, transaction: str, mode: str, lineage: dict[str, Any] | None = None,
-               publish: bool = True, parent: int | None | str = "latest") -> VersionInfo:
-        """Commit the MDS dataset written to ``data/<transaction>/`` as the version after ``parent``.
+    def commit(self, transaction: str, mode: str, lineage: dict[str, Any] | None = None, publish: bool = True,
+               parent: int | str | None = "latest", *, seen: int | str | None = "parent",
+               partitions: list[str] | None = None) -> VersionInfo:
+        """Commit what was written to ``data/<transaction>/`` as a new version built on ``parent``.
 
-        ``parent`` is the version the writer started from (``"latest"``: whatever is latest now).
-        Raises ``VersionConflictError`` if another writer committed after ``parent`` first; the
-        written shards are kept, so calling ``commit`` again puts them on top of the winner.
+        ``parent``: the base version, as ``transaction(base=...)`` takes it. ``seen``: the newest
+        version when the writer started; the new version is ``seen + 1``. By default that is
+        ``parent`` when it is a number (or None), and the newest version now otherwise. Raises
+        ``VersionConflictError`` if another writer committed that number first; the written shards
+        are kept, so calling ``commit`` again puts them on top of the winner. ``partitions``: the
+        keys written with ``partition_out`` (None: whatever ``data/<transaction>/`` holds).
 
         Retrying is safe: if a process died after committing ``transaction`` (its manifest exists)
         but before returning, calling ``commit`` again returns that version (and publishes it if
         it is still the latest) rather than adding the same shards a second time.
         """
+        _check_mode(mode)
         self._require_exclusive_create()
-        listing = set(self.store.list(VERSIONS))  # one listing answers both questions below
-        done = _committed_as(transaction, listing)
+        found, fresh = tip(self.store)
+        newest = found[-1].version if found else None
+        done = self._committed_as(transaction, found, _floor(parent, seen))
         if done is not None:
-            if publish and _newest_number(listing) == done:  # never roll a newer one back
-                self.publish(done)
-            return self.version(done)
-        folder = f"{DATA}/{transaction}"
-        written = parse_index(self.store.read_bytes(f"{folder}/{INDEX_BASENAME}"), self.store.url_of(folder))
-        new = [shard.with_prefix(folder) for shard in written]
-        base_info = self._latest_in(listing) if parent == "latest" else self.version(int(parent)) if parent else None
-        base = self.shards(base_info.version) if base_info is not None and mode == "append" else []
-        shards = base + new
-        if not shards:
-            raise ConfigurationError(f"{self.store.url_of(folder)}: the transaction wrote no shards")
-        if base and new:
-            check_same_columns([base[0], *new], f"version {base_info.version} and transaction {transaction}",
-                               f"Write the same columns, or commit it with ShardSet.commit({transaction!r}, "
-                               "'overwrite') to start afresh")
-        number = (base_info.version + 1) if base_info is not None else 1
+            return self._finish_retry(done, newest, fresh, publish)
+        base = self._resolve(parent, found)
+        number = _after(parent, seen, base, newest) + 1
+        written = read_written(self.store, transaction, partitions)
+        base_shards = self._index_of(base) if base is not None and mode != "overwrite" else []
+        shards, parts = combine(mode, base, base_shards, written, self.store.url)
+        self._check_shards(shards, written, base, transaction)
         index_text = dumps_merged_index(shards).encode("utf-8")
         index_name = f"{VERSIONS}/{number:08d}.{transaction}.index.json"
         self.store.write_bytes(index_name, index_text)  # invisible until the manifest exists
-        info = describe(number, base_info, mode, transaction, index_name, shards, len(new), index_text, lineage or {})
+        info = describe(number, base, mode, transaction, index_name, shards, len(written.shards), index_text,
+                        lineage or {}, parts)
         if not self.store.write_if_absent(manifest_name(number), json.dumps(info.to_json(), indent=1).encode()):
             self.store.delete(index_name)
-            raise VersionConflictError(
-                f"{self.store.url}: version {number} was committed by another writer first. Nothing was "
-                f"published; this transaction's shards are kept in {self.store.url_of(folder)}: call "
-                f"ShardSet.commit({transaction!r}, {mode!r}) to commit them on top of version {number}"
-            )
+            raise self._conflict(number, transaction, mode, base)
+        write_head(self.store, number)
         if publish:
-            self.publish(number)
+            self._publish(info, pushed(self._record(), number), index_text)
         return info
 
     def publish(self, number: int) -> None:
         """Point the root's ``index.json`` (what plain readers and ``version=None`` read) at ``number``.
 
         The root ``index.json`` is replaced first (one atomic write: the commit point), then
-        ``published.json`` records which version that is; ``published()`` stays right even if the
-        process dies between the two.
+        ``published.json`` records which version that is, and the ones published before it;
+        ``published()`` stays right even if the process dies between the two.
         """
         info = self.version(number)
-        self.store.write_bytes(INDEX_BASENAME, self.store.read_bytes(info.index))
-        self.store.write_bytes(PUBLISHED, json.dumps({"version": number, "fingerprint": info.fingerprint}).encode())
+        self._publish(info, pushed(self._record(), number))
+
+    def rollback(self) -> int:
+        """Publish again the version published before the current one (skipping vacuumed ones); return it."""
+        current = self.published()
+        history = history_before(self._record(), current)
+        found = rollback_target(history, current, lambda n: manifest_if_present(self.store, n))
+        if found is None:
+            raise NothingToRollBackError(f"{self.store.url}: nothing to roll back to: version {current} is published "
+                                         f"and no earlier publication is recorded that still exists (recorded: "
+                                         f"{history or 'none'}); publish a version by number instead")
+        info, rest = found
+        self._publish(info, rest)
+        return info.version
 
     # ---------------------------------------------------------------------------------------------
     # retention
@@ -169,18 +188,18 @@ class ShardSet:
                grace: dt.timedelta = dt.timedelta(hours=1), dry_run: bool = False) -> VacuumReport:
         """Delete versions outside the retention and every file no kept version needs.
 
-        Kept: the last ``keep_last`` versions, those created after ``newer_than``, and the published
-        one (with neither limit, every version is kept and only debris goes). Files of unfinished
-        transactions (no manifest) are debris once older than ``grace``, so a commit in progress is
-        never removed from under its writer.
+        Kept: the last ``keep_last`` versions, those created after ``newer_than``, the newest and the
+        published one (with neither limit, every version is kept and only debris goes). Files of
+        unfinished transactions (no manifest) are debris once older than ``grace``, so a commit in
+        progress is never removed from under its writer.
         """
         versions = self.versions()
         keep = retained(versions, keep_last, newer_than, self.published())
-        needed: set[str] = {INDEX_BASENAME, PUBLISHED}
+        needed: set[str] = {INDEX_BASENAME, PUBLISHED, HEAD}
         for info in versions:
             if info.version in keep:
                 needed |= {manifest_name(info.version), info.index}
-                needed |= {f.basename for s in self.shards(info.version) for f in (s.raw_data, s.zip_data) if f}
+                needed |= {f.basename for s in self._index_of(info) for f in (s.raw_data, s.zip_data) if f}
         cutoff = now() - grace
         committed = {v.transaction for v in versions} | {v.index for v in versions}
         doomed = [name for name in self.store.list()
@@ -188,41 +207,139 @@ class ShardSet:
         # Manifests go first: a version disappears before any of its files do.
         doomed.sort(key=lambda n: (not is_manifest(n), n))
         if not dry_run:
+            if versions and read_head(self.store) != versions[-1].version:
+                # Before any manifest goes: probing from a stale hint must not stop at a gap made here.
+                write_head(self.store, versions[-1].version)
             for name in doomed:
                 self.store.delete(name)
         removed = sorted(v.version for v in versions if v.version not in keep)
         return VacuumReport(sorted(keep), removed, doomed)
 
-    def _read_if_present(self, rel: str) -> bytes | None:
-        """The file's bytes, or None if it does not exist (one request, not a lookup and a read)."""
-        try:
-            return self.store.read_bytes(rel)
-        except StoreFileNotFoundError:
-            return None
+    # ---------------------------------------------------------------------------------------------
+    # helpers
 
     def _manifest(self, name: str) -> VersionInfo:
         number = int(posixpath.basename(name)[:-5])  # is_manifest() checked the name
         return parse_manifest(self.store.read_bytes(name), self.store.url_of(name), number)
 
+    def _index_of(self, info: VersionInfo) -> list[ShardInfo]:
+        return parse_index(self.store.read_bytes(info.index), f"{self.store.url} version {info.version}")
+
+    def _resolve(self, base: Any, found: list[VersionInfo]) -> VersionInfo | None:
+        """The version ``base`` names ("latest", "published", a number, None), from ``found`` if it is there."""
+        if base == "published":
+            base = self.published()
+        elif base == "latest":
+            return found[-1] if found else None
+        if base is None:
+            return None
+        if not isinstance(base, int) or isinstance(base, bool) or base < 1:
+            raise ConfigurationError(f"{self.store.url}: a base version is 'latest', 'published', a version "
+                                     f"number or None, got {base!r}")
+        return next((v for v in found if v.version == base), None) or self.version(base)
+
+    def _committed_as(self, transaction: str, found: list[VersionInfo], floor: int | None) -> VersionInfo | None:
+        """The version that committed ``transaction`` already, if any, without listing the history.
+
+        Only versions newer than ``floor`` (the newest the writer saw) can be it; when that is not
+        known, those created since the transaction started (its id is stamped) can.
+        """
+        started = _started(transaction) if floor is None else None
+        if floor is None and started is None:  # an id not made by Transaction: one listing answers
+            return self._committed_in_listing(transaction)
+        known = {v.version: v for v in found}
+        for number in range(found[-1].version if found else 0, floor or 0, -1):
+            info = known.get(number) or manifest_if_present(self.store, number)
+            if info is not None and info.transaction == transaction:
+                return info
+            if floor is None and (info is None or created_before(info, started - CLOCK_SKEW)):
+                return None  # older than the transaction (or below a gap vacuum made): it cannot be one
+        return None
+
+    def _committed_in_listing(self, transaction: str) -> VersionInfo | None:
+        """A version's index is named after its transaction, so a listing answers without reading manifests."""
+        listing = set(self.store.list(VERSIONS))
+        for name in listing:
+            number, _, rest = name[len(VERSIONS) + 1:].partition(".")
+            if rest == f"{transaction}.index.json" and number.isdecimal() and manifest_name(int(number)) in listing:
+                return self.version(int(number))
+        return None
+
+    def _finish_retry(self, done: VersionInfo, newest: int | None, fresh: bool, publish: bool) -> VersionInfo:
+        if not fresh and newest is not None:  # the earlier attempt may have died before rewriting the hint
+            write_head(self.store, newest)
+        if publish and newest == done.version:  # never roll a newer one back
+            self.publish(done.version)
+        return done
+
+    def _check_shards(self, shards: list[ShardInfo], written: Written, base: VersionInfo | None,
+                      transaction: str) -> None:
+        if not shards:
+            raise ConfigurationError(f"{self.store.url_of(f'{DATA}/{transaction}')}: the transaction wrote no shards")
+        kept = shards[:1] if len(shards) > len(written.shards) else []  # combine() puts the base's first
+        if written.shards:  # partitions of one transaction must agree too, not only the base and the new
+            check_same_columns(kept + written.shards, f"version {base.version if base else None} and "
+                               f"transaction {transaction}", f"Write the same columns, or commit it with "
+                               f"ShardSet.commit({transaction!r}, 'overwrite') to start afresh")
+
+    def _conflict(self, number: int, transaction: str, mode: str, base: VersionInfo | None) -> VersionConflictError:
+        on_top = (base.version if base else 0) == number - 1
+        retry = (f"ShardSet.commit({transaction!r}, {mode!r})" if on_top else
+                 f"ShardSet.commit({transaction!r}, {mode!r}, parent={base.version if base else None}, "
+                 f"seen={number})")
+        return VersionConflictError(
+            f"{self.store.url}: version {number} was committed by another writer first. Nothing was published; "
+            f"this transaction's shards are kept in {self.store.url_of(f'{DATA}/{transaction}')}: call {retry} "
+            f"to commit them as a newer version")
+
+    def _record(self) -> dict[str, Any] | None:
+        """``published.json``, or None if absent or damaged (publishing rewrites it whole)."""
+        data = read_if_present(self.store, PUBLISHED)
+        try:
+            return parse_published(data, self.store.url_of(PUBLISHED)) if data is not None else None
+        except InvalidManifestError:
+            return None
+
+    def _publish(self, info: VersionInfo, history: list[int], index_text: bytes | None = None) -> None:
+        text = index_text if index_text is not None else self.store.read_bytes(info.index)
+        self.store.write_bytes(INDEX_BASENAME, text)
+        record = {"version": info.version, "fingerprint": info.fingerprint, "history": history}
+        self.store.write_bytes(PUBLISHED, json.dumps(record).encode())
+
 
 class Transaction:
-    """A version being written: shards go to ``out``; leaving the ``with`` block commits them."""
+    """A version being written: shards go to ``out`` or to partitions; leaving the ``with`` block commits them."""
 
-    def __init__(self, shard_set: ShardSet, mode: str, lineage: dict[str, Any], publish: bool) -> None:
+    def __init__(self, shard_set: ShardSet, mode: str, lineage: dict[str, Any], publish: bool,
+                 base: int | str | None = "latest") -> None:
         self.shard_set, self.mode, self.lineage, self.publish = shard_set, mode, lineage, publish
         stamp = now().strftime("%Y%m%dT%H%M%S")
         self.id = f"{stamp}-{uuid.uuid4().hex[:8]}"
         self.out = shard_set.store.url_of(f"{DATA}/{self.id}")
-        latest = shard_set.latest()
-        self.parent = latest.version if latest is not None else None  # what this writer builds on
+        found, _ = tip(shard_set.store)
+        self.seen = found[-1].version if found else None  # the newest now: this commits as seen + 1
+        parent = shard_set._resolve(base, found)
+        self.parent = parent.version if parent is not None else None  # what this writer builds on
+        self.partitions: list[str] = []
         self.version: VersionInfo | None = None
+
+    def partition_out(self, key: str) -> str:
+        """The folder (path or URL) to write partition ``key`` to, as a complete MDS dataset.
+
+        At the commit, a ``replace`` drops the base version's shards of every key written here and an
+        ``append`` refuses keys the base has already."""
+        folder = partition_folder(self.id, key)
+        if key not in self.partitions:
+            self.partitions.append(key)
+        return self.shard_set.store.url_of(folder)
 
     def __enter__(self) -> "Transaction":
         return self
 
     def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: Any) -> None:
         if exc_type is None:
-            self.version = self.shard_set.commit(self.id, self.mode, self.lineage, self.publish, parent=self.parent)
+            self.version = self.shard_set.commit(self.id, self.mode, self.lineage, self.publish, parent=self.parent,
+                                                 seen=self.seen, partitions=list(self.partitions))
         # On an exception nothing is committed; the partial files are debris for vacuum().
 
 
@@ -238,19 +355,38 @@ def resolve_version_index(root: str, version: int, storage_options: dict[str, An
 # ------------------------------------------------------------------------------------------------
 
 
-def _newest_number(listing: Iterable[str]) -> int | None:
-    """The highest version number whose manifest is in a listing of ``_versions/``."""
-    return max((int(posixpath.basename(n)[:-5]) for n in listing if is_manifest(n)), default=None)
+def _check_mode(mode: str) -> None:
+    if mode not in MODES:
+        raise ConfigurationError(f"mode must be one of {MODES}, got {mode!r}")
 
 
-def _committed_as(transaction: str, listing: set[str]) -> int | None:
-    """The version that committed ``transaction``, if any, from a listing of ``_versions/``.
+def _floor(parent: Any, seen: Any) -> int | None:
+    """The newest version the writer saw, if the arguments say it (None: unknown)."""
+    if seen == "parent":
+        seen = parent
+    if seen is None:
+        return 0
+    return seen if isinstance(seen, int) and not isinstance(seen, bool) else None
 
-    A version's index is named after its transaction, and the version exists once its manifest
-    does, so the listing answers it without reading a manifest.
-    """
-    for name in listing:
-        number, _, rest = name[len(VERSIONS) + 1:].partition(".")
-        if rest == f"{transaction}.index.json" and number.isdecimal() and manifest_name(int(number)) in listing:
-            return int(number)
-    return None
+
+def _after(parent: Any, seen: Any, base: VersionInfo | None, newest: int | None) -> int:
+    """The version the new one follows: ``seen``, resolved (0: none)."""
+    if seen == "parent":
+        seen = parent if parent is None or isinstance(parent, int) else "latest"
+    if seen == "latest":
+        return newest or 0
+    if seen is not None and (not isinstance(seen, int) or isinstance(seen, bool) or seen < 1):
+        raise ConfigurationError(f"seen must be 'parent', 'latest', a version number or None, got {seen!r}")
+    if base is not None and base.version > (seen or 0):
+        raise ConfigurationError(f"the base version {base.version} is newer than seen={seen!r}")
+    return seen or 0
+
+
+def _started(transaction: str) -> dt.datetime | None:
+    match = _STAMP.match(transaction)
+    if match is None:
+        return None
+    try:
+        return dt.datetime.strptime(match[1], "%Y%m%dT%H%M%S").replace(tzinfo=dt.timezone.utc)
+    except ValueError:
+        return None

@@ -11,10 +11,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from dagster import AssetCheckExecutionContext, AssetCheckResult, AssetCheckSeverity, MetadataValue, asset_check
+from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetCheckSeverity, AssetChecksDefinition,
+                     MetadataValue, asset_check)
 
-from pipelines.assets.smoke import version_from_this_run
-from pipelines.resources import ShardStore, SourceSettings, TrainingWorldSettings
+from pipelines.assets.smoke import version_to_check
+from pipelines.partitions import daily, dagster_features_we_pin, key
+from pipelines.registry import DatasetSpec
+from pipelines.resources import ShardStore, TrainingWorldSettings
 
 PLAN_CHECK = "training_plan"
 
@@ -67,21 +70,26 @@ def plot_metadata(plan: Any) -> dict[str, Any]:
     return {"plot": MetadataValue.md(f"![cache and downloads per node](data:image/png;base64,{encoded})")}
 
 
-@asset_check(asset="shard_set", name=PLAN_CHECK, blocking=False,
-             description="Plans the new version for the declared training world (MDS_PLAN_*): bytes each node "
-                         "downloads, peak cache, the smallest cache_limit without repeated downloads, modelled "
-                         "time to first batch and waiting, recommendations and a plot. Warns, never blocks.")
-def training_plan(context: AssetCheckExecutionContext, shard_store: ShardStore, source: SourceSettings,
-                  training_world: TrainingWorldSettings) -> AssetCheckResult:
-    try:
-        version = int(version_from_this_run(context, "shard_set")["version"])
-    except RuntimeError:  # executed on its own: the latest version
-        latest = shard_store.shard_set(source.dataset).latest()
-        if latest is None:
-            return AssetCheckResult(passed=False, severity=AssetCheckSeverity.WARN,
-                                    description=f"{source.dataset} has no version yet: nothing to plan")
-        version = latest.version
-    plan = plan_version(shard_store, source.dataset, version, training_world)
+def build_plan_check(spec: DatasetSpec) -> AssetChecksDefinition:
+    with dagster_features_we_pin():
+        @asset_check(asset=key(spec, "shard_set"), name=PLAN_CHECK, blocking=False, partitions_def=daily(spec),
+                     description="Plans the new version for the declared training world (MDS_PLAN_*): bytes each "
+                                 "node downloads, peak cache, the smallest cache_limit without repeated downloads, "
+                                 "modelled time to first batch and waiting, recommendations and a plot. Warns, "
+                                 "never blocks.")
+        def training_plan(context: AssetCheckExecutionContext, shard_store: ShardStore,
+                          training_world: TrainingWorldSettings) -> AssetCheckResult:
+            return run_plan(context, spec, shard_store, training_world)
+    return training_plan
+
+
+def run_plan(context: AssetCheckExecutionContext, spec: DatasetSpec, shard_store: ShardStore,
+             training_world: TrainingWorldSettings) -> AssetCheckResult:
+    version = version_to_check(context, spec, shard_store)
+    if version is None:
+        return AssetCheckResult(passed=False, severity=AssetCheckSeverity.WARN,
+                                description=f"{spec.name} has no version yet: nothing to plan")
+    plan = plan_version(shard_store, spec.name, version, training_world)
     problems = _problems(plan)
     context.log.info(f"training plan of version {version} for {plan.settings['world']}: "
                      f"{'; '.join(problems) or 'no repeated downloads'}")

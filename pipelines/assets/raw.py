@@ -1,13 +1,16 @@
-"""The raw table: one Spark table per dataset, partitioned by day, from the configured source."""
+"""The raw table: one Spark table per dataset, partitioned by day, from the dataset's source."""
 
 # No `from __future__ import annotations`: Dagster reads the Config and resource annotations at runtime.
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
-from dagster import AssetExecutionContext, Config, MaterializeResult, MetadataValue, asset
+from dagster import AssetExecutionContext, AssetsDefinition, Config, MaterializeResult, MetadataValue, asset
 from pydantic import Field
 
-from pipelines.partitions import DAILY, GROUP, ONE_RUN, day_index
-from pipelines.resources import SourceSettings, SparkResource, TableCatalog
+from pipelines.assets.metadata import standard_metadata
+from pipelines.partitions import conventions, dagster_features_we_pin
+from pipelines.registry import DatasetSpec, Source
+from pipelines.resources import SparkResource, TableCatalog
+from pipelines.retries import RETRY, failures_are_final
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -16,46 +19,58 @@ FORMATS = ("parquet", "csv", "json", "delta")
 
 
 class RawConfig(Config):
-    """Per-run overrides of the deployment's source (empty or 0 keeps the default)."""
+    """Per-run overrides of the dataset's source (empty or 0 keeps the registry's value)."""
 
-    kind: str = Field(default="", description="digits | synthetic | table | path")
+    kind: Literal["", "digits", "synthetic", "table", "path"] = Field(default="", description="Source kind.")
     table: str = ""
     path: str = ""
-    format: str = ""
+    format: Literal["", "parquet", "csv", "json", "delta"] = ""
     day_column: str = ""
-    rows_per_day: int = 0
+    rows_per_day: int = Field(default=0, ge=0)
 
 
-def effective_source(settings: SourceSettings, config: RawConfig) -> SourceSettings:
+def effective_source(source: Source, config: RawConfig) -> Source:
+    """The dataset's source with the run's overrides: what this run actually reads (and its lineage records)."""
     overrides = {key: value for key, value in config.model_dump().items() if value}
-    return settings.model_copy(update=overrides)
+    return source.model_copy(update=overrides)
 
 
-@asset(group_name=GROUP, partitions_def=DAILY, backfill_policy=ONE_RUN,
-       description="The source's rows for each day, as a Parquet-backed Spark table in the local catalog.")
-def raw_table(context: AssetExecutionContext, config: RawConfig, spark: SparkResource,
-              catalog: TableCatalog, source: SourceSettings) -> MaterializeResult:
-    settings = effective_source(source, config)
+def build_raw_table(spec: DatasetSpec) -> AssetsDefinition:
+    with dagster_features_we_pin():
+        @asset(name="raw_table", retry_policy=RETRY, **conventions(spec, "raw", {"spark", "parquet"},
+                                                            {"source": spec.source.model_dump(),
+                                                             "start_date": spec.start_date}),
+               description=f"{spec.name}: the source's rows for each day, as a Parquet-backed Spark table.")
+        def raw_table(context: AssetExecutionContext, config: RawConfig, spark: SparkResource,
+                      catalog: TableCatalog) -> MaterializeResult:
+            with failures_are_final():
+                return write_raw(context, spec, effective_source(spec.source, config), spark, catalog)
+    return raw_table
+
+
+def write_raw(context: AssetExecutionContext, spec: DatasetSpec, source: Source, spark: SparkResource,
+              catalog: TableCatalog) -> MaterializeResult:
     session = spark.session()
-    frames = [read_day(session, settings, day) for day in context.partition_keys]
+    frames = [read_day(session, spec, source, day) for day in context.partition_keys]
     frame = frames[0]
     for other in frames[1:]:
         frame = frame.unionByName(other)
-    table = f"{settings.dataset}_raw"
+    table = f"{spec.name}_raw"
     catalog.write_days(frame, table, context.partition_keys)
     counts = {row["day"]: row["count"] for row in frame.groupBy("day").count().collect()}
     context.log.info(f"{table}: {sum(counts.values())} rows for {len(context.partition_keys)} day(s)")
     return MaterializeResult(metadata={
+        **standard_metadata(sum(counts.values()), catalog.location(table), frame.dtypes),
         "rows": sum(counts.values()),
         "rows_per_day": MetadataValue.json(counts),
-        "source": describe_source(settings),
+        "source": describe_source(source),
+        "effective_source": MetadataValue.json(source.model_dump()),
         "table": table,
         "location": MetadataValue.path(catalog.location(table)),
-        "columns": MetadataValue.md(", ".join(f"`{n}` {t}" for n, t in frame.dtypes)),
     })
 
 
-def describe_source(settings: SourceSettings) -> str:
+def describe_source(settings: Source) -> str:
     if settings.kind == "table":
         return f"table {settings.table}"
     if settings.kind == "path":
@@ -63,13 +78,13 @@ def describe_source(settings: SourceSettings) -> str:
     return f"{settings.kind} ({settings.rows_per_day} rows/day)"
 
 
-def read_day(spark: "SparkSession", settings: SourceSettings, day: str) -> "DataFrame":
+def read_day(spark: "SparkSession", spec: DatasetSpec, settings: Source, day: str) -> "DataFrame":
     """The source's rows for one day, with a ``day`` column holding the partition key."""
     from pyspark.sql import functions as F
 
     readers = {"digits": digits_day, "synthetic": synthetic_day}
     if settings.kind in readers:
-        return readers[settings.kind](spark, day, settings.rows_per_day)
+        return readers[settings.kind](spark, day, spec.day_index(day) * settings.rows_per_day, settings.rows_per_day)
     if settings.kind not in ("table", "path"):
         raise ValueError(f"unknown source kind {settings.kind!r}; use digits, synthetic, table or path")
     frame = external_source(spark, settings)
@@ -80,13 +95,13 @@ def read_day(spark: "SparkSession", settings: SourceSettings, day: str) -> "Data
     return frame.withColumn("day", F.lit(day))
 
 
-def external_source(spark: "SparkSession", settings: SourceSettings) -> "DataFrame":
+def external_source(spark: "SparkSession", settings: Source) -> "DataFrame":
     if settings.kind == "table":
         if not settings.table:
-            raise ValueError("source kind 'table' needs a table name (config `table` or $MDS_SOURCE_TABLE)")
+            raise ValueError("source kind 'table' needs a table name (the registry's source.table or the run config's `table`)")
         return spark.table(settings.table)
     if not settings.path:
-        raise ValueError("source kind 'path' needs a path (config `path` or $MDS_SOURCE_PATH)")
+        raise ValueError("source kind 'path' needs a path (the registry's source.path or the run config's `path`)")
     fmt = source_format(settings)
     reader = spark.read.format(fmt)
     if fmt == "csv":
@@ -94,33 +109,31 @@ def external_source(spark: "SparkSession", settings: SourceSettings) -> "DataFra
     return reader.load(settings.path)
 
 
-def source_format(settings: SourceSettings) -> str:
+def source_format(settings: Source) -> str:
     fmt = settings.format or next((f for f in FORMATS if settings.path.rstrip("/").endswith(f".{f}")), "parquet")
     if fmt not in FORMATS:
         raise ValueError(f"source format {fmt!r} is not one of {FORMATS}")
     return fmt
 
 
-def digits_day(spark: "SparkSession", day: str, rows: int) -> "DataFrame":
+def digits_day(spark: "SparkSession", day: str, first: int, rows: int) -> "DataFrame":
     """A day's slice of scikit-learn's 1,797 handwritten digits (8x8 pixels, 0-16), cycling through them.
 
-    Ids are global (day index x rows + row), so every day adds new samples.
+    Ids are global (``first`` = day index x rows, plus the row), so every day adds new samples.
     """
     from sklearn.datasets import load_digits
 
     digits = load_digits()
-    first = day_index(day) * rows
     picks = [(first + j) % len(digits.target) for j in range(rows)]
     records = [(first + j, int(digits.target[i]), [int(v) for v in digits.images[i].ravel()], day)
                for j, i in enumerate(picks)]
     return spark.createDataFrame(records, schema=_digits_struct())
 
 
-def synthetic_day(spark: "SparkSession", day: str, rows: int) -> "DataFrame":
+def synthetic_day(spark: "SparkSession", day: str, first: int, rows: int) -> "DataFrame":
     """Any number of digit-shaped rows per day, generated by the executors (nothing on the driver)."""
     from pyspark.sql import functions as F
 
-    first = day_index(day) * rows
     return (spark.range(first, first + rows)
             .select(F.col("id"),
                     F.expr("cast(pmod(hash(id), 10) as int)").alias("label"),

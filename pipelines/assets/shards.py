@@ -1,102 +1,159 @@
-"""The shard set: the validated rows written as MDS shards into a new version, and its publication.
+"""The shard set: the validated rows written as MDS shards into a new version, not yet published.
 
-A day's run appends (the new version is the previous version's shards plus the day's); a run with
-``full_refresh`` overwrites (the new version holds only the rows of the run's days). Publication is
-a separate asset downstream of the blocking loader smoke test, so it moves only when the test passes.
+Each day's rows are written as their own partition of the version (``ShardSet`` tracks which shards
+hold which day), so a day can be replaced without touching the others. A version is built on the
+last *published* version, never on one whose smoke test failed:
+
+* ``auto`` (default): days the base does not hold are appended, days it holds are replaced;
+* ``append``: refuses a day the base already holds (its rows would repeat);
+* ``replace``: the base without the run's days, plus their new rows;
+* ``overwrite``: only the run's days.
 """
 
 # No `from __future__ import annotations`: Dagster reads the Config and resource annotations at runtime.
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from dagster import AssetExecutionContext, Config, MaterializeResult, MetadataValue, TableRecord, asset
-from dagster import TableColumn, TableMetadataValue, TableSchema
+from dagster import (AssetExecutionContext, AssetsDefinition, Config, Failure, MaterializeResult, MetadataValue,
+                     TableColumn, TableMetadataValue, TableRecord, TableSchema, asset)
 from pydantic import Field
 
-from pipelines.assets.smoke import SMOKE_CHECK, smoke_test_passed_in_this_run, version_from_this_run
-from pipelines.assets.validated import validated_table
+from pipelines.assets.metadata import standard_metadata
+from pipelines.assets.raw import RawConfig, effective_source
 from pipelines.cluster import writer_partitions
-from pipelines.partitions import DAILY, GROUP, ONE_RUN
-from pipelines.resources import ShardStore, SourceSettings, SparkResource, TableCatalog
+from pipelines.partitions import conventions, dagster_features_we_pin, key, op_name
+from pipelines.previews import sample_preview
+from pipelines.registry import DatasetSpec
+from pipelines.resources import ShardStore, SparkResource, TableCatalog
+from pipelines.retries import RETRY, failures_are_final
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 PREVIEW_ROWS = 5
-# dagster.yaml limits this pool to one run at a time, so appends never race for a version number.
+# dagster.yaml limits this pool to one run at a time, so two runs never race for a version number.
 WRITER_POOL = "shard_set_writer"
+Mode = Literal["auto", "append", "replace", "overwrite"]
 
 
 class ShardsConfig(Config):
-    full_refresh: bool = Field(default=False, description="Overwrite: the new version holds only this run's days.")
-    compression: str = Field(default="zstd", description="Shard compression (zstd, zstd:7, gz, ... or empty).")
-    size_limit: str = Field(default="1mb", description="Largest raw shard, e.g. 1mb or 64mb.")
+    mode: Mode = Field(default="auto", description="auto: append new days, replace days already there; append; "
+                                                   "replace; overwrite (only this run's days).")
+    compression: str = Field(default="", description="Shard compression (zstd, zstd:7, gz, ... or none); empty: "
+                                                     "the dataset's.")
+    size_limit: str = Field(default="", description="Largest raw shard, e.g. 1mb or 64mb; empty: the dataset's.")
 
 
-@asset(group_name=GROUP, partitions_def=DAILY, backfill_policy=ONE_RUN, deps=[validated_table], pool=WRITER_POOL,
-       description="Validated rows as MDS shards, committed as a new immutable version of the shard set "
-                   "(append for a new day, overwrite for a full refresh). Not yet published.")
-def shard_set(context: AssetExecutionContext, config: ShardsConfig, spark: SparkResource,
-              catalog: TableCatalog, shard_store: ShardStore, source: SourceSettings) -> MaterializeResult:
+def build_shard_set(spec: DatasetSpec) -> AssetsDefinition:
+    settings = {"compression": spec.compression, "size_limit": spec.size_limit}
+    with dagster_features_we_pin():
+        @asset(name="shard_set", deps=[key(spec, "validated_table")], pool=WRITER_POOL, retry_policy=RETRY,
+               **conventions(spec, "shards", {"spark", "mds"}, settings),
+               description=f"{spec.name}: validated rows as MDS shards, committed as a new immutable version of "
+                           "the shard set on top of the published one (a day already there is replaced). "
+                           "Not yet published.")
+        def shard_set(context: AssetExecutionContext, config: ShardsConfig, spark: SparkResource,
+                      catalog: TableCatalog, shard_store: ShardStore) -> MaterializeResult:
+            with failures_are_final():
+                return write_version(context, spec, config, spark, catalog, shard_store)
+    return shard_set
+
+
+def write_version(context: AssetExecutionContext, spec: DatasetSpec, config: ShardsConfig, spark: SparkResource,
+                  catalog: TableCatalog, shard_store: ShardStore) -> MaterializeResult:
+    days = sorted(context.partition_keys)
+    frame = catalog.read_days(spark.session(), f"{spec.name}_validated", days)
+    counts = {row["day"]: row["count"] for row in frame.groupBy("day").count().collect()}
+    written_days = [day for day in days if counts.get(day)]
+    if not written_days:
+        raise Failure(f"no validated rows for {', '.join(days)}: nothing to write, so no new version. See "
+                      "validated_table's counts (everything quarantined, or an empty source?).", allow_retries=False)
+    if len(written_days) < len(days):
+        context.log.warning(f"no validated rows for {sorted(set(days) - set(written_days))}; they are left out")
+    shards = shard_store.shard_set(spec.name)
+    published = shards.published()
+    base = shards.version(published) if published is not None else None
+    mode = resolve_mode(config.mode, days_of(base), written_days, published)
+    lineage = _lineage(context, spec, catalog, days_of(base), written_days, mode)
+    mds_kwargs = {"compression": (config.compression or spec.compression) or None,
+                  "size_limit": config.size_limit or spec.size_limit}
+    # publish=False: the pointer moves in published_version, after the smoke test has passed.
+    with shards.transaction(mode=mode, lineage=lineage, publish=False, base=published) as tx:
+        results = [_write_day(frame, day, spark.writer_tasks, {**mds_kwargs, "out": tx.partition_out(day)})
+                   for day in written_days]
+    info = tx.version
+    url = shard_store.url(spec.name)
+    context.log.info(f"{spec.name}: committed version {info.number} ({mode} on {published}) at {url}")
+    return MaterializeResult(metadata={
+        **standard_metadata(info.rows, url, info.columns.items()),
+        **version_metadata(info, mode, _stats(results), lineage),
+        "store_url": url, "preview": preview(frame),
+        **sample_preview(url, info.number, shard_store.options() or None, spec.pictures),
+    })
+
+
+def days_of(version: Any) -> set[str]:
+    """The days a version holds: its partitions (or, for versions written before partitions, its lineage)."""
+    if version is None:
+        return set()
+    return set(getattr(version, "partitions", None) or (version.lineage or {}).get("days", []))
+
+
+def resolve_mode(requested: str, base_days: set[str], days: list[str], base: int | None) -> str:
+    """The transaction's mode for ``requested`` (auto picks append or replace from the base's days)."""
+    repeated = sorted(base_days & set(days))
+    if requested == "append" and repeated:
+        raise Failure(f"day(s) {', '.join(repeated)} are already in version {base}; appending them again would "
+                      "duplicate rows. Run with mode: replace (or auto) to replace them.", allow_retries=False)
+    if requested == "auto":
+        return "replace" if repeated else "append"
+    return requested
+
+
+def _write_day(frame: "DataFrame", day: str, tasks: int, mds_kwargs: dict[str, Any]) -> Any:
+    """One day's rows, sorted by id in ``tasks`` range partitions, as one partition of the version."""
+    from pyspark.sql import functions as F
+
     from mds_core.convert.spark import dataframe_to_mds
 
-    days = sorted(context.partition_keys)
-    # Sorted by day and id in exactly spark.writer_tasks range partitions (default: the cluster's cores).
-    frame = writer_partitions(catalog.read_days(spark.session(), f"{source.dataset}_validated", days),
-                              spark.writer_tasks, "day", "id")
-    if frame.isEmpty():
-        raise ValueError(f"no validated rows for {', '.join(days)}: nothing to write, so no new version. "
-                         f"See validated_table's counts (everything quarantined, or an empty source?).")
-    shards = shard_store.shard_set(source.dataset)
-    latest = shards.latest()
-    mode = "overwrite" if config.full_refresh or latest is None else "append"
-    if mode == "append":
-        _refuse_repeated_days(latest, days)
-    lineage = _lineage(context, source, catalog, days, latest if mode == "append" else None, mode)
-    mds_kwargs: dict[str, Any] = {"compression": config.compression or None, "size_limit": config.size_limit}
-    # publish=False: the pointer moves in published_version, after the smoke test has passed.
-    with shards.transaction(mode=mode, lineage=lineage, publish=False) as tx:
-        result = dataframe_to_mds(frame, merge_index=True, mds_kwargs={**mds_kwargs, "out": tx.out})
-    info = tx.version
-    stats = _stats(result)
-    context.log.info(f"{source.dataset}: committed version {info.number} ({mode}) at {shards_url(shard_store, source)}")
-    return MaterializeResult(metadata={
+    day_frame = writer_partitions(frame.where(F.col("day") == day), tasks, "id")
+    return dataframe_to_mds(day_frame, merge_index=True, mds_kwargs=mds_kwargs)
+
+
+def _lineage(context: AssetExecutionContext, spec: DatasetSpec, catalog: TableCatalog, base_days: set[str],
+             days: list[str], mode: str) -> dict[str, Any]:
+    kept = set() if mode == "overwrite" else base_days
+    return {"dataset": spec.name, "source": run_source(context, spec), "days": sorted(kept | set(days)),
+            "added_days": days, "replaced_days": sorted(kept & set(days)), "mode": mode,
+            "dagster_run_id": context.run.run_id, "validated_table": catalog.location(f"{spec.name}_validated")}
+
+
+def run_source(context: AssetExecutionContext, spec: DatasetSpec) -> dict[str, Any]:
+    """The source this run's raw_table read: the registry's, with the run config's overrides."""
+    ops = (context.run.run_config or {}).get("ops", {})
+    config = ops.get(op_name(spec, "raw_table"), {}).get("config", {})
+    return effective_source(spec.source, RawConfig(**config)).model_dump()
+
+
+def version_metadata(info: Any, mode: str, stats: dict[str, Any], lineage: dict[str, Any]) -> dict[str, Any]:
+    return {
         "version": info.number, "parent": info.parent if info.parent is not None else -1, "mode": mode,
         "rows": info.rows, "shards": info.shards, "bytes": info.stored_bytes, "raw_bytes": info.raw_bytes,
         "rows_added": stats["rows"], "shards_added": info.new_shards,
         "bytes_added": stats["compressed_bytes"], "raw_bytes_added": stats["raw_bytes"],
         "compression_ratio": round(stats["compression_ratio"], 3),
         "rows_per_second": round(stats["rows_per_second"], 1), "seconds": round(stats["seconds"], 2),
-        "store_url": shards_url(shard_store, source),
-        "lineage": MetadataValue.json(info.lineage),
-        "preview": preview(frame),
-    })
+        "replaced_days": MetadataValue.json(lineage["replaced_days"]), "lineage": MetadataValue.json(info.lineage),
+    }
 
 
-def shards_url(shard_store: ShardStore, source: SourceSettings) -> str:
-    return shard_store.url(source.dataset)
-
-
-def _refuse_repeated_days(latest: Any, days: list[str]) -> None:
-    repeated = sorted(set(days) & set((latest.lineage or {}).get("days", [])))
-    if repeated:
-        raise ValueError(f"day(s) {', '.join(repeated)} are already in version {latest.number}; appending them "
-                         "again would duplicate rows. Run with config full_refresh: true to rebuild instead.")
-
-
-def _lineage(context: AssetExecutionContext, source: SourceSettings, catalog: TableCatalog, days: list[str],
-             parent: Any, mode: str) -> dict[str, Any]:
-    earlier = list((parent.lineage or {}).get("days", [])) if parent is not None else []
-    return {"dataset": source.dataset, "source_kind": source.kind, "days": sorted(set(earlier) | set(days)),
-            "added_days": days, "mode": mode, "dagster_run_id": context.run.run_id,
-            "validated_table": catalog.location(f"{source.dataset}_validated")}
-
-
-def _stats(result: Any) -> dict[str, Any]:
-    """The converter's figures for the shards this run added (``dataframe_to_mds(...).stats``)."""
-    stats = result.stats.as_dict()
-    stats["compression_ratio"] = stats["raw_bytes"] / stats["compressed_bytes"] if stats["compressed_bytes"] else 1.0
-    return stats
+def _stats(results: list[Any]) -> dict[str, Any]:
+    """The converter's figures for the shards this run added, summed over its days."""
+    stats = [result.stats.as_dict() for result in results]
+    total = {name: sum(s[name] for s in stats) for name in ("rows", "raw_bytes", "compressed_bytes", "seconds")}
+    total["compression_ratio"] = total["raw_bytes"] / total["compressed_bytes"] if total["compressed_bytes"] else 1.0
+    total["rows_per_second"] = total["rows"] / total["seconds"] if total["seconds"] else 0.0
+    return total
 
 
 def preview(frame: "DataFrame") -> TableMetadataValue:
@@ -110,25 +167,3 @@ def preview(frame: "DataFrame") -> TableMetadataValue:
 def _cell(value: Any) -> str:
     text = json.dumps(value) if isinstance(value, (list, dict)) else str(value)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-@asset(group_name=GROUP, partitions_def=DAILY, backfill_policy=ONE_RUN, deps=[shard_set], pool=WRITER_POOL,
-       description="Moves the shard set's published pointer (the root index.json training code reads) to "
-                   f"the version this run wrote. Runs only after the blocking {SMOKE_CHECK} check passed.")
-def published_version(context: AssetExecutionContext, shard_store: ShardStore,
-                      source: SourceSettings) -> MaterializeResult:
-    written = version_from_this_run(context, "shard_set")
-    if not smoke_test_passed_in_this_run(context):
-        raise RuntimeError(f"version {written['version']} was not published: the {SMOKE_CHECK} check did not pass "
-                           "in this run. Run it with the shard set (the UI's 'Materialize all' and the "
-                           "daily_conversion job include it).")
-    shards = shard_store.shard_set(source.dataset)
-    before = shards.published()
-    shards.publish(int(written["version"]))
-    url = shards_url(shard_store, source)
-    return MaterializeResult(metadata={
-        "published": int(written["version"]), "previously_published": before if before is not None else -1,
-        "store_url": url,
-        "read_it": MetadataValue.md(f"```python\nStreamingDataset(remote={url!r}, local='/tmp/cache', "
-                                    f"version={int(written['version'])})\n```"),
-    })

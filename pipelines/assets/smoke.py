@@ -1,28 +1,36 @@
 """The loader smoke test: stream a new version the way training will, before anyone is pointed at it.
 
 It is a blocking check on the shard set, and the published pointer is an asset downstream of it, so
-the pointer moves only when the check passes.
+the pointer moves only when the check passes. It reads the version's new shards in full and a
+bounded, seeded sample of the older ones, so its cost does not grow with the history. Executed on
+its own (the check's "Execute" button), it tests the shard set's latest version.
 """
 
-# No `from __future__ import annotations`: Dagster reads the Config and resource annotations at runtime.
+# No `from __future__ import annotations`: Dagster reads the resource annotations at runtime.
 import shutil
 from typing import Any
 
-from dagster import (AssetCheckExecutionContext, AssetCheckKey, AssetCheckResult, AssetCheckSeverity,
-                     AssetExecutionContext, AssetKey, MetadataValue, asset_check)
+from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetCheckSeverity, AssetChecksDefinition,
+                     MetadataValue, asset_check)
 
-from pipelines.resources import ShardStore, SmokeTestSettings, SourceSettings
+from pipelines.assets.run_family import written_in_this_run
+from pipelines.partitions import daily, dagster_features_we_pin, key
+from pipelines.registry import DatasetSpec
+from pipelines.resources import ShardStore, SmokeTestSettings
 
 SMOKE_CHECK = "loader_smoke_test"
 
 
-def smoke_test(remote: str, cache: str, version: int, rows_expected: int, settings: SmokeTestSettings) -> Any:
-    """``mds_core``'s loader check on ``version``, with the settings training would use."""
-    from mds_core.streaming.loader_check import check_loader  # imports torch
+def smoke_test(store: ShardStore, dataset: str, cache: str, version: int, settings: SmokeTestSettings) -> Any:
+    """``mds_core``'s bounded loader check of ``version``, with the settings training would use."""
+    from mds_core.sizes import bytes_to_int
+    from mds_core.streaming.loader_check import check_version  # imports torch
 
-    return check_loader(remote=remote, local=cache, version=version, batch_size=settings.batch_size,
-                        num_workers=settings.num_workers, samples_expected=rows_expected,
-                        min_samples_per_second=settings.min_rows_per_second)
+    return check_version(store.url(dataset), version, local=cache, storage_options=store.options() or None,
+                         sample_rows=settings.sample_rows, sample_seconds=settings.sample_seconds,
+                         cache_limit=bytes_to_int(settings.cache_limit) if settings.cache_limit else None,
+                         batch_size=settings.batch_size, num_workers=settings.num_workers,
+                         min_samples_per_second=settings.min_rows_per_second)
 
 
 def report_metadata(report: Any) -> dict[str, Any]:
@@ -33,7 +41,13 @@ def report_metadata(report: Any) -> dict[str, Any]:
             "continuation_matches": report.continuation_matches,
             "rows_per_second": report.samples_per_second, "seconds": report.seconds,
             "problems": MetadataValue.json(report.problems), "num_workers": report.num_workers,
-            "batch_size": report.batch_size, **telemetry_metadata(report.telemetry)}
+            "batch_size": report.batch_size, **subset_metadata(report), **telemetry_metadata(report.telemetry)}
+
+
+def subset_metadata(report: Any) -> dict[str, Any]:
+    """Which part of the version was read: its new shards in full, and the sample of the older ones."""
+    subset = getattr(report, "subset", None)
+    return {"checked": MetadataValue.json(subset)} if subset else {}
 
 
 def telemetry_metadata(metrics: dict[str, Any]) -> dict[str, Any]:
@@ -47,37 +61,37 @@ def telemetry_metadata(metrics: dict[str, Any]) -> dict[str, Any]:
             "cache_misses": totals["cache_misses"], "telemetry": MetadataValue.json(metrics)}
 
 
-def version_from_this_run(context: AssetCheckExecutionContext | AssetExecutionContext, asset: str) -> dict[str, Any]:
-    """The metadata the shard-set asset recorded in this run (its version number, rows, URL)."""
-    event = context.instance.get_latest_materialization_event(AssetKey(asset))
-    if event is None or event.run_id != context.run.run_id or event.asset_materialization is None:
-        raise RuntimeError(f"{asset} was not materialised in this run, so there is no new version to test")
-    return {key: value.value for key, value in event.asset_materialization.metadata.items()}
+def version_to_check(context: AssetCheckExecutionContext, spec: DatasetSpec, store: ShardStore) -> int | None:
+    """The version this run wrote; executed on its own, the latest (None: the set has no version)."""
+    written = written_in_this_run(context, key(spec, "shard_set"))
+    if written is not None:
+        return int(written["version"])
+    latest = store.shard_set(spec.name).latest()
+    return latest.number if latest is not None else None
 
 
-def smoke_test_passed_in_this_run(context: AssetExecutionContext) -> bool:
-    """Whether this run's loader smoke test passed: publication must not happen without it, even in
-    a run that selected the assets but not the check."""
-    key = AssetCheckKey(AssetKey("shard_set"), SMOKE_CHECK)
-    records = context.instance.event_log_storage.get_asset_check_execution_history(key, limit=20)
-    return any(record.run_id == context.run.run_id and _passed(record) for record in records)
+def build_smoke_check(spec: DatasetSpec) -> AssetChecksDefinition:
+    with dagster_features_we_pin():
+        @asset_check(asset=key(spec, "shard_set"), name=SMOKE_CHECK, blocking=True, partitions_def=daily(spec),
+                     description="Streams the new version with StreamingDataLoader (2 workers): its new shards "
+                                 "and a bounded sample of the older ones, every sample exactly once, a mid-epoch "
+                                 "resume that continues the same order, throughput recorded. Blocks publication "
+                                 "when it fails; executed alone, it tests the latest version.")
+        def loader_smoke_test(context: AssetCheckExecutionContext, shard_store: ShardStore,
+                              smoke_settings: SmokeTestSettings) -> AssetCheckResult:
+            return run_smoke_test(context, spec, shard_store, smoke_settings)
+    return loader_smoke_test
 
 
-def _passed(record: Any) -> bool:
-    event = record.event.dagster_event if record.event is not None else None
-    return bool(getattr(event.event_specific_data, "passed", False)) if event is not None else False
-
-
-@asset_check(asset="shard_set", name=SMOKE_CHECK, blocking=True,
-             description="Streams the new version with StreamingDataLoader (2 workers): every sample exactly "
-                         "once, a mid-epoch resume continues the same order, throughput recorded. Blocks "
-                         "publication when it fails.")
-def loader_smoke_test(context: AssetCheckExecutionContext, shard_store: ShardStore,
-                      smoke_settings: SmokeTestSettings, source: SourceSettings) -> AssetCheckResult:
-    written = version_from_this_run(context, "shard_set")
-    cache = shard_store.cache(f"{source.dataset}-smoke-{context.run.run_id[:8]}")
+def run_smoke_test(context: AssetCheckExecutionContext, spec: DatasetSpec, store: ShardStore,
+                   settings: SmokeTestSettings) -> AssetCheckResult:
+    version = version_to_check(context, spec, store)
+    if version is None:
+        return AssetCheckResult(passed=False, severity=AssetCheckSeverity.ERROR,
+                                description=f"{spec.name} has no version yet: nothing to test")
+    cache = store.cache(f"{spec.name}-smoke-{context.run.run_id[:8]}")
     try:
-        report = smoke_test(written["store_url"], cache, int(written["version"]), int(written["rows"]), smoke_settings)
+        report = smoke_test(store, spec.name, cache, version, settings)
     finally:
         shutil.rmtree(cache, ignore_errors=True)  # a throwaway copy: training keeps its own cache
     context.log.info(f"smoke test of version {report.version}: {'passed' if report.passed else report.problems}")

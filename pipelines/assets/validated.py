@@ -4,13 +4,15 @@
 import importlib
 from typing import TYPE_CHECKING
 
-from dagster import (AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetExecutionContext, Config,
-                     MaterializeResult, MetadataValue, asset)
+from dagster import (AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetExecutionContext, AssetsDefinition,
+                     Config, MaterializeResult, MetadataValue, asset)
 from pydantic import Field
 
-from pipelines.assets.raw import raw_table
-from pipelines.partitions import DAILY, GROUP, ONE_RUN
-from pipelines.resources import SourceSettings, SparkResource, TableCatalog
+from pipelines.assets.metadata import standard_metadata
+from pipelines.partitions import conventions, dagster_features_we_pin, daily, key
+from pipelines.registry import DatasetSpec
+from pipelines.resources import SparkResource, TableCatalog
+from pipelines.retries import RETRY, failures_are_final
 from pipelines.schemas import TableSchema, not_null_schema, pandera_errors, split_rows
 
 if TYPE_CHECKING:
@@ -21,36 +23,49 @@ COUNTS_CHECK = "quarantine_counts"
 
 class ValidateConfig(Config):
     max_quarantined_fraction: float = Field(
-        default=0.01, description="The counts check fails when more than this fraction of rows is quarantined.")
+        default=0.01, ge=0.0, le=1.0,
+        description="The counts check fails when more than this fraction of rows is quarantined.")
     schema_ref: str = Field(default="", description="module:attribute of a TableSchema, or 'not_null'; "
-                            "empty keeps the source's default.")
+                            "empty keeps the dataset's schema.")
 
 
-@asset(group_name=GROUP, partitions_def=DAILY, backfill_policy=ONE_RUN, deps=[raw_table],
-       check_specs=[AssetCheckSpec(COUNTS_CHECK, asset="validated_table", blocking=True,
-                                   description="in = valid + quarantined, and the quarantined share is "
-                                               "within the threshold")],
-       description="Raw rows that pass the pandera.pyspark schema; the others go to the quarantine table "
-                   "with the reason.")
-def validated_table(context: AssetExecutionContext, config: ValidateConfig, spark: SparkResource,
-                    catalog: TableCatalog, source: SourceSettings) -> MaterializeResult:
-    days = context.partition_keys
-    raw = catalog.read_days(spark.session(), f"{source.dataset}_raw", days)
-    schema = load_schema(config.schema_ref or source.schema_ref, raw)
+def build_validated_table(spec: DatasetSpec) -> AssetsDefinition:
+    with dagster_features_we_pin():
+        counts_spec = AssetCheckSpec(COUNTS_CHECK, asset=key(spec, "validated_table"), blocking=True,
+                                     partitions_def=daily(spec),
+                                     description="in = valid + quarantined, and the quarantined share is within "
+                                                 "the threshold")
+        @asset(name="validated_table", deps=[key(spec, "raw_table")], check_specs=[counts_spec], retry_policy=RETRY,
+               **conventions(spec, "validated", {"spark", "pandera", "parquet"}, {"schema": spec.schema_ref}),
+               description=f"{spec.name}: raw rows that pass the pandera.pyspark schema; the others go to the "
+                           "quarantine table with the reason.")
+        def validated_table(context: AssetExecutionContext, config: ValidateConfig, spark: SparkResource,
+                            catalog: TableCatalog) -> MaterializeResult:
+            with failures_are_final():
+                return validate(context, spec, config, spark, catalog)
+    return validated_table
+
+
+def validate(context: AssetExecutionContext, spec: DatasetSpec, config: ValidateConfig, spark: SparkResource,
+             catalog: TableCatalog) -> MaterializeResult:
+    days, name = context.partition_keys, spec.name
+    raw = catalog.read_days(spark.session(), f"{name}_raw", days)
+    schema = load_schema(config.schema_ref or spec.schema_ref, raw)
     valid, quarantined = split_rows(raw, schema)
-    catalog.write_days(valid, f"{source.dataset}_validated", days)
-    catalog.write_days(quarantined, f"{source.dataset}_quarantine", days)
+    catalog.write_days(valid, f"{name}_validated", days)
+    catalog.write_days(quarantined, f"{name}_quarantine", days)
     # Count what was written, not what was planned: the check is about the tables as they are.
     session = spark.session()
-    written_valid = catalog.read_days(session, f"{source.dataset}_validated", days, valid.schema)
-    written_quarantine = catalog.read_days(session, f"{source.dataset}_quarantine", days, quarantined.schema)
+    written_valid = catalog.read_days(session, f"{name}_validated", days, valid.schema)
+    written_quarantine = catalog.read_days(session, f"{name}_quarantine", days, quarantined.schema)
     counts = {"in": raw.count(), "valid": written_valid.count(), "quarantined": written_quarantine.count()}
     leftover = pandera_errors(written_valid, schema.build())
     check = counts_check(counts, config.max_quarantined_fraction, top_reasons(written_quarantine), leftover)
+    location = catalog.location(f"{name}_validated")
     return MaterializeResult(
-        metadata={**counts, "schema": schema.name,
-                  "validated_location": MetadataValue.path(catalog.location(f"{source.dataset}_validated")),
-                  "quarantine_location": MetadataValue.path(catalog.location(f"{source.dataset}_quarantine"))},
+        metadata={**standard_metadata(counts["valid"], location, valid.dtypes), **counts, "schema": schema.name,
+                  "validated_location": MetadataValue.path(location),
+                  "quarantine_location": MetadataValue.path(catalog.location(f"{name}_quarantine"))},
         check_results=[check])
 
 

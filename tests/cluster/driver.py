@@ -128,11 +128,13 @@ def convert(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def pipeline(spec: dict[str, Any]) -> dict[str, Any]:
-    """(b) the whole Dagster graph, resources from the environment (MDS_SPARK_MASTER=spark://...)."""
+    """(b) the digits dataset's whole Dagster graph, resources and registry from the environment
+    (MDS_SPARK_MASTER=spark://..., MDS_DATASETS)."""
     import warnings
 
     warnings.filterwarnings("ignore")
     from pipelines.assets.smoke import SMOKE_CHECK
+    from pipelines.registry import load_registry
     from pipelines.resources import resources_from_env
     from pipelines.runs import materialize_days
 
@@ -142,10 +144,13 @@ def pipeline(spec: dict[str, Any]) -> dict[str, Any]:
     # executor asked for. The failed session is stopped, so the run below gets a new one.
     no_room = resource({"master": os.environ["MDS_SPARK_MASTER"], "timeout": spec["no_room_timeout"],
                         "conf": {**json.loads(os.environ["MDS_SPARK_CONF"]), "spark.executor.memory": "4g"}})
+    [digits] = [dataset for dataset in load_registry() if dataset.name == "digits"]  # from $MDS_DATASETS
     resources = resources_from_env()
     started = time.perf_counter()
-    result = materialize_days(["2026-01-01", "2026-01-02"], resources, full_refresh=True)
+    result = materialize_days(digits, ["2026-01-01", "2026-01-02"], resources, mode="overwrite")
     seconds = time.perf_counter() - started
+    # Outside a run, the secrets (EnvVar settings such as MDS_SPARK_CONF) are resolved as a run resolves them.
+    resources = {name: each.process_config_and_initialize() for name, each in resources.items()}
     [smoke] = [e for e in result.get_asset_check_evaluations() if e.check_name == SMOKE_CHECK]
     smoke_meta = {k: v.value for k, v in smoke.metadata.items()}
     shards = resources["shard_store"].shard_set("digits")

@@ -11,6 +11,7 @@ import socket
 import pytest
 
 from tests.cluster.conftest import GROUP, run_driver
+from tests.registry import write_registry
 
 pytestmark = pytest.mark.xdist_group(GROUP)
 
@@ -83,7 +84,8 @@ def pipeline_run(spark_cluster, cluster_conf, s3_server, tmp_path_factory) -> di
            "MDS_WRITER_TASKS": "3", "MDS_SHARD_STORE": f"s3://{s3_server.new_bucket()}/shard-sets",
            "MDS_WAREHOUSE": str(root / "warehouse"),  # a shared path: one host
            "MDS_DATA_DIR": str(root / "data"), "MDS_CACHE_DIR": str(root / "cache"),
-           "MDS_ROWS_PER_DAY": "60", "MDS_PLAN_WORLD": "2x2x2", "MDS_PLAN_BATCH_SIZE": "4"}
+           "MDS_DATASETS": str(write_registry(root / "datasets.yaml", rows_per_day=60)),
+           "MDS_PLAN_WORLD": "2x2x2", "MDS_PLAN_BATCH_SIZE": "4"}
     return run_driver({"scenario": "pipeline", "cache": str(root / "read"), "no_room_timeout": 5.0},
                       env=env, timeout=400)
 

@@ -10,7 +10,7 @@ from mds_core.format.index import INDEX_BASENAME
 from mds_core.format.verify import verify_dataset
 from mds_core.storage.urls import is_remote
 from mds_core.versions import ShardSet
-from mds_core.versions.manifest import PUBLISHED, manifest_name
+from mds_core.versions.manifest import HEAD, PUBLISHED, manifest_name
 
 
 def read_ids(root: str, tmp: Path, version: int | None = None) -> list[int]:
@@ -40,7 +40,7 @@ def check_versions(root: str, tmp: Path, expected: dict[int, list[int]]) -> int 
 
 def needed_files(shard_set: ShardSet) -> set[str]:
     """Exactly what the committed versions and the published pointer need: nothing else may stay."""
-    needed = {INDEX_BASENAME, PUBLISHED}
+    needed = {INDEX_BASENAME, PUBLISHED} | ({HEAD} if shard_set.store.exists(HEAD) else set())  # the hint
     for info in shard_set.versions():
         needed |= {manifest_name(info.version), info.index}
         needed |= {f.basename for s in shard_set.shards(info.version) for f in (s.raw_data, s.zip_data) if f}

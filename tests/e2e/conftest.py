@@ -1,10 +1,10 @@
-"""A real `dagster dev` (webserver + daemon) on a free loopback port, with its own DAGSTER_HOME and data dir."""
+"""What `make ui` starts, `dg dev` (webserver + daemon), on a free loopback port, with its own DAGSTER_HOME and
+data dir, and a secret in MDS_SPARK_CONF that the UI must never show."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -16,8 +16,14 @@ from pathlib import Path
 
 import pytest
 
+from pipelines.instance import prepare_home
+from tests.registry import write_registry
+
 ROOT = Path(__file__).resolve().parents[2]
-DAGSTER = Path(sys.executable).parent / "dagster"
+VENV_BIN = Path(sys.executable).parent
+DG = VENV_BIN / "dg"
+# In $MDS_SPARK_CONF (harmless for local Spark): tests/e2e/test_operations.py checks no GraphQL answer shows it.
+SECRET = "mds-e2e-s3cr3t-9f1c27d4e8"
 
 
 @dataclass
@@ -26,6 +32,7 @@ class DagsterDev:
     home: Path
     data_dir: Path
     log: Path
+    load_log: str = ""  # the log as it stood once the code location had loaded
 
     def graphql(self, query: str, variables: dict | None = None) -> dict:
         body = json.dumps({"query": query, "variables": variables or {}}).encode()
@@ -54,7 +61,7 @@ def wait_until_loaded(dev: DagsterDev, process: subprocess.Popen, timeout: float
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise AssertionError(f"dagster dev exited with {process.returncode}:\n{dev.log.read_text()[-4000:]}")
+            raise AssertionError(f"dg dev exited with {process.returncode}:\n{dev.log.read_text()[-4000:]}")
         try:
             entries = dev.graphql(LOCATION_QUERY)["workspaceOrError"]["locationEntries"]
         except (OSError, AssertionError):
@@ -65,7 +72,7 @@ def wait_until_loaded(dev: DagsterDev, process: subprocess.Popen, timeout: float
             assert not errors, f"code location failed to load: {errors}"
             return
         time.sleep(1)
-    raise AssertionError(f"dagster dev did not load the code location in {timeout:.0f} s:\n"
+    raise AssertionError(f"dg dev did not load the code location in {timeout:.0f} s:\n"
                          f"{dev.log.read_text()[-4000:]}")
 
 
@@ -73,25 +80,29 @@ def wait_until_loaded(dev: DagsterDev, process: subprocess.Popen, timeout: float
 def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
     base = tmp_path_factory.mktemp("dagster-dev")
     home, data_dir = base / "home", base / "data"
-    home.mkdir()
-    shutil.copyfile(ROOT / "dagster.yaml", home / "dagster.yaml")
+    assert prepare_home(home) == []  # as `make ui` does: deploy/dagster.yaml into a fresh DAGSTER_HOME
+    registry = write_registry(base / "datasets.yaml", rows_per_day=60)
     port = free_port()
-    env = {**os.environ, "DAGSTER_HOME": str(home), "MDS_DATA_DIR": str(data_dir), "MDS_ROWS_PER_DAY": "60",
-           "MDS_SPARK_MASTER": "local[2]", "MDS_SPARK_CONF": json.dumps({"spark.driver.memory": "1g"})}
-    dev = DagsterDev(url=f"http://127.0.0.1:{port}", home=home, data_dir=data_dir, log=base / "dagster-dev.log")
+    # As `make ui` runs it: the project's virtual environment active, from the project root.
+    env = {**os.environ, "VIRTUAL_ENV": str(VENV_BIN.parent), "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}",
+           "DAGSTER_HOME": str(home), "MDS_DATA_DIR": str(data_dir), "MDS_DATASETS": str(registry),
+           "MDS_SPARK_MASTER": "local[2]",
+           "MDS_SPARK_CONF": json.dumps({"spark.driver.memory": "1g", "spark.hadoop.fs.s3a.secret.key": SECRET})}
+    dev = DagsterDev(url=f"http://127.0.0.1:{port}", home=home, data_dir=data_dir, log=base / "dg-dev.log")
     with dev.log.open("w") as log:
         process = subprocess.Popen(
-            [str(DAGSTER), "dev", "-w", str(ROOT / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(port)],
+            [str(DG), "dev", "--no-check-yaml", "-h", "127.0.0.1", "-p", str(port)],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         wait_until_loaded(dev, process)
+        dev.load_log = dev.log.read_text()
         yield dev
     finally:
         stop(process)
 
 
 def stop(process: subprocess.Popen) -> None:
-    """SIGTERM the process group dagster dev leads (webserver, daemon, code server), then SIGKILL."""
+    """SIGTERM the process group dg dev leads (webserver, daemon, code server), then SIGKILL."""
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGTERM)
         try:

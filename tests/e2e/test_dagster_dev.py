@@ -1,8 +1,9 @@
-"""End to end: launch a materialisation through `dagster dev`'s GraphQL API, then stream the published version."""
+"""End to end: launch a materialisation through `dg dev`'s GraphQL API, then stream the published version."""
 
 from __future__ import annotations
 
 import time
+from datetime import date
 
 from tests.e2e.conftest import DagsterDev
 
@@ -37,7 +38,7 @@ query Logs($runId: ID!) {
 def launch_day(dev: DagsterDev, day: str) -> str:
     params = {
         "selector": {"repositoryLocationName": "pipelines", "repositoryName": "__repository__",
-                     "jobName": "daily_conversion"},
+                     "jobName": "digits_daily"},
         "runConfigData": {},
         "executionMetadata": {"tags": [{"key": "dagster/partition", "value": day}]},
     }
@@ -63,6 +64,13 @@ def failure_messages(dev: DagsterDev, run_id: str) -> list[str]:
             if "Failure" in e["__typename"]]
 
 
+def day_ids(days: list[str], rows_per_day: int = 60, start: str = "2026-01-01") -> list[int]:
+    """The digits ids the given days hold (the registry's start date, the fixture's rows per day)."""
+    first = date.fromisoformat(start)
+    return [i for day in sorted(days) for i in range((date.fromisoformat(day) - first).days * rows_per_day,
+                                                        ((date.fromisoformat(day) - first).days + 1) * rows_per_day)]
+
+
 def test_graphql_launch_then_stream_the_published_version(dagster_dev: DagsterDev, tmp_path):
     from mds_core import StreamingDataset
     from mds_core.versions import ShardSet
@@ -75,8 +83,11 @@ def test_graphql_launch_then_stream_the_published_version(dagster_dev: DagsterDe
     shard_set = ShardSet(root)
     published = shard_set.published()
     assert published is not None and published == shard_set.versions()[-1].number
+    # Other tests share this instance: the published version holds this day and whatever days it was built on.
+    days = sorted(shard_set.version(published).partitions)
+    assert DAY in days
     dataset = StreamingDataset(remote=root, local=str(tmp_path / "cache"), version=published)
     ids = sorted(int(dataset[i]["id"]) for i in range(len(dataset)))
-    assert ids == list(range(60, 120))  # day 2 of the embedded digits at 60 rows per day
+    assert ids == day_ids(days)  # 60 rows per day of the embedded digits: day 2 holds ids 60-119
     sample = dataset[0]
     assert sample["pixels"].shape == (64,) and 0 <= int(sample["label"]) <= 9

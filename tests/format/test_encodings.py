@@ -163,10 +163,12 @@ def test_non_contiguous_arrays_round_trip() -> None:
     assert np.array_equal(mds_decode("ndarray", mds_encode("ndarray", arr)), arr)
 
 
-def test_decoded_arrays_are_read_only_views() -> None:
+def test_decoded_arrays_are_writable_and_never_write_into_the_encoded_bytes() -> None:
     data = mds_encode("ndarray:uint16:4", np.arange(4, dtype=np.uint16))
     arr = mds_decode("ndarray:uint16:4", data)
-    assert not arr.flags.writeable and not arr.flags.owndata
+    assert arr.flags.writeable and arr.flags.owndata  # read-only bytes: a copy (torch warns on read-only)
+    arr[0] = 7
+    assert mds_decode("ndarray:uint16:4", data).tolist() == [0, 1, 2, 3]
 
 
 @pytest.mark.parametrize(

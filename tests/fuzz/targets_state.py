@@ -75,8 +75,8 @@ class ManifestTarget:
         self.shard_set = ShardSet(self.root, retry=1)
         if not os.path.exists(os.path.join(self.root, "_versions", "published.json")):
             for mode, rows in (("overwrite", 6), ("append", 4)):
-                with self.shard_set.transaction(mode) as tx:
-                    _small_dataset(tx.out, rows, size_limit=1 << 20)
+                with self.shard_set.transaction(mode) as tx:  # the append is a partition: its manifest lists it
+                    _small_dataset(tx.out if mode == "overwrite" else tx.partition_out("d1"), rows, size_limit=1 << 20)
         names = [os.path.relpath(os.path.join(d, f), self.root) for d, _, fs in os.walk(os.path.join(self.root, "_versions"))
                  for f in fs] + ["index.json"]
         self.files = {name: open(os.path.join(self.root, name), "rb").read() for name in sorted(names)}

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.resources import (LandingZone, ShardStore, SmokeTestSettings, SourceSettings, SparkResource,
-                                 TableCatalog, TrainingWorldSettings)
+from pipelines.registry import DatasetSpec, Source
+from pipelines.resources import (LandingZone, ShardStore, SmokeTestSettings, SparkResource, TableCatalog,
+                                 TrainingWorldSettings)
 
 # pyspark.pandas (imported by pandera.pyspark) warns about pandas and timezones on import.
 warnings.filterwarnings("ignore", category=FutureWarning, module="pyspark")
@@ -36,7 +37,16 @@ def resources(tmp_path: Path, spark_session) -> dict:
         "catalog": TableCatalog(warehouse=str(tmp_path / "warehouse")),
         "shard_store": ShardStore(root=str(tmp_path / "shard-sets"), cache_dir=str(tmp_path / "cache")),
         "landing": LandingZone(path=str(tmp_path / "landing")),
-        "source": SourceSettings(rows_per_day=60),
         "smoke_settings": SmokeTestSettings(batch_size=8),
         "training_world": TrainingWorldSettings(world="2x2x2", batch_size=4),
     }
+
+
+def digits(**source: object) -> DatasetSpec:
+    """The registry's embedded digits dataset at 60 rows a day, with any source field changed."""
+    return DatasetSpec(name="digits", source=Source(**{"rows_per_day": 60, **source}), pictures={"pixels": (8, 8)})
+
+
+@pytest.fixture
+def spec() -> DatasetSpec:
+    return digits()

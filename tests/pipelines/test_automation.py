@@ -6,22 +6,24 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
-from dagster import SensorResult, SkipReason, build_schedule_context, build_sensor_context, materialize
+from dagster import SensorResult, build_schedule_context, build_sensor_context, materialize
 
-from pipelines.assets.raw import raw_table
-from pipelines.automation import daily_conversion, daily_schedule, landing_sensor
+from pipelines.assets.raw import build_raw_table
+from pipelines.automation import daily_job, landing_sensor
 from pipelines.definitions import build_definitions
-from pipelines.resources import LandingZone, ShardStore, SourceSettings
+from pipelines.partitions import op_name
+from pipelines.registry import DatasetSpec
+from pipelines.resources import LandingZone, ShardStore
 
 
 def test_schedule_requests_the_day_that_just_ended():
     defs = build_definitions()
-    schedule = defs.resolve_schedule_def(daily_schedule.name)  # resolved against the job's assets
+    schedule = defs.resolve_schedule_def("digits_daily_schedule")  # resolved against the job's assets
     context = build_schedule_context(scheduled_execution_time=datetime(2026, 3, 5, 1, 30, tzinfo=timezone.utc),
                                      repository_def=defs.get_repository_def())
     [request] = schedule.evaluate_tick(context).run_requests
     assert request.partition_key == "2026-03-04"
-    assert schedule.job_name == daily_conversion.name
+    assert schedule.job_name == "digits_daily"
     assert schedule.cron_schedule == "30 1 * * *"
 
 
@@ -32,14 +34,20 @@ def land(folder: Path, day: str, name: str, text: str = "id,label\n1,2\n") -> Pa
     return path
 
 
-def evaluate(landing: Path, cursor: str | None = None) -> SensorResult | SkipReason:
-    resources = {"landing": LandingZone(path=str(landing)), "source": SourceSettings(),
+def skipped(result: SensorResult) -> bool:
+    return result.skip_reason is not None and not result.run_requests
+
+
+def evaluate(spec: DatasetSpec, landing: Path, cursor: str | None = None) -> SensorResult:
+    """The dataset's sensor on the landing zone ``landing`` (its day folders are under ``landing/<dataset>/``)."""
+    resources = {"landing": LandingZone(path=str(landing)),
                  "shard_store": ShardStore(root=str(landing.parent / "shard-sets"))}
-    return landing_sensor(build_sensor_context(cursor=cursor, resources=resources))
+    sensor = landing_sensor(spec, daily_job(spec))
+    return sensor(build_sensor_context(cursor=cursor, resources=resources))
 
 
 def commit_days(root: Path, days: list[str]) -> None:
-    """A one-row version whose lineage says it holds ``days``, as the shard_set asset records it."""
+    """A one-row published version whose lineage says it holds ``days`` (versions before partitions)."""
     from mds_core import MDSWriter
     from mds_core.versions import ShardSet
 
@@ -48,39 +56,82 @@ def commit_days(root: Path, days: list[str]) -> None:
             writer.write({"id": 0})
 
 
-def test_sensor_requests_one_run_per_new_or_changed_day(tmp_path):
+def test_sensor_requests_one_run_per_new_or_changed_day(tmp_path, spec):
     landing = tmp_path / "landing"
-    assert isinstance(evaluate(landing), SkipReason)  # no folder yet: nothing to do, no error
-    land(landing, "2026-02-01", "a.csv")
-    land(landing, "2026-02-02", "b.json", '{"id": 1}\n')
-    land(landing, "not-a-day", "c.csv")
-    land(landing, "2026-02-03", "notes.txt")  # no known format: ignored
+    folder = landing / spec.name  # the dataset's own landing folder
+    raw_op = op_name(spec, "raw_table")
+    assert skipped(evaluate(spec, landing))  # no folder yet: nothing to do, no error
+    land(folder, "2026-02-01", "a.csv")
+    land(folder, "2026-02-02", "b.json", '{"id": 1}\n')
+    land(folder, "not-a-day", "c.csv")
+    land(folder, "2026-02-03", "notes.txt")  # no known format: ignored
+    land(landing / "synthetic", "2026-02-04", "d.csv")  # another dataset's folder: not this sensor's
 
-    result = evaluate(landing)
+    result = evaluate(spec, landing)
     requests = {r.partition_key: r for r in result.run_requests}
     assert sorted(requests) == ["2026-02-01", "2026-02-02"]
-    config = requests["2026-02-01"].run_config["ops"]["raw_table"]["config"]
-    assert config == {"kind": "path", "path": str(landing / "2026-02-01"), "format": "csv"}
-    assert requests["2026-02-02"].run_config["ops"]["raw_table"]["config"]["format"] == "json"
+    config = requests["2026-02-01"].run_config["ops"][raw_op]["config"]
+    assert config == {"kind": "path", "path": str(folder / "2026-02-01"), "format": "csv"}
+    assert requests["2026-02-02"].run_config["ops"][raw_op]["config"]["format"] == "json"
+    assert requests["2026-02-01"].tags["dataset"] == "digits"
 
-    assert isinstance(evaluate(landing, result.cursor), SkipReason)  # same files: no new runs
+    assert skipped(evaluate(spec, landing, result.cursor))  # same files: no new runs
 
-    changed = land(landing, "2026-02-01", "a2.csv")
+    changed = land(folder, "2026-02-01", "a2.csv")
     os.utime(changed, ns=(1, 1))
-    again = evaluate(landing, result.cursor)  # not converted yet (say its run failed): convert it again
+    again = evaluate(spec, landing, result.cursor)  # not converted yet (say its run failed): convert it again
     assert [r.partition_key for r in again.run_requests] == ["2026-02-01"]
     assert again.run_requests[0].run_key != requests["2026-02-01"].run_key
 
-    commit_days(tmp_path / "shard-sets" / "digits", ["2026-02-01"])
-    land(landing, "2026-02-01", "a3.csv")
-    assert isinstance(evaluate(landing, again.cursor), SkipReason)  # in the shard set: never appended twice
+    # Published: 2026-02-01 (seen before) and 2026-02-05 (converted before the sensor first saw its folder).
+    commit_days(tmp_path / "shard-sets" / "digits", ["2026-02-01", "2026-02-05"])
+    assert skipped(evaluate(spec, landing, again.cursor))  # nothing changed since
+    land(folder, "2026-02-05", "e.csv")
+    first_seen = evaluate(spec, landing, again.cursor)
+    assert skipped(first_seen)  # first seen but published: left alone, and remembered in the cursor
+    land(folder, "2026-02-01", "a3.csv")
+    land(folder, "2026-02-05", "e2.csv")
+    replaced = evaluate(spec, landing, first_seen.cursor)  # changed after publication: runs replace the days
+    assert sorted(r.partition_key for r in replaced.run_requests) == ["2026-02-01", "2026-02-05"]
 
 
-def test_sensor_run_config_drives_the_raw_asset(tmp_path, resources, spark_session):
+def test_each_dataset_watches_its_own_folder(tmp_path, spec):
     landing = tmp_path / "landing"
-    land(landing, "2026-02-01", "part.csv", "id,label,score\n1,3,0.5\n2,4,0.25\n")
-    [request] = evaluate(landing).run_requests
-    result = materialize([raw_table], partition_key=request.partition_key, run_config=request.run_config,
+    other = spec.model_copy(update={"name": "other"})
+    land(landing / "other", "2026-02-01", "a.csv")
+    assert skipped(evaluate(spec, landing))
+    [request] = evaluate(other, landing).run_requests
+    assert request.run_config["ops"] == {"other__raw_table": {"config": {
+        "kind": "path", "path": str(landing / "other" / "2026-02-01"), "format": "csv"}}}
+
+
+def test_the_sensor_watches_a_landing_zone_on_s3(tmp_path, spec, s3_server):
+    """The landing zone is a bucket on the loopback S3 server: listed through s3fs, one run per new day."""
+    import fsspec
+
+    bucket = s3_server.new_bucket()
+    fs = fsspec.filesystem("s3", client_kwargs={"endpoint_url": s3_server.endpoint})
+    fs.pipe(f"{bucket}/landing/digits/2026-02-01/part-0.parquet", b"not read by the sensor")
+    fs.pipe(f"{bucket}/landing/digits/2026-02-02/a.csv", b"id\n1\n")
+    resources = {"landing": LandingZone(path=f"s3://{bucket}/landing"),
+                 "shard_store": ShardStore(root=str(tmp_path / "shard-sets"))}
+    result = landing_sensor(spec, daily_job(spec))(build_sensor_context(resources=resources))
+    requests = {r.partition_key: r.run_config["ops"]["digits__raw_table"]["config"] for r in result.run_requests}
+    assert requests == {
+        "2026-02-01": {"kind": "path", "path": f"s3://{bucket}/landing/digits/2026-02-01", "format": "parquet"},
+        "2026-02-02": {"kind": "path", "path": f"s3://{bucket}/landing/digits/2026-02-02", "format": "csv"}}
+    again = landing_sensor(spec, daily_job(spec))(build_sensor_context(cursor=result.cursor, resources=resources))
+    assert skipped(again)
+    fs.pipe(f"{bucket}/landing/digits/2026-02-02/a.csv", b"id\n1\n2\n")  # rewritten: a new ETag and size
+    changed = landing_sensor(spec, daily_job(spec))(build_sensor_context(cursor=result.cursor, resources=resources))
+    assert [r.partition_key for r in changed.run_requests] == ["2026-02-02"]
+
+
+def test_sensor_run_config_drives_the_raw_asset(tmp_path, resources, spec, spark_session):
+    landing = tmp_path / "landing"
+    land(landing / spec.name, "2026-02-01", "part.csv", "id,label,score\n1,3,0.5\n2,4,0.25\n")
+    [request] = evaluate(spec, landing).run_requests
+    result = materialize([build_raw_table(spec)], partition_key=request.partition_key, run_config=request.run_config,
                          resources=resources)
     assert result.success
     rows = resources["catalog"].read_days(spark_session, "digits_raw", ["2026-02-01"]).orderBy("id").collect()

@@ -7,13 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+from dagster import AssetKey
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 
 def run(command: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path), "MDS_DATA_DIR": str(tmp_path / "data")}
-    (tmp_path / "dagster.yaml").write_text((ROOT / "dagster.yaml").read_text())
+    (tmp_path / "dagster.yaml").write_text((ROOT / "deploy" / "dagster.yaml").read_text())
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -28,27 +30,57 @@ def test_workspace_yaml_validates(tmp_path):
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
 
 
-def test_definitions_hold_the_graph_checks_and_automation():
+DATASETS = {"digits": "2026-01-01", "synthetic": "2025-06-01"}  # the registry's datasets and their first days
+ASSETS = ("raw_table", "validated_table", "shard_set", "published_version")
+
+
+def test_definitions_hold_each_datasets_graph_checks_and_automation():
     from pipelines.definitions import defs
 
     assert {key.to_user_string() for key in defs.resolve_all_asset_keys()} == {
-        "raw_table", "validated_table", "shard_set", "published_version"}
-    checks = {key.name for key in defs.resolve_asset_graph().asset_check_keys}
-    assert checks == {"quarantine_counts", "loader_smoke_test", "training_plan"}
-    assert defs.resolve_job_def("daily_conversion").partitions_def is not None
-    assert defs.resolve_schedule_def("daily_conversion_schedule")
-    assert defs.resolve_sensor_def("landing_sensor")
+        f"{name}/{asset}" for name in DATASETS for asset in ASSETS}
+    checks = {(key.asset_key.to_user_string(), key.name) for key in defs.resolve_asset_graph().asset_check_keys}
+    assert checks == {check for name in DATASETS for check in (
+        (f"{name}/validated_table", "quarantine_counts"), (f"{name}/shard_set", "loader_smoke_test"),
+        (f"{name}/shard_set", "training_plan"))}
+    for name, start in DATASETS.items():
+        daily = defs.resolve_job_def(f"{name}_daily")
+        assert daily.partitions_def is not None and daily.partitions_def.start.strftime("%Y-%m-%d") == start
+        assert daily.asset_layer.selected_asset_keys == {AssetKey([name, asset]) for asset in ASSETS}
+        assert defs.resolve_job_def(f"{name}_publish") and defs.resolve_job_def(f"{name}_vacuum")
+        assert defs.resolve_schedule_def(f"{name}_daily_schedule").job_name == f"{name}_daily"
+        assert defs.resolve_schedule_def(f"{name}_vacuum_schedule").job_name == f"{name}_vacuum"
+        assert defs.resolve_sensor_def(f"{name}_landing_sensor").job_name == f"{name}_daily"
+
+
+def test_every_asset_has_kinds_owners_tags_and_a_code_version():
+    from pipelines.definitions import defs
+
+    graph = defs.resolve_asset_graph()
+    for key in graph.get_all_asset_keys():
+        node, dataset = graph.get(key), key.path[0]
+        assert node.kinds, key
+        assert node.owners == ["team:ml-data"], key
+        assert node.tags["dataset"] == dataset and node.tags["layer"] and node.tags["domain"], key
+        assert node.code_version, key
+        assert node.group_name == dataset, key
+        assert node.partitions_def is not None and node.partitions_def.start.strftime("%Y-%m-%d") == DATASETS[dataset]
+        # The published version is the one with a freshness policy: published by 06:00 UTC each day.
+        freshness = node.freshness_policy
+        assert (freshness is not None) == (key.path[-1] == "published_version"), key
+        if freshness is not None:
+            assert freshness.deadline_cron == "0 6 * * *" and freshness.timezone == "UTC"
 
 
 def test_an_existing_dagster_yaml_is_never_overwritten(tmp_path: Path) -> None:
     from pipelines.instance import prepare_home
 
     fresh = tmp_path / "fresh"
-    assert prepare_home(fresh) == [] and (fresh / "dagster.yaml").read_text() == (ROOT / "dagster.yaml").read_text()
+    assert prepare_home(fresh) == [] and (fresh / "dagster.yaml").read_text() == (ROOT / "deploy" / "dagster.yaml").read_text()
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "dagster.yaml").write_text("telemetry:\n  enabled: true\n")  # a user's own instance settings
     assert prepare_home(mine) == ["concurrency: pools: default_limit: 1"]
     assert (mine / "dagster.yaml").read_text() == "telemetry:\n  enabled: true\n"
-    (mine / "dagster.yaml").write_text((ROOT / "dagster.yaml").read_text() + "\n# mine\n")
+    (mine / "dagster.yaml").write_text((ROOT / "deploy" / "dagster.yaml").read_text() + "\n# mine\n")
     assert prepare_home(mine) == [] and (mine / "dagster.yaml").read_text().endswith("# mine\n")

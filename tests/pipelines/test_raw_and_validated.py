@@ -7,11 +7,17 @@ from pathlib import Path
 import pytest
 from dagster import materialize
 
-from pipelines.assets.raw import raw_table
-from pipelines.assets.validated import COUNTS_CHECK, validated_table
-from pipelines.resources import SourceSettings
+from pipelines.assets.raw import build_raw_table
+from pipelines.assets.validated import COUNTS_CHECK, build_validated_table
+from pipelines.partitions import op_name
+from pipelines.registry import DatasetSpec
+from tests.pipelines.conftest import digits
 
 DAY = "2026-01-03"
+
+
+def raw_and_validated(spec: DatasetSpec) -> list:
+    return [build_raw_table(spec), build_validated_table(spec)]
 
 
 def check_result(result, name: str):
@@ -23,8 +29,8 @@ def meta(evaluation) -> dict:
     return {key: value.value for key, value in evaluation.metadata.items()}
 
 
-def test_digits_day_is_validated_without_quarantine(resources, spark_session):
-    result = materialize([raw_table, validated_table], partition_key=DAY, resources=resources)
+def test_digits_day_is_validated_without_quarantine(resources, spec, spark_session):
+    result = materialize(raw_and_validated(spec), partition_key=DAY, resources=resources)
     assert result.success
     counts = meta(check_result(result, COUNTS_CHECK))
     assert counts["in"] == counts["valid"] == 60 and counts["quarantined"] == 0
@@ -37,8 +43,8 @@ def test_digits_day_is_validated_without_quarantine(resources, spark_session):
 
 
 def test_synthetic_source_makes_any_number_of_rows(resources, spark_session):
-    resources["source"] = SourceSettings(kind="synthetic", rows_per_day=5000)
-    result = materialize([raw_table, validated_table], partition_key=DAY, resources=resources)
+    spec = digits(kind="synthetic", rows_per_day=5000)
+    result = materialize(raw_and_validated(spec), partition_key=DAY, resources=resources)
     assert result.success
     assert meta(check_result(result, COUNTS_CHECK))["valid"] == 5000
 
@@ -57,9 +63,8 @@ def write_landing_parquet(spark_session, folder: Path, day: str, bad_label: int 
 
 def test_schema_violating_row_is_quarantined_and_the_check_fails(resources, spark_session, tmp_path):
     write_landing_parquet(spark_session, tmp_path / "landing", DAY, bad_label=42)
-    resources["source"] = SourceSettings(kind="path", path=str(tmp_path / "landing" / DAY), format="parquet")
-    result = materialize([raw_table, validated_table], partition_key=DAY, resources=resources,
-                         raise_on_error=False)
+    spec = digits(kind="path", path=str(tmp_path / "landing" / DAY), format="parquet")
+    result = materialize(raw_and_validated(spec), partition_key=DAY, resources=resources, raise_on_error=False)
     evaluation = check_result(result, COUNTS_CHECK)
     counts = meta(evaluation)
     assert not evaluation.passed
@@ -73,14 +78,13 @@ def test_schema_violating_row_is_quarantined_and_the_check_fails(resources, spar
 
 def test_threshold_is_configurable_and_a_rerun_replaces_the_day(resources, spark_session, tmp_path):
     write_landing_parquet(spark_session, tmp_path / "landing", DAY, bad_label=-1)
-    resources["source"] = SourceSettings(kind="path", path=str(tmp_path / "landing" / DAY))
-    run_config = {"ops": {"validated_table": {"config": {"max_quarantined_fraction": 0.5}}}}
-    result = materialize([raw_table, validated_table], partition_key=DAY, resources=resources, run_config=run_config)
+    spec = digits(kind="path", path=str(tmp_path / "landing" / DAY))
+    run_config = {"ops": {op_name(spec, "validated_table"): {"config": {"max_quarantined_fraction": 0.5}}}}
+    result = materialize(raw_and_validated(spec), partition_key=DAY, resources=resources, run_config=run_config)
     assert result.success and check_result(result, COUNTS_CHECK).passed
 
     # The day again from a clean source: its old rows, valid and quarantined, are gone.
-    resources["source"] = SourceSettings(rows_per_day=60)
-    result = materialize([raw_table, validated_table], partition_key=DAY, resources=resources)
+    result = materialize(raw_and_validated(digits()), partition_key=DAY, resources=resources)
     counts = meta(check_result(result, COUNTS_CHECK))
     assert (counts["in"], counts["valid"], counts["quarantined"]) == (60, 60, 0)
     assert not (Path(resources["catalog"].location("digits_quarantine")) / f"day={DAY}").exists()
@@ -89,8 +93,8 @@ def test_threshold_is_configurable_and_a_rerun_replaces_the_day(resources, spark
 def test_wrong_column_type_is_a_clear_error(resources, spark_session, tmp_path):
     spark_session.createDataFrame([(1, "seven", [0] * 64)], "id long, label string, pixels array<tinyint>") \
         .write.parquet(str(tmp_path / "src"))
-    resources["source"] = SourceSettings(kind="path", path=str(tmp_path / "src"))
-    result = materialize([raw_table, validated_table], partition_key=DAY, resources=resources, raise_on_error=False)
+    spec = digits(kind="path", path=str(tmp_path / "src"))
+    result = materialize(raw_and_validated(spec), partition_key=DAY, resources=resources, raise_on_error=False)
     assert not result.success
     [failure] = [e for e in result.all_events if e.is_step_failure]
     error = failure.step_failure_data.error

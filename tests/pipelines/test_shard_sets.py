@@ -7,8 +7,9 @@ from pathlib import Path
 from pipelines.assets.plan import PLAN_CHECK
 from pipelines.assets.smoke import SMOKE_CHECK
 from pipelines.assets.validated import COUNTS_CHECK
-from pipelines.resources import SmokeTestSettings, SourceSettings
+from pipelines.resources import SmokeTestSettings
 from pipelines.runs import materialize_days
+from tests.pipelines.conftest import digits
 
 DAYS = ["2026-01-01", "2026-01-02", "2026-01-03"]
 
@@ -22,8 +23,8 @@ def meta(entry) -> dict:
     return {key: value.value for key, value in entry.metadata.items()}
 
 
-def materialization(result, asset: str):
-    events = result.asset_materializations_for_node(asset)
+def materialization(result, asset: str, dataset: str = "digits"):
+    events = result.asset_materializations_for_node(f"{dataset}__{asset}")
     assert events, f"{asset} was not materialised"
     return events[-1]
 
@@ -33,17 +34,17 @@ def files(root: Path) -> dict[str, tuple[int, int]]:
             for p in root.rglob("*.zstd") if p.is_file()}  # the compressed shards the writer wrote
 
 
-def stream_ids(resources: dict, version: int, cache: Path) -> list[int]:
+def stream_ids(resources: dict, version: int, cache: Path, dataset: str = "digits") -> list[int]:
     from mds_core import StreamingDataset
 
-    url = resources["shard_store"].url("digits")
+    url = resources["shard_store"].url(dataset)
     dataset = StreamingDataset(remote=url, local=str(cache), version=version)
     return sorted(int(dataset[i]["id"]) for i in range(len(dataset)))
 
 
-def test_full_graph_backfill_on_the_embedded_default(resources, tmp_path):
+def test_full_graph_backfill_on_the_embedded_default(resources, spec, tmp_path):
     """Two days as one run (a backfill), full refresh: one version, smoke-tested, then published."""
-    result = materialize_days(DAYS[:2], resources, full_refresh=True)
+    result = materialize_days(spec, DAYS[:2], resources, mode="overwrite")
     assert result.success
     assert check(result, COUNTS_CHECK).passed
     smoke = check(result, SMOKE_CHECK)
@@ -71,7 +72,12 @@ def test_full_graph_backfill_on_the_embedded_default(resources, tmp_path):
     assert shards_meta["bytes"] > 0 and shards_meta["compression_ratio"] > 1 and shards_meta["rows_per_second"] > 0
     assert shards_meta["store_url"] == resources["shard_store"].url("digits")
     assert shards_meta["lineage"]["days"] == DAYS[:2] and shards_meta["lineage"]["dagster_run_id"] == result.run_id
+    assert shards_meta["lineage"]["source"]["kind"] == "digits" and shards_meta["lineage"]["source"]["rows_per_day"] == 60
     assert len(shards_meta["preview"].records) == 5
+    assert shards_meta["dagster/row_count"] == 120 and shards_meta["dagster/uri"] == shards_meta["store_url"]
+    assert [c.name for c in shards_meta["dagster/column_schema"].columns] == ["day", "id", "label", "pixels"]  # MDS order
+    assert shards_meta["preview_pixels"].startswith("![pixels](data:image/png;base64,")
+    assert resources["shard_store"].shard_set("digits").version(1).partitions.keys() == set(DAYS[:2])
 
     published = meta(materialization(result, "published_version"))
     assert published["published"] == 1 and published["previously_published"] == -1
@@ -80,12 +86,12 @@ def test_full_graph_backfill_on_the_embedded_default(resources, tmp_path):
     assert stream_ids(resources, 1, tmp_path / "cache") == list(range(120))
 
 
-def test_next_day_appends_a_version_writing_only_its_shards(resources, tmp_path):
-    assert materialize_days(DAYS[:1], resources).success
+def test_next_day_appends_a_version_writing_only_its_shards(resources, spec, tmp_path):
+    assert materialize_days(spec, DAYS[:1], resources).success
     store = Path(resources["shard_store"].url("digits"))
     before = files(store)
 
-    result = materialize_days(DAYS[1:2], resources)
+    result = materialize_days(spec, DAYS[1:2], resources)
     assert result.success
     shards_meta = meta(materialization(result, "shard_set"))
     assert (shards_meta["version"], shards_meta["parent"], shards_meta["mode"]) == (2, 1, "append")
@@ -102,21 +108,23 @@ def test_next_day_appends_a_version_writing_only_its_shards(resources, tmp_path)
     assert stream_ids(resources, 1, tmp_path / "cache1") == list(range(60))
     assert stream_ids(resources, 2, tmp_path / "cache2") == list(range(120))
 
-    repeat = materialize_days(DAYS[1:2], resources, raise_on_error=False)
+    repeat = materialize_days(spec, DAYS[1:2], resources, mode="append", raise_on_error=False)
     assert not repeat.success  # appending a day twice would duplicate its rows
+    [failure] = [e for e in repeat.all_events if e.is_step_failure]
+    assert "already in version 2" in failure.step_failure_data.error.message
     assert [v.number for v in shard_set.versions()] == [1, 2]
 
 
-def test_failing_smoke_test_keeps_the_published_version(resources):
-    assert materialize_days(DAYS[:1], resources).success
+def test_failing_smoke_test_keeps_the_published_version(resources, spec):
+    assert materialize_days(spec, DAYS[:1], resources).success
     # A real failure: the loader cannot reach the throughput this deployment demands.
     resources["smoke_settings"] = SmokeTestSettings(batch_size=8, min_rows_per_second=1e12)
-    result = materialize_days(DAYS[1:2], resources, raise_on_error=False)
+    result = materialize_days(spec, DAYS[1:2], resources, raise_on_error=False)
     assert not result.success
     smoke = check(result, SMOKE_CHECK)
     assert not smoke.passed and "below the required" in smoke.description
     assert meta(smoke)["exactly_once"]  # the data was fine; only the throughput demand failed
-    assert not result.asset_materializations_for_node("published_version")
+    assert not result.asset_materializations_for_node("digits__published_version")
     shard_set = resources["shard_store"].shard_set("digits")
     assert [v.number for v in shard_set.versions()] == [1, 2]  # committed, but not published
     assert shard_set.published() == 1
@@ -126,26 +134,26 @@ def test_quarantine_above_threshold_blocks_the_shards(resources, spark_session, 
     from tests.pipelines.test_raw_and_validated import write_landing_parquet
 
     write_landing_parquet(spark_session, tmp_path / "landing", DAYS[0], bad_label=11)
-    resources["source"] = SourceSettings(kind="path", path=str(tmp_path / "landing" / DAYS[0]))
-    result = materialize_days(DAYS[:1], resources, raise_on_error=False)
+    spec = digits(kind="path", path=str(tmp_path / "landing" / DAYS[0]))
+    result = materialize_days(spec, DAYS[:1], resources, raise_on_error=False)
     assert not result.success and not check(result, COUNTS_CHECK).passed
-    assert not result.asset_materializations_for_node("shard_set")
+    assert not result.asset_materializations_for_node("digits__shard_set")
     assert resources["shard_store"].shard_set("digits").versions() == []
 
 
 def test_a_day_with_no_valid_rows_is_a_clear_failure(resources, spark_session, tmp_path):
     spark_session.createDataFrame([(1, 12, [0] * 64)], "id long, label int, pixels array<tinyint>") \
         .write.parquet(str(tmp_path / "src"))
-    resources["source"] = SourceSettings(kind="path", path=str(tmp_path / "src"))
-    lenient = {"ops": {"validated_table": {"config": {"max_quarantined_fraction": 1.0}}}}
-    result = materialize_days(DAYS[:1], resources, run_config=lenient, raise_on_error=False)
-    [failure] = [e for e in result.all_events if e.is_step_failure]
-    assert failure.step_key == "shard_set"
-    assert "no validated rows for 2026-01-01" in failure.step_failure_data.error.cause.message
+    spec = digits(kind="path", path=str(tmp_path / "src"))
+    lenient = {"ops": {"digits__validated_table": {"config": {"max_quarantined_fraction": 1.0}}}}
+    result = materialize_days(spec, DAYS[:1], resources, run_config=lenient, raise_on_error=False)
+    [failure] = [e for e in result.all_events if e.is_step_failure]  # once: a bad input is not retried
+    assert failure.step_key == "digits__shard_set"
+    assert "no validated rows for 2026-01-01" in failure.step_failure_data.error.message
     assert resources["shard_store"].shard_set("digits").versions() == []
 
 
-def test_shard_set_on_s3(resources, s3_server, tmp_path):
+def test_shard_set_on_s3(resources, spec, s3_server, tmp_path):
     """The store is a bucket on the loopback S3 server: written, smoke-tested and read back over HTTP."""
     import fsspec
 
@@ -153,7 +161,7 @@ def test_shard_set_on_s3(resources, s3_server, tmp_path):
 
     bucket = s3_server.new_bucket()
     resources["shard_store"] = ShardStore(root=f"s3://{bucket}/shard-sets", cache_dir=str(tmp_path / "cache"))
-    result = materialize_days(DAYS[:1], resources)
+    result = materialize_days(spec, DAYS[:1], resources)
     assert result.success and check(result, SMOKE_CHECK).passed
     assert meta(materialization(result, "shard_set"))["store_url"] == f"s3://{bucket}/shard-sets/digits"
     assert resources["shard_store"].shard_set("digits").published() == 1
@@ -162,38 +170,35 @@ def test_shard_set_on_s3(resources, s3_server, tmp_path):
     assert any(path.endswith(".zstd") for path in fs.find(f"{bucket}/shard-sets/digits"))
 
 
-def test_no_publication_in_a_run_without_the_smoke_test(resources):
-    from dagster import AssetSelection, materialize
+def test_no_publication_in_a_run_without_the_smoke_test(resources, spec):
+    from dagster import AssetCheckKey, AssetSelection
 
-    from pipelines.assets.smoke import loader_smoke_test
-    from pipelines.definitions import ASSETS
+    from pipelines.partitions import key
 
-    without_smoke = AssetSelection.all() - AssetSelection.checks(loader_smoke_test)
-    result = materialize([*ASSETS, loader_smoke_test], selection=without_smoke, resources=resources,
-                         partition_key=DAYS[0], raise_on_error=False)
+    without_smoke = AssetSelection.all() - AssetSelection.checks(AssetCheckKey(key(spec, "shard_set"), SMOKE_CHECK))
+    result = materialize_days(spec, DAYS[:1], resources, selection=without_smoke, raise_on_error=False)
     assert not result.success
     assert not [e for e in result.get_asset_check_evaluations() if e.check_name == SMOKE_CHECK]
     assert materialization(result, "shard_set")  # the version was committed ...
-    assert not result.asset_materializations_for_node("published_version")  # ... but not published
+    assert not result.asset_materializations_for_node("digits__published_version")  # ... but not published
     [failure] = [e for e in result.all_events if e.is_step_failure]
-    assert failure.step_key == "published_version"
-    assert "did not pass in this run" in failure.step_failure_data.error.cause.message
+    assert failure.step_key == "digits__published_version"
+    assert "did not pass in this run" in failure.step_failure_data.error.message
     assert resources["shard_store"].shard_set("digits").published() is None
 
 
-def test_the_training_plan_warns_about_a_small_cache_limit_and_runs_on_its_own(resources):
+def test_the_training_plan_warns_about_a_small_cache_limit_and_runs_on_its_own(resources, spec):
     """Executed alone (no shard set in the run), the check plans the latest version; it warns, never blocks."""
-    from dagster import AssetSelection, DagsterInstance, materialize
+    from dagster import AssetCheckKey, AssetSelection, DagsterInstance
 
-    from pipelines.assets.plan import training_plan
-    from pipelines.definitions import ASSETS
+    from pipelines.partitions import key
     from pipelines.resources import TrainingWorldSettings
 
     instance = DagsterInstance.ephemeral()
-    assert materialize_days(DAYS[:1], resources, instance=instance).success
+    assert materialize_days(spec, DAYS[:1], resources, instance=instance).success
     resources["training_world"] = TrainingWorldSettings(world="1x2x2", batch_size=4, cache_limit="1kb")
-    result = materialize([*ASSETS, training_plan], selection=AssetSelection.checks(training_plan),
-                         resources=resources, instance=instance)
+    plan_only = AssetSelection.checks(AssetCheckKey(key(spec, "shard_set"), PLAN_CHECK))
+    result = materialize_days(spec, DAYS[:1], resources, selection=plan_only, instance=instance)
     evaluation = check(result, PLAN_CHECK)
     assert not evaluation.passed and evaluation.severity.value == "WARN"
     assert "StreamingDataset refuses cache_limit=1,024 bytes" in evaluation.description

@@ -10,13 +10,14 @@ import socket
 import time
 
 import pytest
-from dagster import materialize
+from dagster import EnvVar, materialize
 
 from mds_core import StreamingDataset
 from mds_core.errors import ConfigurationError
-from pipelines.assets.raw import raw_table
-from pipelines.assets.shards import shard_set
-from pipelines.assets.validated import COUNTS_CHECK, validated_table
+from pipelines.assets.raw import build_raw_table
+from pipelines.assets.shards import build_shard_set
+from pipelines.assets.validated import COUNTS_CHECK, build_validated_table
+from pipelines.partitions import op_name
 from pipelines.resources import SparkResource, resources_from_env
 
 pytest.importorskip("pyspark.sql.connect.session", reason="Spark Connect needs the 'connect' extra")
@@ -24,21 +25,23 @@ pytestmark = pytest.mark.xdist_group("spark-connect")  # the worker that runs te
 DAY = "2026-01-01"
 
 
-def test_raw_validated_and_shards_on_spark_connect(resources, spark_connect_server, monkeypatch, tmp_path):
+def test_raw_validated_and_shards_on_spark_connect(resources, spec, spark_connect_server, monkeypatch, tmp_path):
     # pyspark.sql.functions follows this process-wide flag (the classic tests share the process): undone after.
     monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
     monkeypatch.setenv("MDS_SPARK_REMOTE", spark_connect_server.url)
-    spark = resources_from_env()["spark"]
+    configured = resources_from_env()["spark"]
+    assert configured.remote == EnvVar("MDS_SPARK_REMOTE")  # a secret: resolved when a run starts
+    spark = configured.process_config_and_initialize()  # resolved as a run resolves it
     assert spark.remote == spark_connect_server.url
     session = spark.session()
     assert type(session).__module__ == "pyspark.sql.connect.session" and spark.session() is session  # reused
     assert session.conf.get("spark.sql.sources.partitionColumnTypeInference.enabled") == "false"  # `day` a string
-    result = materialize([raw_table, validated_table, shard_set], partition_key=DAY,
-                         resources={**resources, "spark": spark})
+    assets = [build_raw_table(spec), build_validated_table(spec), build_shard_set(spec)]
+    result = materialize(assets, partition_key=DAY, resources={**resources, "spark": configured})
     assert result.success
     [counts] = [e for e in result.get_asset_check_evaluations() if e.check_name == COUNTS_CHECK]
     assert counts.passed
-    shards = result.asset_materializations_for_node("shard_set")[-1].metadata
+    shards = result.asset_materializations_for_node(op_name(spec, "shard_set"))[-1].metadata
     assert shards["rows"].value == shards["rows_added"].value == 60 and shards["version"].value == 1
     dataset = StreamingDataset(remote=resources["shard_store"].url("digits"), local=str(tmp_path / "cache"), version=1)
     assert sorted(int(dataset[i]["id"]) for i in range(len(dataset))) == list(range(60))

@@ -72,7 +72,7 @@ def test_published_agrees_with_the_root_index_after_a_publish_dies_halfway(tmp_p
     assert shard_set.published() == 2
     shard_set.publish(2)  # publishing again repairs the record
     assert json.loads((root / "_versions" / "published.json").read_text()) == {
-        "version": 2, "fingerprint": shard_set.version(2).fingerprint}
+        "version": 2, "fingerprint": shard_set.version(2).fingerprint, "history": [1]}
     assert shard_set.published() == 2
 
 

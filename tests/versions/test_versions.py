@@ -170,7 +170,7 @@ def test_a_long_lived_shard_set_sees_what_other_writers_did(root: str, tmp_path:
     assert [v.version for v in watcher.versions()] == [2] and watcher.published() == 2
 
 
-def test_latest_reads_one_manifest_however_long_the_history(s3_server) -> None:
+def test_latest_reads_the_hint_and_probes_one_past_it(s3_server) -> None:
     from tests.s3 import object_gets
 
     bucket = s3_server.new_bucket()
@@ -179,4 +179,8 @@ def test_latest_reads_one_manifest_however_long_the_history(s3_server) -> None:
         _commit(shard_set, "append", f"d{day}", range(5 * day, 5 * day + 5))
     since = s3_server.log_position()
     assert shard_set.latest().version == 6
-    assert object_gets(s3_server.requests(since), bucket) == {"set/_versions/00000006.json": 1}
+    requests = s3_server.requests(since)
+    assert object_gets(requests, bucket) == {"set/_versions/head.json": 1, "set/_versions/00000006.json": 1}
+    # The probe past it finds nothing; nothing lists the history.
+    assert any("00000007.json" in r.path + r.query for r in requests)
+    assert not [r for r in requests if "list-type" in r.query and "prefix=set/_versions/&" in r.query + "&"]

@@ -1,0 +1,159 @@
+"""The daily path (transaction, commit, publish, latest) costs the same requests after years of history."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections import Counter
+from pathlib import Path
+from urllib.parse import parse_qs
+
+import pytest
+
+from mds_core import MDSWriter
+from mds_core.errors import StorageError
+from mds_core.versions import ShardSet
+from mds_core.versions.manifest import HEAD, manifest_name
+
+COLUMNS = {"id": "int", "day": "str"}
+
+
+def _write(out: str, ids: range) -> None:
+    with MDSWriter(out=out, columns=COLUMNS, size_limit=1024) as writer:
+        for i in ids:
+            writer.write({"id": i, "day": "d"})
+
+
+def _commit(shard_set: ShardSet, ids: range, **kwargs):
+    with shard_set.transaction("append", **kwargs) as tx:
+        _write(tx.out, ids)
+    return tx.version
+
+
+def _grow(shard_set: ShardSet, versions: int) -> None:
+    """Two real versions, then manifests up to ``versions`` written directly (each a copy of version 2,
+    with its own number), as years of daily commits would leave them; the hint names the newest."""
+    _commit(shard_set, range(0, 10))
+    _commit(shard_set, range(10, 20))
+    second = json.loads(shard_set.store.read_bytes(manifest_name(2)))
+    for number in range(3, versions + 1):
+        manifest = {**second, "version": number, "parent": number - 1, "transaction": f"old-{number}"}
+        shard_set.store.write_bytes(manifest_name(number), json.dumps(manifest).encode())
+    shard_set.store.write_bytes(HEAD, json.dumps({"version": versions}).encode())
+    shard_set.publish(versions)
+
+
+def _day(shard_set: ShardSet, server) -> tuple[Counter, Counter, list]:
+    """The requests of one day: latest(), then a transaction written, committed and published."""
+    since = server.log_position()
+    shard_set.latest()
+    latest = server.requests(since)
+    mid = server.log_position()
+    _commit(shard_set, range(100, 120))
+    day = server.requests(mid)
+    return Counter(r.method for r in latest), Counter(r.method for r in day), day
+
+
+def _history_listings(requests: list) -> list:
+    """Listings of ``_versions/`` itself (a probe for an absent file may list its name as a folder)."""
+    return [r for r in requests if "list-type" in r.query and parse_qs(r.query).get("prefix") in (
+        ["set/_versions/"], ["set/_versions"], ["set/"], ["set"])]
+
+
+def test_a_day_costs_the_same_requests_after_2_or_300_versions(s3_server) -> None:
+    short, long = (ShardSet(f"s3://{s3_server.new_bucket()}/set") for _ in range(2))
+    _grow(short, 2)
+    _grow(long, 300)  # 600 keys in _versions/; a listing would also grow past a page with time
+    short_latest, short_day, _ = _day(short, s3_server)
+    long_latest, long_day, long_requests = _day(long, s3_server)
+    print(f"latest(): {dict(long_latest)}; a day: {dict(long_day)}")  # docs/versions.md quotes it (pytest -s)
+    assert short_latest == long_latest  # the hint, the newest, one probe past it
+    assert short_day == long_day, (short_day, long_day)
+    assert not _history_listings(long_requests)
+    assert long.latest().version == 301 and long.published() == 301 and short.latest().version == 3
+    assert json.loads(long.store.read_bytes(HEAD)) == {"version": 301}
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> str:
+    return str(tmp_path / "set")
+
+
+def test_a_set_without_the_hint_is_found_by_listing_and_gets_one(root: str) -> None:
+    shard_set = ShardSet(root)
+    _commit(shard_set, range(5))
+    _commit(shard_set, range(5, 10))
+    shard_set.store.delete(HEAD)  # as a set committed by an older release
+    assert shard_set.latest().version == 2
+    assert _commit(shard_set, range(10, 15)).version == 3
+    assert json.loads(shard_set.store.read_bytes(HEAD)) == {"version": 3}
+
+
+@pytest.mark.parametrize("hint", [b'{"version": 1}', b'{"version": 99}', b"not json", b'{"version": true}'])
+def test_a_stale_or_damaged_hint_only_costs_probes(root: str, hint: bytes) -> None:
+    shard_set = ShardSet(root)
+    for n in range(3):
+        _commit(shard_set, range(5 * n, 5 * n + 5))
+    shard_set.store.write_bytes(HEAD, hint)
+    assert shard_set.latest().version == 3
+    assert _commit(shard_set, range(50, 55)).version == 4
+    assert json.loads(shard_set.store.read_bytes(HEAD)) == {"version": 4}
+
+
+def test_a_commit_retried_after_dying_before_the_hint_returns_its_version(s3_server) -> None:
+    shard_set = ShardSet(f"s3://{s3_server.new_bucket()}/set")
+    _commit(shard_set, range(10))
+    tx = shard_set.transaction("append")
+    _write(tx.out, range(10, 20))
+    done = shard_set.commit(tx.id, "append", publish=False)
+    shard_set.store.write_bytes(HEAD, json.dumps({"version": 1}).encode())  # it died before the hint
+    since = s3_server.log_position()
+    for again in (shard_set.commit(tx.id, "append"), shard_set.commit(tx.id, "append", parent=1, seen=1)):
+        assert again == done
+    assert not _history_listings(s3_server.requests(since))  # found without listing the history
+    assert [v.version for v in shard_set.versions()] == [1, 2] and shard_set.published() == 2
+    assert json.loads(shard_set.store.read_bytes(HEAD)) == {"version": 2}  # the retry repaired the hint
+
+
+def test_a_retry_of_a_transaction_named_by_hand_finds_its_version_by_listing(root: str) -> None:
+    shard_set = ShardSet(root)
+    _commit(shard_set, range(10))
+    _write(f"{root}/data/by-hand", range(10, 20))
+    first = shard_set.commit("by-hand", "append")
+    assert shard_set.commit("by-hand", "append") == first and len(shard_set.versions()) == 2
+
+
+def test_vacuum_keeps_the_hint_and_the_newest_and_repairs_a_stale_hint(root: str) -> None:
+    shard_set = ShardSet(root)
+    for n in range(4):
+        _commit(shard_set, range(5 * n, 5 * n + 5), publish=n == 0)
+    shard_set.store.write_bytes(HEAD, json.dumps({"version": 1}).encode())
+    future = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)
+    report = shard_set.vacuum(newer_than=future, grace=dt.timedelta(0))
+    assert report.kept_versions == [1, 4] and report.removed_versions == [2, 3]  # published and newest
+    assert json.loads(shard_set.store.read_bytes(HEAD)) == {"version": 4}
+    assert shard_set.latest().version == 4 and _commit(shard_set, range(90, 95)).version == 5
+
+
+class _RefusesTheHint:
+    """A store on which writing the hint fails for good (the version is committed already)."""
+
+    def __init__(self, store) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str):
+        return getattr(self._store, name)
+
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        if rel == HEAD:
+            raise StorageError("the hint cannot be written")
+        self._store.write_bytes(rel, data)
+
+
+def test_a_hint_that_cannot_be_written_does_not_fail_the_commit(root: str, caplog) -> None:
+    shard_set = ShardSet(root)
+    _commit(shard_set, range(5))
+    shard_set.store = _RefusesTheHint(shard_set.store)
+    assert _commit(shard_set, range(5, 10)).version == 2 and "could not update the hint" in caplog.text
+    assert json.loads(shard_set.store.read_bytes(HEAD)) == {"version": 1}  # stale: probing finds version 2
+    assert ShardSet(root).latest().version == 2 and ShardSet(root).published() == 2
