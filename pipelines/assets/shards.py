@@ -18,6 +18,7 @@ from dagster import (AssetExecutionContext, AssetsDefinition, Config, Failure, M
                      TableColumn, TableMetadataValue, TableRecord, TableSchema, asset)
 from pydantic import Field
 
+from mds_core.errors import MDSError
 from pipelines.assets.metadata import standard_metadata
 from pipelines.assets.raw import RawConfig, effective_source
 from pipelines.cluster import writer_partitions
@@ -88,8 +89,18 @@ def write_version(context: AssetExecutionContext, spec: DatasetSpec, config: Sha
         **standard_metadata(info.rows, url, info.columns.items()),
         **version_metadata(info, mode, _stats(results), lineage),
         "store_url": url, "preview": preview(frame),
-        **sample_preview(url, info.number, shard_store.options() or None, spec.pictures),
+        **pictures(context, url, info.number, shard_store, spec),
     })
+
+
+def pictures(context: AssetExecutionContext, url: str, version: int, shard_store: ShardStore,
+             spec: DatasetSpec) -> dict[str, Any]:
+    """The sample pictures; the version is committed by now, so a failure to draw them only logs."""
+    try:
+        return sample_preview(url, version, shard_store.options() or None, spec.pictures)
+    except (MDSError, OSError, ValueError) as err:
+        context.log.warning(f"{spec.name}: no sample pictures for version {version} ({err})")
+        return {}
 
 
 def days_of(version: Any) -> set[str]:
