@@ -22,10 +22,10 @@ from dagster import MetadataValue
 
 from mds_core.errors import ConfigurationError, StoreFileNotFoundError, UnknownEncodingError
 from mds_core.format.encodings import get_coder
-from mds_core.format.index import INDEX_BASENAME, ShardInfo, dumps_merged_index, parse_index
+from mds_core.format.index import INDEX_BASENAME, ShardInfo, parse_index
 from mds_core.storage.remote import RemoteStore, open_store
-from mds_core.storage.shard_cache import ShardCache
 from mds_core.streaming.local import LocalDataset
+from mds_core.streaming.version_sample import fetch_shards, write_subset_index
 from mds_core.versions import ShardSet
 
 if TYPE_CHECKING:
@@ -125,15 +125,8 @@ def _head_shards(shards: list[ShardInfo], count: int) -> list[ShardInfo]:
 def _opened(store: RemoteStore, shards: list[ShardInfo]) -> Iterator[LocalDataset]:
     """The shards downloaded into a temporary folder, opened with mds_core's local reader."""
     with tempfile.TemporaryDirectory(prefix="mds-preview-") as local:
-        cache = ShardCache(store, local, shards)
-        try:
-            cache.prefetch(range(len(shards)))
-            for shard_id in range(len(shards)):
-                cache.ensure(shard_id)  # raw files (decompressed) at their basenames under local
-        finally:
-            cache.close()
-        with open(f"{local}/{INDEX_BASENAME}", "w") as index:
-            index.write(dumps_merged_index(shards))
+        fetch_shards(store, local, shards)  # raw files (decompressed) at their basenames under local
+        write_subset_index(shards, local)
         with LocalDataset(local) as dataset:
             yield dataset
 

@@ -145,7 +145,7 @@ class _PlacedIndexStream(Stream):
 
 def _check_subset(subset: VersionSubset, source: dict[str, Any], batch_size: int, num_workers: int,
                   min_samples_per_second: float, dataset_kwargs: dict[str, Any]) -> LoaderCheckReport:
-    write_subset_index(subset, source["local"])
+    write_subset_index(subset.shards, source["local"])
     make = _loader_factory(lambda: {"streams": [_PlacedIndexStream(**source)]}, batch_size, num_workers,
                            dataset_kwargs)
     report = _run(make, source["remote"], subset.version, batch_size, num_workers, subset.rows,

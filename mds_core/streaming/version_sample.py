@@ -126,6 +126,22 @@ def _draw(others: list[ShardInfo], rng: np.random.Generator, row_budget: int | N
     return taken, limited_by
 
 
+def fetch_shards(store: RemoteStore, local: str, shards: list[ShardInfo], *, validate_hash: str | None = None,
+                 deadline: float | None = None, clock: Any = time.monotonic) -> int:
+    """Download ``shards`` into ``local`` (raw files at their basenames), all queued at once and taken in
+    order until ``deadline`` (a ``clock()`` time; None: all). Returns how many arrived in time."""
+    cache = ShardCache(store, local, shards, validate_hash=validate_hash)
+    cache.prefetch(range(len(shards)))
+    try:
+        for shard_id in range(len(shards)):
+            if deadline is not None and clock() >= deadline:
+                return shard_id
+            cache.ensure(shard_id)
+    finally:
+        cache.close()  # queued downloads are dropped; a running one finishes
+    return len(shards)
+
+
 def fetch_sample(subset: VersionSubset, store: RemoteStore, local: str, *, validate_hash: str | None = None,
                  clock: Any = time.monotonic) -> None:
     """Download the sampled shards into ``local`` in draw order until ``subset.sample_seconds`` is spent.
@@ -137,19 +153,11 @@ def fetch_sample(subset: VersionSubset, store: RemoteStore, local: str, *, valid
     """
     if not subset.sampled:
         return
-    cache = ShardCache(store, local, subset.sampled, validate_hash=validate_hash)
     started = clock()
     deadline = None if subset.sample_seconds is None else started + subset.sample_seconds
-    cache.prefetch(range(len(subset.sampled)))
-    kept = len(subset.sampled)
     try:
-        for shard_id in range(len(subset.sampled)):
-            if deadline is not None and clock() >= deadline:
-                kept = shard_id
-                break
-            cache.ensure(shard_id)
+        kept = fetch_shards(store, local, subset.sampled, validate_hash=validate_hash, deadline=deadline, clock=clock)
     finally:
-        cache.close()  # queued downloads are dropped; a running one finishes and is deleted below
         subset.fetch_seconds = clock() - started
     if kept < len(subset.sampled):
         for shard in subset.sampled[kept:]:
@@ -167,11 +175,11 @@ def _remove_files(local: str, shard: ShardInfo) -> None:
                 pass
 
 
-def write_subset_index(subset: VersionSubset, local: str) -> None:
-    """The subset as ``<local>/index.json``: basenames relative to the root, so the shards come from it."""
+def write_subset_index(shards: list[ShardInfo], local: str) -> None:
+    """``shards`` as ``<local>/index.json``: basenames relative to the root, so the shards come from it."""
     os.makedirs(local, exist_ok=True)
     # A scratch cache's index: not worth an fsync, it is rewritten by the next check.
-    atomic_write(os.path.join(local, INDEX_BASENAME), [dumps_merged_index(subset.shards).encode("utf-8")],
+    atomic_write(os.path.join(local, INDEX_BASENAME), [dumps_merged_index(shards).encode("utf-8")],
                  durable=False)
 
 

@@ -9,38 +9,23 @@ from pathlib import Path
 
 import pytest
 
-from mds_core import MDSWriter, StreamingDataset, merge_index
+from mds_core import StreamingDataset, merge_index
 from mds_core.errors import ConfigurationError, InvalidManifestError, PartitionExistsError, VersionConflictError
 from mds_core.versions import ShardSet
 from mds_core.versions.manifest import parse_manifest
-
-COLUMNS = {"id": "int", "day": "str"}
-
-
-@pytest.fixture(params=["local", "s3"])
-def root(request, tmp_path: Path) -> str:
-    if request.param == "local":
-        return str(tmp_path / "set")
-    return f"s3://{request.getfixturevalue('s3_server').new_bucket()}/set"
-
-
-def _write(out: str, day: str, ids: range) -> None:
-    with MDSWriter(out=out, columns=COLUMNS, size_limit=1024) as writer:
-        for i in ids:
-            writer.write({"id": i, "day": day})
-
+from tests.versions.conftest import write_day
 
 def _days(shard_set: ShardSet, mode: str, days: dict[str, range], **kwargs):
     """One transaction writing each day as a partition."""
     with shard_set.transaction(mode, lineage={"days": sorted(days)}, **kwargs) as tx:
         for day, ids in days.items():
-            _write(tx.partition_out(day), day, ids)
+            write_day(tx.partition_out(day), day, ids)
     return tx.version
 
 
 def _plain(shard_set: ShardSet, mode: str, ids: range, **kwargs):
     with shard_set.transaction(mode, **kwargs) as tx:
-        _write(tx.out, "plain", ids)
+        write_day(tx.out, "plain", ids)
     return tx.version
 
 
@@ -84,8 +69,8 @@ def test_an_append_refuses_a_day_it_has_already(root: str) -> None:
     shard_set = ShardSet(root)
     _days(shard_set, "append", {"d1": range(10), "d2": range(10, 20)})
     tx = shard_set.transaction("append")
-    _write(tx.partition_out("d2"), "d2", range(50, 55))
-    _write(tx.partition_out("d3"), "d3", range(60, 65))
+    write_day(tx.partition_out("d2"), "d2", range(50, 55))
+    write_day(tx.partition_out("d3"), "d3", range(60, 65))
     message = rf"{root}: version 1 already has partition\(s\) \['d2'\].*mode='replace'"
     with pytest.raises(PartitionExistsError, match=message):
         with tx:
@@ -113,8 +98,8 @@ def test_a_partition_may_hold_a_merged_index_over_sub_folders(tmp_path: Path) ->
     shard_set = ShardSet(root)
     with shard_set.transaction("append") as tx:
         out = tx.partition_out("2026-11-30")
-        _write(f"{out}/0", "a", range(0, 20))
-        _write(f"{out}/1", "b", range(20, 40))
+        write_day(f"{out}/0", "a", range(0, 20))
+        write_day(f"{out}/1", "b", range(20, 40))
         merge_index(out)  # what dataframe_to_mds(merge_index=True) leaves at the partition's root
     names = tx.version.partitions["2026-11-30"]
     assert any("/part-2026-11-30/0/" in n for n in names) and any("/part-2026-11-30/1/" in n for n in names)
@@ -131,8 +116,8 @@ def test_partition_mistakes_are_refused_with_the_reason(tmp_path: Path) -> None:
         _plain(shard_set, "replace", range(3))
     with pytest.raises(ConfigurationError, match="wrote both a dataset at tx.out and partitions"):
         with shard_set.transaction("append") as mixed:
-            _write(mixed.out, "plain", range(3))
-            _write(mixed.partition_out("d1"), "d1", range(3))
+            write_day(mixed.out, "plain", range(3))
+            write_day(mixed.partition_out("d1"), "d1", range(3))
     with pytest.raises(ConfigurationError, match=r"partition 'd2' has no index.json"):
         with shard_set.transaction("append") as empty:
             empty.partition_out("d2")
@@ -160,7 +145,7 @@ def test_a_failed_version_is_skipped_by_building_on_the_published_one(root: str,
     tx = shard_set.transaction("append", base="published", publish=False)
     assert (tx.parent, tx.seen) == (4, 5)
     with tx:
-        _write(tx.partition_out("d4"), "d4", range(400, 410))
+        write_day(tx.partition_out("d4"), "d4", range(400, 410))
     assert (tx.version.version, tx.version.parent) == (6, 4)  # numbers only grow; the parent is the base
     assert _read(root, tmp_path, 6) == list(range(40)) + list(range(400, 410))
     assert _read(root, tmp_path, 5) == list(range(45)) and shard_set.published() == 4
@@ -179,8 +164,8 @@ def test_two_writers_on_the_published_base_one_wins_and_the_other_retries_on_it(
     _plain(shard_set, "append", range(10))
     _plain(shard_set, "append", range(10, 20), publish=False)  # version 2, never published
     first, second = (shard_set.transaction("append", base="published") for _ in range(2))
-    _write(first.out, "a", range(100, 105))
-    _write(second.out, "b", range(200, 205))
+    write_day(first.out, "a", range(100, 105))
+    write_day(second.out, "b", range(200, 205))
     with first:
         pass
     with pytest.raises(VersionConflictError, match=rf"version 3 was committed by another writer first.*"

@@ -11,32 +11,17 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mds_core import MDSWriter, StreamingDataset, cli
+from mds_core import StreamingDataset, cli
 from mds_core.errors import ConfigurationError, VersionConflictError
 from mds_core.errors import ResumeError
 from mds_core.versions import ShardSet
+from tests.versions.conftest import COLUMNS, write_day
 
 ROOT = Path(__file__).resolve().parents[2]
 REF_PYTHON = ROOT / "benchmarks" / ".venv" / "bin" / "python"
-COLUMNS = {"id": "int", "day": "str"}
-
-
-@pytest.fixture(params=["local", "s3"])
-def root(request, tmp_path: Path) -> str:
-    if request.param == "local":
-        return str(tmp_path / "set")
-    return f"s3://{request.getfixturevalue('s3_server').new_bucket()}/set"
-
-
-def _write_day(out: str, day: str, ids: range) -> None:
-    with MDSWriter(out=out, columns=COLUMNS, size_limit=1024) as writer:
-        for i in ids:
-            writer.write({"id": i, "day": day})
-
-
 def _commit(shard_set: ShardSet, mode: str, day: str, ids: range, **kwargs):
     with shard_set.transaction(mode, lineage={"day": day}, **kwargs) as tx:
-        _write_day(tx.out, day, ids)
+        write_day(tx.out, day, ids)
     return tx.version
 
 
@@ -80,8 +65,8 @@ def test_two_writers_from_the_same_version_exactly_one_wins(root: str, tmp_path:
     shard_set = ShardSet(root)
     _commit(shard_set, "overwrite", "d1", range(10))
     first, second = shard_set.transaction("append"), shard_set.transaction("append")
-    _write_day(first.out, "d2", range(10, 20))
-    _write_day(second.out, "d3", range(20, 30))
+    write_day(first.out, "d2", range(10, 20))
+    write_day(second.out, "d3", range(20, 30))
     with first:
         pass
     with pytest.raises(VersionConflictError, match="version 2 was committed by another writer first"):
