@@ -68,8 +68,10 @@ class JobDir:
         sweep_stale_jobs(parent)
         job = cls(os.path.join(parent, token))
         os.makedirs(os.path.join(job.path, USERS), exist_ok=True)
-        job.write_json(OWNER_FILE, {"pid": os.getpid(), "host": socket.gethostname()})
+        # Join before the owner file appears: another job's sweep treats an owned directory without
+        # live users as crashed, and would remove this one while it is still starting.
         job._join()
+        job.write_json(OWNER_FILE, {"pid": os.getpid(), "host": socket.gethostname()})
         return job
 
     @classmethod

@@ -35,9 +35,10 @@ def _run_ranks(tmp_path: Path, num_ranks: int, ranks_per_node: int, config: dict
         procs.append(subprocess.Popen([sys.executable, str(ROOT / "tests/streaming/distributed_worker.py"), str(config_path), str(out)],
                                       env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
         outs.append(out)
-    for proc in procs:
-        output, _ = proc.communicate(timeout=300)
-        assert proc.returncode == 0, output[-3000:]
+    logs = [proc.communicate(timeout=300)[0] for proc in procs]
+    # Every rank's log: the rank that fails first is usually not the one that reports the failure.
+    assert [proc.returncode for proc in procs] == [0] * num_ranks, "\n".join(
+        f"--- rank {rank} ---\n{log[-3000:]}" for rank, log in enumerate(logs))
     return [json.loads(out.read_text()) for out in outs]
 
 

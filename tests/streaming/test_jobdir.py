@@ -82,3 +82,25 @@ def test_the_directory_outlives_its_creator_while_another_rank_uses_it(tmp_path:
     assert os.path.isdir(leader.path)
     other.communicate("go\n", timeout=60)
     assert other.returncode == 0 and not os.path.exists(leader.path)  # the last user removed it
+
+
+_CREATE_MANY = """
+import os, sys
+from mds_core.streaming.jobdir import JobDir, new_job_token
+jobs = []
+for _ in range(int(sys.argv[2])):
+    job = JobDir.create(sys.argv[1], new_job_token())
+    jobs.append(job)
+    job.write_json("alive.json", {})  # fails if another job's sweep removed this directory
+lost = [job.path for job in jobs if not os.path.isdir(job.path)]
+print(len(lost))
+"""
+
+
+def test_jobs_starting_side_by_side_never_sweep_each_other(tmp_path: Path) -> None:
+    # Every create sweeps crashed jobs first; a job that is still starting must not look crashed.
+    procs = [subprocess.Popen([sys.executable, "-c", _CREATE_MANY, str(tmp_path), "150"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    results = [proc.communicate(timeout=120) for proc in procs]
+    assert [(proc.returncode, out.strip()) for proc, (out, _) in zip(procs, results)] == [(0, "0")] * 3, \
+        [err[-2000:] for _, err in results]
