@@ -1,4 +1,5 @@
-"""A shard-set root on local disk and on the loopback S3 server, and a small day writer, for the version tests."""
+"""A shard-set root on local disk and on the loopback S3 server, a small day writer, and a store whose
+writes of one file fail, for the version tests."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from mds_core import MDSWriter
+from mds_core.errors import StorageError
 
 COLUMNS = {"id": "int", "day": "str"}
 
@@ -23,3 +25,19 @@ def write_day(out: str, day: str, ids: range) -> None:
     with MDSWriter(out=out, columns=COLUMNS, size_limit=1024) as writer:
         for i in ids:
             writer.write({"id": i, "day": day})
+
+
+class RefusesToWrite:
+    """A store on which every write of a file whose name ends with ``suffix`` fails: a process dying
+    there, or a write refused for good. Everything else goes to the real store."""
+
+    def __init__(self, store, suffix: str, message: str) -> None:
+        self._store, self._suffix, self._message = store, suffix, message
+
+    def __getattr__(self, name: str):
+        return getattr(self._store, name)
+
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        if rel.endswith(self._suffix):
+            raise StorageError(self._message)
+        self._store.write_bytes(rel, data)

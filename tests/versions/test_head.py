@@ -10,23 +10,14 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from mds_core import MDSWriter
-from mds_core.errors import StorageError
 from mds_core.versions import ShardSet
 from mds_core.versions.manifest import HEAD, manifest_name
-
-COLUMNS = {"id": "int", "day": "str"}
-
-
-def _write(out: str, ids: range) -> None:
-    with MDSWriter(out=out, columns=COLUMNS, size_limit=1024) as writer:
-        for i in ids:
-            writer.write({"id": i, "day": "d"})
+from tests.versions.conftest import RefusesToWrite, write_day
 
 
 def _commit(shard_set: ShardSet, ids: range, **kwargs):
     with shard_set.transaction("append", **kwargs) as tx:
-        _write(tx.out, ids)
+        write_day(tx.out, "d", ids)
     return tx.version
 
 
@@ -104,7 +95,7 @@ def test_a_commit_retried_after_dying_before_the_hint_returns_its_version(s3_ser
     shard_set = ShardSet(f"s3://{s3_server.new_bucket()}/set")
     _commit(shard_set, range(10))
     tx = shard_set.transaction("append")
-    _write(tx.out, range(10, 20))
+    write_day(tx.out, "d", range(10, 20))
     done = shard_set.commit(tx.id, "append", publish=False)
     shard_set.store.write_bytes(HEAD, json.dumps({"version": 1}).encode())  # it died before the hint
     since = s3_server.log_position()
@@ -118,7 +109,7 @@ def test_a_commit_retried_after_dying_before_the_hint_returns_its_version(s3_ser
 def test_a_retry_of_a_transaction_named_by_hand_finds_its_version_by_listing(root: str) -> None:
     shard_set = ShardSet(root)
     _commit(shard_set, range(10))
-    _write(f"{root}/data/by-hand", range(10, 20))
+    write_day(f"{root}/data/by-hand", "d", range(10, 20))
     first = shard_set.commit("by-hand", "append")
     assert shard_set.commit("by-hand", "append") == first and len(shard_set.versions()) == 2
 
@@ -135,25 +126,10 @@ def test_vacuum_keeps_the_hint_and_the_newest_and_repairs_a_stale_hint(root: str
     assert shard_set.latest().version == 4 and _commit(shard_set, range(90, 95)).version == 5
 
 
-class _RefusesTheHint:
-    """A store on which writing the hint fails for good (the version is committed already)."""
-
-    def __init__(self, store) -> None:
-        self._store = store
-
-    def __getattr__(self, name: str):
-        return getattr(self._store, name)
-
-    def write_bytes(self, rel: str, data: bytes) -> None:
-        if rel == HEAD:
-            raise StorageError("the hint cannot be written")
-        self._store.write_bytes(rel, data)
-
-
 def test_a_hint_that_cannot_be_written_does_not_fail_the_commit(root: str, caplog) -> None:
     shard_set = ShardSet(root)
     _commit(shard_set, range(5))
-    shard_set.store = _RefusesTheHint(shard_set.store)
+    shard_set.store = RefusesToWrite(shard_set.store, HEAD, "the hint cannot be written")
     assert _commit(shard_set, range(5, 10)).version == 2 and "could not update the hint" in caplog.text
     assert json.loads(shard_set.store.read_bytes(HEAD)) == {"version": 1}  # stale: probing finds version 2
     assert ShardSet(root).latest().version == 2 and ShardSet(root).published() == 2

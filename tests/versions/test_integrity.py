@@ -10,6 +10,7 @@ import pytest
 from mds_core import LocalDataset, MDSWriter
 from mds_core.errors import MergeError, StorageError
 from mds_core.versions import ShardSet
+from tests.versions.conftest import RefusesToWrite
 
 
 def _commit(shard_set: ShardSet, mode: str, columns: dict[str, str], ids: range, **kwargs):
@@ -40,21 +41,6 @@ def test_an_append_with_the_same_columns_in_another_order_of_keys_is_accepted(tm
     assert tx.version.rows == 6
 
 
-class _DiesAfterTheIndex:
-    """A store whose process 'dies' (raises) when publish writes published.json."""
-
-    def __init__(self, store) -> None:
-        self._store = store
-
-    def __getattr__(self, name: str):
-        return getattr(self._store, name)
-
-    def write_bytes(self, rel: str, data: bytes) -> None:
-        if rel.endswith("published.json"):
-            raise StorageError("killed between the two writes of publish")
-        self._store.write_bytes(rel, data)
-
-
 def test_published_agrees_with_the_root_index_after_a_publish_dies_halfway(tmp_path: Path) -> None:
     root = tmp_path / "set"
     shard_set = ShardSet(str(root))
@@ -63,7 +49,7 @@ def test_published_agrees_with_the_root_index_after_a_publish_dies_halfway(tmp_p
     assert shard_set.published() == 1
 
     dying = ShardSet(str(root))
-    dying.store = _DiesAfterTheIndex(dying.store)
+    dying.store = RefusesToWrite(dying.store, "published.json", "killed between the two writes of publish")
     with pytest.raises(StorageError, match="killed"):
         dying.publish(2)
     # The root index.json (what every plain reader reads) is version 2's; published() says so too.
