@@ -9,7 +9,11 @@ from setuptools import Extension, setup
 
 setup(
     ext_modules=[
-        Extension("mds_core.order.shuffle._fisher_yates", ["mds_core/order/shuffle/_fisher_yates.c"],
-                  extra_compile_args=["-O2", "-ffp-contract=off"], optional=True),
-    ],
+        Extension(
+            "mds_core.order.shuffle._fisher_yates",
+            ["mds_core/order/shuffle/_fisher_yates.c"],
+            extra_compile_args=["-O2", "-ffp-contract=off"],
+            optional=True,
+        )
+    ]
 )

@@ -49,27 +49,36 @@ def row(result: dict) -> str:
     early, late = result["early"], result["late"]
     req_e, req_l = (statistics.median(c.requests for c in costs) for costs in (early, late))
     sec_e, sec_l = ([c.seconds for c in costs] for costs in (early, late))
-    return (f"| {result['days']:,} | {req_e:.0f} | {req_l:.0f} | **{req_l / req_e:.2f}×** | "
-            f"{fmt(statistics.median(sec_e), 2)} [{fmt(min(sec_e), 2)}–{fmt(max(sec_e), 2)}] | "
-            f"{fmt(statistics.median(sec_l), 2)} [{fmt(min(sec_l), 2)}–{fmt(max(sec_l), 2)}] | "
-            f"**{statistics.median(sec_l) / statistics.median(sec_e):.2f}×** | "
-            f"{late[-1].checked['total_shards']:,} | {result['seed_seconds']:.0f} |")
+    return (
+        f"| {result['days']:,} | {req_e:.0f} | {req_l:.0f} | **{req_l / req_e:.2f}×** | "
+        f"{fmt(statistics.median(sec_e), 2)} [{fmt(min(sec_e), 2)}–{fmt(max(sec_e), 2)}] | "
+        f"{fmt(statistics.median(sec_l), 2)} [{fmt(min(sec_l), 2)}–{fmt(max(sec_l), 2)}] | "
+        f"**{statistics.median(sec_l) / statistics.median(sec_e):.2f}×** | "
+        f"{late[-1].checked['total_shards']:,} | {result['seed_seconds']:.0f} |"
+    )
 
 
 def phases(result: dict) -> str:
     """Median seconds of each step, day 2 against the long history: what grows, if anything does."""
     cells = []
     for costs in (result["early"], result["late"]):
-        cells.append(" / ".join(f"{statistics.median(c.phases[name] for c in costs):.2f}"
-                                for name in ("commit", "check", "publish")))
+        cells.append(
+            " / ".join(
+                f"{statistics.median(c.phases[name] for c in costs):.2f}" for name in ("commit", "check", "publish")
+            )
+        )
     return f"| {result['days']:,} | {cells[0]} | {cells[1]} |"
 
 
 def breakdown(result: dict) -> list[str]:
     """Where the requests went, day 2 against the long history (last repetition of each)."""
     early, late = result["early"][-1].kinds, result["late"][-1].kinds
-    lines = [f"Requests by kind, day 2 against day {result['days'] + 1:,} (last repetition):", "",
-             "| request | day 2 | day " + f"{result['days'] + 1:,} |", "|---|--:|--:|"]
+    lines = [
+        f"Requests by kind, day 2 against day {result['days'] + 1:,} (last repetition):",
+        "",
+        "| request | day 2 | day " + f"{result['days'] + 1:,} |",
+        "|---|--:|--:|",
+    ]
     for kind in sorted(set(early) | set(late)):
         lines.append(f"| `{kind}` | {early.get(kind, 0)} | {late.get(kind, 0)} |")
     return [*lines, ""]
@@ -92,20 +101,33 @@ def main() -> None:
         apply_env({"S3_ENDPOINT_URL": proxy.endpoint})
         try:
             daily_path(seed_history(server, 1, args.rows_per_day), proxy, 1, f"{work}/warm", args.rows_per_day)
-            results = [measure(server, proxy, int(days), args.reps, args.rows_per_day, f"{work}/jobs")
-                       for days in args.days.split(",")]
+            results = [
+                measure(server, proxy, int(days), args.reps, args.rows_per_day, f"{work}/jobs")
+                for days in args.days.split(",")
+            ]
         finally:
             proxy.stop()
             server.stop()
-    rows = ["| history (days) | requests, day 2 | requests, next day | ratio | seconds, day 2 (median [min–max]) | "
-            "seconds, next day | ratio | shards in the version | history built in s |",
-            "|--:|--:|--:|--:|--:|--:|--:|--:|--:|", *map(row, results)]
-    settings = (f"{args.rows_per_day} rows a day in one shard (int + str); per day: append commit, check_version "
-                f"(sample_rows={args.rows_per_day}, 30 s, batch 16, 2 workers), publish; {args.reps} interleaved "
-                "reps; moto server + counting proxy on 127.0.0.1")
+    rows = [
+        "| history (days) | requests, day 2 | requests, next day | ratio | seconds, day 2 (median [min–max]) | "
+        "seconds, next day | ratio | shards in the version | history built in s |",
+        "|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+        *map(row, results),
+    ]
+    settings = (
+        f"{args.rows_per_day} rows a day in one shard (int + str); per day: append commit, check_version "
+        f"(sample_rows={args.rows_per_day}, 30 s, batch 16, 2 workers), publish; {args.reps} interleaved "
+        "reps; moto server + counting proxy on 127.0.0.1"
+    )
     lines = header("Per-day cost of a daily shard set", time.perf_counter() - began, settings) + ["", *rows, ""]
-    lines += ["Median seconds of each step (commit / check / publish):", "",
-              "| history (days) | day 2 | next day |", "|--:|--:|--:|", *map(phases, results), ""]
+    lines += [
+        "Median seconds of each step (commit / check / publish):",
+        "",
+        "| history (days) | day 2 | next day |",
+        "|--:|--:|--:|",
+        *map(phases, results),
+        "",
+    ]
     for result in results:
         lines += breakdown(result)
     write_report("\n".join(lines), args.out)

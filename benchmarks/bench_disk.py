@@ -63,24 +63,23 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 import harness
 
-MARKER = 'bench-disk.json'
+MARKER = "bench-disk.json"
 MARKER_VERSION = 1
 DISK_BLOCK = 8 << 20  # the dd-style pass reads this much per call
 TARGET = 0.8  # reader MB/s over disk MB/s
 POOL = 4099  # distinct samples the writer cycles through (prime: shards do not repeat each other)
 WORKLOAD_COLUMNS: dict[str, dict[str, str]] = {
-    'tokens': {'tokens': 'ndarray:uint16:2048'},
-    'mixed': {'id': 'int', 'label': 'int32', 'text': 'str', 'image': 'bytes',
-              'emb': 'ndarray:float32:64'},
+    "tokens": {"tokens": "ndarray:uint16:2048"},
+    "mixed": {"id": "int", "label": "int32", "text": "str", "image": "bytes", "emb": "ndarray:float32:64"},
 }
 
 
 def ram_bytes() -> int:
-    return os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 def gib(n: float) -> str:
-    return f'{n / 2**30:,.2f} GiB'
+    return f"{n / 2**30:,.2f} GiB"
 
 
 # ----------------------------------------------------------------------------- the dataset
@@ -89,41 +88,48 @@ def gib(n: float) -> str:
 def sample_pool(workload: str, seed: int) -> list[dict[str, Any]]:
     """POOL random samples; the writer cycles through them (``id`` is set per sample)."""
     rng = np.random.default_rng(seed)
-    if workload == 'tokens':
+    if workload == "tokens":
         tokens = rng.integers(0, 50257, size=(POOL, 2048), dtype=np.uint16)
-        return [{'tokens': row} for row in tokens]
-    alphabet = np.frombuffer((string.ascii_letters + string.digits + ' ').encode(), np.uint8)
+        return [{"tokens": row} for row in tokens]
+    alphabet = np.frombuffer((string.ascii_letters + string.digits + " ").encode(), np.uint8)
     pool = []
     for _ in range(POOL):
         text = alphabet[rng.integers(0, len(alphabet), size=int(rng.integers(150, 251)))]
         image = rng.integers(0, 256, size=int(rng.integers(6 << 10, (10 << 10) + 1)), dtype=np.uint8)
-        pool.append({'id': 0, 'label': int(rng.integers(0, 1000)), 'text': text.tobytes().decode('ascii'),
-                     'image': image.tobytes(), 'emb': rng.standard_normal(64, dtype=np.float32)})
+        pool.append(
+            {
+                "id": 0,
+                "label": int(rng.integers(0, 1000)),
+                "text": text.tobytes().decode("ascii"),
+                "image": image.tobytes(),
+                "emb": rng.standard_normal(64, dtype=np.float32),
+            }
+        )
     return pool
 
 
 def encoded_bytes(workload: str, sample: dict[str, Any]) -> int:
     """Bytes of one sample in a shard: its data, its size table and its offset entry."""
-    if workload == 'tokens':
+    if workload == "tokens":
         return 4096 + 4
-    return 4 * 2 + 8 + 4 + len(sample['text']) + len(sample['image']) + 256 + 4
+    return 4 * 2 + 8 + 4 + len(sample["text"]) + len(sample["image"]) + 256 + 4
 
 
 def payload_bytes(workload: str, sample: dict[str, Any]) -> int:
     """What the Consumer copies of one sample (ints are Python objects: not copied)."""
-    if workload == 'tokens':
+    if workload == "tokens":
         return 4096
-    return len(sample['text']) + len(sample['image']) + 256
+    return len(sample["text"]) + len(sample["image"]) + 256
 
 
 def shard_files(path: Path) -> list[Path]:
     """The dataset's shard files, in the index's order (the order LocalDataset reads them)."""
-    index = json.loads((path / 'index.json').read_text())
-    return [path / shard['raw_data']['basename'] for shard in index['shards']]
+    index = json.loads((path / "index.json").read_text())
+    return [path / shard["raw_data"]["basename"] for shard in index["shards"]]
 
 
 def ours(name: str) -> bool:
-    return name in ('index.json', MARKER) or (name.startswith('shard.') and name.endswith('.mds'))
+    return name in ("index.json", MARKER) or (name.startswith("shard.") and name.endswith(".mds"))
 
 
 def existing_dataset(path: Path, want: dict[str, Any]) -> dict[str, Any] | None:
@@ -133,7 +139,7 @@ def existing_dataset(path: Path, want: dict[str, Any]) -> dict[str, Any] | None:
         if any(marker.get(key) != value for key, value in want.items()):
             return None
         files = shard_files(path)
-        if sum(f.stat().st_size for f in files) != marker['shard_bytes']:
+        if sum(f.stat().st_size for f in files) != marker["shard_bytes"]:
             return None
         return marker
     except (OSError, ValueError, KeyError, TypeError):
@@ -147,18 +153,19 @@ def prepare_dir(path: Path, need: int) -> None:
         names = os.listdir(path)
         strange = [n for n in names if not ours(n)]
         if strange:
-            sys.exit(f'{path} holds files this benchmark did not write ({", ".join(strange[:5])}); '
-                     'pick another --dir')
+            sys.exit(f"{path} holds files this benchmark did not write ({', '.join(strange[:5])}); pick another --dir")
         old = sum((path / n).stat().st_size for n in names)
     probe = path
     while not probe.exists():
         probe = probe.parent
     free = shutil.disk_usage(probe).free + old
     if free < need:
-        sys.exit(f'not enough disk space: the dataset needs {gib(need)} in {probe} '
-                 f'(filesystem of --dir {path}), but only {gib(free)} is free there'
-                 f'{" (counting the old dataset it would replace)" if old else ""}. '
-                 'Pass a smaller --gib or a --dir on a larger disk.')
+        sys.exit(
+            f"not enough disk space: the dataset needs {gib(need)} in {probe} "
+            f"(filesystem of --dir {path}), but only {gib(free)} is free there"
+            f"{' (counting the old dataset it would replace)' if old else ''}. "
+            "Pass a smaller --gib or a --dir on a larger disk."
+        )
     if path.exists():
         for name in os.listdir(path):
             (path / name).unlink()
@@ -167,11 +174,16 @@ def prepare_dir(path: Path, need: int) -> None:
 
 def write_dataset(args: argparse.Namespace, path: Path) -> dict[str, Any]:
     """Write the dataset (or reuse a complete one); its marker, with ``write`` timings if written."""
-    want = {'version': MARKER_VERSION, 'workload': args.workload, 'target_bytes': args.target_bytes,
-            'size_limit': args.size_limit, 'seed': args.seed}
+    want = {
+        "version": MARKER_VERSION,
+        "workload": args.workload,
+        "target_bytes": args.target_bytes,
+        "size_limit": args.size_limit,
+        "seed": args.seed,
+    }
     marker = existing_dataset(path, want)
     if marker is not None:
-        print(f'reusing the complete dataset in {path} ({gib(marker["shard_bytes"])})', file=sys.stderr)
+        print(f"reusing the complete dataset in {path} ({gib(marker['shard_bytes'])})", file=sys.stderr)
         return marker
 
     from tqdm import tqdm
@@ -182,19 +194,27 @@ def write_dataset(args: argparse.Namespace, path: Path) -> dict[str, Any]:
     mean = sum(encoded_bytes(args.workload, s) for s in pool) / len(pool)
     n = math.ceil(args.target_bytes / mean)
     prepare_dir(path, int(args.target_bytes * 1.02) + (64 << 20))
-    print(f'writing {n:,} {args.workload} samples (~{gib(args.target_bytes)}) to {path}', file=sys.stderr)
+    print(f"writing {n:,} {args.workload} samples (~{gib(args.target_bytes)}) to {path}", file=sys.stderr)
     payload = 0
     t0 = time.perf_counter()
-    with MDSWriter(out=str(path), columns=WORKLOAD_COLUMNS[args.workload], compression=None,
-                   size_limit=args.size_limit, exist_ok=True) as writer, \
-            tqdm(total=n * mean, unit='B', unit_scale=True, unit_divisor=1024, desc='write',
-                 mininterval=1.0, smoothing=0.1) as bar:
+    with (
+        MDSWriter(
+            out=str(path),
+            columns=WORKLOAD_COLUMNS[args.workload],
+            compression=None,
+            size_limit=args.size_limit,
+            exist_ok=True,
+        ) as writer,
+        tqdm(
+            total=n * mean, unit="B", unit_scale=True, unit_divisor=1024, desc="write", mininterval=1.0, smoothing=0.1
+        ) as bar,
+    ):
         step = 0
-        mixed = args.workload == 'mixed'
+        mixed = args.workload == "mixed"
         for i in range(n):
             sample = pool[i % POOL]
             if mixed:
-                sample['id'] = i
+                sample["id"] = i
             writer.write(sample)
             payload += payload_bytes(args.workload, sample)
             step += 1
@@ -210,19 +230,19 @@ def write_dataset(args: argparse.Namespace, path: Path) -> dict[str, Any]:
         finally:
             os.close(fd)
     seconds = time.perf_counter() - t0
-    marker = dict(want, samples=n, shards=len(files), payload_bytes=payload,
-                  shard_bytes=sum(f.stat().st_size for f in files))
-    (path / MARKER).write_text(json.dumps(marker, indent=1) + '\n')
+    marker = dict(
+        want, samples=n, shards=len(files), payload_bytes=payload, shard_bytes=sum(f.stat().st_size for f in files)
+    )
+    (path / MARKER).write_text(json.dumps(marker, indent=1) + "\n")
     return dict(marker, write_seconds=seconds)
 
 
 # ----------------------------------------------------------------------------- page cache
 
 
-_libc = ctypes.CDLL(ctypes.util.find_library('c') or 'libc.so.6', use_errno=True)
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 _libc.mmap.restype = ctypes.c_void_p
-_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                       ctypes.c_long]
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
 _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 _libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
 _MAP_FAILED = ctypes.c_void_p(-1).value
@@ -230,7 +250,7 @@ _MAP_FAILED = ctypes.c_void_p(-1).value
 
 def resident_bytes(files: list[Path]) -> int:
     """Bytes of the files in the page cache (``mincore`` over a mapping that is never touched)."""
-    page = os.sysconf('SC_PAGE_SIZE')
+    page = os.sysconf("SC_PAGE_SIZE")
     total = 0
     for f in files:
         fd = os.open(f, os.O_RDONLY)
@@ -240,11 +260,11 @@ def resident_bytes(files: list[Path]) -> int:
                 continue
             addr = _libc.mmap(None, size, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED
             if addr in (None, _MAP_FAILED):
-                raise OSError(ctypes.get_errno(), f'mmap {f}')
+                raise OSError(ctypes.get_errno(), f"mmap {f}")
             try:
                 vec = ctypes.create_string_buffer((size + page - 1) // page)
                 if _libc.mincore(addr, size, vec) != 0:
-                    raise OSError(ctypes.get_errno(), f'mincore {f}')
+                    raise OSError(ctypes.get_errno(), f"mincore {f}")
                 total += int(np.count_nonzero(np.frombuffer(vec.raw, np.uint8) & 1)) * page
             finally:
                 _libc.munmap(addr, size)
@@ -266,27 +286,29 @@ def evict(files: list[Path]) -> None:
 
 def device_info(path: Path) -> str:
     """The block device and filesystem under ``path``, with the readahead the kernel uses for it."""
-    best, fstype = '', '?'
-    for line in Path('/proc/mounts').read_text().splitlines():
+    best, fstype = "", "?"
+    for line in Path("/proc/mounts").read_text().splitlines():
         fields = line.split()
-        mount = fields[1].replace('\\040', ' ')
-        if (str(path) + '/').startswith(mount.rstrip('/') + '/') and len(mount) >= len(best):
+        mount = fields[1].replace("\\040", " ")
+        if (str(path) + "/").startswith(mount.rstrip("/") + "/") and len(mount) >= len(best):
             best, fstype = mount, fields[2]
     dev = os.stat(path).st_dev
-    sysdir = Path(f'/sys/dev/block/{os.major(dev)}:{os.minor(dev)}')
+    sysdir = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}")
     if not sysdir.exists():
-        return f'{fstype} on {best or "?"}, no block device (overlay, tmpfs or network: not a disk rate)'
+        return f"{fstype} on {best or '?'}, no block device (overlay, tmpfs or network: not a disk rate)"
     sysdir = sysdir.resolve()
-    queue = sysdir / 'queue' if (sysdir / 'queue').exists() else sysdir.parent / 'queue'
+    queue = sysdir / "queue" if (sysdir / "queue").exists() else sysdir.parent / "queue"
 
     def read(name: str) -> str:
         try:
             return (queue / name).read_text().strip()
         except OSError:
-            return '?'
+            return "?"
 
-    return (f'{sysdir.name} ({fstype} on {best}), read_ahead_kb {read("read_ahead_kb")}, '
-            f'max_sectors_kb {read("max_sectors_kb")}, rotational {read("rotational")}')
+    return (
+        f"{sysdir.name} ({fstype} on {best}), read_ahead_kb {read('read_ahead_kb')}, "
+        f"max_sectors_kb {read('max_sectors_kb')}, rotational {read('rotational')}"
+    )
 
 
 # ----------------------------------------------------------------------------- measured passes
@@ -294,8 +316,8 @@ def device_info(path: Path) -> str:
 
 def io_read_bytes() -> int:
     """Bytes this process caused to be fetched from storage (``/proc/self/io`` read_bytes)."""
-    for line in Path('/proc/self/io').read_text().splitlines():
-        if line.startswith('read_bytes:'):
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("read_bytes:"):
             return int(line.split()[1])
     return 0
 
@@ -303,7 +325,7 @@ def io_read_bytes() -> int:
 def runqueue_seconds() -> float:
     """Seconds this thread has waited for a CPU while runnable (``/proc/thread-self/schedstat``)."""
     try:
-        return int(Path('/proc/thread-self/schedstat').read_text().split()[1]) / 1e9
+        return int(Path("/proc/thread-self/schedstat").read_text().split()[1]) / 1e9
     except (OSError, IndexError, ValueError):
         return 0.0
 
@@ -312,13 +334,13 @@ def disk_pass(files: list[Path]) -> dict[str, Any]:
     view = memoryview(bytearray(DISK_BLOCK))
     total = 0
     for f in files:
-        with open(f, 'rb', buffering=0) as fh:
+        with open(f, "rb", buffering=0) as fh:
             while True:
                 got = fh.readinto(view)
                 if not got:
                     break
                 total += got
-    return {'bytes_read': total}
+    return {"bytes_read": total}
 
 
 def reader_pass(path: Path) -> dict[str, Any]:
@@ -333,7 +355,7 @@ def reader_pass(path: Path) -> dict[str, Any]:
             samples += 1
     finally:
         ds.close()
-    return {'samples': samples, 'consumed': consume.consumed}
+    return {"samples": samples, "consumed": consume.consumed}
 
 
 def consumer_alone(path: Path, budget: int = 256 << 20) -> dict[str, Any]:
@@ -344,7 +366,7 @@ def consumer_alone(path: Path, budget: int = 256 << 20) -> dict[str, Any]:
     with LocalDataset(local=str(path)) as ds:
         for sample in ds:
             samples.append({k: np.array(v) if isinstance(v, np.ndarray) else v for k, v in sample.items()})
-            size += payload_bytes('tokens' if 'tokens' in sample else 'mixed', sample)
+            size += payload_bytes("tokens" if "tokens" in sample else "mixed", sample)
             if size >= budget:
                 break
     return dict(harness.consumer_limit(samples), payload=size)
@@ -352,23 +374,29 @@ def consumer_alone(path: Path, budget: int = 256 << 20) -> dict[str, Any]:
 
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
     """One timed pass, in a process forked from the template (run by ``harness.serve``)."""
-    path = Path(spec['dir'])
-    if spec['op'] == 'consumer':
+    path = Path(spec["dir"])
+    if spec["op"] == "consumer":
         return consumer_alone(path)
     files = shard_files(path)
-    if spec['evict']:
+    if spec["evict"]:
         evict(files)
     resident = resident_bytes(files)
     io0, usage0 = io_read_bytes(), resource.getrusage(resource.RUSAGE_SELF)
     queued0 = runqueue_seconds()
     with harness.Span() as span:
-        out = disk_pass(files) if spec['op'] == 'disk' else reader_pass(path)
+        out = disk_pass(files) if spec["op"] == "disk" else reader_pass(path)
     queued = runqueue_seconds() - queued0
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    return dict(span.result(), **out, resident_before=resident, io_read_bytes=io_read_bytes() - io0,
-                runqueue_seconds=queued, blocked_seconds=span.seconds - span.cpu_seconds - queued,
-                major_faults=usage.ru_majflt - usage0.ru_majflt,
-                minor_faults=usage.ru_minflt - usage0.ru_minflt)
+    return dict(
+        span.result(),
+        **out,
+        resident_before=resident,
+        io_read_bytes=io_read_bytes() - io0,
+        runqueue_seconds=queued,
+        blocked_seconds=span.seconds - span.cpu_seconds - queued,
+        major_faults=usage.ru_majflt - usage0.ru_majflt,
+        minor_faults=usage.ru_minflt - usage0.ru_minflt,
+    )
 
 
 def import_family() -> None:
@@ -378,132 +406,187 @@ def import_family() -> None:
 # ----------------------------------------------------------------------------- report
 
 
-def report(bench: harness.Bench, args: argparse.Namespace, path: Path, info: dict[str, Any],
-           wall: float) -> str:
-    shard_bytes, samples = info['shard_bytes'], info['samples']
+def report(bench: harness.Bench, args: argparse.Namespace, path: Path, info: dict[str, Any], wall: float) -> str:
+    shard_bytes, samples = info["shard_bytes"], info["samples"]
     ram = ram_bytes()
-    settings = (f'workload={args.workload}, dataset {gib(shard_bytes)} of shard files = '
-                f'{shard_bytes / ram:.2f} x RAM ({"larger" if shard_bytes > ram else "smaller"} than RAM), '
-                f'{info["shards"]} shards (size_limit {args.size_limit:,} B, uncompressed), '
-                f'{samples:,} samples, reps={args.reps}, '
-                f'eviction={"posix_fadvise(POSIX_FADV_DONTNEED) before every pass" if args.evict else "off"}, '
-                f'dir={path}, device {device_info(path)}')
-    lines = harness.header('Cold read from local disk: mds_core.LocalDataset vs the disk', wall, settings)
+    settings = (
+        f"workload={args.workload}, dataset {gib(shard_bytes)} of shard files = "
+        f"{shard_bytes / ram:.2f} x RAM ({'larger' if shard_bytes > ram else 'smaller'} than RAM), "
+        f"{info['shards']} shards (size_limit {args.size_limit:,} B, uncompressed), "
+        f"{samples:,} samples, reps={args.reps}, "
+        f"eviction={'posix_fadvise(POSIX_FADV_DONTNEED) before every pass' if args.evict else 'off'}, "
+        f"dir={path}, device {device_info(path)}"
+    )
+    lines = harness.header("Cold read from local disk: mds_core.LocalDataset vs the disk", wall, settings)
     lines += [
-        'How to read it:',
-        ('- disk = the disk\'s own sequential read rate, measured in this run on the same shard files: '
-         f'each file in index order, `readinto` of a {DISK_BLOCK >> 20} MiB buffer to its end '
-         f'(like `dd bs={DISK_BLOCK >> 20}M` over the files).'),
-        ('- reader = `LocalDataset(dir)`, `for sample in ds: consume(sample)` (every payload byte copied '
-         'into a preallocated buffer by the harness Consumer), `ds.close()`; timed from the open.'),
-        ('- MB/s = shard-file bytes (10^6 B) over wall seconds, for both rows. Each pass ran in a fresh '
-         'process forked from a template that had imported mds_core; the passes alternated '
-         '(disk first in odd reps, reader first in even ones).'),
-        ('- cold: '
-         + ('before every pass each shard file was fsynced and dropped from the page cache with '
-            '`os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)` (no root needed). '
-            if args.evict else 'no eviction (--no-evict): only the dataset size keeps it cold. ')
-         + '"resident before" is what `mincore` still found cached at the start of the pass; '
-           '"storage read" is `/proc/self/io` read_bytes of the pass (bytes fetched from the device, '
-           'readahead included). A dataset smaller than RAM reads cold only through the eviction; at '
-           'the default size (1.25 x RAM) it cannot stay cached either way. On a virtual machine the '
-           'host may cache the disk image, so "disk" can exceed the physical device.'),
-        ('- blocked s = wall - CPU - run-queue s: the time the pass slept, mostly waiting for the disk '
-         '(page faults or reads the readahead had not finished). run-queue s = time it was runnable but '
-         'waited for a CPU (`/proc/thread-self/schedstat`): other load on the machine; both passes are '
-         'single-threaded.'),
-        ('- CPU s = user + system seconds of the pass; peak RSS = VmHWM, which for the reader includes '
-         'the mapped shard pages (file-backed, reclaimable).'),
-        '',
+        "How to read it:",
+        (
+            "- disk = the disk's own sequential read rate, measured in this run on the same shard files: "
+            f"each file in index order, `readinto` of a {DISK_BLOCK >> 20} MiB buffer to its end "
+            f"(like `dd bs={DISK_BLOCK >> 20}M` over the files)."
+        ),
+        (
+            "- reader = `LocalDataset(dir)`, `for sample in ds: consume(sample)` (every payload byte copied "
+            "into a preallocated buffer by the harness Consumer), `ds.close()`; timed from the open."
+        ),
+        (
+            "- MB/s = shard-file bytes (10^6 B) over wall seconds, for both rows. Each pass ran in a fresh "
+            "process forked from a template that had imported mds_core; the passes alternated "
+            "(disk first in odd reps, reader first in even ones)."
+        ),
+        (
+            "- cold: "
+            + (
+                "before every pass each shard file was fsynced and dropped from the page cache with "
+                "`os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)` (no root needed). "
+                if args.evict
+                else "no eviction (--no-evict): only the dataset size keeps it cold. "
+            )
+            + '"resident before" is what `mincore` still found cached at the start of the pass; '
+            '"storage read" is `/proc/self/io` read_bytes of the pass (bytes fetched from the device, '
+            "readahead included). A dataset smaller than RAM reads cold only through the eviction; at "
+            "the default size (1.25 x RAM) it cannot stay cached either way. On a virtual machine the "
+            'host may cache the disk image, so "disk" can exceed the physical device.'
+        ),
+        (
+            "- blocked s = wall - CPU - run-queue s: the time the pass slept, mostly waiting for the disk "
+            "(page faults or reads the readahead had not finished). run-queue s = time it was runnable but "
+            "waited for a CPU (`/proc/thread-self/schedstat`): other load on the machine; both passes are "
+            "single-threaded."
+        ),
+        (
+            "- CPU s = user + system seconds of the pass; peak RSS = VmHWM, which for the reader includes "
+            "the mapped shard pages (file-backed, reclaimable)."
+        ),
+        "",
     ]
-    if 'write_seconds' in info:
-        lines += [(f'Dataset written in this run: {info["write_seconds"]:.1f} s, '
-                   f'{shard_bytes / info["write_seconds"] / 1e6:,.0f} MB/s (writer + fsync).'), '']
+    if "write_seconds" in info:
+        lines += [
+            (
+                f"Dataset written in this run: {info['write_seconds']:.1f} s, "
+                f"{shard_bytes / info['write_seconds'] / 1e6:,.0f} MB/s (writer + fsync)."
+            ),
+            "",
+        ]
     else:
-        lines += ['Dataset reused from an earlier run (complete-marker `bench-disk.json` matched).', '']
+        lines += ["Dataset reused from an earlier run (complete-marker `bench-disk.json` matched).", ""]
 
     def mbps(key: tuple) -> list[float]:
-        return [shard_bytes / s / 1e6 for s in bench.all(key, 'seconds')]
+        return [shard_bytes / s / 1e6 for s in bench.all(key, "seconds")]
 
     def rng(values: list[float], digits: int = 0) -> str:
         if not values:
-            return '—'
-        return (f'**{harness.fmt(harness.median(values), digits)}** '
-                f'[{harness.fmt(min(values), digits)}–{harness.fmt(max(values), digits)}]')
+            return "—"
+        return (
+            f"**{harness.fmt(harness.median(values), digits)}** "
+            f"[{harness.fmt(min(values), digits)}–{harness.fmt(max(values), digits)}]"
+        )
 
-    lines += [('| pass | MB/s (median [min–max]) | samples/s | wall s | CPU s | CPU % of wall | '
-               'blocked s | run-queue s | peak RSS MB | major faults | resident before | storage read |'),
-              '|---|---|---|---|---|---|---|---|---|---|---|---|']
-    for op, label in (('disk', f'disk (readinto {DISK_BLOCK >> 20} MiB)'), ('reader', 'mds_core.LocalDataset')):
+    lines += [
+        (
+            "| pass | MB/s (median [min–max]) | samples/s | wall s | CPU s | CPU % of wall | "
+            "blocked s | run-queue s | peak RSS MB | major faults | resident before | storage read |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for op, label in (("disk", f"disk (readinto {DISK_BLOCK >> 20} MiB)"), ("reader", "mds_core.LocalDataset")):
         key = (op,)
-        secs = bench.all(key, 'seconds')
+        secs = bench.all(key, "seconds")
         if not secs:
-            lines.append(f'| {label} | — {" ".join(bench.error_note(key))} |' + ' |' * 10)
+            lines.append(f"| {label} | — {' '.join(bench.error_note(key))} |" + " |" * 10)
             continue
-        cpu = bench.all(key, 'cpu_seconds')
-        sps = [samples / s for s in secs] if op == 'reader' else []
+        cpu = bench.all(key, "cpu_seconds")
+        sps = [samples / s for s in secs] if op == "reader" else []
         lines.append(
-            f'| {label} | {rng(mbps(key))} | {rng(sps)} | {harness.fmt(harness.median(secs), 2)} | '
-            f'{harness.fmt(harness.median(cpu), 2)} | '
-            f'{harness.fmt(100 * harness.median(c / s for c, s in zip(cpu, secs)))}% | '
-            f'{harness.fmt(bench.med(key, "blocked_seconds"), 2)} | '
-            f'{harness.fmt(bench.med(key, "runqueue_seconds"), 2)} | '
-            f'{harness.fmt(bench.med(key, "peak_rss_mb"))} | '
-            f'{harness.fmt(bench.med(key, "major_faults"))} | '
-            f'{harness.fmt(100 * max(bench.all(key, "resident_before")) / shard_bytes, 1)}% (max) | '
-            f'{harness.fmt(100 * harness.median(bench.all(key, "io_read_bytes")) / shard_bytes)}% |')
-    ratio = harness.ratio_of_medians(mbps(('reader',)), mbps(('disk',)))
-    lines += ['', (f'**reader / disk** (ratio of median MB/s, [per-rep range]): '
-                   f'{harness.ratio_cell(ratio, TARGET)}'), '']
-    cpu = bench.med(('reader',), 'cpu_seconds')
-    alone = (bench.results.get(('consumer',)) or [None])[0]
+            f"| {label} | {rng(mbps(key))} | {rng(sps)} | {harness.fmt(harness.median(secs), 2)} | "
+            f"{harness.fmt(harness.median(cpu), 2)} | "
+            f"{harness.fmt(100 * harness.median(c / s for c, s in zip(cpu, secs)))}% | "
+            f"{harness.fmt(bench.med(key, 'blocked_seconds'), 2)} | "
+            f"{harness.fmt(bench.med(key, 'runqueue_seconds'), 2)} | "
+            f"{harness.fmt(bench.med(key, 'peak_rss_mb'))} | "
+            f"{harness.fmt(bench.med(key, 'major_faults'))} | "
+            f"{harness.fmt(100 * max(bench.all(key, 'resident_before')) / shard_bytes, 1)}% (max) | "
+            f"{harness.fmt(100 * harness.median(bench.all(key, 'io_read_bytes')) / shard_bytes)}% |"
+        )
+    ratio = harness.ratio_of_medians(mbps(("reader",)), mbps(("disk",)))
+    lines += [
+        "",
+        (f"**reader / disk** (ratio of median MB/s, [per-rep range]): {harness.ratio_cell(ratio, TARGET)}"),
+        "",
+    ]
+    cpu = bench.med(("reader",), "cpu_seconds")
+    alone = (bench.results.get(("consumer",)) or [None])[0]
     if cpu:
-        line = (f'CPU bound of the reader: shard bytes / its median CPU seconds = '
-                f'**{shard_bytes / cpu / 1e6:,.0f} MB/s**, the most it could reach on one core with I/O '
-                'fully overlapped')
+        line = (
+            f"CPU bound of the reader: shard bytes / its median CPU seconds = "
+            f"**{shard_bytes / cpu / 1e6:,.0f} MB/s**, the most it could reach on one core with I/O "
+            "fully overlapped"
+        )
         if alone:
-            whole = alone['seconds'] / alone['payload'] * info['payload_bytes']
-            line += (f'; of its {cpu:.2f} CPU s, the harness Consumer alone (the same samples already in '
-                     f'memory, `harness.consumer_limit` over the first {alone["payload"] >> 20} MiB) '
-                     f'accounts for about {whole:.2f} s ({shard_bytes / whole / 1e6:,.0f} MB/s)')
-        lines += [line + '. If that bound is below the disk rate, the reader is CPU-bound, not I/O-bound.', '']
+            whole = alone["seconds"] / alone["payload"] * info["payload_bytes"]
+            line += (
+                f"; of its {cpu:.2f} CPU s, the harness Consumer alone (the same samples already in "
+                f"memory, `harness.consumer_limit` over the first {alone['payload'] >> 20} MiB) "
+                f"accounts for about {whole:.2f} s ({shard_bytes / whole / 1e6:,.0f} MB/s)"
+            )
+        lines += [line + ". If that bound is below the disk rate, the reader is CPU-bound, not I/O-bound.", ""]
 
-    wrong = [r for r in bench.results.get(('reader',), [])
-             if r['samples'] != samples or r['consumed'] != info['payload_bytes']]
-    short = [r for r in bench.results.get(('disk',), []) if r['bytes_read'] != shard_bytes]
-    lines.append('Check: ' + ('**FAILED**: ' + '; '.join(
-        [f'reader got {r["samples"]:,} samples / {r["consumed"]:,} B' for r in wrong]
-        + [f'disk read {r["bytes_read"]:,} B' for r in short])
-        if wrong or short else
-        f'every reader pass consumed all {samples:,} samples ({info["payload_bytes"]:,} payload bytes); '
-        f'every disk pass read all {shard_bytes:,} B.'))
-    lines += ['', 'Per rep (MB/s, in the order run):', '']
-    for key in (('disk',), ('reader',)):
-        lines.append(f'- {key[0]}: ' + ', '.join(f'{v:,.0f}' for v in mbps(key)))
-    return '\n'.join(lines)
+    wrong = [
+        r
+        for r in bench.results.get(("reader",), [])
+        if r["samples"] != samples or r["consumed"] != info["payload_bytes"]
+    ]
+    short = [r for r in bench.results.get(("disk",), []) if r["bytes_read"] != shard_bytes]
+    lines.append(
+        "Check: "
+        + (
+            "**FAILED**: "
+            + "; ".join(
+                [f"reader got {r['samples']:,} samples / {r['consumed']:,} B" for r in wrong]
+                + [f"disk read {r['bytes_read']:,} B" for r in short]
+            )
+            if wrong or short
+            else f"every reader pass consumed all {samples:,} samples ({info['payload_bytes']:,} payload bytes); "
+            f"every disk pass read all {shard_bytes:,} B."
+        )
+    )
+    lines += ["", "Per rep (MB/s, in the order run):", ""]
+    for key in (("disk",), ("reader",)):
+        lines.append(f"- {key[0]}: " + ", ".join(f"{v:,.0f}" for v in mbps(key)))
+    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------- main
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog=__doc__.split('\n\n', 1)[1])
-    parser.add_argument('--gib', type=float, default=None,
-                        help=f'dataset size in GiB of shard files (default 1.25 x RAM = '
-                             f'{1.25 * ram_bytes() / 2**30:.1f})')
-    parser.add_argument('--dir', default=None,
-                        help='dataset directory (default: <repo>/data/bench-disk/<workload>, git-ignored)')
-    parser.add_argument('--workload', choices=sorted(WORKLOAD_COLUMNS), default='tokens')
-    parser.add_argument('--reps', type=int, default=3, help='repetitions of each pass (interleaved)')
-    parser.add_argument('--size-limit', type=int, default=1 << 26, help='MDS shard size limit in bytes')
-    parser.add_argument('--no-evict', dest='evict', action='store_false',
-                        help='do not drop the files from the page cache before each pass')
-    parser.add_argument('--quick', action='store_true', help='smoke run: --gib 2 (unless given), --reps 1')
-    parser.add_argument('--seed', type=int, default=0)
-    parser.add_argument('--out', default=str(HERE / 'results-disk-latest.md'), help='markdown report')
-    parser.add_argument('--_serve', help=argparse.SUPPRESS)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
+    )
+    parser.add_argument(
+        "--gib",
+        type=float,
+        default=None,
+        help=f"dataset size in GiB of shard files (default 1.25 x RAM = {1.25 * ram_bytes() / 2**30:.1f})",
+    )
+    parser.add_argument(
+        "--dir", default=None, help="dataset directory (default: <repo>/data/bench-disk/<workload>, git-ignored)"
+    )
+    parser.add_argument("--workload", choices=sorted(WORKLOAD_COLUMNS), default="tokens")
+    parser.add_argument("--reps", type=int, default=3, help="repetitions of each pass (interleaved)")
+    parser.add_argument("--size-limit", type=int, default=1 << 26, help="MDS shard size limit in bytes")
+    parser.add_argument(
+        "--no-evict",
+        dest="evict",
+        action="store_false",
+        help="do not drop the files from the page cache before each pass",
+    )
+    parser.add_argument("--quick", action="store_true", help="smoke run: --gib 2 (unless given), --reps 1")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default=str(HERE / "results-disk-latest.md"), help="markdown report")
+    parser.add_argument("--_serve", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args._serve:
@@ -513,23 +596,29 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.gib, args.reps = 2.0 if args.gib is None else args.gib, 1
     args.target_bytes = int((args.gib if args.gib is not None else 1.25 * ram_bytes() / 2**30) * 2**30)
-    path = Path(args.dir) if args.dir else REPO / 'data' / 'bench-disk' / args.workload
+    path = Path(args.dir) if args.dir else REPO / "data" / "bench-disk" / args.workload
     path = path.resolve()
     if args.target_bytes <= ram_bytes():
-        print(f'NOTE: {gib(args.target_bytes)} fits in RAM ({gib(ram_bytes())}); '
-              + ('it reads cold only because every pass evicts it first.' if args.evict else
-                 'with --no-evict the passes will read from the page cache.'), file=sys.stderr)
+        print(
+            f"NOTE: {gib(args.target_bytes)} fits in RAM ({gib(ram_bytes())}); "
+            + (
+                "it reads cold only because every pass evicts it first."
+                if args.evict
+                else "with --no-evict the passes will read from the page cache."
+            ),
+            file=sys.stderr,
+        )
 
     t0 = time.perf_counter()
     info = write_dataset(args, path)
-    with tempfile.TemporaryDirectory(prefix='mds-bench-disk-') as tmp:
+    with tempfile.TemporaryDirectory(prefix="mds-bench-disk-") as tmp:
         bench = harness.Bench(args, Path(tmp), Path(__file__).resolve())
         try:
             for rep in range(args.reps):
-                for op in (('disk', 'reader') if rep % 2 == 0 else ('reader', 'disk')):
-                    print(f'rep {rep + 1}/{args.reps}: {op}', file=sys.stderr)
-                    bench.measure((op,), 'ours', {'op': op, 'dir': str(path), 'evict': args.evict})
-            bench.measure(('consumer',), 'ours', {'op': 'consumer', 'dir': str(path), 'evict': False})
+                for op in ("disk", "reader") if rep % 2 == 0 else ("reader", "disk"):
+                    print(f"rep {rep + 1}/{args.reps}: {op}", file=sys.stderr)
+                    bench.measure((op,), "ours", {"op": op, "dir": str(path), "evict": args.evict})
+            bench.measure(("consumer",), "ours", {"op": "consumer", "dir": str(path), "evict": False})
         finally:
             bench.close()
     text = report(bench, args, path, info, time.perf_counter() - t0)
@@ -537,5 +626,5 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if bench.errors else 0
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     sys.exit(main())

@@ -27,9 +27,23 @@ SAMPLE_BYTES = 2048
 
 
 def synthetic_index(samples: int) -> list[ShardInfo]:
-    sizes = [SHARD_SAMPLES] * (samples // SHARD_SAMPLES) + ([samples % SHARD_SAMPLES] if samples % SHARD_SAMPLES else [])
-    return [ShardInfo(["tokens"], ["bytes"], [None], None, [], FileInfo(f"shard.{i:05}.mds", n * SAMPLE_BYTES), n,
-                      SHARD_SAMPLES * SAMPLE_BYTES, None) for i, n in enumerate(sizes)]
+    sizes = [SHARD_SAMPLES] * (samples // SHARD_SAMPLES) + (
+        [samples % SHARD_SAMPLES] if samples % SHARD_SAMPLES else []
+    )
+    return [
+        ShardInfo(
+            ["tokens"],
+            ["bytes"],
+            [None],
+            None,
+            [],
+            FileInfo(f"shard.{i:05}.mds", n * SAMPLE_BYTES),
+            n,
+            SHARD_SAMPLES * SAMPLE_BYTES,
+            None,
+        )
+        for i, n in enumerate(sizes)
+    ]
 
 
 def main() -> None:
@@ -56,10 +70,14 @@ def main() -> None:
                 plan_training([shards], world, args.batch_size, shuffle=True, **kwargs)
             spans.append(span)
         walls = [s.seconds for s in spans]
-        rows.append(f"| {name} | {fmt(median(walls), 1)} | {fmt(min(walls), 1)}–{fmt(max(walls), 1)} | "
-                    f"{fmt(median([s.cpu_seconds for s in spans]), 1)} | {max(s.peak_rss_mb for s in spans) / 1024:.2f} |")
-    settings = (f"{args.samples:,} samples in {len(shards):,} shards of {SHARD_SAMPLES:,}; world {world}; batch "
-                f"{args.batch_size} per rank; py1e shuffle with the loader's default block; {args.reps} reps")
+        rows.append(
+            f"| {name} | {fmt(median(walls), 1)} | {fmt(min(walls), 1)}–{fmt(max(walls), 1)} | "
+            f"{fmt(median([s.cpu_seconds for s in spans]), 1)} | {max(s.peak_rss_mb for s in spans) / 1024:.2f} |"
+        )
+    settings = (
+        f"{args.samples:,} samples in {len(shards):,} shards of {SHARD_SAMPLES:,}; world {world}; batch "
+        f"{args.batch_size} per rank; py1e shuffle with the loader's default block; {args.reps} reps"
+    )
     text = "\n".join(header("mds plan on a large world", time.perf_counter() - began, settings) + ["", *rows])
     write_report(text, args.out)
 

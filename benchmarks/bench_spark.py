@@ -99,9 +99,9 @@ COLUMNS: dict[str, dict[str, str] | None] = {
 }
 TABLE_TEXT = {
     "floats": "id (long), label (int), score (double), text (~40 chars), small (short), emb (array<float> "
-              "of 256); columns inferred",
+    "of 256); columns inferred",
     "rich": "id (long), label (int), text (200 chars), emb (array<float> of 256), blob (2 KiB binary); "
-            "columns declared (`int64`, `int32`, `str`, `ndarray:float32:256`, `bytes`) for both converters",
+    "columns declared (`int64`, `int32`, `str`, `ndarray:float32:256`, `bytes`) for both converters",
 }
 METHOD = (
     "Each run is a fresh process with its own `local[2]` Spark session (driver memory 6 GB) reading the cached "
@@ -121,6 +121,7 @@ METHOD = (
 
 
 # ---- input ------------------------------------------------------------------------------------------
+
 
 def generate(path: Path, table: str, rows: int, files: int = 8, group: int = 16384) -> None:
     """Parquet files of one benchmark table, written a row group at a time (skipped when cached)."""
@@ -155,14 +156,16 @@ def _floats(rng: Any, ids: Any) -> Any:
 
     n = len(ids)
     emb = rng.standard_normal((n, 256), dtype=np.float32)
-    return pa.table({
-        "id": ids,
-        "label": (ids % 1000).astype(np.int32),
-        "score": rng.random(n),
-        "text": pa.array([f"document number {i} of the benchmark set" for i in ids.tolist()]),
-        "small": (ids % 30000).astype(np.int16),
-        "emb": pa.ListArray.from_arrays(np.arange(0, 256 * n + 1, 256, dtype=np.int32), emb.ravel()),
-    })
+    return pa.table(
+        {
+            "id": ids,
+            "label": (ids % 1000).astype(np.int32),
+            "score": rng.random(n),
+            "text": pa.array([f"document number {i} of the benchmark set" for i in ids.tolist()]),
+            "small": (ids % 30000).astype(np.int16),
+            "emb": pa.ListArray.from_arrays(np.arange(0, 256 * n + 1, 256, dtype=np.int32), emb.ravel()),
+        }
+    )
 
 
 def _corpus(rng: Any, words: int = 200_000) -> Any:
@@ -187,24 +190,32 @@ def _rich(rng: Any, ids: Any, corpus: Any) -> Any:
         offsets = np.arange(0, width * n + 1, width, dtype=np.int32)
         return pa.Array.from_buffers(kind, n, [None, pa.py_buffer(offsets), pa.py_buffer(data.ravel())])
 
-    return pa.table({
-        "id": ids,
-        "label": (ids % 1000).astype(np.int32),
-        "text": var(pa.string(), text, 200),
-        "emb": pa.ListArray.from_arrays(np.arange(0, 256 * n + 1, 256, dtype=np.int32), emb.ravel()),
-        "blob": var(pa.binary(), blob, 2048),
-    })
+    return pa.table(
+        {
+            "id": ids,
+            "label": (ids % 1000).astype(np.int32),
+            "text": var(pa.string(), text, 200),
+            "emb": pa.ListArray.from_arrays(np.arange(0, 256 * n + 1, 256, dtype=np.int32), emb.ravel()),
+            "blob": var(pa.binary(), blob, 2048),
+        }
+    )
 
 
 # ---- one run, in a child process of its environment ------------------------------------------------------
+
 
 def child(spec: dict[str, Any]) -> None:
     from pyspark.sql import SparkSession
 
     run, scratch = spec["run"], spec["scratch"]
-    builder = (SparkSession.builder.master(spec.get("master", "local[2]")).appName(f"bench-{run}")
-               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-               .config("spark.driver.memory", "6g").config("spark.local.dir", os.path.join(scratch, "spark-local")))
+    builder = (
+        SparkSession.builder.master(spec.get("master", "local[2]"))
+        .appName(f"bench-{run}")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", "6g")
+        .config("spark.local.dir", os.path.join(scratch, "spark-local"))
+    )
     for key, value in spec.get("conf", {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
@@ -218,8 +229,13 @@ def child(spec: dict[str, Any]) -> None:
     written = action()
     seconds = time.perf_counter() - started
     cpu1 = _tree_cpu(spec)
-    report = {"run": run, "rows": rows, "seconds": seconds, "partitions": frame.rdd.getNumPartitions(),
-              **_cpu_split(cpu0, cpu1, os.getpid())}
+    report = {
+        "run": run,
+        "rows": rows,
+        "seconds": seconds,
+        "partitions": frame.rdd.getNumPartitions(),
+        **_cpu_split(cpu0, cpu1, os.getpid()),
+    }
     if written is not None:
         report["written_rows"] = written
     spark.stop()
@@ -265,9 +281,11 @@ def _rows_of(result: Any) -> int | None:
     return getattr(stats, "rows", None)
 
 
-def _cpu_split(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]],
-               driver: int) -> dict[str, float]:
+def _cpu_split(
+    before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]], driver: int
+) -> dict[str, float]:
     """CPU seconds between two readings: all, and split into the driver, the JVM and the Python workers."""
+
     def part(reading: dict[int, tuple[str, float]], group: str) -> float:
         return sum(s for pid, (comm, s) in reading.items() if _group(pid, comm, driver) == group)
 
@@ -280,6 +298,7 @@ def _group(pid: int, comm: str, driver: int) -> str:
 
 
 # ---- orchestration --------------------------------------------------------------------------------------
+
 
 class DiskSampler:
     """Peak bytes allocated under ``root``, sampled in a thread of the orchestrating process."""
@@ -325,8 +344,11 @@ class Moto:
         self.port = free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
         with open(log, "wb") as out:  # the server keeps its own copy of the descriptor
-            self.process = subprocess.Popen([str(PYTHONS["ours"]), "-m", "moto.server", "-H", "127.0.0.1",
-                                             "-p", str(self.port)], stdout=out, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(
+                [str(PYTHONS["ours"]), "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
@@ -337,14 +359,24 @@ class Moto:
         raise RuntimeError("moto server did not start")
 
     def env(self) -> dict[str, str]:
-        return {"S3_ENDPOINT_URL": self.endpoint, "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
-                "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
+        return {
+            "S3_ENDPOINT_URL": self.endpoint,
+            "AWS_ACCESS_KEY_ID": "bench",
+            "AWS_SECRET_ACCESS_KEY": "bench",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
 
     def client(self) -> Any:
         import boto3
 
-        return boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1",
-                            aws_access_key_id="bench", aws_secret_access_key="bench")
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="bench",
+            aws_secret_access_key="bench",
+        )
 
     def bucket(self, name: str) -> str:
         self.client().create_bucket(Bucket=name)
@@ -368,15 +400,21 @@ class Moto:
         self.process.wait(timeout=30)
 
 
-def measure(run: str, scenario: str, table: str, work: Path, source: Path, moto: Moto | None,
-            cluster: Any = None) -> dict[str, Any]:
+def measure(
+    run: str, scenario: str, table: str, work: Path, source: Path, moto: Moto | None, cluster: Any = None
+) -> dict[str, Any]:
     base = work / f"{scenario}-{table}-{run}"
     shutil.rmtree(base, ignore_errors=True)
     scratch = base / "scratch"
     scratch.mkdir(parents=True)
     python = PYTHONS[ENV_OF[run]]
-    env = {**os.environ, "TMPDIR": str(scratch), "PYSPARK_PYTHON": str(python), "PYSPARK_DRIVER_PYTHON": str(python),
-           "PYTHONWARNINGS": "ignore"}
+    env = {
+        **os.environ,
+        "TMPDIR": str(scratch),
+        "PYSPARK_PYTHON": str(python),
+        "PYSPARK_DRIVER_PYTHON": str(python),
+        "PYTHONWARNINGS": "ignore",
+    }
     bucket = None
     if moto is not None:
         env.update(moto.env())
@@ -387,16 +425,29 @@ def measure(run: str, scenario: str, table: str, work: Path, source: Path, moto:
     spec = {"run": run, "source": str(source), "out": out, "scratch": str(scratch), "columns": COLUMNS[table]}
     sampled = scratch
     if cluster is not None:
-        spec.update(master=cluster.master_url, worker_pids=[p.pid for p in cluster.processes[1:]], conf={
-            "spark.driver.memory": "2g", "spark.executor.memory": "2g", "spark.driver.host": "127.0.0.1",
-            "spark.driver.bindAddress": "127.0.0.1"})
+        spec.update(
+            master=cluster.master_url,
+            worker_pids=[p.pid for p in cluster.processes[1:]],
+            conf={
+                "spark.driver.memory": "2g",
+                "spark.executor.memory": "2g",
+                "spark.driver.host": "127.0.0.1",
+                "spark.driver.bindAddress": "127.0.0.1",
+            },
+        )
         sampled = cluster.root
     moto_cpu0 = harness.tree_cpu_seconds(moto.process.pid) if moto is not None else 0.0
     baseline = disk_usage(sampled) if cluster is not None else 0  # the workers' earlier logs
     try:
         with DiskSampler(sampled) as sampler:
-            proc = subprocess.run([str(python), __file__, "--child", json.dumps(spec)],
-                                  check=False, env=env, capture_output=True, text=True, timeout=7200)
+            proc = subprocess.run(
+                [str(python), __file__, "--child", json.dumps(spec)],
+                check=False,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=7200,
+            )
         lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
         if proc.returncode or not lines:
             raise RuntimeError(f"{run}/{scenario}/{table} failed:\n{proc.stderr[-4000:]}")
@@ -433,6 +484,7 @@ def _local_rows(run: str, out: Path, report: dict[str, Any]) -> int:
 
 # ---- report ----------------------------------------------------------------------------------------------
 
+
 def _mb(n: float | None) -> str:
     return "—" if n is None else f"{n / 1e6:,.0f} MB"
 
@@ -444,14 +496,22 @@ def _cpu(results: list[dict[str, Any]]) -> str:
     return f"{cell} ({' / '.join(harness.fmt(p, 1) for p in parts)})"
 
 
-def section(table: str, scenario: str, rows: int, got: dict[str, list[dict[str, Any]]],
-            errors: dict[str, str]) -> list[str]:
+def section(
+    table: str, scenario: str, rows: int, got: dict[str, list[dict[str, Any]]], errors: dict[str, str]
+) -> list[str]:
     secs = {run: [r["seconds"] for r in results] for run, results in got.items()}
     title = "local `out`" if scenario == "local" else "`s3://` `out` (moto on 127.0.0.1)"
-    lines = [f"## `{table}` table, {title}", "", f"{rows:,} rows: {TABLE_TEXT[table]}.", "",
-             ("| run | rows/s | seconds, median [min–max] | CPU seconds, median [min–max] (driver / JVM / "
-              "workers) | CPU ÷ wall | peak scratch | output | rows checked |"),
-             "|---|--:|--:|--:|--:|--:|--:|---|"]
+    lines = [
+        f"## `{table}` table, {title}",
+        "",
+        f"{rows:,} rows: {TABLE_TEXT[table]}.",
+        "",
+        (
+            "| run | rows/s | seconds, median [min–max] | CPU seconds, median [min–max] (driver / JVM / "
+            "workers) | CPU ÷ wall | peak scratch | output | rows checked |"
+        ),
+        "|---|--:|--:|--:|--:|--:|--:|---|",
+    ]
     for run in ("ours", "reference", "native"):
         if run in errors:
             lines.append(f"| {LABELS[run]} | failed: {errors[run]} | | | | | | |")
@@ -464,7 +524,8 @@ def section(table: str, scenario: str, rows: int, got: dict[str, list[dict[str, 
         lines.append(
             f"| {LABELS[run]} | {harness.fmt(rows / med)} | {harness.spread(secs[run])} | {_cpu(results)} | "
             f"{cpu / med:.2f} | {_mb(harness.median(r['peak_scratch_bytes'] for r in results))} | "
-            f"{_mb(harness.median(r['output_bytes'] for r in results))} | {checked} |")
+            f"{_mb(harness.median(r['output_bytes'] for r in results))} | {checked} |"
+        )
     lines += ["", "| ratio (of medians [min–max of the repetitions]) | value |", "|---|---|"]
     if "ours" in got and "reference" in got:
         target = 3 if scenario == "local" else None  # with s3 a check of bounded disk, not a target
@@ -479,26 +540,45 @@ def section(table: str, scenario: str, rows: int, got: dict[str, list[dict[str, 
         lines.append(f"| the reference's CPU seconds ÷ ours | {harness.ratio_cell(cpu)} |")
     stages = [run for run in ("arrow", "ours-raw", "ours") if run in got]
     if scenario == "local" and len(stages) > 1:
-        lines += ["", "Where ours' time goes (each stage adds to the one above; the same timing and CPU count):", "",
-                  ("| stage | seconds, median [min–max] | CPU seconds, median [min–max] (driver / JVM / workers) "
-                   "| added: seconds / CPU seconds (medians) | share of (c) |"),
-                  "|---|--:|--:|--:|--:|"]
+        lines += [
+            "",
+            "Where ours' time goes (each stage adds to the one above; the same timing and CPU count):",
+            "",
+            (
+                "| stage | seconds, median [min–max] | CPU seconds, median [min–max] (driver / JVM / workers) "
+                "| added: seconds / CPU seconds (medians) | share of (c) |"
+            ),
+            "|---|--:|--:|--:|--:|",
+        ]
         previous = None
         for run in stages:
             med = harness.median(secs[run])
             cpu = harness.median(r["cpu_seconds"] for r in got[run])
             added = "" if previous is None else f"{med - previous[0]:+.1f} / {cpu - previous[1]:+.1f}"
             share = med / harness.median(secs["ours"]) if "ours" in got else None
-            label = LABELS[run] if run != "ours" else "(c) ours, zstd (as shipped)" + (
-                ": + zstd" if "ours-raw" in got else "")
-            lines.append(f"| {label} | {harness.spread(secs[run])} | {_cpu(got[run])} | {added} | "
-                         f"{'—' if share is None else f'{share:.0%}'} |")
+            label = (
+                LABELS[run]
+                if run != "ours"
+                else "(c) ours, zstd (as shipped)" + (": + zstd" if "ours-raw" in got else "")
+            )
+            lines.append(
+                f"| {label} | {harness.spread(secs[run])} | {_cpu(got[run])} | {added} | "
+                f"{'—' if share is None else f'{share:.0%}'} |"
+            )
             previous = (med, cpu)
     if scenario == "s3":
-        moto = [f"{LABELS[run].split(':')[0]} {harness.median(r['cpu_moto'] for r in got[run]):.1f} s"
-                for run in ("ours", "reference") if run in got]
-        lines += ["", ("The moto server (same machine, outside the counted process tree) used CPU seconds, "
-                       f"median over each whole run: {', '.join(moto)}.")]
+        moto = [
+            f"{LABELS[run].split(':')[0]} {harness.median(r['cpu_moto'] for r in got[run]):.1f} s"
+            for run in ("ours", "reference")
+            if run in got
+        ]
+        lines += [
+            "",
+            (
+                "The moto server (same machine, outside the counted process tree) used CPU seconds, "
+                f"median over each whole run: {', '.join(moto)}."
+            ),
+        ]
     for run in ("arrow", "ours-raw"):
         if run in errors:
             lines.append(f"\n{LABELS[run]} failed: {errors[run]}")
@@ -508,9 +588,15 @@ def section(table: str, scenario: str, rows: int, got: dict[str, list[dict[str, 
 CLUSTER_RUNS = ("ours", "arrow", "ours-raw")
 
 
-def run_cluster(args: Any, tables: list[str], runs: list[str], sources: dict[str, Path],
-                results: dict[tuple[str, str, str], list[dict[str, Any]]], errors: dict[tuple[str, str, str], str],
-                partitions: dict[str, int]) -> None:
+def run_cluster(
+    args: Any,
+    tables: list[str],
+    runs: list[str],
+    sources: dict[str, Path],
+    results: dict[tuple[str, str, str], list[dict[str, Any]]],
+    errors: dict[tuple[str, str, str], str],
+    partitions: dict[str, int],
+) -> None:
     """Each run on local[2] (key "cluster-local"), then on the 2-worker standalone cluster (key "cluster")."""
     sys.path.insert(0, str(ROOT))
     from tests.spark_cluster import StandaloneCluster
@@ -525,42 +611,67 @@ def run_cluster(args: Any, tables: list[str], runs: list[str], sources: dict[str
             for rep in range(args.reps):
                 for run in [r for r in runs if r in CLUSTER_RUNS]:
                     for scenario in ("cluster-local", "cluster"):
-                        _measure_into(results, errors, partitions, (scenario, table, run), rep,
-                                      lambda: measure(run, scenario, table, args.work, sources[table], None,
-                                                      cluster if scenario == "cluster" else None))
+                        _measure_into(
+                            results,
+                            errors,
+                            partitions,
+                            (scenario, table, run),
+                            rep,
+                            lambda: measure(
+                                run,
+                                scenario,
+                                table,
+                                args.work,
+                                sources[table],
+                                None,
+                                cluster if scenario == "cluster" else None,
+                            ),
+                        )
     finally:
         cluster.stop()
 
 
-
-def _measure_into(results: dict, errors: dict, partitions: dict, key: tuple[str, str, str], rep: int,
-                  take: Any) -> None:
+def _measure_into(
+    results: dict, errors: dict, partitions: dict, key: tuple[str, str, str], rep: int, take: Any
+) -> None:
     """One measurement: its report joins ``results``, or its failure's last line goes to ``errors``."""
     scenario, table, run = key
     try:
         report = take()
-    except Exception as err:  # noqa: BLE001  (reported in the table)
+    except Exception as err:
         errors[key] = str(err).strip().splitlines()[-1][:300]
         print(f"FAILED {key}: {err}", file=sys.stderr, flush=True)
         return
     results.setdefault(key, []).append(report)
     partitions[table] = report["partitions"]
-    print(f"{scenario} {table} rep {rep + 1} {run}: {report['seconds']:.2f} s, "
-          f"cpu {report['cpu_seconds']:.2f} s, verified {report['verified']}", flush=True)
+    print(
+        f"{scenario} {table} rep {rep + 1} {run}: {report['seconds']:.2f} s, "
+        f"cpu {report['cpu_seconds']:.2f} s, verified {report['verified']}",
+        flush=True,
+    )
+
 
 def cluster_section(table: str, rows: int, results: dict[tuple[str, str, str], list[dict[str, Any]]]) -> list[str]:
-    lines = [f"## `{table}` table, local `out`: `local[2]` and a 2-worker standalone cluster", "",
-             f"{rows:,} rows: {TABLE_TEXT[table]}.", "",
-             ("Each repetition runs each run on `local[2]` (driver memory 6 GB, as above), then on a Spark standalone "
-              "cluster started for the benchmark from pyspark's distribution: a master and 2 workers on 127.0.0.1, "
-              "each 1 core and 3 GB, one executor per worker (2 GB), the driver a separate application (2 GB). The same "
-              "cached Parquet and a local `out` (one host, so a shared path; the converter's shared-path probe, one "
-              "small job, is inside the timed call). A cluster run's CPU adds the workers' process trees (executor "
-              "JVMs and their Python workers) to the driver's; its peak scratch is sampled under the workers' dirs."),
-             "",
-             ("| run | where | rows/s | seconds, median [min–max] | CPU seconds, median [min–max] (driver / JVMs / "
-              "Python workers) | CPU ÷ wall | peak scratch | rows checked |"),
-             "|---|---|--:|--:|--:|--:|--:|---|"]
+    lines = [
+        f"## `{table}` table, local `out`: `local[2]` and a 2-worker standalone cluster",
+        "",
+        f"{rows:,} rows: {TABLE_TEXT[table]}.",
+        "",
+        (
+            "Each repetition runs each run on `local[2]` (driver memory 6 GB, as above), then on a Spark standalone "
+            "cluster started for the benchmark from pyspark's distribution: a master and 2 workers on 127.0.0.1, "
+            "each 1 core and 3 GB, one executor per worker (2 GB), the driver a separate application (2 GB). The same "
+            "cached Parquet and a local `out` (one host, so a shared path; the converter's shared-path probe, one "
+            "small job, is inside the timed call). A cluster run's CPU adds the workers' process trees (executor "
+            "JVMs and their Python workers) to the driver's; its peak scratch is sampled under the workers' dirs."
+        ),
+        "",
+        (
+            "| run | where | rows/s | seconds, median [min–max] | CPU seconds, median [min–max] (driver / JVMs / "
+            "Python workers) | CPU ÷ wall | peak scratch | rows checked |"
+        ),
+        "|---|---|--:|--:|--:|--:|--:|---|",
+    ]
     for run in CLUSTER_RUNS:
         for scenario, where in (("cluster-local", "`local[2]`"), ("cluster", "cluster, 2 workers x 1 core")):
             got = results.get((scenario, table, run))
@@ -570,9 +681,11 @@ def cluster_section(table: str, rows: int, results: dict[tuple[str, str, str], l
             med = harness.median(secs)
             cpu = harness.median(r["cpu_seconds"] for r in got)
             checked = "yes" if all(r["verified"] for r in got) else "**NO**"
-            lines.append(f"| {LABELS[run]} | {where} | {harness.fmt(rows / med)} | {harness.spread(secs)} | "
-                         f"{_cpu(got)} | {cpu / med:.2f} | "
-                         f"{_mb(harness.median(r['peak_scratch_bytes'] for r in got))} | {checked} |")
+            lines.append(
+                f"| {LABELS[run]} | {where} | {harness.fmt(rows / med)} | {harness.spread(secs)} | "
+                f"{_cpu(got)} | {cpu / med:.2f} | "
+                f"{_mb(harness.median(r['peak_scratch_bytes'] for r in got))} | {checked} |"
+            )
     lines += ["", "| ratio (of medians [min–max of the repetitions]) | value |", "|---|---|"]
     for run in CLUSTER_RUNS:
         local, remote = results.get(("cluster-local", table, run)), results.get(("cluster", table, run))
@@ -582,16 +695,20 @@ def cluster_section(table: str, rows: int, results: dict[tuple[str, str, str], l
             cell = harness.ratio_cell(ratio, target, at_most=True) if target else harness.ratio_cell(ratio)
             lines.append(f"| {LABELS[run].split(':')[0]}: cluster time ÷ `local[2]` time | {cell} |")
             cpu = harness.ratio_of_medians([r["cpu_seconds"] for r in remote], [r["cpu_seconds"] for r in local])
-            lines.append(f"| {LABELS[run].split(':')[0]}: cluster CPU seconds ÷ `local[2]`'s | {harness.ratio_cell(cpu)} |")
+            lines.append(
+                f"| {LABELS[run].split(':')[0]}: cluster CPU seconds ÷ `local[2]`'s | {harness.ratio_cell(cpu)} |"
+            )
     return lines + [""]
 
 
 def env_versions(python: Path) -> str:
-    code = ("import importlib.metadata as m\nout = []\n"
-            "for d in ('pyspark', 'mds-pipelines', 'mosaicml-streaming', 'pyarrow', 'pandas', 'numpy'):\n"
-            "    try: out.append(f'{d} {m.version(d)}')\n"
-            "    except m.PackageNotFoundError: pass\n"
-            "import platform; print(f'python {platform.python_version()}, ' + ', '.join(out))")
+    code = (
+        "import importlib.metadata as m\nout = []\n"
+        "for d in ('pyspark', 'mds-pipelines', 'mosaicml-streaming', 'pyarrow', 'pandas', 'numpy'):\n"
+        "    try: out.append(f'{d} {m.version(d)}')\n"
+        "    except m.PackageNotFoundError: pass\n"
+        "import platform; print(f'python {platform.python_version()}, ' + ', '.join(out))"
+    )
     # cwd: not the repository, whose mds_pipelines.egg-info would be found on ``-c``'s sys.path
     proc = subprocess.run([str(python), "-c", code], check=False, capture_output=True, text=True, cwd="/")
     return proc.stdout.strip() or f"unknown ({proc.stderr.strip()[-200:]})"
@@ -618,7 +735,11 @@ def main() -> None:
         return
     tables, scenarios = args.tables.split(","), args.scenarios.split(",")
     runs = [run for run in RUNS if run in args.runs.split(",")]
-    unknown = (set(tables) - set(TABLES)) | (set(scenarios) - {"local", "s3", "cluster"}) | (set(args.runs.split(",")) - set(RUNS))
+    unknown = (
+        (set(tables) - set(TABLES))
+        | (set(scenarios) - {"local", "s3", "cluster"})
+        | (set(args.runs.split(",")) - set(RUNS))
+    )
     if unknown:
         sys.exit(f"unknown table, scenario or run: {sorted(unknown)}")
     for env in sorted({ENV_OF[run] for run in runs}):
@@ -630,8 +751,11 @@ def main() -> None:
         sources[table] = args.work / f"input-{table}-{args.rows}"
         generate(sources[table], table, args.rows)
         inputs.append(f"`{table}` {disk_usage(sources[table]) / 1e6:,.0f} MB")
-        print(f"input {table}: {args.rows:,} rows, {disk_usage(sources[table]) / 1e6:,.0f} MB of Parquet "
-              f"in {sources[table]}", flush=True)
+        print(
+            f"input {table}: {args.rows:,} rows, {disk_usage(sources[table]) / 1e6:,.0f} MB of Parquet "
+            f"in {sources[table]}",
+            flush=True,
+        )
     results: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     errors: dict[tuple[str, str, str], str] = {}
     partitions: dict[str, int] = {}
@@ -647,21 +771,32 @@ def main() -> None:
                     for run in scenario_runs:
                         if (scenario, table, run) in errors:
                             continue  # failed before: don't retry every rep
-                        _measure_into(results, errors, partitions, (scenario, table, run), rep,
-                                      lambda: measure(run, scenario, table, args.work, sources[table], moto))
+                        _measure_into(
+                            results,
+                            errors,
+                            partitions,
+                            (scenario, table, run),
+                            rep,
+                            lambda: measure(run, scenario, table, args.work, sources[table], moto),
+                        )
         finally:
             if moto:
                 moto.stop()
     wall = time.perf_counter() - started
-    settings = (f"--rows {args.rows:,}, --reps {args.reps}, tables {','.join(tables)}, scenarios "
-                f"{','.join(scenarios)}, runs {','.join(runs)}; input Parquet (8 files, cached): {', '.join(inputs)}; "
-                f"partitions: {', '.join(f'{t} {n}' for t, n in partitions.items())}")
+    settings = (
+        f"--rows {args.rows:,}, --reps {args.reps}, tables {','.join(tables)}, scenarios "
+        f"{','.join(scenarios)}, runs {','.join(runs)}; input Parquet (8 files, cached): {', '.join(inputs)}; "
+        f"partitions: {', '.join(f'{t} {n}' for t, n in partitions.items())}"
+    )
     reference = env_versions(PYTHONS["reference"]) if PYTHONS["reference"].exists() else "not installed"
     lines = harness.header("Spark → MDS: ours, the reference and Spark's Parquet writer", wall, settings)
     # The header's library line is this process's environment; each side's own versions instead:
     at = next(i for i, line in enumerate(lines) if line.startswith("- mosaicml-streaming "))
-    lines[at:at + 1] = [f"- ours, native and breakdown runs (`.venv`): {env_versions(PYTHONS['ours'])}",
-                        f"- reference (`benchmarks/.venv-spark35`): {reference}", f"- {java_version()}"]
+    lines[at : at + 1] = [
+        f"- ours, native and breakdown runs (`.venv`): {env_versions(PYTHONS['ours'])}",
+        f"- reference (`benchmarks/.venv-spark35`): {reference}",
+        f"- {java_version()}",
+    ]
     lines += [METHOD, ""]
     for table in tables:
         for scenario in scenarios:

@@ -38,8 +38,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-import bench_spark  # noqa: E402
-import harness  # noqa: E402
+import bench_spark
+import harness
 
 PYTHON = bench_spark.PYTHONS["ours"]
 RUNS = {"ours": "ours", "arrow": "arrow"}  # run name -> bench_spark's run of the same call
@@ -85,10 +85,15 @@ def child(spec: dict[str, Any]) -> None:
     else:
         from pyspark.sql import SparkSession
 
-        spark = (SparkSession.builder.master("local[2]").appName("bench-classic")
-                 .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-                 .config("spark.driver.memory", "6g")
-                 .config("spark.local.dir", os.path.join(spec["scratch"], "spark-local")).getOrCreate())
+        spark = (
+            SparkSession.builder.master("local[2]")
+            .appName("bench-classic")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.driver.memory", "6g")
+            .config("spark.local.dir", os.path.join(spec["scratch"], "spark-local"))
+            .getOrCreate()
+        )
         spark.sparkContext.setLogLevel("ERROR")
     frame = spark.read.parquet(spec["source"])
     rows = frame.count()  # warm-up: file listing, JVM
@@ -100,8 +105,13 @@ def child(spec: dict[str, Any]) -> None:
     written = action()
     seconds = time.perf_counter() - started
     cpu1 = _cpu(spec.get("server_pid"))
-    report = {"run": spec["run"], "rows": rows, "seconds": seconds, "phases": spent,
-              "cpu_seconds": sum(s for _, s in cpu1.values()) - sum(s for _, s in cpu0.values())}
+    report = {
+        "run": spec["run"],
+        "rows": rows,
+        "seconds": seconds,
+        "phases": spent,
+        "cpu_seconds": sum(s for _, s in cpu1.values()) - sum(s for _, s in cpu0.values()),
+    }
     if written is not None:
         report["written_rows"] = written
     spark.stop()
@@ -123,11 +133,22 @@ def measure(mode: str, run: str, work: Path, source: Path, columns: Any) -> dict
     shutil.rmtree(base, ignore_errors=True)
     (base / "scratch").mkdir(parents=True)
     out = base / "out"
-    spec: dict[str, Any] = {"mode": mode, "run": run, "source": str(source), "out": str(out), "columns": columns,
-                            "scratch": str(base / "scratch")}
-    env = {**os.environ, "TMPDIR": str(base / "scratch"), "PYSPARK_PYTHON": str(PYTHON),
-           "PYSPARK_DRIVER_PYTHON": str(PYTHON), "PYTHONWARNINGS": "ignore",
-           "PYTHONPATH": str(HERE)}  # Python workers unpickle bench_spark._drain
+    spec: dict[str, Any] = {
+        "mode": mode,
+        "run": run,
+        "source": str(source),
+        "out": str(out),
+        "columns": columns,
+        "scratch": str(base / "scratch"),
+    }
+    env = {
+        **os.environ,
+        "TMPDIR": str(base / "scratch"),
+        "PYSPARK_PYTHON": str(PYTHON),
+        "PYSPARK_DRIVER_PYTHON": str(PYTHON),
+        "PYTHONWARNINGS": "ignore",
+        "PYTHONPATH": str(HERE),
+    }  # Python workers unpickle bench_spark._drain
     server = None
     saved = {k: os.environ.get(k) for k in ("TMPDIR", "PYTHONPATH")}
     try:
@@ -135,8 +156,14 @@ def measure(mode: str, run: str, work: Path, source: Path, columns: Any) -> dict
             os.environ.update(TMPDIR=str(base / "scratch"), PYTHONPATH=str(HERE))
             server = ConnectServer(base / "scratch", master="local[2]", driver_memory="6g")
             spec.update(url=server.url, server_pid=server.process.pid)
-        proc = subprocess.run([str(PYTHON), __file__, "--child", json.dumps(spec)], check=False,
-                              capture_output=True, text=True, timeout=7200, env=env)
+        proc = subprocess.run(
+            [str(PYTHON), __file__, "--child", json.dumps(spec)],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=7200,
+            env=env,
+        )
         lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
         if proc.returncode or not lines:
             raise RuntimeError(f"{mode} {run} failed:\n{proc.stderr[-4000:]}")
@@ -182,23 +209,33 @@ def main() -> None:
             for mode in ("classic", "connect"):
                 report = measure(mode, run, args.work, source, bench_spark.COLUMNS[table])
                 results.setdefault((mode, run), []).append(report)
-                print(f"{mode} {run} rep {rep + 1}: {report['seconds']:.2f} s, cpu {report['cpu_seconds']:.2f} s, "
-                      f"verified {report['verified']}", flush=True)
+                print(
+                    f"{mode} {run} rep {rep + 1}: {report['seconds']:.2f} s, cpu {report['cpu_seconds']:.2f} s, "
+                    f"verified {report['verified']}",
+                    flush=True,
+                )
     wall = time.perf_counter() - started
-    settings = (f"--rows {args.rows:,}, --reps {args.reps}, table {table}, runs {','.join(runs)}; load average "
-                f"at the start {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min) on {os.cpu_count()} cores")
+    settings = (
+        f"--rows {args.rows:,}, --reps {args.reps}, table {table}, runs {','.join(runs)}; load average "
+        f"at the start {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min) on {os.cpu_count()} cores"
+    )
     lines = harness.header("Spark → MDS over Spark Connect and on a classic session", wall, settings)
-    lines += [f"`{table}` table, {args.rows:,} rows: {bench_spark.TABLE_TEXT[table]}.", "",
-              "| run | session | rows/s | seconds, median [min–max] | CPU seconds, median [min–max] | rows checked |",
-              "|---|---|--:|--:|--:|---|"]
+    lines += [
+        f"`{table}` table, {args.rows:,} rows: {bench_spark.TABLE_TEXT[table]}.",
+        "",
+        "| run | session | rows/s | seconds, median [min–max] | CPU seconds, median [min–max] | rows checked |",
+        "|---|---|--:|--:|--:|---|",
+    ]
     for run in runs:
         for mode in ("classic", "connect"):
             got = results[(mode, run)]
             secs = [r["seconds"] for r in got]
             checked = "yes" if all(r["verified"] for r in got) else "**NO**"
             where = "`local[2]`, classic" if mode == "classic" else "Spark Connect server, `local[2]`"
-            lines.append(f"| {bench_spark.LABELS[RUNS[run]]} | {where} | {harness.fmt(args.rows / harness.median(secs))} "
-                         f"| {harness.spread(secs)} | {harness.spread([r['cpu_seconds'] for r in got])} | {checked} |")
+            lines.append(
+                f"| {bench_spark.LABELS[RUNS[run]]} | {where} | {harness.fmt(args.rows / harness.median(secs))} "
+                f"| {harness.spread(secs)} | {harness.spread([r['cpu_seconds'] for r in got])} | {checked} |"
+            )
     lines += ["", "| ratio (of medians [min–max of the repetitions]) | value |", "|---|---|"]
     for run in runs:
         connect, classic = ([r["seconds"] for r in results[(m, run)]] for m in ("connect", "classic"))
@@ -207,11 +244,19 @@ def main() -> None:
         cell = harness.ratio_cell(ratio, target, at_most=True) if target else harness.ratio_cell(ratio)
         lines.append(f"| {bench_spark.LABELS[RUNS[run]].split(':')[0]}: Connect time ÷ classic time | {cell} |")
     if "ours" in runs:
-        lines += ["", "Where ours' time goes (seconds, medians, timed inside the call; the rest is argument checks, "
-                  "the schema and planning):", "", "| step | classic | Spark Connect |", "|---|--:|--:|"]
+        lines += [
+            "",
+            "Where ours' time goes (seconds, medians, timed inside the call; the rest is argument checks, "
+            "the schema and planning):",
+            "",
+            "| step | classic | Spark Connect |",
+            "|---|--:|--:|",
+        ]
         for label in PHASES:
-            cells = [harness.median(r["phases"].get(label, 0.0) for r in results[(m, "ours")])
-                     for m in ("classic", "connect")]
+            cells = [
+                harness.median(r["phases"].get(label, 0.0) for r in results[(m, "ours")])
+                for m in ("classic", "connect")
+            ]
             lines.append(f"| {label} | {cells[0]:.2f} | {cells[1]:.2f} |")
         totals = [harness.median(r["seconds"] for r in results[(m, "ours")]) for m in ("classic", "connect")]
         lines.append(f"| the whole call | {totals[0]:.2f} | {totals[1]:.2f} |")

@@ -51,20 +51,16 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-import bench_format as bf  # noqa: E402  (the workloads' samples)
-import harness  # noqa: E402
+import bench_format as bf
+import harness
 
 WORKLOAD_COLUMNS: dict[str, dict[str, str]] = {
     **bf.WORKLOAD_COLUMNS,  # 'mixed' and 'tokens' (2048 uint16)
-    'tiny': {'tokens': 'ndarray:uint16:16'},  # small samples: resume latency at scale
+    "tiny": {"tokens": "ndarray:uint16:16"},  # small samples: resume latency at scale
 }
-IMPLS = ['ours', 'ref', 'litdata']
-OTHERS = ['ref', 'litdata']
-LABELS = {
-    'ours': 'mds_core',
-    'ref': 'streaming 0.13 (reference)',
-    'litdata': 'litdata',
-}
+IMPLS = ["ours", "ref", "litdata"]
+OTHERS = ["ref", "litdata"]
+LABELS = {"ours": "mds_core", "ref": "streaming 0.13 (reference)", "litdata": "litdata"}
 
 
 # ----------------------------------------------------------------------------- data
@@ -75,7 +71,7 @@ LABELS = {
 
 
 def iter_samples(workload: str, n: int, seed: int) -> Iterator[dict[str, Any]]:
-    if workload == 'tiny':  # generated in blocks: 10M samples need not sit in memory as dicts
+    if workload == "tiny":  # generated in blocks: 10M samples need not sit in memory as dicts
         for start in range(0, n, 1 << 20):
             stop = min(n, start + (1 << 20))
             rng = np.random.default_rng([seed, start])
@@ -83,26 +79,26 @@ def iter_samples(workload: str, n: int, seed: int) -> Iterator[dict[str, Any]]:
             ids = np.arange(start, stop)
             block[:, 0], block[:, 1] = ids & 0xFFFF, ids >> 16
             for row in block:
-                yield {'tokens': row}
+                yield {"tokens": row}
         return
     samples = bf.make_samples(workload, n, seed)
-    if workload == 'tokens':
+    if workload == "tokens":
         for i, sample in enumerate(samples):
-            sample['tokens'][0], sample['tokens'][1] = i & 0xFFFF, i >> 16
+            sample["tokens"][0], sample["tokens"][1] = i & 0xFFFF, i >> 16
     yield from samples
 
 
 def sample_key(workload: str, sample: Any) -> int:
-    if workload == 'mixed':
-        return int(sample['id'])
-    tokens = sample['tokens']
+    if workload == "mixed":
+        return int(sample["id"])
+    tokens = sample["tokens"]
     return int(tokens[0]) | int(tokens[1]) << 16
 
 
 def batch_keys(workload: str, batch: Any) -> list[int]:
-    if workload == 'mixed':
-        return np.asarray(batch['id']).astype(np.int64).tolist()
-    tokens = np.asarray(batch['tokens']).astype(np.int64)
+    if workload == "mixed":
+        return np.asarray(batch["id"]).astype(np.int64).tolist()
+    tokens = np.asarray(batch["tokens"]).astype(np.int64)
     return (tokens[:, 0] | tokens[:, 1] << 16).tolist()
 
 
@@ -115,31 +111,33 @@ def fingerprint(keys: list[int]) -> str:
 
 def import_family(family: str) -> None:
     """What a family's measurements use, imported in its template process (never timed)."""
-    if family == 'ours':
+    if family == "ours":
         from mds_core import StreamingDataLoader, StreamingDataset  # noqa: F401
         from mds_core.order import OrderSpec, generate_work  # noqa: F401
-    elif family == 'ref':
+    elif family == "ref":
         import streaming  # noqa: F401
         from streaming.base.batching import generate_work  # noqa: F401
-    elif family == 'litdata':
+    elif family == "litdata":
         import litdata  # noqa: F401
         from litdata.streaming.writer import BinaryWriter  # noqa: F401
 
 
 def write_dataset(spec: dict[str, Any]) -> None:
-    samples = iter_samples(spec['workload'], spec['n'], spec['seed'])
-    if spec['impl'] in ('ref', 'ours'):
-        if spec['impl'] == 'ours':
+    samples = iter_samples(spec["workload"], spec["n"], spec["seed"])
+    if spec["impl"] in ("ref", "ours"):
+        if spec["impl"] == "ours":
             from mds_core import MDSWriter
         else:
             from streaming import MDSWriter
-        with MDSWriter(out=spec['dir'], columns=WORKLOAD_COLUMNS[spec['workload']],
-                       size_limit=spec['size_limit']) as writer:
+        with MDSWriter(
+            out=spec["dir"], columns=WORKLOAD_COLUMNS[spec["workload"]], size_limit=spec["size_limit"]
+        ) as writer:
             for sample in samples:
                 writer.write(sample)
     else:
         from litdata.streaming.writer import BinaryWriter
-        writer = BinaryWriter(spec['dir'], chunk_bytes=spec['size_limit'])
+
+        writer = BinaryWriter(spec["dir"], chunk_bytes=spec["size_limit"])
         for index, sample in enumerate(samples):
             writer.add_item(index, sample)
         writer.done()
@@ -148,18 +146,25 @@ def write_dataset(spec: dict[str, Any]) -> None:
 
 def open_dataset(spec: dict[str, Any]) -> Any:
     """A shuffled StreamingDataset over spec['dir'] (py1e, default seed, canonical nodes)."""
-    impl = spec['impl']
-    if impl == 'ours':
+    impl = spec["impl"]
+    if impl == "ours":
         from mds_core import StreamingDataset
-        return StreamingDataset(local=spec['dir'], batch_size=spec['batch_size'], shuffle=True,
-                                shuffle_algo='py1e', job_root=spec['job_root'],
-                                telemetry=spec.get('telemetry', True))
-    if impl == 'ref':
+
+        return StreamingDataset(
+            local=spec["dir"],
+            batch_size=spec["batch_size"],
+            shuffle=True,
+            shuffle_algo="py1e",
+            job_root=spec["job_root"],
+            telemetry=spec.get("telemetry", True),
+        )
+    if impl == "ref":
         from streaming import StreamingDataset as RefStreamingDataset
-        return RefStreamingDataset(local=spec['dir'], batch_size=spec['batch_size'], shuffle=True,
-                                   shuffle_algo='py1e')
+
+        return RefStreamingDataset(local=spec["dir"], batch_size=spec["batch_size"], shuffle=True, shuffle_algo="py1e")
     import litdata
-    return litdata.StreamingDataset(spec['dir'], shuffle=True)
+
+    return litdata.StreamingDataset(spec["dir"], shuffle=True)
 
 
 def litdata_bytes_collate(items: list[Any]) -> Any:
@@ -169,24 +174,24 @@ def litdata_bytes_collate(items: list[Any]) -> Any:
     for a sequence (and fails on when the lengths differ); the MDS readers return ``bytes``.
     """
     from litdata.streaming.collate import litdata_collate
+
     if items and isinstance(items[0], dict):
-        items = [{k: bytes(v) if isinstance(v, memoryview) else v for k, v in item.items()}
-                 for item in items]
+        items = [{k: bytes(v) if isinstance(v, memoryview) else v for k, v in item.items()} for item in items]
     return litdata_collate(items)
 
 
 def open_loader(spec: dict[str, Any], ds: Any) -> Any:
     kwargs: dict[str, Any] = {}
-    if spec['impl'] == 'ours':
+    if spec["impl"] == "ours":
         from mds_core import StreamingDataLoader
-    elif spec['impl'] == 'ref':
+    elif spec["impl"] == "ref":
         from streaming import StreamingDataLoader
     else:
         from litdata import StreamingDataLoader
-        if spec['workload'] == 'mixed':
-            kwargs['collate_fn'] = litdata_bytes_collate
-    return StreamingDataLoader(ds, batch_size=spec['batch_size'], num_workers=spec['workers'],
-                               **kwargs)
+
+        if spec["workload"] == "mixed":
+            kwargs["collate_fn"] = litdata_bytes_collate
+    return StreamingDataLoader(ds, batch_size=spec["batch_size"], num_workers=spec["workers"], **kwargs)
 
 
 def order_sizes(n: int, shard: int) -> list[int]:
@@ -214,75 +219,82 @@ def ref_order_standin(sizes: list[int], ncn: int, batch_size: int) -> Any:
     self.shards_per_stream = np.array([len(sizes)], np.int64)
     self.streams = [SimpleNamespace(choose=int(self.samples_per_shard.sum()))]
     self.epoch_size = int(self.samples_per_shard.sum())
-    self.sampling_method, self.sampling_granularity = 'balanced', 1
-    self.shuffle, self.shuffle_algo, self.shuffle_seed = True, 'py1e', 9176
+    self.sampling_method, self.sampling_granularity = "balanced", 1
+    self.shuffle, self.shuffle_algo, self.shuffle_seed = True, "py1e", 9176
     self.epoch_seed_change = True  # shuffle and sampling_method == 'balanced'
     self.num_canonical_nodes, self.batch_size = ncn, batch_size
     self.shuffle_block_size = max(4_000_000 // ncn, 1 << 18)  # the reference's default
-    self.partition_algo, self.initial_physical_nodes = 'relaxed', None
+    self.partition_algo, self.initial_physical_nodes = "relaxed", None
     return self
 
 
 def generate_order(spec: dict[str, Any]) -> np.ndarray:
-    sizes = order_sizes(spec['n'], spec['shard_samples'])
-    nodes, ranks, workers = spec['world']
-    if spec['impl'] == 'ours':
+    sizes = order_sizes(spec["n"], spec["shard_samples"])
+    nodes, ranks, workers = spec["world"]
+    if spec["impl"] == "ours":
         from mds_core.order import OrderSpec, generate_work
-        order = OrderSpec(shard_sizes=[sizes], shuffle=True, shuffle_algo='py1e',
-                          num_canonical_nodes=spec['ncn'], batch_size=spec['batch_size'])
+
+        order = OrderSpec(
+            shard_sizes=[sizes],
+            shuffle=True,
+            shuffle_algo="py1e",
+            num_canonical_nodes=spec["ncn"],
+            batch_size=spec["batch_size"],
+        )
         return generate_work(order, nodes, ranks, workers, 0, 0)
     from streaming.base.batching import generate_work as ref_generate_work
     from streaming.base.world import World as RefWorld
-    standin = ref_order_standin(sizes, spec['ncn'], spec['batch_size'])
-    return ref_generate_work('random', standin, RefWorld(nodes, ranks, workers, 0), 0, 0)
+
+    standin = ref_order_standin(sizes, spec["ncn"], spec["batch_size"])
+    return ref_generate_work("random", standin, RefWorld(nodes, ranks, workers, 0), 0, 0)
 
 
 def consumed_bytes(workload: str, n: int, seed: int) -> int | None:
     """What the consumer must copy for one epoch (the unpacked integers of 'mixed' are not copied)."""
-    if workload == 'mixed':
+    if workload == "mixed":
         return bf.consumed_bytes(workload, n, seed)
-    return n * int(WORKLOAD_COLUMNS[workload]['tokens'].split(':')[-1]) * 2
+    return n * int(WORKLOAD_COLUMNS[workload]["tokens"].split(":")[-1]) * 2
 
 
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
     """One measurement; runs in a fresh process forked from the impl's template."""
-    signal.alarm(spec.get('timeout', 0))  # a hung measurement dies: its reply says so
-    op, impl, workload = spec['op'], spec['impl'], spec.get('workload')
+    signal.alarm(spec.get("timeout", 0))  # a hung measurement dies: its reply says so
+    op, impl, workload = spec["op"], spec["impl"], spec.get("workload")
     result: dict[str, Any] = {}
-    if op == 'consumer':  # the consumer alone over the same samples, already in memory
-        return harness.consumer_limit(list(iter_samples(workload, spec['n'], spec['seed'])))
-    state = pickle.loads(Path(spec['state_file']).read_bytes()) if op == 'resume' else None
+    if op == "consumer":  # the consumer alone over the same samples, already in memory
+        return harness.consumer_limit(list(iter_samples(workload, spec["n"], spec["seed"])))
+    state = pickle.loads(Path(spec["state_file"]).read_bytes()) if op == "resume" else None
     consume = harness.Consumer()
     keys: list[int] = []
     first = ds = loader = None
     os.sync()  # the data set just written must not be written back during the measurement
     with harness.Span() as span:
-        if op == 'write':  # setup, not reported
+        if op == "write":  # setup, not reported
             write_dataset(spec)
-        elif op == 'iterate':  # timed: construct + iterate and consume every sample once
+        elif op == "iterate":  # timed: construct + iterate and consume every sample once
             ds = open_dataset(spec)
             for sample in ds:
                 consume(sample)
                 if first is None:
                     first = sample
                 keys.append(sample_key(workload, sample))
-        elif op == 'loader':  # timed: construct dataset + loader + one epoch of consumed batches
+        elif op == "loader":  # timed: construct dataset + loader + one epoch of consumed batches
             ds = open_dataset(spec)
             loader = open_loader(spec, ds)
             for batch in loader:
                 consume(batch)
                 keys += batch_keys(workload, batch)
-        elif op == 'resume-setup':  # setup: iterate half an epoch, take the loader's state dict
+        elif op == "resume-setup":  # setup: iterate half an epoch, take the loader's state dict
             ds = open_dataset(spec)
             loader = open_loader(spec, ds)
             it = iter(loader)
-            for _ in range(spec['n'] // 2 // spec['batch_size']):
+            for _ in range(spec["n"] // 2 // spec["batch_size"]):
                 keys += batch_keys(workload, next(it))
-            Path(spec['state_file']).write_bytes(pickle.dumps(loader.state_dict()))
-            result['expected'] = batch_keys(workload, next(it))
-            result['consumed_samples'] = len(keys)
+            Path(spec["state_file"]).write_bytes(pickle.dumps(loader.state_dict()))
+            result["expected"] = batch_keys(workload, next(it))
+            result["consumed_samples"] = len(keys)
             del it
-        elif op == 'resume':  # timed: construct + load_state_dict + first batch, consumed
+        elif op == "resume":  # timed: construct + load_state_dict + first batch, consumed
             ds = open_dataset(spec)
             loader = open_loader(spec, ds)
             loader.load_state_dict(state)
@@ -290,41 +302,44 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
             batch = next(it)
             consume(batch)
             keys = batch_keys(workload, batch)
-        elif op == 'order':  # timed: generate one epoch's work
+        elif op == "order":  # timed: generate one epoch's work
             work = generate_order(spec)
-    if op == 'resume':
+    if op == "resume":
         del it  # shut the workers down (joins them), so their peak RSS and CPU are counted
         span.stop_cpu()
     result.update(span.result(), workers_peak_mb=harness.children_peak_mb(), consumed=consume.consumed)
 
     # not timed: what came back
-    if op in ('iterate', 'loader'):
-        result.update(count=len(keys), order=fingerprint(keys),
-                      complete=sorted(keys) == list(range(spec['n'])),
-                      # (a loader also collates the integers into tensors, which the consumer copies)
-                      all_bytes=consume.consumed >= consumed_bytes(workload, spec['n'], spec['seed']))
+    if op in ("iterate", "loader"):
+        result.update(
+            count=len(keys),
+            order=fingerprint(keys),
+            complete=sorted(keys) == list(range(spec["n"])),
+            # (a loader also collates the integers into tensors, which the consumer copies)
+            all_bytes=consume.consumed >= consumed_bytes(workload, spec["n"], spec["seed"]),
+        )
         if first is not None:  # the first sample's content against the generated data
             key = sample_key(workload, first)
-            want = next(s for i, s in enumerate(iter_samples(workload, spec['n'], spec['seed']))
-                        if i == key)
-            result['content_ok'] = bf.same_sample(first, want)
-    if 'telemetry' in spec and loader is not None:  # what telemetry counted (zero when off)
-        totals = loader.metrics()['totals']
-        result.update(telemetry_samples=totals['samples'], decode_seconds=totals['decode_seconds'])
-    if op == 'resume':
+            want = next(s for i, s in enumerate(iter_samples(workload, spec["n"], spec["seed"])) if i == key)
+            result["content_ok"] = bf.same_sample(first, want)
+    if "telemetry" in spec and loader is not None:  # what telemetry counted (zero when off)
+        totals = loader.metrics()["totals"]
+        result.update(telemetry_samples=totals["samples"], decode_seconds=totals["decode_seconds"])
+    if op == "resume":
         result.update(batch=keys)
-    elif op == 'order':
+    elif op == "order":
         work = np.ascontiguousarray(work, dtype=np.int64)
-        result.update(shape=list(work.shape), order=hashlib.sha1(work.data).hexdigest()[:12],
-                      valid=int((work >= 0).sum()))
-    if impl == 'ref' and ds is not None:
-        result['shm_prefix'] = int(getattr(ds, '_shm_prefix_int', -1))
+        result.update(
+            shape=list(work.shape), order=hashlib.sha1(work.data).hexdigest()[:12], valid=int((work >= 0).sum())
+        )
+    if impl == "ref" and ds is not None:
+        result["shm_prefix"] = int(getattr(ds, "_shm_prefix_int", -1))
     return result
 
 
 # ----------------------------------------------------------------------------- cold start
 
-COLD_CHILD = r'''
+COLD_CHILD = r"""
 import sys, json
 impl, path, batch_size, job_root, workload, with_torch, here = sys.argv[1:8]
 if with_torch == "1":
@@ -351,11 +366,15 @@ else:
     key = int(sample["tokens"][0]) | int(sample["tokens"][1]) << 16
 print(json.dumps({"peak_rss_mb": hwm / 1024, "key": key, "torch": "torch" in sys.modules,
                   "shm_prefix": int(getattr(ds, "_shm_prefix_int", -1))}), flush=True)
-'''
+"""
 
 # Cold-start variants: (implementation, whether the child imports torch first).
-COLD_VARIANTS = {'ours': ('ours', True), 'ref': ('ref', True), 'litdata': ('litdata', True),
-                 'ours-no-torch': ('ours', False)}
+COLD_VARIANTS = {
+    "ours": ("ours", True),
+    "ref": ("ref", True),
+    "litdata": ("litdata", True),
+    "ours-no-torch": ("ours", False),
+}
 
 
 # ----------------------------------------------------------------------------- parent side
@@ -366,22 +385,30 @@ class Bench(harness.Bench):
 
     def run(self, key: tuple, spec: dict[str, Any]) -> dict[str, Any] | None:
         """One measurement; its result (or None after an error)."""
-        spec = dict(spec, timeout=self.args.timeout, seed=self.args.seed,
-                    job_root=str(self.work / 'jobs'))
-        return self.measure(key, spec['impl'], spec)
+        spec = dict(spec, timeout=self.args.timeout, seed=self.args.seed, job_root=str(self.work / "jobs"))
+        return self.measure(key, spec["impl"], spec)
 
     def cold_start(self, key: tuple, variant: str, path: Path, workload: str) -> None:
         """A new interpreter: time from Popen to the line it prints after its first sample."""
         if key in self.errors:
             return
         impl, with_torch = COLD_VARIANTS[variant]
-        before = set(os.listdir('/dev/shm'))
-        argv = [sys.executable, '-c', COLD_CHILD, impl, str(path), str(self.args.batch_size),
-                str(self.work / 'jobs'), workload, str(int(with_torch)), str(HERE)]
-        with open(self.work / 'cold.log', 'a') as log:
+        before = set(os.listdir("/dev/shm"))
+        argv = [
+            sys.executable,
+            "-c",
+            COLD_CHILD,
+            impl,
+            str(path),
+            str(self.args.batch_size),
+            str(self.work / "jobs"),
+            workload,
+            str(int(with_torch)),
+            str(HERE),
+        ]
+        with open(self.work / "cold.log", "a") as log:
             t0 = time.perf_counter()
-            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, text=True,
-                                    env=self.env, cwd=self.work)
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, text=True, env=self.env, cwd=self.work)
             assert proc.stdout is not None
             line = proc.stdout.readline()
             seconds = time.perf_counter() - t0
@@ -390,8 +417,11 @@ class Bench(harness.Bench):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        answer = ({'ok': True, 'result': dict(json.loads(line), seconds=seconds)} if line.strip() else
-                  {'ok': False, 'error': f'exit status {proc.returncode} (see cold.log)'})
+        answer = (
+            {"ok": True, "result": dict(json.loads(line), seconds=seconds)}
+            if line.strip()
+            else {"ok": False, "error": f"exit status {proc.returncode} (see cold.log)"}
+        )
         self.record(key, answer, before)
 
 
@@ -402,93 +432,121 @@ def write_data(bench: Bench, workload: str, n: int) -> dict[str, Path]:
     output is byte-identical to the reference writer's (tests/test_golden.py), because the reference
     writer needs over ten minutes for 10M samples; the other workloads use the reference writer.
     """
-    mds_writer = 'ours' if workload == 'tiny' else 'ref'
+    mds_writer = "ours" if workload == "tiny" else "ref"
     dirs = {}
-    for writer in (mds_writer, 'litdata'):
-        out = bench.work / f'data-{workload}-{n}-{writer}'
-        print(f'[write] {workload} n={n} {writer}', file=sys.stderr)
-        bench.run(('write', workload, n, writer),
-                  dict(op='write', impl=writer, workload=workload, n=n, dir=str(out),
-                       size_limit=bench.args.size_limit))
+    for writer in (mds_writer, "litdata"):
+        out = bench.work / f"data-{workload}-{n}-{writer}"
+        print(f"[write] {workload} n={n} {writer}", file=sys.stderr)
+        bench.run(
+            ("write", workload, n, writer),
+            dict(op="write", impl=writer, workload=workload, n=n, dir=str(out), size_limit=bench.args.size_limit),
+        )
         dirs[writer] = out
-    return {'ours': dirs[mds_writer], 'ref': dirs[mds_writer], 'litdata': dirs['litdata']}
+    return {"ours": dirs[mds_writer], "ref": dirs[mds_writer], "litdata": dirs["litdata"]}
 
 
 def run_all(bench: Bench) -> dict[str, Any]:
     args = bench.args
-    info: dict[str, Any] = {'throughput': {}, 'resume': {}}
+    info: dict[str, Any] = {"throughput": {}, "resume": {}}
     common = dict(batch_size=args.batch_size, workers=args.workers)
 
     # 1-3 on each workload
-    for workload, n in (('mixed', args.mixed), ('tokens', args.tokens)):
+    for workload, n in (("mixed", args.mixed), ("tokens", args.tokens)):
         if n <= 0:
             continue
         dirs = write_data(bench, workload, n)
-        info['throughput'][workload] = n
-        print(f'[{workload}] iterate / loader / cold start', file=sys.stderr)
+        info["throughput"][workload] = n
+        print(f"[{workload}] iterate / loader / cold start", file=sys.stderr)
         for _rep in range(args.reps):
-            bench.run(('consumer', workload),
-                      dict(common, op='consumer', impl='base', workload=workload, n=n))
+            bench.run(("consumer", workload), dict(common, op="consumer", impl="base", workload=workload, n=n))
             for impl in IMPLS:
-                for op in ('iterate', 'loader'):
-                    bench.run((op, workload, impl),
-                              dict(common, op=op, impl=impl, workload=workload, n=n,
-                                   dir=str(dirs[impl])))
+                for op in ("iterate", "loader"):
+                    bench.run(
+                        (op, workload, impl),
+                        dict(common, op=op, impl=impl, workload=workload, n=n, dir=str(dirs[impl])),
+                    )
             for variant, (impl, _) in COLD_VARIANTS.items():
-                bench.cold_start(('cold', workload, variant), variant, dirs[impl], workload)
+                bench.cold_start(("cold", workload, variant), variant, dirs[impl], workload)
         for path in set(dirs.values()):
             shutil.rmtree(path, ignore_errors=True)
 
     # 4: resume at each size (the 'tiny' workload)
     for n in args.resume_sizes:
-        dirs = write_data(bench, 'tiny', n)
-        print(f'[resume] n={n}', file=sys.stderr)
+        dirs = write_data(bench, "tiny", n)
+        print(f"[resume] n={n}", file=sys.stderr)
         expected = {}
         for impl in args.resume_impls:
-            state_file = bench.work / f'state-{impl}-{n}.pkl'
-            res = bench.run(('resume-setup', n, impl),
-                            dict(common, op='resume-setup', impl=impl, workload='tiny', n=n,
-                                 dir=str(dirs[impl]), state_file=str(state_file)))
+            state_file = bench.work / f"state-{impl}-{n}.pkl"
+            res = bench.run(
+                ("resume-setup", n, impl),
+                dict(
+                    common,
+                    op="resume-setup",
+                    impl=impl,
+                    workload="tiny",
+                    n=n,
+                    dir=str(dirs[impl]),
+                    state_file=str(state_file),
+                ),
+            )
             if res is not None:
-                expected[impl] = res['expected']
-        info['resume'][n] = expected
+                expected[impl] = res["expected"]
+        info["resume"][n] = expected
         for _rep in range(args.reps):
             for impl in args.resume_impls:
                 if impl in expected:
-                    bench.run(('resume', n, impl),
-                              dict(common, op='resume', impl=impl, workload='tiny', n=n,
-                                   dir=str(dirs[impl]),
-                                   state_file=str(bench.work / f'state-{impl}-{n}.pkl')))
+                    bench.run(
+                        ("resume", n, impl),
+                        dict(
+                            common,
+                            op="resume",
+                            impl=impl,
+                            workload="tiny",
+                            n=n,
+                            dir=str(dirs[impl]),
+                            state_file=str(bench.work / f"state-{impl}-{n}.pkl"),
+                        ),
+                    )
         for path in set(dirs.values()):
             shutil.rmtree(path, ignore_errors=True)
 
     # 6: telemetry overhead (before 5, which is the slowest part of a full run)
     if args.telemetry_samples > 0:
         n, workload = args.telemetry_samples, args.telemetry_workload
-        out = bench.work / f'data-{workload}-{n}-telemetry'
-        print(f'[telemetry] {workload} n={n}', file=sys.stderr)
-        bench.run(('write', workload, n, 'telemetry'),
-                  dict(op='write', impl='ours', workload=workload, n=n, dir=str(out),
-                       size_limit=args.size_limit))
-        info['telemetry'] = {'n': n, 'workload': workload}
+        out = bench.work / f"data-{workload}-{n}-telemetry"
+        print(f"[telemetry] {workload} n={n}", file=sys.stderr)
+        bench.run(
+            ("write", workload, n, "telemetry"),
+            dict(op="write", impl="ours", workload=workload, n=n, dir=str(out), size_limit=args.size_limit),
+        )
+        info["telemetry"] = {"n": n, "workload": workload}
         for rep_number in range(args.reps):
             # Alternate which arm goes first, so a drift in machine speed does not favour one.
-            arms = ('on', 'off') if rep_number % 2 == 0 else ('off', 'on')
+            arms = ("on", "off") if rep_number % 2 == 0 else ("off", "on")
             for arm in arms:
-                bench.run(('telemetry', arm),
-                          dict(common, op='loader', impl='ours', workload=workload, n=n, dir=str(out),
-                               telemetry=arm == 'on'))
+                bench.run(
+                    ("telemetry", arm),
+                    dict(common, op="loader", impl="ours", workload=workload, n=n, dir=str(out), telemetry=arm == "on"),
+                )
         shutil.rmtree(out, ignore_errors=True)
 
     # 5: order generation
     if args.order_samples > 0:
-        print(f'[order] n={args.order_samples:,}', file=sys.stderr)
+        print(f"[order] n={args.order_samples:,}", file=sys.stderr)
         for _rep in range(args.reps):
-            for impl in ('ours', 'ref'):
-                bench.run(('order', impl),
-                          dict(op='order', impl=impl, n=args.order_samples,
-                               shard_samples=args.order_shard_samples, ncn=args.order_ncn,
-                               batch_size=args.order_batch_size, world=args.order_world))
+            for impl in ("ours", "ref"):
+                bench.run(
+                    ("order", impl),
+                    dict(
+                        op="order",
+                        impl=impl,
+                        n=args.order_samples,
+                        shard_samples=args.order_shard_samples,
+                        ncn=args.order_ncn,
+                        batch_size=args.order_batch_size,
+                        world=args.order_world,
+                    ),
+                )
     return info
 
 
@@ -498,306 +556,362 @@ fmt = harness.fmt
 
 
 def secs(bench: Bench, key: tuple) -> list[float]:
-    return bench.all(key, 'seconds')
+    return bench.all(key, "seconds")
 
 
-def throughput_section(bench: Bench, info: dict[str, Any], op: str, title: str, target: float,
-                       how: str) -> list[str]:
-    loader = op == 'loader'
-    lines = [f'## {title}', '', how, '',
-             '| workload | implementation | samples/s | seconds | CPU s | peak RSS MB | Δ RSS MB '
-             + ('| worker peak RSS MB ' if loader else '')
-             + '| ours ÷ faster other | % of consumer limit | check |',
-             '|---|---|--:|--:|--:|--:|--:|' + ('--:|' if loader else '') + '---|--:|---|']
-    for workload, n in info['throughput'].items():
-        limit = bench.med(('consumer', workload), 'seconds')
+def throughput_section(bench: Bench, info: dict[str, Any], op: str, title: str, target: float, how: str) -> list[str]:
+    loader = op == "loader"
+    lines = [
+        f"## {title}",
+        "",
+        how,
+        "",
+        "| workload | implementation | samples/s | seconds | CPU s | peak RSS MB | Δ RSS MB "
+        + ("| worker peak RSS MB " if loader else "")
+        + "| ours ÷ faster other | % of consumer limit | check |",
+        "|---|---|--:|--:|--:|--:|--:|" + ("--:|" if loader else "") + "---|--:|---|",
+    ]
+    for workload, n in info["throughput"].items():
+        limit = bench.med(("consumer", workload), "seconds")
         if not loader:
             lines.append(
-                f'| {workload} ({n:,}) | consumer limit (the consumer over samples in memory) '
-                f'| {fmt(n / limit if limit else None)} | {fmt(limit, 3)} '
-                f'| {fmt(bench.med(("consumer", workload), "cpu_seconds"), 3)} | | | | 100% | |')
+                f"| {workload} ({n:,}) | consumer limit (the consumer over samples in memory) "
+                f"| {fmt(n / limit if limit else None)} | {fmt(limit, 3)} "
+                f"| {fmt(bench.med(('consumer', workload), 'cpu_seconds'), 3)} | | | | 100% | |"
+            )
         best = bench.fastest(OTHERS, lambda i: (op, workload, i))
-        ref_orders = set(bench.all((op, workload, 'ref'), 'order'))
+        ref_orders = set(bench.all((op, workload, "ref"), "order"))
         for impl in IMPLS:
             key = (op, workload, impl)
-            med = bench.med(key, 'seconds')
+            med = bench.med(key, "seconds")
             notes = bench.error_note(key)
-            counts = set(bench.all(key, 'count'))
+            counts = set(bench.all(key, "count"))
             if counts:
-                notes.append(f'{"/".join(map(str, sorted(counts)))} samples'
-                             + ('' if all(bench.all(key, 'complete')) else ' (**not each once**)'))
-            if False in bench.all(key, 'all_bytes'):
-                notes.append('**the consumer did not copy every payload byte**')
-            if False in bench.all(key, 'content_ok'):
-                notes.append('**first sample has wrong content**')
-            orders = set(bench.all(key, 'order'))
-            if impl == 'ours' and orders and ref_orders:
-                notes.append('same order as the reference' if orders == ref_orders
-                             else '**order differs from the reference**')
-            if len(orders) > 1 and impl != 'litdata':
-                notes.append('**order differs between reps**')
-            versus = ''
-            if impl == 'ours' and best:
-                versus = f'{best} ' + harness.speedup(secs(bench, key), secs(bench, (op, workload, best)),
-                                                      target)
-            pct = f'{100 * limit / med:.0f}%' if med and limit and not loader else ''
+                notes.append(
+                    f"{'/'.join(map(str, sorted(counts)))} samples"
+                    + ("" if all(bench.all(key, "complete")) else " (**not each once**)")
+                )
+            if False in bench.all(key, "all_bytes"):
+                notes.append("**the consumer did not copy every payload byte**")
+            if False in bench.all(key, "content_ok"):
+                notes.append("**first sample has wrong content**")
+            orders = set(bench.all(key, "order"))
+            if impl == "ours" and orders and ref_orders:
+                notes.append(
+                    "same order as the reference" if orders == ref_orders else "**order differs from the reference**"
+                )
+            if len(orders) > 1 and impl != "litdata":
+                notes.append("**order differs between reps**")
+            versus = ""
+            if impl == "ours" and best:
+                versus = f"{best} " + harness.speedup(secs(bench, key), secs(bench, (op, workload, best)), target)
+            pct = f"{100 * limit / med:.0f}%" if med and limit and not loader else ""
             lines.append(
-                f'| {workload} ({n:,}) | {LABELS[impl]} | {fmt(n / med if med else None)} '
-                f'| {fmt(med, 3)} | {fmt(bench.med(key, "cpu_seconds"), 3)} '
-                f'| {fmt(bench.med(key, "peak_rss_mb"))} | {fmt(bench.med(key, "delta_rss_mb"))} '
-                + (f'| {fmt(bench.med(key, "workers_peak_mb"))} ' if loader else '')
-                + f'| {versus} | {pct} | {"; ".join(notes)} |')
-    return lines + ['']
+                f"| {workload} ({n:,}) | {LABELS[impl]} | {fmt(n / med if med else None)} "
+                f"| {fmt(med, 3)} | {fmt(bench.med(key, 'cpu_seconds'), 3)} "
+                f"| {fmt(bench.med(key, 'peak_rss_mb'))} | {fmt(bench.med(key, 'delta_rss_mb'))} "
+                + (f"| {fmt(bench.med(key, 'workers_peak_mb'))} " if loader else "")
+                + f"| {versus} | {pct} | {'; '.join(notes)} |"
+            )
+    return lines + [""]
 
 
 def cold_section(bench: Bench, info: dict[str, Any]) -> list[str]:
-    lines = ['## 3. Cold start: new interpreter to first shuffled sample', '',
-             'Timed: from `subprocess.Popen` of `python -c <script>` to reading the line the child '
-             'prints right after `next(iter(StreamingDataset(..., shuffle=True)))` and consuming '
-             'that sample: interpreter start, imports, construction, order generation and the '
-             'first sample. Every library\'s child imports torch first, as a training script '
-             'has (mds_core does not need torch; the torch-free line shows that case). Data in '
-             'the page cache. Peak RSS = the child\'s VmHWM at that point. Target: ours (torch '
-             'imported) ≤ 0.7× litdata.', '',
-             '| workload | implementation | seconds | peak RSS MB | ours ÷ litdata '
-             '| ours ÷ reference | check |',
-             '|---|---|--:|--:|---|---|---|']
-    labels = dict(LABELS, **{'ours-no-torch': 'mds_core, torch not imported'})
-    for workload in info['throughput']:
-        lit, ref = secs(bench, ('cold', workload, 'litdata')), secs(bench, ('cold', workload, 'ref'))
+    lines = [
+        "## 3. Cold start: new interpreter to first shuffled sample",
+        "",
+        "Timed: from `subprocess.Popen` of `python -c <script>` to reading the line the child "
+        "prints right after `next(iter(StreamingDataset(..., shuffle=True)))` and consuming "
+        "that sample: interpreter start, imports, construction, order generation and the "
+        "first sample. Every library's child imports torch first, as a training script "
+        "has (mds_core does not need torch; the torch-free line shows that case). Data in "
+        "the page cache. Peak RSS = the child's VmHWM at that point. Target: ours (torch "
+        "imported) ≤ 0.7× litdata.",
+        "",
+        "| workload | implementation | seconds | peak RSS MB | ours ÷ litdata | ours ÷ reference | check |",
+        "|---|---|--:|--:|---|---|---|",
+    ]
+    labels = dict(LABELS, **{"ours-no-torch": "mds_core, torch not imported"})
+    for workload in info["throughput"]:
+        lit, ref = secs(bench, ("cold", workload, "litdata")), secs(bench, ("cold", workload, "ref"))
         for variant in COLD_VARIANTS:
-            key = ('cold', workload, variant)
+            key = ("cold", workload, variant)
             notes = bench.error_note(key)
-            ref_keys = set(bench.all(('cold', workload, 'ref'), 'key'))
-            if variant.startswith('ours') and bench.all(key, 'key') and ref_keys:
-                same = set(bench.all(key, 'key')) == ref_keys
-                notes.append('same first sample as the reference' if same
-                             else '**first sample differs from the reference**')
-            mine = variant.startswith('ours')
-            target = 0.7 if variant == 'ours' else None
+            ref_keys = set(bench.all(("cold", workload, "ref"), "key"))
+            if variant.startswith("ours") and bench.all(key, "key") and ref_keys:
+                same = set(bench.all(key, "key")) == ref_keys
+                notes.append(
+                    "same first sample as the reference" if same else "**first sample differs from the reference**"
+                )
+            mine = variant.startswith("ours")
+            target = 0.7 if variant == "ours" else None
             lines.append(
-                f'| {workload} | {labels[variant]} | {fmt(bench.med(key, "seconds"), 3)} '
-                f'| {fmt(bench.med(key, "peak_rss_mb"))} '
-                f'| {harness.ratio_cell(harness.ratio_of_medians(secs(bench, key), lit), target, True) if mine else ""} '
-                f'| {harness.ratio_cell(harness.ratio_of_medians(secs(bench, key), ref)) if mine else ""} '
-                f'| {"; ".join(notes)} |')
-    return lines + ['']
+                f"| {workload} | {labels[variant]} | {fmt(bench.med(key, 'seconds'), 3)} "
+                f"| {fmt(bench.med(key, 'peak_rss_mb'))} "
+                f"| {harness.ratio_cell(harness.ratio_of_medians(secs(bench, key), lit), target, True) if mine else ''} "
+                f"| {harness.ratio_cell(harness.ratio_of_medians(secs(bench, key), ref)) if mine else ''} "
+                f"| {'; '.join(notes)} |"
+            )
+    return lines + [""]
 
 
 def resume_section(bench: Bench, info: dict[str, Any]) -> list[str]:
     args = bench.args
-    sizes = list(info['resume'])
-    lines = ['## 4. Resume latency', '',
-             f'Workload `tiny` (`ndarray:uint16:16`, 32 B samples). Setup (not timed): each '
-             f'library\'s `StreamingDataLoader` (batch {args.batch_size}, {args.workers} workers, '
-             f'shuffled) iterates half an epoch in one process, saves `loader.state_dict()` and '
-             f'records the next batch. Timed, in a fresh forked process (imports done): construct '
-             f'the dataset and loader + `loader.load_state_dict(state)` + `next(iter(loader))`, '
-             f'consumed (worker start and the order computation included). CPU s includes the '
-             f'workers, reaped after the timed section. "next batch" checks the batch against the '
-             f'one the uninterrupted run yielded. Target: ours ≤ 0.7× litdata at every size.', '',
-             '| samples | implementation | seconds | CPU s | peak RSS MB | Δ RSS MB | worker peak RSS MB '
-             '| ours ÷ litdata | ours ÷ reference | check |',
-             '|--:|---|--:|--:|--:|--:|--:|---|---|---|']
+    sizes = list(info["resume"])
+    lines = [
+        "## 4. Resume latency",
+        "",
+        f"Workload `tiny` (`ndarray:uint16:16`, 32 B samples). Setup (not timed): each "
+        f"library's `StreamingDataLoader` (batch {args.batch_size}, {args.workers} workers, "
+        f"shuffled) iterates half an epoch in one process, saves `loader.state_dict()` and "
+        f"records the next batch. Timed, in a fresh forked process (imports done): construct "
+        f"the dataset and loader + `loader.load_state_dict(state)` + `next(iter(loader))`, "
+        f"consumed (worker start and the order computation included). CPU s includes the "
+        f'workers, reaped after the timed section. "next batch" checks the batch against the '
+        f"one the uninterrupted run yielded. Target: ours ≤ 0.7× litdata at every size.",
+        "",
+        "| samples | implementation | seconds | CPU s | peak RSS MB | Δ RSS MB | worker peak RSS MB "
+        "| ours ÷ litdata | ours ÷ reference | check |",
+        "|--:|---|--:|--:|--:|--:|--:|---|---|---|",
+    ]
     for n in sizes:
-        lit, ref = secs(bench, ('resume', n, 'litdata')), secs(bench, ('resume', n, 'ref'))
+        lit, ref = secs(bench, ("resume", n, "litdata")), secs(bench, ("resume", n, "ref"))
         for impl in IMPLS:
-            key = ('resume', n, impl)
-            notes = bench.error_note(key) + bench.error_note(('resume-setup', n, impl))
-            want = info['resume'][n].get(impl)
-            got = bench.all(key, 'batch')
+            key = ("resume", n, impl)
+            notes = bench.error_note(key) + bench.error_note(("resume-setup", n, impl))
+            want = info["resume"][n].get(impl)
+            got = bench.all(key, "batch")
             if want is not None and got:
-                notes.append('next batch correct' if all(b == want for b in got)
-                             else '**resumed batch differs from the uninterrupted run**')
-            mine = impl == 'ours'
+                notes.append(
+                    "next batch correct"
+                    if all(b == want for b in got)
+                    else "**resumed batch differs from the uninterrupted run**"
+                )
+            mine = impl == "ours"
             lines.append(
-                f'| {n:,} | {LABELS[impl]} | {fmt(bench.med(key, "seconds"), 3)} '
-                f'| {fmt(bench.med(key, "cpu_seconds"), 3)} '
-                f'| {fmt(bench.med(key, "peak_rss_mb"))} | {fmt(bench.med(key, "delta_rss_mb"))} '
-                f'| {fmt(bench.med(key, "workers_peak_mb"))} '
-                f'| {harness.ratio_cell(harness.ratio_of_medians(secs(bench, key), lit), 0.7, True) if mine else ""} '
-                f'| {harness.ratio_cell(harness.ratio_of_medians(secs(bench, key), ref)) if mine else ""} '
-                f'| {"; ".join(notes)} |')
-    return lines + ['']
+                f"| {n:,} | {LABELS[impl]} | {fmt(bench.med(key, 'seconds'), 3)} "
+                f"| {fmt(bench.med(key, 'cpu_seconds'), 3)} "
+                f"| {fmt(bench.med(key, 'peak_rss_mb'))} | {fmt(bench.med(key, 'delta_rss_mb'))} "
+                f"| {fmt(bench.med(key, 'workers_peak_mb'))} "
+                f"| {harness.ratio_cell(harness.ratio_of_medians(secs(bench, key), lit), 0.7, True) if mine else ''} "
+                f"| {harness.ratio_cell(harness.ratio_of_medians(secs(bench, key), ref)) if mine else ''} "
+                f"| {'; '.join(notes)} |"
+            )
+    return lines + [""]
 
 
 def order_section(bench: Bench) -> list[str]:
     args = bench.args
     nodes, ranks, workers = args.order_world
     n = args.order_samples
-    lines = ['## 5. Epoch order generation', '',
-             f'{n:,} samples in shards of {args.order_shard_samples:,}, one stream, py1e, '
-             f'{args.order_ncn} canonical nodes, batch {args.order_batch_size}, world {nodes} node × '
-             f'{ranks} ranks × {workers} workers, epoch 0 from sample 0. Timed: ours = '
-             '`generate_work(OrderSpec(...), ...)`; reference = `streaming.base.batching.'
-             "generate_work('random', stand_in, World(...), 0, 0)`, the reference's own "
-             '`resample_streams` → `get_partitions` → `get_shuffle` → index mapping, on a stand-in '
-             'object holding the attributes its StreamingDataset would have (its real path then '
-             'also copies the result into shared memory: not timed here). Δ RSS = VmHWM during the '
-             'call minus RSS before it. Targets: ours no slower, ≤ 60% of the reference\'s peak '
-             'memory.', '',
-             '| implementation | seconds | CPU s | samples/s | peak RSS MB | Δ RSS MB | time ÷ ref '
-             '| peak RSS ÷ ref | check |',
-             '|---|--:|--:|--:|--:|--:|---|---|---|']
-    for impl in ('ours', 'ref'):
-        key = ('order', impl)
-        med = bench.med(key, 'seconds')
+    lines = [
+        "## 5. Epoch order generation",
+        "",
+        f"{n:,} samples in shards of {args.order_shard_samples:,}, one stream, py1e, "
+        f"{args.order_ncn} canonical nodes, batch {args.order_batch_size}, world {nodes} node × "
+        f"{ranks} ranks × {workers} workers, epoch 0 from sample 0. Timed: ours = "
+        "`generate_work(OrderSpec(...), ...)`; reference = `streaming.base.batching."
+        "generate_work('random', stand_in, World(...), 0, 0)`, the reference's own "
+        "`resample_streams` → `get_partitions` → `get_shuffle` → index mapping, on a stand-in "
+        "object holding the attributes its StreamingDataset would have (its real path then "
+        "also copies the result into shared memory: not timed here). Δ RSS = VmHWM during the "
+        "call minus RSS before it. Targets: ours no slower, ≤ 60% of the reference's peak "
+        "memory.",
+        "",
+        "| implementation | seconds | CPU s | samples/s | peak RSS MB | Δ RSS MB | time ÷ ref "
+        "| peak RSS ÷ ref | check |",
+        "|---|--:|--:|--:|--:|--:|---|---|---|",
+    ]
+    for impl in ("ours", "ref"):
+        key = ("order", impl)
+        med = bench.med(key, "seconds")
         notes = bench.error_note(key)
-        shapes = {tuple(x) for x in bench.all(key, 'shape')}
+        shapes = {tuple(x) for x in bench.all(key, "shape")}
         if shapes:
-            valid = '/'.join(f'{v:,}' for v in sorted(set(bench.all(key, 'valid'))))
-            notes.append('shape ' + ', '.join('×'.join(map(str, x)) for x in shapes) + f'; {valid} ids')
-        if impl == 'ours' and bench.all(key, 'order') and bench.all(('order', 'ref'), 'order'):
-            same = set(bench.all(key, 'order')) == set(bench.all(('order', 'ref'), 'order'))
-            notes.append('identical to the reference\'s array' if same
-                         else '**differs from the reference\'s array**')
-        mine = impl == 'ours'
+            valid = "/".join(f"{v:,}" for v in sorted(set(bench.all(key, "valid"))))
+            notes.append("shape " + ", ".join("×".join(map(str, x)) for x in shapes) + f"; {valid} ids")
+        if impl == "ours" and bench.all(key, "order") and bench.all(("order", "ref"), "order"):
+            same = set(bench.all(key, "order")) == set(bench.all(("order", "ref"), "order"))
+            notes.append("identical to the reference's array" if same else "**differs from the reference's array**")
+        mine = impl == "ours"
 
         def versus(field: str, target: float, key: tuple = key) -> str:
-            got = harness.ratio_of_medians(bench.all(key, field), bench.all(('order', 'ref'), field))
+            got = harness.ratio_of_medians(bench.all(key, field), bench.all(("order", "ref"), field))
             return harness.ratio_cell(got, target, True)
 
         lines.append(
-            f'| {LABELS[impl]} | {fmt(med, 2)} | {fmt(bench.med(key, "cpu_seconds"), 2)} '
-            f'| {fmt(n / med if med else None)} | {fmt(bench.med(key, "peak_rss_mb"))} '
-            f'| {fmt(bench.med(key, "delta_rss_mb"))} '
-            f'| {versus("seconds", 1.0) if mine else ""} | {versus("peak_rss_mb", 0.6) if mine else ""} '
-            f'| {"; ".join(notes)} |')
-    return lines + ['']
+            f"| {LABELS[impl]} | {fmt(med, 2)} | {fmt(bench.med(key, 'cpu_seconds'), 2)} "
+            f"| {fmt(n / med if med else None)} | {fmt(bench.med(key, 'peak_rss_mb'))} "
+            f"| {fmt(bench.med(key, 'delta_rss_mb'))} "
+            f"| {versus('seconds', 1.0) if mine else ''} | {versus('peak_rss_mb', 0.6) if mine else ''} "
+            f"| {'; '.join(notes)} |"
+        )
+    return lines + [""]
 
 
 def telemetry_section(bench: Bench, info: dict[str, Any]) -> list[str]:
     args = bench.args
-    n, workload = info['telemetry']['n'], info['telemetry']['workload']
-    lines = ['## 6. Telemetry overhead', '',
-             f'Workload `{workload}`, {n:,} samples; mds_core only. Timed as in section 2: construct '
-             f'the dataset and `StreamingDataLoader` ({args.workers} workers, batch {args.batch_size}, '
-             'shuffled py1e) + one epoch of consumed batches, with `StreamingDataset(telemetry=True)` '
-             '(the default: per-worker counters in memory-mapped files, timed per decode block of 256 '
-             'samples) and `telemetry=False`. Reps interleaved, the first arm alternating. The '
-             "loader's own per-batch wait timing runs in both arms. Overhead = median(on) ÷ "
-             'median(off) − 1, with the smallest and largest per-rep figure.', '',
-             '| telemetry | seconds | CPU s | samples/s | samples counted | check |',
-             '|---|--:|--:|--:|--:|---|']
-    for arm in ('on', 'off'):
-        key = ('telemetry', arm)
-        med = bench.med(key, 'seconds')
+    n, workload = info["telemetry"]["n"], info["telemetry"]["workload"]
+    lines = [
+        "## 6. Telemetry overhead",
+        "",
+        f"Workload `{workload}`, {n:,} samples; mds_core only. Timed as in section 2: construct "
+        f"the dataset and `StreamingDataLoader` ({args.workers} workers, batch {args.batch_size}, "
+        "shuffled py1e) + one epoch of consumed batches, with `StreamingDataset(telemetry=True)` "
+        "(the default: per-worker counters in memory-mapped files, timed per decode block of 256 "
+        "samples) and `telemetry=False`. Reps interleaved, the first arm alternating. The "
+        "loader's own per-batch wait timing runs in both arms. Overhead = median(on) ÷ "
+        "median(off) − 1, with the smallest and largest per-rep figure.",
+        "",
+        "| telemetry | seconds | CPU s | samples/s | samples counted | check |",
+        "|---|--:|--:|--:|--:|---|",
+    ]
+    for arm in ("on", "off"):
+        key = ("telemetry", arm)
+        med = bench.med(key, "seconds")
         notes = bench.error_note(key)
-        if bench.all(key, 'count') and not all(bench.all(key, 'complete')):
-            notes.append('**not every sample once**')
-        counted = sorted(set(bench.all(key, 'telemetry_samples')))
-        lines.append(f'| {arm} | {fmt(med, 3)} | {fmt(bench.med(key, "cpu_seconds"), 3)} '
-                     f'| {fmt(n / med if med else None)} | {"/".join(f"{c:,}" for c in counted)} '
-                     f'| {"; ".join(notes)} |')
-    lines.append('')
-    for field, what in (('seconds', 'wall time'), ('cpu_seconds', 'CPU time')):
-        got = harness.ratio_of_medians(bench.all(('telemetry', 'on'), field),
-                                       bench.all(('telemetry', 'off'), field))
+        if bench.all(key, "count") and not all(bench.all(key, "complete")):
+            notes.append("**not every sample once**")
+        counted = sorted(set(bench.all(key, "telemetry_samples")))
+        lines.append(
+            f"| {arm} | {fmt(med, 3)} | {fmt(bench.med(key, 'cpu_seconds'), 3)} "
+            f"| {fmt(n / med if med else None)} | {'/'.join(f'{c:,}' for c in counted)} "
+            f"| {'; '.join(notes)} |"
+        )
+    lines.append("")
+    for field, what in (("seconds", "wall time"), ("cpu_seconds", "CPU time")):
+        got = harness.ratio_of_medians(bench.all(("telemetry", "on"), field), bench.all(("telemetry", "off"), field))
         if got is not None:
             mid, lo, hi = (100 * (x - 1) for x in got)
-            lines.append(f'- overhead in {what}: **{mid:+.1f}%** [{lo:+.1f}% – {hi:+.1f}%]')
-    return lines + ['']
+            lines.append(f"- overhead in {what}: **{mid:+.1f}%** [{lo:+.1f}% – {hi:+.1f}%]")
+    return lines + [""]
 
 
 def report(bench: Bench, info: dict[str, Any], wall: float) -> str:
     args = bench.args
     lines = harness.header(
-        'Streaming benchmark: mds_core vs mosaicml-streaming vs litdata', wall,
-        f'reps={args.reps} (median shown), batch size {args.batch_size}, {args.workers} DataLoader '
-        f'workers, size_limit={args.size_limit:,} B (litdata chunk_bytes too), seed={args.seed}')
+        "Streaming benchmark: mds_core vs mosaicml-streaming vs litdata",
+        wall,
+        f"reps={args.reps} (median shown), batch size {args.batch_size}, {args.workers} DataLoader "
+        f"workers, size_limit={args.size_limit:,} B (litdata chunk_bytes too), seed={args.seed}",
+    )
     lines += [
-        'How to read it:',
-        '- One data set per workload, written once by `streaming.MDSWriter` (read by mds_core and '
-        'the reference) and once by litdata\'s `BinaryWriter` (read by litdata); warm page cache.',
-        '- Workloads: `mixed` = int64 `id`, int32 `label`, ~200 B `str`, ~8 KiB `bytes`, '
-        '`ndarray:float32:64`; `tokens` = `ndarray:uint16:2048`; `tiny` = `ndarray:uint16:16`.',
+        "How to read it:",
+        "- One data set per workload, written once by `streaming.MDSWriter` (read by mds_core and "
+        "the reference) and once by litdata's `BinaryWriter` (read by litdata); warm page cache.",
+        "- Workloads: `mixed` = int64 `id`, int32 `label`, ~200 B `str`, ~8 KiB `bytes`, "
+        "`ndarray:float32:64`; `tokens` = `ndarray:uint16:2048`; `tiny` = `ndarray:uint16:16`.",
         '- Shuffled everywhere: mds_core and the reference `shuffle=True, shuffle_algo="py1e"`, '
-        'default seed and canonical nodes (1); litdata `shuffle=True`.',
-        '- Every sample or batch goes through the same consumer (`benchmarks/harness.py`): it '
-        'copies every array, bytes and str payload into a preallocated buffer, as a collate into a '
-        'batch buffer does; each run checks it copied every payload byte. The consumer limit is '
-        'that consumer over the same samples already in memory.',
-        '- CPU s = user + system CPU seconds of the measuring process (all threads) and of its '
-        'reaped children (DataLoader workers) during the timed section.',
-        '- Ratios: ratio of median times (ours ÷ theirs for latencies; theirs ÷ ours, i.e. how many '
-        'times faster, for throughput), with the smallest and largest per-rep ratio in brackets '
-        '(reps interleaved), against the issue-15 target.',
-        '- Except for the cold start, each rep runs in a fresh process forked from a template '
-        'that has imported only that library (not timed). peak RSS = VmHWM of that process, reset '
-        'at the start of the timed section; Δ RSS = peak minus RSS at the start; worker peak RSS = '
-        'the largest DataLoader worker\'s peak (ru_maxrss, includes what it inherited at fork).',
-        '- Checks (not timed): every sample once, mds_core\'s order equal to the reference\'s, '
-        'first sample\'s content, resumed batch = the uninterrupted run\'s next batch.',
-        '',
+        "default seed and canonical nodes (1); litdata `shuffle=True`.",
+        "- Every sample or batch goes through the same consumer (`benchmarks/harness.py`): it "
+        "copies every array, bytes and str payload into a preallocated buffer, as a collate into a "
+        "batch buffer does; each run checks it copied every payload byte. The consumer limit is "
+        "that consumer over the same samples already in memory.",
+        "- CPU s = user + system CPU seconds of the measuring process (all threads) and of its "
+        "reaped children (DataLoader workers) during the timed section.",
+        "- Ratios: ratio of median times (ours ÷ theirs for latencies; theirs ÷ ours, i.e. how many "
+        "times faster, for throughput), with the smallest and largest per-rep ratio in brackets "
+        "(reps interleaved), against the issue-15 target.",
+        "- Except for the cold start, each rep runs in a fresh process forked from a template "
+        "that has imported only that library (not timed). peak RSS = VmHWM of that process, reset "
+        "at the start of the timed section; Δ RSS = peak minus RSS at the start; worker peak RSS = "
+        "the largest DataLoader worker's peak (ru_maxrss, includes what it inherited at fork).",
+        "- Checks (not timed): every sample once, mds_core's order equal to the reference's, "
+        "first sample's content, resumed batch = the uninterrupted run's next batch.",
+        "",
     ]
-    if info['throughput']:
+    if info["throughput"]:
         lines += throughput_section(
-            bench, info, 'iterate', '1. Shuffled single-process iteration', 2.0,
-            'Timed: construct the dataset + `for sample in dataset` over one epoch in the main '
-            'process, each sample consumed (reference: its prepare/ready threads run). Targets: '
-            'ours ≥ 2× the faster of the reference and litdata, and ≥ 50% of the consumer limit.')
+            bench,
+            info,
+            "iterate",
+            "1. Shuffled single-process iteration",
+            2.0,
+            "Timed: construct the dataset + `for sample in dataset` over one epoch in the main "
+            "process, each sample consumed (reference: its prepare/ready threads run). Targets: "
+            "ours ≥ 2× the faster of the reference and litdata, and ≥ 50% of the consumer limit.",
+        )
         lines += throughput_section(
-            bench, info, 'loader',
-            f'2. StreamingDataLoader, {args.workers} workers, batch size {args.batch_size}, one epoch',
+            bench,
+            info,
+            "loader",
+            f"2. StreamingDataLoader, {args.workers} workers, batch size {args.batch_size}, one epoch",
             3.0,
-            'Timed: construct the dataset + the library\'s `StreamingDataLoader` (default collate; '
-            'litdata on `mixed`: its default collate after turning its `memoryview` bytes values '
-            'into `bytes`, which its own default cannot batch) + every batch of one epoch, consumed '
-            'in the main process (worker start and shutdown included). Target: ours ≥ 3× the '
-            'faster other.')
+            "Timed: construct the dataset + the library's `StreamingDataLoader` (default collate; "
+            "litdata on `mixed`: its default collate after turning its `memoryview` bytes values "
+            "into `bytes`, which its own default cannot batch) + every batch of one epoch, consumed "
+            "in the main process (worker start and shutdown included). Target: ours ≥ 3× the "
+            "faster other.",
+        )
         lines += cold_section(bench, info)
-    if info['resume']:
+    if info["resume"]:
         lines += resume_section(bench, info)
     if args.order_samples > 0:
         lines += order_section(bench)
-    if info.get('telemetry'):
+    if info.get("telemetry"):
         lines += telemetry_section(bench, info)
-    return '\n'.join(lines)
+    return "\n".join(lines)
 
 
 def own_shm_leftovers(before: set[str]) -> list[str]:
-    return sorted(set(os.listdir('/dev/shm')) - before) if os.path.isdir('/dev/shm') else []
+    return sorted(set(os.listdir("/dev/shm")) - before) if os.path.isdir("/dev/shm") else []
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('--mixed', type=int, default=20_000,
-                        help='samples in "mixed" for iteration/loader/cold start (0: skip)')
-    parser.add_argument('--tokens', type=int, default=20_000,
-                        help='samples in "tokens" for iteration/loader/cold start (0: skip)')
-    parser.add_argument('--resume-sizes', default=None,
-                        help='comma list of "tiny" dataset sizes for resume latency, smallest '
-                             'first (default 50000,10000000; --quick 5000,20000; "": skip)')
-    parser.add_argument('--resume-impls', default='ours,litdata',
-                        help='implementations measured for resume latency (default ours,litdata: '
-                             'the reference needs over 12 minutes to set up at 10M samples; add ref '
-                             'to measure it too)')
-    parser.add_argument('--order-samples', type=int, default=100_000_000,
-                        help='samples in the order-generation epoch (0: skip)')
-    parser.add_argument('--order-shard-samples', type=int, default=50_000)
-    parser.add_argument('--order-ncn', type=int, default=8, help='canonical nodes for ordering')
-    parser.add_argument('--order-batch-size', type=int, default=32)
-    parser.add_argument('--order-world', default='1,8,8',
-                        help='nodes,ranks per node,workers per rank for ordering')
-    parser.add_argument('--telemetry-samples', type=int, default=1_000_000,
-                        help='samples for the telemetry-overhead epochs (0: skip)')
-    parser.add_argument('--telemetry-workload', default='tiny', choices=sorted(WORKLOAD_COLUMNS),
-                        help='workload of the telemetry-overhead epochs (default tiny: the most '
-                             'blocks per second, so the worst case)')
-    parser.add_argument('--reps', type=int, default=3, help='repetitions of each measurement')
-    parser.add_argument('--batch-size', type=int, default=256)
-    parser.add_argument('--workers', type=int, default=2, help='DataLoader workers')
-    parser.add_argument('--size-limit', type=int, default=1 << 26,
-                        help='shard size limit in bytes (MDS size_limit, litdata chunk_bytes)')
-    parser.add_argument('--seed', type=int, default=0)
-    parser.add_argument('--timeout', type=int, default=1800,
-                        help='seconds after which one measurement is killed')
-    parser.add_argument('--quick', action='store_true',
-                        help='smoke run: 600 mixed/tokens, resume at 5k and 20k, 2M order, '
-                             '100k telemetry, 1 rep')
-    parser.add_argument('--out', default=str(HERE / 'results-streaming-latest.md'),
-                        help='markdown output file')
-    parser.add_argument('--_serve', help=argparse.SUPPRESS)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--mixed", type=int, default=20_000, help='samples in "mixed" for iteration/loader/cold start (0: skip)'
+    )
+    parser.add_argument(
+        "--tokens", type=int, default=20_000, help='samples in "tokens" for iteration/loader/cold start (0: skip)'
+    )
+    parser.add_argument(
+        "--resume-sizes",
+        default=None,
+        help='comma list of "tiny" dataset sizes for resume latency, smallest '
+        'first (default 50000,10000000; --quick 5000,20000; "": skip)',
+    )
+    parser.add_argument(
+        "--resume-impls",
+        default="ours,litdata",
+        help="implementations measured for resume latency (default ours,litdata: "
+        "the reference needs over 12 minutes to set up at 10M samples; add ref "
+        "to measure it too)",
+    )
+    parser.add_argument(
+        "--order-samples", type=int, default=100_000_000, help="samples in the order-generation epoch (0: skip)"
+    )
+    parser.add_argument("--order-shard-samples", type=int, default=50_000)
+    parser.add_argument("--order-ncn", type=int, default=8, help="canonical nodes for ordering")
+    parser.add_argument("--order-batch-size", type=int, default=32)
+    parser.add_argument("--order-world", default="1,8,8", help="nodes,ranks per node,workers per rank for ordering")
+    parser.add_argument(
+        "--telemetry-samples", type=int, default=1_000_000, help="samples for the telemetry-overhead epochs (0: skip)"
+    )
+    parser.add_argument(
+        "--telemetry-workload",
+        default="tiny",
+        choices=sorted(WORKLOAD_COLUMNS),
+        help="workload of the telemetry-overhead epochs (default tiny: the most blocks per second, so the worst case)",
+    )
+    parser.add_argument("--reps", type=int, default=3, help="repetitions of each measurement")
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--workers", type=int, default=2, help="DataLoader workers")
+    parser.add_argument(
+        "--size-limit",
+        type=int,
+        default=1 << 26,
+        help="shard size limit in bytes (MDS size_limit, litdata chunk_bytes)",
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--timeout", type=int, default=1800, help="seconds after which one measurement is killed")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: 600 mixed/tokens, resume at 5k and 20k, 2M order, 100k telemetry, 1 rep",
+    )
+    parser.add_argument("--out", default=str(HERE / "results-streaming-latest.md"), help="markdown output file")
+    parser.add_argument("--_serve", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args._serve:
@@ -808,18 +922,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.mixed, args.tokens, args.reps = min(args.mixed, 600), min(args.tokens, 600), 1
         if args.resume_sizes is None:
-            args.resume_sizes = '5000,20000'
+            args.resume_sizes = "5000,20000"
         args.order_samples = min(args.order_samples, 2_000_000)
         args.telemetry_samples = min(args.telemetry_samples, 100_000)
     if args.resume_sizes is None:
-        args.resume_sizes = '50000,10000000'
-    args.resume_sizes = [int(x) for x in args.resume_sizes.split(',') if x.strip()]
-    args.resume_impls = [x for x in args.resume_impls.split(',') if x.strip()]
-    args.order_world = tuple(int(x) for x in args.order_world.split(','))
+        args.resume_sizes = "50000,10000000"
+    args.resume_sizes = [int(x) for x in args.resume_sizes.split(",") if x.strip()]
+    args.resume_impls = [x for x in args.resume_impls.split(",") if x.strip()]
+    args.order_world = tuple(int(x) for x in args.order_world.split(","))
 
     t0 = time.perf_counter()
-    shm_before = set(os.listdir('/dev/shm')) if os.path.isdir('/dev/shm') else set()
-    with tempfile.TemporaryDirectory(prefix='mds-bench-streaming-') as tmp:
+    shm_before = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+    with tempfile.TemporaryDirectory(prefix="mds-bench-streaming-") as tmp:
         bench = Bench(args, Path(tmp), Path(__file__).resolve())
         try:
             info = run_all(bench)
@@ -827,11 +941,11 @@ def main(argv: list[str] | None = None) -> int:
             bench.close()
         leftovers = own_shm_leftovers(shm_before)
     if leftovers:  # not removed: they may be another process's (ours are unlinked per rep)
-        print(f'NOTE: new /dev/shm entries since the start: {leftovers[:10]}', file=sys.stderr)
+        print(f"NOTE: new /dev/shm entries since the start: {leftovers[:10]}", file=sys.stderr)
     text = report(bench, info, time.perf_counter() - t0)
     harness.write_report(text, args.out)
     return 1 if bench.errors else 0
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     sys.exit(main())

@@ -41,14 +41,14 @@ import numpy as np
 
 
 def proc_status_kb(field: str) -> int:
-    match = re.search(rf'^{field}:\s+(\d+) kB', Path('/proc/self/status').read_text(), re.M)
+    match = re.search(rf"^{field}:\s+(\d+) kB", Path("/proc/self/status").read_text(), re.M)
     return int(match.group(1)) if match else 0
 
 
 def reset_peak_rss() -> None:
     """Reset VmHWM (Linux >= 4.0), so the peak measured covers the timed section only."""
     try:
-        Path('/proc/self/clear_refs').write_text('5')
+        Path("/proc/self/clear_refs").write_text("5")
     except OSError:
         pass  # then VmHWM also covers what ran before
 
@@ -72,16 +72,16 @@ def process_tree_cpu(pid: int | None = None) -> dict[int, tuple[str, float]]:
     its parent's cutime. Children that are never waited for are lost when they exit.
     """
     root = os.getpid() if pid is None else pid
-    tick = os.sysconf('SC_CLK_TCK')
+    tick = os.sysconf("SC_CLK_TCK")
     stats: dict[int, tuple[int, str, float]] = {}
-    for entry in os.listdir('/proc'):
+    for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            text = Path(f'/proc/{entry}/stat').read_text()
+            text = Path(f"/proc/{entry}/stat").read_text()
         except OSError:
             continue  # exited meanwhile
-        comm, rest = text[text.index('(') + 1:text.rindex(')')], text[text.rindex(')') + 2:].split()
+        comm, rest = text[text.index("(") + 1 : text.rindex(")")], text[text.rindex(")") + 2 :].split()
         # rest[0] is field 3 (state): ppid is field 4, utime..cstime are fields 14..17
         stats[int(entry)] = (int(rest[1]), comm, sum(int(v) for v in rest[11:15]) / tick)
     children: dict[int, list[int]] = {}
@@ -106,7 +106,7 @@ class Span:
 
     def __enter__(self) -> Span:
         reset_peak_rss()
-        self._rss0 = proc_status_kb('VmRSS')
+        self._rss0 = proc_status_kb("VmRSS")
         self._cpu0 = time.process_time() + children_cpu_seconds()
         self._t0 = time.perf_counter()
         return self
@@ -114,7 +114,7 @@ class Span:
     def __exit__(self, *exc: object) -> None:
         self.seconds = time.perf_counter() - self._t0
         self.stop_cpu()
-        hwm = proc_status_kb('VmHWM')
+        hwm = proc_status_kb("VmHWM")
         self.peak_rss_mb, self.delta_rss_mb = hwm / 1024, (hwm - self._rss0) / 1024
 
     def stop_cpu(self) -> None:
@@ -122,8 +122,12 @@ class Span:
         self.cpu_seconds = time.process_time() + children_cpu_seconds() - self._cpu0
 
     def result(self) -> dict[str, float]:
-        return dict(seconds=self.seconds, cpu_seconds=self.cpu_seconds,
-                    peak_rss_mb=self.peak_rss_mb, delta_rss_mb=self.delta_rss_mb)
+        return dict(
+            seconds=self.seconds,
+            cpu_seconds=self.cpu_seconds,
+            peak_rss_mb=self.peak_rss_mb,
+            delta_rss_mb=self.delta_rss_mb,
+        )
 
 
 # ----------------------------------------------------------------------------- consumption
@@ -155,14 +159,14 @@ class Consumer:
             elif kind is str:
                 data = item.encode()
             elif kind is np.ndarray:
-                data = memoryview(item).cast('B') if item.flags.c_contiguous and item.ndim else item.tobytes()
+                data = memoryview(item).cast("B") if item.flags.c_contiguous and item.ndim else item.tobytes()
             elif kind is list or kind is tuple or kind is dict:
                 for part in item.values() if kind is dict else item:
                     self(part)
                 continue
             elif kind is memoryview:
-                data = item if item.format == 'B' and item.ndim == 1 else item.cast('B')
-            elif hasattr(item, 'numpy') and hasattr(item, 'is_contiguous'):  # a CPU torch.Tensor
+                data = item if item.format == "B" and item.ndim == 1 else item.cast("B")
+            elif hasattr(item, "numpy") and hasattr(item, "is_contiguous"):  # a CPU torch.Tensor
                 self(item.contiguous().numpy())
                 continue
             else:
@@ -172,7 +176,7 @@ class Consumer:
                 self.buffer = bytearray(size)
                 self.view = memoryview(self.buffer)
             at = self.at if self.at + size <= len(self.buffer) else 0
-            self.view[at:at + size] = data
+            self.view[at : at + size] = data
             self.at = at + size
             self.consumed += size
 
@@ -189,8 +193,11 @@ def consumer_limit(samples: list[Any], min_seconds: float = 0.5) -> dict[str, fl
         passes += 1
         seconds = time.perf_counter() - t0
         if seconds >= min_seconds:
-            return dict(seconds=seconds / passes, cpu_seconds=(time.process_time() - cpu0) / passes,
-                        consumed=consume.consumed // (passes + 1))
+            return dict(
+                seconds=seconds / passes,
+                cpu_seconds=(time.process_time() - cpu0) / passes,
+                consumed=consume.consumed // (passes + 1),
+            )
 
 
 # ----------------------------------------------------------------------------- template processes
@@ -198,16 +205,16 @@ def consumer_limit(samples: list[Any], min_seconds: float = 0.5) -> dict[str, fl
 
 def protocol_stdout() -> Any:
     """A private copy of stdout for replies; what libraries print goes to stderr."""
-    protocol = os.fdopen(os.dup(1), 'w')
+    protocol = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     return protocol
 
 
 def reply(measure: Callable[[dict[str, Any]], dict[str, Any]], spec: dict[str, Any]) -> dict[str, Any]:
     try:
-        return {'ok': True, 'result': measure(spec)}
+        return {"ok": True, "result": measure(spec)}
     except BaseException:
-        return {'ok': False, 'error': traceback.format_exc()}
+        return {"ok": False, "error": traceback.format_exc()}
 
 
 def serve(import_family: Callable[[], None], measure: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
@@ -228,7 +235,7 @@ def serve(import_family: Callable[[], None], measure: Callable[[dict[str, Any]],
         if pid == 0:  # the measuring process
             os.close(read_fd)
             answer = reply(measure, json.loads(line))
-            with os.fdopen(write_fd, 'w') as out:
+            with os.fdopen(write_fd, "w") as out:
                 out.write(json.dumps(answer))
             atexit._run_exitfuncs()  # what a normal exit runs (e.g. the reference's shm cleanup)
             os._exit(0)
@@ -237,8 +244,8 @@ def serve(import_family: Callable[[], None], measure: Callable[[dict[str, Any]],
             text = inp.read()
         _, status = os.waitpid(pid, 0)
         if not text:
-            text = json.dumps({'ok': False, 'error': f'measuring process died (status {status})'})
-        protocol.write(text + '\n')
+            text = json.dumps({"ok": False, "error": f"measuring process died (status {status})"})
+        protocol.write(text + "\n")
         protocol.flush()
 
 
@@ -247,22 +254,33 @@ class Bench:
 
     def __init__(self, args: Any, work: Path, script: Path) -> None:
         self.args, self.work, self.script = args, work, script
-        (work / 'tmp').mkdir(exist_ok=True)
+        (work / "tmp").mkdir(exist_ok=True)
         # TMPDIR: the reference's lock files (and torch's, litdata's ...) land in our temp dir.
-        self.env = dict(os.environ, TMPDIR=str(work / 'tmp'), PYTHONWARNINGS='ignore',
-                        TOKENIZERS_PARALLELISM='false', LITDATA_DISABLE_VERSION_CHECK='1',
-                        HF_HUB_OFFLINE='1', TRANSFORMERS_OFFLINE='1')
+        self.env = dict(
+            os.environ,
+            TMPDIR=str(work / "tmp"),
+            PYTHONWARNINGS="ignore",
+            TOKENIZERS_PARALLELISM="false",
+            LITDATA_DISABLE_VERSION_CHECK="1",
+            HF_HUB_OFFLINE="1",
+            TRANSFORMERS_OFFLINE="1",
+        )
         self.servers: dict[str, subprocess.Popen[str]] = {}
         self.results: dict[tuple, list[dict[str, Any]]] = {}
         self.errors: dict[tuple, str] = {}
 
     def server(self, family: str) -> subprocess.Popen[str]:
         if family not in self.servers:
-            with open(self.work / f'server-{family}.log', 'w') as log:
+            with open(self.work / f"server-{family}.log", "w") as log:
                 self.servers[family] = subprocess.Popen(
-                    [sys.executable, str(self.script), '--_serve', family],
-                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
-                    env=self.env, cwd=self.work)
+                    [sys.executable, str(self.script), "--_serve", family],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=log,
+                    text=True,
+                    env=self.env,
+                    cwd=self.work,
+                )
         return self.servers[family]
 
     def close(self) -> None:
@@ -276,29 +294,31 @@ class Bench:
         """One measurement in a process forked from ``family``'s template; its result, or None."""
         if key in self.errors:
             return None  # failed before: don't retry every rep
-        before = set(os.listdir('/dev/shm')) if os.path.isdir('/dev/shm') else set()
+        before = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
         proc = self.server(family)
         assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(json.dumps(spec) + '\n')
+        proc.stdin.write(json.dumps(spec) + "\n")
         proc.stdin.flush()
         line = proc.stdout.readline()
-        return self.record(key, json.loads(line) if line.strip() else
-                           {'ok': False, 'error': 'process died'}, before)
+        return self.record(key, json.loads(line) if line.strip() else {"ok": False, "error": "process died"}, before)
 
     def record(self, key: tuple, answer: dict[str, Any], shm_before: set[str]) -> dict[str, Any] | None:
-        if not answer['ok']:
-            self.errors[key] = answer['error'].strip().splitlines()[-1][:200]
-            print(f'  FAILED {key}: {answer["error"]}', file=sys.stderr)
+        if not answer["ok"]:
+            self.errors[key] = answer["error"].strip().splitlines()[-1][:200]
+            print(f"  FAILED {key}: {answer['error']}", file=sys.stderr)
             return None
-        res = answer['result']
+        res = answer["result"]
         self.results.setdefault(key, []).append(res)
-        if res.get('verified') is False:
-            print(f'  WRONG DATA {key}', file=sys.stderr)
-        if res.get('shm_prefix', -1) >= 0:  # leftovers of that (finished) process only
+        if res.get("verified") is False:
+            print(f"  WRONG DATA {key}", file=sys.stderr)
+        if res.get("shm_prefix", -1) >= 0:  # leftovers of that (finished) process only
             unlink_shm(f"{res['shm_prefix']:06d}_", shm_before)
-        if 'seconds' in res:
-            print(f"  {key} {res['seconds']:.3f}s cpu {res.get('cpu_seconds', 0):.3f}s "
-                  f"peak {res.get('peak_rss_mb', 0):.0f}MB", file=sys.stderr)
+        if "seconds" in res:
+            print(
+                f"  {key} {res['seconds']:.3f}s cpu {res.get('cpu_seconds', 0):.3f}s "
+                f"peak {res.get('peak_rss_mb', 0):.0f}MB",
+                file=sys.stderr,
+            )
         return res
 
     def all(self, key: tuple, field: str) -> list[Any]:
@@ -309,18 +329,18 @@ class Bench:
 
     def fastest(self, impls: list[str], key_of: Callable[[str], tuple]) -> str | None:
         """Of ``impls``, the one with the smallest median time for ``key_of(impl)`` (None if none ran)."""
-        timed = [impl for impl in impls if self.med(key_of(impl), 'seconds')]
-        return min(timed, key=lambda impl: self.med(key_of(impl), 'seconds'), default=None)
+        timed = [impl for impl in impls if self.med(key_of(impl), "seconds")]
+        return min(timed, key=lambda impl: self.med(key_of(impl), "seconds"), default=None)
 
     def error_note(self, key: tuple) -> list[str]:
-        return [f'error: {self.errors[key]}'] if key in self.errors else []
+        return [f"error: {self.errors[key]}"] if key in self.errors else []
 
 
 def unlink_shm(prefix: str, before: set[str]) -> None:
-    for name in os.listdir('/dev/shm'):
+    for name in os.listdir("/dev/shm"):
         if name.startswith(prefix) and name not in before:
             try:
-                os.unlink(os.path.join('/dev/shm', name))
+                os.unlink(os.path.join("/dev/shm", name))
             except OSError:
                 pass
 
@@ -333,9 +353,10 @@ def clean_reference_shm() -> None:
     """
     try:
         from streaming.base.util import clean_stale_shared_memory
+
         clean_stale_shared_memory()
     except Exception as exc:  # cleanup must not fail the run
-        print(f'clean_stale_shared_memory failed: {exc}', file=sys.stderr)
+        print(f"clean_stale_shared_memory failed: {exc}", file=sys.stderr)
 
 
 # ----------------------------------------------------------------------------- summaries
@@ -349,8 +370,8 @@ def median(values: Iterable[float]) -> float | None:
 def spread(values: list[float], digits: int = 1) -> str:
     """``20.7 [20.1–21.5]``: the median and the smallest and largest value."""
     if not values:
-        return '—'
-    return f'{median(values):,.{digits}f} [{min(values):,.{digits}f}–{max(values):,.{digits}f}]'
+        return "—"
+    return f"{median(values):,.{digits}f} [{min(values):,.{digits}f}–{max(values):,.{digits}f}]"
 
 
 def ratio_of_medians(a: list[float], b: list[float]) -> tuple[float, float, float] | None:
@@ -361,16 +382,15 @@ def ratio_of_medians(a: list[float], b: list[float]) -> tuple[float, float, floa
     return median(a) / median(b), min(per_rep or [0]), max(per_rep or [0])
 
 
-def ratio_cell(value: tuple[float, float, float] | None, target: float | None = None,
-               at_most: bool = False) -> str:
+def ratio_cell(value: tuple[float, float, float] | None, target: float | None = None, at_most: bool = False) -> str:
     """``1.52× [1.40–1.61]``, with ``met``/``not met`` against a target when one is given."""
     if value is None:
-        return '—'
+        return "—"
     mid, lo, hi = value
-    text = f'**{mid:.2f}×** [{lo:.2f}–{hi:.2f}]'
+    text = f"**{mid:.2f}×** [{lo:.2f}–{hi:.2f}]"
     if target is not None:
         met = mid <= target if at_most else mid >= target
-        text += f' ({"met" if met else "not met"}: {"≤" if at_most else "≥"} {target:g}×)'
+        text += f" ({'met' if met else 'not met'}: {'≤' if at_most else '≥'} {target:g}×)"
     return text
 
 
@@ -380,17 +400,18 @@ def speedup(ours_seconds: list[float], theirs_seconds: list[float], target: floa
 
 
 def fmt(value: float | None, digits: int = 0) -> str:
-    return '—' if value is None else f'{value:,.{digits}f}'
+    return "—" if value is None else f"{value:,.{digits}f}"
 
 
 def versions() -> dict[str, str]:
     from importlib import metadata
-    out = {'python': platform.python_version(), 'numpy': np.__version__}
-    for dist in ('mosaicml-streaming', 'litdata', 'torch', 'mds-pipelines', 'pyspark'):
+
+    out = {"python": platform.python_version(), "numpy": np.__version__}
+    for dist in ("mosaicml-streaming", "litdata", "torch", "mds-pipelines", "pyspark"):
         try:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
-            out[dist] = 'not installed'
+            out[dist] = "not installed"
     return out
 
 
@@ -398,23 +419,25 @@ def write_report(text: str, out: str) -> None:
     """Print the markdown report and write it to ``out``."""
     print(text)
     Path(out).parent.mkdir(parents=True, exist_ok=True)
-    Path(out).write_text(text + '\n')
-    print(f'\nwritten to {out}', file=sys.stderr)
+    Path(out).write_text(text + "\n")
+    print(f"\nwritten to {out}", file=sys.stderr)
 
 
 def header(title: str, wall: float, settings: str) -> list[str]:
     """The first lines of every report: command, date, machine, versions, settings."""
     ver = versions()
     cmd = shlex.join([os.path.relpath(sys.executable)] + sys.argv)
-    ram = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     return [
-        f'# {title}', '',
-        f'- command: `{cmd}`',
-        f'- date: {time.strftime("%Y-%m-%d %H:%M:%S %Z")}; wall time {wall:.0f} s',
-        f'- machine: nproc {len(os.sched_getaffinity(0))}, {platform.machine()}, {ram:.0f} GiB RAM, '
-        f'{platform.system()} {platform.release()}; python {ver["python"]}, numpy {ver["numpy"]}, '
-        f'torch {ver["torch"]}',
-        f'- mosaicml-streaming {ver["mosaicml-streaming"]}, litdata {ver["litdata"]}, '
-        f'mds_core (mds-pipelines) {ver["mds-pipelines"]}',
-        f'- settings: {settings}', '',
+        f"# {title}",
+        "",
+        f"- command: `{cmd}`",
+        f"- date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}; wall time {wall:.0f} s",
+        f"- machine: nproc {len(os.sched_getaffinity(0))}, {platform.machine()}, {ram:.0f} GiB RAM, "
+        f"{platform.system()} {platform.release()}; python {ver['python']}, numpy {ver['numpy']}, "
+        f"torch {ver['torch']}",
+        f"- mosaicml-streaming {ver['mosaicml-streaming']}, litdata {ver['litdata']}, "
+        f"mds_core (mds-pipelines) {ver['mds-pipelines']}",
+        f"- settings: {settings}",
+        "",
     ]

@@ -25,12 +25,14 @@ def main(out: Path) -> None:
     start = time.perf_counter()
     with MDSWriter(out=str(out), columns=COLUMNS, compression="zstd", hashes=["xxh3_64"], size_limit="1mb") as writer:
         for i in range(num_samples):
-            writer.write({
-                "id": i,
-                "label": i % 10,
-                "text": f"sample {i}: " + "lorem ipsum " * int(rng.integers(1, 8)),
-                "tokens": rng.integers(0, 50_000, 128, dtype=np.uint16),
-            })
+            writer.write(
+                {
+                    "id": i,
+                    "label": i % 10,
+                    "text": f"sample {i}: " + "lorem ipsum " * int(rng.integers(1, 8)),
+                    "tokens": rng.integers(0, 50_000, 128, dtype=np.uint16),
+                }
+            )
     print(f"wrote {num_samples} samples to {out} in {time.perf_counter() - start:.2f} s")
     mds = [sys.executable, "-m", "mds_core.cli"]
     subprocess.run([*mds, "inspect", str(out)], check=True)

@@ -63,8 +63,11 @@ def load_checkpoint(args: argparse.Namespace) -> dict | None:
 def say_finished(args: argparse.Namespace, checkpoint: dict) -> None:
     """Say so when there is nothing to resume: a silent exit looks like a run that did nothing."""
     print(json.dumps({"finished": True, "epoch": checkpoint["epoch"], "checkpoint": str(args.checkpoint)}), flush=True)
-    print(f"{args.checkpoint} holds a finished run of {checkpoint['epoch']} epochs: nothing to resume. "
-          "Pass --fresh to start a new run in its place, or give a new --checkpoint.", file=sys.stderr)
+    print(
+        f"{args.checkpoint} holds a finished run of {checkpoint['epoch']} epochs: nothing to resume. "
+        "Pass --fresh to start a new run in its place, or give a new --checkpoint.",
+        file=sys.stderr,
+    )
 
 
 def train(args: argparse.Namespace) -> list[float]:
@@ -75,8 +78,14 @@ def train(args: argparse.Namespace) -> list[float]:
     version = checkpoint["version"] if checkpoint else args.version or ShardSet(args.remote).published()
     if version is None:
         raise SystemExit(f"{args.remote} has no published version yet: run `make demo` or the pipeline first")
-    dataset = StreamingDataset(remote=args.remote, local=args.local, version=version, batch_size=args.batch_size,
-                               shuffle=True, shuffle_seed=args.seed)
+    dataset = StreamingDataset(
+        remote=args.remote,
+        local=args.local,
+        version=version,
+        batch_size=args.batch_size,
+        shuffle=True,
+        shuffle_seed=args.seed,
+    )
     loader = StreamingDataLoader(dataset, batch_size=args.batch_size, num_workers=args.workers)
     net = model()
     optimizer = torch.optim.Adam(net.parameters(), lr=args.lr)
@@ -86,8 +95,17 @@ def train(args: argparse.Namespace) -> list[float]:
         optimizer.load_state_dict(checkpoint["optimizer"])
         loader.load_state_dict(checkpoint["loader"])
         epoch, losses, partial = checkpoint["epoch"], checkpoint["losses"], tuple(checkpoint["partial"])
-        print(json.dumps({"resumed": True, "version": version, "epoch": epoch,
-                          "sample_in_epoch": checkpoint["loader"]["sample_in_epoch"]}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "resumed": True,
+                    "version": version,
+                    "epoch": epoch,
+                    "sample_in_epoch": checkpoint["loader"]["sample_in_epoch"],
+                }
+            ),
+            flush=True,
+        )
     steps = 0
     while epoch < args.epochs:
         total, count = partial
@@ -99,24 +117,45 @@ def train(args: argparse.Namespace) -> list[float]:
             optimizer.step()
             total, count, steps = total + loss.item() * len(labels), count + len(labels), steps + 1
             if args.stop_after_steps and steps == args.stop_after_steps:
-                save(args.checkpoint, {"version": version, "model": net.state_dict(),
-                                       "optimizer": optimizer.state_dict(), "loader": loader.state_dict(),
-                                       "epoch": epoch, "losses": losses, "partial": (total, count)})
+                save(
+                    args.checkpoint,
+                    {
+                        "version": version,
+                        "model": net.state_dict(),
+                        "optimizer": optimizer.state_dict(),
+                        "loader": loader.state_dict(),
+                        "epoch": epoch,
+                        "losses": losses,
+                        "partial": (total, count),
+                    },
+                )
                 print(json.dumps({"stopped_after_steps": steps, "epoch": epoch}), flush=True)
                 return losses
         epoch, partial = epoch + 1, (0.0, 0)
         losses.append(total / max(count, 1))
-        save(args.checkpoint, {"version": version, "model": net.state_dict(), "optimizer": optimizer.state_dict(),
-                               "loader": loader.state_dict(), "epoch": epoch, "losses": losses, "partial": partial})
-        print(json.dumps({"epoch": epoch, "version": version, "samples": count, "loss": round(losses[-1], 4)}),
-              flush=True)
+        save(
+            args.checkpoint,
+            {
+                "version": version,
+                "model": net.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "loader": loader.state_dict(),
+                "epoch": epoch,
+                "losses": losses,
+                "partial": partial,
+            },
+        )
+        print(
+            json.dumps({"epoch": epoch, "version": version, "samples": count, "loss": round(losses[-1], 4)}), flush=True
+        )
     return losses
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--remote", default=None,
-                        help="shard-set root: a folder or a URL (default: where `make demo` publishes)")
+    parser.add_argument(
+        "--remote", default=None, help="shard-set root: a folder or a URL (default: where `make demo` publishes)"
+    )
     parser.add_argument("--local", default=None, help="local cache folder (default: beside the checkpoint)")
     parser.add_argument("--version", type=int, default=None, help="version to train on (default: the published one)")
     parser.add_argument("--checkpoint", type=Path, default=Path("data/train_digits.pt"))
@@ -126,8 +165,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--seed", type=int, default=17)
     parser.add_argument("--stop-after-steps", type=int, default=0, help="checkpoint and exit after N steps")
-    parser.add_argument("--fresh", action="store_true",
-                        help="start a new run, replacing the checkpoint, instead of continuing it")
+    parser.add_argument(
+        "--fresh", action="store_true", help="start a new run, replacing the checkpoint, instead of continuing it"
+    )
     args = parser.parse_args(argv)
     args.remote = args.remote or default_remote()
     args.checkpoint.parent.mkdir(parents=True, exist_ok=True)

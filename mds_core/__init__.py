@@ -10,8 +10,15 @@ from mds_core.streaming.local import LocalDataset
 from mds_core.writer import MDSWriter, merge_index
 
 __all__ = [
-    "LocalDataset", "MDSError", "MDSWriter", "Stream", "StreamingDataLoader", "StreamingDataset",
-    "dataframe_to_mds", "merge_index", "streams_registry",
+    "LocalDataset",
+    "MDSError",
+    "MDSWriter",
+    "Stream",
+    "StreamingDataLoader",
+    "StreamingDataset",
+    "dataframe_to_mds",
+    "merge_index",
+    "streams_registry",
 ]
 
 # Loaded on first use: StreamingDataLoader imports torch (seconds), the dataset modules pull in the

@@ -19,7 +19,7 @@ def bytes_to_int(size: int | float | str) -> int:
     if not isinstance(size, str):
         raise WriterError(f"a size must be a number or a string like '64mb', got {type(size).__name__}")
     match = _SIZE_RE.match(size.strip().lower())
-    if not match or match.group(2) not in _BYTE_SUFFIXES and match.group(2):
+    if not match or (match.group(2) not in _BYTE_SUFFIXES and match.group(2)):
         raise WriterError(f"cannot parse size {size!r}; use bytes or a suffix {sorted(_BYTE_SUFFIXES)}, e.g. '64mb'")
     number, suffix = match.groups()
     return int(float(number) * 1024 ** _BYTE_SUFFIXES[suffix or "b"])

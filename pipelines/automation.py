@@ -8,10 +8,20 @@ UI (Automation tab) or set ``MDS_AUTOMATION=on`` to have them start running.
 import json
 import os
 
-from dagster import (AssetSelection, DefaultScheduleStatus, DefaultSensorStatus, RunRequest, ScheduleDefinition,
-                     SensorDefinition, SensorEvaluationContext, SensorResult, SkipReason,
-                     build_schedule_from_partitioned_job, define_asset_job, sensor)
-
+from dagster import (
+    AssetSelection,
+    DefaultScheduleStatus,
+    DefaultSensorStatus,
+    RunRequest,
+    ScheduleDefinition,
+    SensorDefinition,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
+    build_schedule_from_partitioned_job,
+    define_asset_job,
+    sensor,
+)
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 from pipelines.assets.shards import days_of
@@ -35,38 +45,49 @@ def sensor_status() -> DefaultSensorStatus:
 
 def daily_job(spec: DatasetSpec) -> UnresolvedAssetJobDefinition:
     return define_asset_job(
-        f"{spec.name}_daily", selection=AssetSelection.groups(spec.name),
+        f"{spec.name}_daily",
+        selection=AssetSelection.groups(spec.name),
         tags={"dataset": spec.name},
         description=f"{spec.name}: one day (or, as a backfill, a range of days) from the source to a published "
-                    "version. A day already in the published version is replaced.")
+        "version. A day already in the published version is replaced.",
+    )
 
 
 def daily_schedule(spec: DatasetSpec, job: UnresolvedAssetJobDefinition) -> ScheduleDefinition:
     """At 01:30 UTC, the day that just ended (the partitioned job's latest partition)."""
-    return build_schedule_from_partitioned_job(job, hour_of_day=1, minute_of_hour=30, name=f"{spec.name}_daily_schedule",
-                                               default_status=schedule_status())
+    return build_schedule_from_partitioned_job(
+        job, hour_of_day=1, minute_of_hour=30, name=f"{spec.name}_daily_schedule", default_status=schedule_status()
+    )
 
 
 def landing_run_request(spec: DatasetSpec, day: str, url: str, fmt: str, signature: str) -> RunRequest:
     """Convert one landed day: the raw asset reads that day's folder instead of the registry's source."""
     return RunRequest(
-        run_key=f"{day}:{signature}", partition_key=day,
+        run_key=f"{day}:{signature}",
+        partition_key=day,
         run_config={"ops": {op_name(spec, "raw_table"): {"config": {"kind": "path", "path": url, "format": fmt}}}},
-        tags={"mds/landing": url, "dataset": spec.name})
+        tags={"mds/landing": url, "dataset": spec.name},
+    )
 
 
 def landing_sensor(spec: DatasetSpec, job: UnresolvedAssetJobDefinition) -> SensorDefinition:
-    @sensor(name=f"{spec.name}_landing_sensor", job=job, minimum_interval_seconds=60, default_status=sensor_status(),
-            description=f"Watches <landing>/{spec.name}/ (a folder or any fsspec URL) for <YYYY-MM-DD>/ folders of "
-                        "Parquet, CSV or JSON files and converts each new or changed day.")
-    def watch_landing(context: SensorEvaluationContext, landing: LandingZone,
-                      shard_store: ShardStore) -> SensorResult:
+    @sensor(
+        name=f"{spec.name}_landing_sensor",
+        job=job,
+        minimum_interval_seconds=60,
+        default_status=sensor_status(),
+        description=f"Watches <landing>/{spec.name}/ (a folder or any fsspec URL) for <YYYY-MM-DD>/ folders of "
+        "Parquet, CSV or JSON files and converts each new or changed day.",
+    )
+    def watch_landing(context: SensorEvaluationContext, landing: LandingZone, shard_store: ShardStore) -> SensorResult:
         return landing_requests(context, spec, landing, shard_store)
+
     return watch_landing
 
 
-def landing_requests(context: SensorEvaluationContext, spec: DatasetSpec, landing: LandingZone,
-                     shard_store: ShardStore) -> SensorResult:
+def landing_requests(
+    context: SensorEvaluationContext, spec: DatasetSpec, landing: LandingZone, shard_store: ShardStore
+) -> SensorResult:
     url = landing.url(spec.name)
     seen: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
     valid_days = set(daily(spec).get_partition_keys())
@@ -83,8 +104,10 @@ def landing_requests(context: SensorEvaluationContext, spec: DatasetSpec, landin
             context.log.info(f"{day}: its files changed since it was published; the run replaces it")
         requests.append(landing_run_request(spec, day, day_url(url, day), fmt, signature))
     if skipped:
-        context.log.warning(f"landing folders skipped (not a partition day of {spec.name}, mixed formats, or "
-                            f"already published when first seen): {skipped}")
+        context.log.warning(
+            f"landing folders skipped (not a partition day of {spec.name}, mixed formats, or "
+            f"already published when first seen): {skipped}"
+        )
     cursor = json.dumps(seen, sort_keys=True)  # kept on a skip too: a day seen once is not "first seen" again
     if not requests:
         return SensorResult(skip_reason=SkipReason(f"no new or changed days under {url}"), cursor=cursor)

@@ -66,13 +66,14 @@ def standalone_addresses(master: str) -> list[tuple[str, int]]:
     if not master.startswith("spark://"):
         return []
     addresses = []
-    for part in master[len("spark://"):].split(","):
+    for part in master[len("spark://") :].split(","):
         host, _, port = part.strip().rpartition(":")
         try:
             addresses.append((host.strip("[]"), int(port)))
         except ValueError:
-            raise ConfigurationError(f"MDS_SPARK_MASTER={master!r}: {part!r} is not HOST:PORT "
-                                     "(e.g. spark://spark-master:7077)") from None
+            raise ConfigurationError(
+                f"MDS_SPARK_MASTER={master!r}: {part!r} is not HOST:PORT (e.g. spark://spark-master:7077)"
+            ) from None
     return addresses
 
 
@@ -92,7 +93,8 @@ def check_master_reachable(master: str, timeout: float) -> None:
     raise ConfigurationError(
         f"cannot reach the Spark master {master} ({'; '.join(problems)}) within {timeout:g} s: start the master "
         "there (sbin/start-master.sh), or set MDS_SPARK_MASTER to its URL (spark://HOST:PORT, port 7077 by "
-        "default) or to local[*]; MDS_SPARK_MASTER_TIMEOUT sets how long to wait")
+        "default) or to local[*]; MDS_SPARK_MASTER_TIMEOUT sets how long to wait"
+    )
 
 
 def apply_python(conf: dict[str, str]) -> None:
@@ -106,7 +108,7 @@ def apply_python(conf: dict[str, str]) -> None:
         os.environ["PYSPARK_PYTHON"] = python
 
 
-def wait_for_executors(session: "SparkSession", master: str, timeout: float) -> None:
+def wait_for_executors(session: SparkSession, master: str, timeout: float) -> None:
     """On a fresh classic session with a cluster master: wait until at least one executor has registered."""
     if is_local(master) or not master.startswith("spark://"):
         return
@@ -117,17 +119,20 @@ def wait_for_executors(session: "SparkSession", master: str, timeout: float) -> 
             return
         time.sleep(0.2)
     conf = context.getConf()
-    asked = (f"spark.executor.cores={conf.get('spark.executor.cores', 'all of a worker')}, "
-             f"spark.executor.memory={conf.get('spark.executor.memory', '1g')}")
+    asked = (
+        f"spark.executor.cores={conf.get('spark.executor.cores', 'all of a worker')}, "
+        f"spark.executor.memory={conf.get('spark.executor.memory', '1g')}"
+    )
     session.stop()
     raise ConfigurationError(
         f"the Spark master {master} accepted the application but started no executor within {timeout:g} s: "
         f"check on the master's web UI that workers are registered and have free cores and memory for "
         f"{asked} (MDS_SPARK_CONF), and that the workers can reach this driver; MDS_SPARK_MASTER_TIMEOUT sets "
-        "how long to wait")
+        "how long to wait"
+    )
 
 
-def writer_partitions(frame: "DataFrame", tasks: int, *columns: str) -> "DataFrame":
+def writer_partitions(frame: DataFrame, tasks: int, *columns: str) -> DataFrame:
     """``frame`` sorted by ``columns`` in ``tasks`` range partitions (0: the cluster's default parallelism).
 
     Unlike ``orderBy``, whose partition count is ``spark.sql.shuffle.partitions`` (then coalesced by

@@ -24,7 +24,6 @@ from pipelines.registry import load_registry
 from pipelines.resources import PROJECT_ROOT, resources_from_env
 from pipelines.runs import materialize_days
 
-
 # The full event log is in the UI (`make ui`); the terminal gets warnings and the summary below.
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
@@ -41,17 +40,21 @@ def smoke_summary(result) -> str:
     [evaluation] = [e for e in result.get_asset_check_evaluations() if e.check_name == SMOKE_CHECK]
     meta = {key: value.value for key, value in evaluation.metadata.items()}
     verdict = "passed" if evaluation.passed else f"FAILED ({evaluation.description})"
-    return (f"{verdict}: {meta['rows_streamed']} samples streamed by 2 workers, exactly once: {meta['exactly_once']}, "
-            f"resumed at sample {meta['resumed_at_sample']}, continuation matches: {meta['continuation_matches']}, "
-            f"{meta['rows_per_second']:.0f} rows/s")
+    return (
+        f"{verdict}: {meta['rows_streamed']} samples streamed by 2 workers, exactly once: {meta['exactly_once']}, "
+        f"resumed at sample {meta['resumed_at_sample']}, continuation matches: {meta['continuation_matches']}, "
+        f"{meta['rows_per_second']:.0f} rows/s"
+    )
 
 
 def plan_summary(result) -> str:
     """The training_plan check's headline: what the declared world would download and need on disk."""
     [evaluation] = [e for e in result.get_asset_check_evaluations() if e.check_name == PLAN_CHECK]
     meta = {key: value.value for key, value in evaluation.metadata.items()}
-    return (f"{meta['world']}: {max(meta['bytes_per_node_first_epoch']):,} bytes per node in the first epoch, "
-            f"recommended cache_limit {meta['plan_json']['recommendations'][0]['value']:,} bytes (mds plan for more)")
+    return (
+        f"{meta['world']}: {max(meta['bytes_per_node_first_epoch']):,} bytes per node in the first epoch, "
+        f"recommended cache_limit {meta['plan_json']['recommendations'][0]['value']:,} bytes (mds plan for more)"
+    )
 
 
 def main() -> int:
@@ -61,8 +64,10 @@ def main() -> int:
     days = daily(spec).get_partition_keys()[-3:]
     dagster = instance()
     for run_days in (days[:2], days[2:]):
-        print(f"\n== {spec.name}: {', '.join(run_days)} ({spec.source.kind}, {spec.source.rows_per_day} rows/day)",
-              flush=True)
+        print(
+            f"\n== {spec.name}: {', '.join(run_days)} ({spec.source.kind}, {spec.source.rows_per_day} rows/day)",
+            flush=True,
+        )
         result = materialize_days(spec, run_days, resources, instance=dagster, run_config=QUIET)
         print(f"   run {result.run_id} succeeded; loader smoke test {smoke_summary(result)}")
         print(f"   training plan for {plan_summary(result)}")
@@ -71,12 +76,16 @@ def main() -> int:
     print(f"\nshard set: {store.url(spec.name)}")
     for info in shards.versions()[-4:]:
         marker = "  <- published" if info.number == published else ""
-        print(f"  version {info.number} (parent {info.parent}, {info.mode}): {info.rows} rows, {info.shards} shards, "
-              f"{info.stored_bytes} bytes, days {', '.join(info.lineage.get('days', [])[-4:])}{marker}")
-    print("\nread it in training code:\n"
-          f"  StreamingDataset(remote={store.url(spec.name)!r}, local='/tmp/digits-cache', version={published})\n"
-          "train on it:  .venv/bin/python examples/train_digits.py --epochs 5\n"
-          f"see the runs: make ui   (DAGSTER_HOME={os.environ['DAGSTER_HOME']})")
+        print(
+            f"  version {info.number} (parent {info.parent}, {info.mode}): {info.rows} rows, {info.shards} shards, "
+            f"{info.stored_bytes} bytes, days {', '.join(info.lineage.get('days', [])[-4:])}{marker}"
+        )
+    print(
+        "\nread it in training code:\n"
+        f"  StreamingDataset(remote={store.url(spec.name)!r}, local='/tmp/digits-cache', version={published})\n"
+        "train on it:  .venv/bin/python examples/train_digits.py --epochs 5\n"
+        f"see the runs: make ui   (DAGSTER_HOME={os.environ['DAGSTER_HOME']})"
+    )
     return 0
 
 

@@ -41,5 +41,11 @@ def dataset_definitions(spec: DatasetSpec) -> DatasetDefinitions:
 
 def graph_for(spec: DatasetSpec) -> list[Any]:
     """The assets and checks ``materialize()`` needs for one dataset's whole graph."""
-    return [build_raw_table(spec), build_validated_table(spec), build_shard_set(spec),
-            build_published_version(spec), build_smoke_check(spec), build_plan_check(spec)]
+    return [
+        build_raw_table(spec),
+        build_validated_table(spec),
+        build_shard_set(spec),
+        build_published_version(spec),
+        build_smoke_check(spec),
+        build_plan_check(spec),
+    ]

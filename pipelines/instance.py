@@ -39,8 +39,11 @@ def prepare_home(home: Path) -> list[str]:
 def main() -> None:
     home = Path(sys.argv[1])
     for setting in prepare_home(home):
-        print(f"note: kept your {home / 'dagster.yaml'}; it lacks `{setting}` (see {PROJECT_SETTINGS}), "
-              "so two runs could race to commit the same shard-set version", file=sys.stderr)
+        print(
+            f"note: kept your {home / 'dagster.yaml'}; it lacks `{setting}` (see {PROJECT_SETTINGS}), "
+            "so two runs could race to commit the same shard-set version",
+            file=sys.stderr,
+        )
 
 
 if __name__ == "__main__":

@@ -27,8 +27,21 @@ DAY_FOLDER = re.compile(r"\d{4}-\d{2}-\d{2}")
 # What identifies one version of a file, as each fsspec backend's info() spells it: an object
 # store's ETag changes with the bytes, LastModified/mtime with every rewrite (even of equal bytes).
 # (Not a local file's ctime: a chmod or a backup tool's touch would look like new data.)
-_VERSION_KEYS = ("ETag", "etag", "md5Hash", "md5", "crc32c", "generation", "version_id", "VersionId",
-                 "LastModified", "last_modified", "mtime", "updated", "modified")
+_VERSION_KEYS = (
+    "ETag",
+    "etag",
+    "md5Hash",
+    "md5",
+    "crc32c",
+    "generation",
+    "version_id",
+    "VersionId",
+    "LastModified",
+    "last_modified",
+    "mtime",
+    "updated",
+    "modified",
+)
 _BUCKET_SCHEMES = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss"})
 # Seconds for one listing; the sensor asks again at its next tick, so one attempt is enough.
 LIST_TIMEOUT = 60.0
@@ -88,8 +101,11 @@ def _listing(url: str, storage_options: dict[str, Any] | None) -> dict[str, dict
             _require_bucket(fs, root, url)
         return {}
     prefix = f"{root}/"
-    return {path[len(prefix):]: info for path, info in found.items()
-            if path.startswith(prefix) and info.get("type", "file") == "file"}
+    return {
+        path[len(prefix) :]: info
+        for path, info in found.items()
+        if path.startswith(prefix) and info.get("type", "file") == "file"
+    }
 
 
 def _require_bucket(fs: Any, root: str, url: str) -> None:
@@ -98,8 +114,10 @@ def _require_bucket(fs: Any, root: str, url: str) -> None:
     try:
         _guarded(url, lambda: fs.info(bucket))
     except FileNotFoundError:
-        raise StorageError(f"landing zone {url}: the bucket {bucket!r} does not exist (or these credentials "
-                           "cannot see it); check the URL") from None
+        raise StorageError(
+            f"landing zone {url}: the bucket {bucket!r} does not exist (or these credentials "
+            "cannot see it); check the URL"
+        ) from None
 
 
 def _guarded(url: str, call: Callable[[], T]) -> T:
@@ -109,8 +127,10 @@ def _guarded(url: str, call: Callable[[], T]) -> T:
     except (FileNotFoundError, MDSError):
         raise
     except Exception as err:  # network and auth errors come in many library-specific types
-        raise StorageError(f"landing zone {url}: cannot list it ({type(err).__name__}: {err}); check the URL, "
-                           "the endpoint and the credentials (storage options or environment)") from err
+        raise StorageError(
+            f"landing zone {url}: cannot list it ({type(err).__name__}: {err}); check the URL, "
+            "the endpoint and the credentials (storage options or environment)"
+        ) from err
 
 
 def _filesystem(url: str, options: dict[str, Any]) -> tuple[Any, str]:

@@ -8,7 +8,7 @@ schedule. The same operations are ``mds versions publish|rollback|vacuum`` on th
 import datetime as dt
 from typing import Literal
 
-from dagster import (Config, Failure, JobDefinition, OpExecutionContext, ScheduleDefinition, job, op)
+from dagster import Config, Failure, JobDefinition, OpExecutionContext, ScheduleDefinition, job, op
 from pydantic import Field
 
 from pipelines.automation import schedule_status
@@ -19,14 +19,16 @@ from pipelines.retries import RETRY
 
 class PublishConfig(Config):
     action: Literal["publish", "rollback"] = Field(
-        default="rollback", description="rollback: publish the version published before the current one; "
-                                        "publish: publish `version`.")
+        default="rollback",
+        description="rollback: publish the version published before the current one; publish: publish `version`.",
+    )
     version: int = Field(default=0, ge=0, description="The version to publish (action: publish).")
 
 
 class VacuumConfig(Config):
-    keep_last: int = Field(default=0, ge=0, description="Versions to keep besides the published one; 0: the "
-                                                        "dataset's keep_versions.")
+    keep_last: int = Field(
+        default=0, ge=0, description="Versions to keep besides the published one; 0: the dataset's keep_versions."
+    )
     grace_hours: float = Field(default=24.0, ge=0, description="Leave unfinished commits younger than this alone.")
     dry_run: bool = False
 
@@ -47,9 +49,12 @@ def publish_job(spec: DatasetSpec) -> JobDefinition:
         context.add_output_metadata({"published": now, "previously_published": before if before is not None else -1})
         return now
 
-    @job(name=f"{spec.name}_publish", tags={"dataset": spec.name},
-         description=f"{spec.name}: publish a chosen version, or roll back to the one published before "
-                     "(`mds versions publish|rollback` on the command line).")
+    @job(
+        name=f"{spec.name}_publish",
+        tags={"dataset": spec.name},
+        description=f"{spec.name}: publish a chosen version, or roll back to the one published before "
+        "(`mds versions publish|rollback` on the command line).",
+    )
     def publish_version_job() -> None:
         publish_or_rollback()
 
@@ -60,18 +65,29 @@ def vacuum_job(spec: DatasetSpec) -> JobDefinition:
     @op(name=f"{spec.name}_vacuum_versions", retry_policy=RETRY, tags={"dataset": spec.name})
     def vacuum(context: OpExecutionContext, config: VacuumConfig, shard_store: ShardStore) -> None:
         keep = config.keep_last or spec.keep_versions
-        report = shard_store.shard_set(spec.name).vacuum(keep_last=keep, grace=dt.timedelta(hours=config.grace_hours),
-                                                         dry_run=config.dry_run)
+        report = shard_store.shard_set(spec.name).vacuum(
+            keep_last=keep, grace=dt.timedelta(hours=config.grace_hours), dry_run=config.dry_run
+        )
         verb = "would delete" if config.dry_run else "deleted"
-        context.log.info(f"{spec.name}: kept versions {report.kept_versions}; removed {report.removed_versions}; "
-                         f"{verb} {len(report.removed_files)} files")
-        context.add_output_metadata({"kept_versions": report.kept_versions,
-                                     "removed_versions": report.removed_versions,
-                                     "removed_files": len(report.removed_files), "dry_run": config.dry_run})
+        context.log.info(
+            f"{spec.name}: kept versions {report.kept_versions}; removed {report.removed_versions}; "
+            f"{verb} {len(report.removed_files)} files"
+        )
+        context.add_output_metadata(
+            {
+                "kept_versions": report.kept_versions,
+                "removed_versions": report.removed_versions,
+                "removed_files": len(report.removed_files),
+                "dry_run": config.dry_run,
+            }
+        )
 
-    @job(name=f"{spec.name}_vacuum", tags={"dataset": spec.name},
-         description=f"{spec.name}: delete versions beyond the newest {spec.keep_versions} (the published one is "
-                     "always kept) and every file no kept version needs.")
+    @job(
+        name=f"{spec.name}_vacuum",
+        tags={"dataset": spec.name},
+        description=f"{spec.name}: delete versions beyond the newest {spec.keep_versions} (the published one is "
+        "always kept) and every file no kept version needs.",
+    )
     def vacuum_versions_job() -> None:
         vacuum()
 
@@ -80,5 +96,10 @@ def vacuum_job(spec: DatasetSpec) -> JobDefinition:
 
 def vacuum_schedule(spec: DatasetSpec, job_def: JobDefinition) -> ScheduleDefinition:
     """Weekly, Sunday 03:00 UTC, away from the 01:30 daily conversion."""
-    return ScheduleDefinition(name=f"{spec.name}_vacuum_schedule", job=job_def, cron_schedule="0 3 * * 0",
-                              execution_timezone="UTC", default_status=schedule_status())
+    return ScheduleDefinition(
+        name=f"{spec.name}_vacuum_schedule",
+        job=job_def,
+        cron_schedule="0 3 * * 0",
+        execution_timezone="UTC",
+        default_status=schedule_status(),
+    )

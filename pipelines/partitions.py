@@ -6,8 +6,9 @@ from __future__ import annotations
 import hashlib
 import json
 import warnings
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from dagster import AssetKey, BackfillPolicy, BetaWarning, DailyPartitionsDefinition, PreviewWarning
 
@@ -31,8 +32,9 @@ def op_name(spec: DatasetSpec, asset: str) -> str:
     return f"{spec.name}__{asset}"
 
 
-def conventions(spec: DatasetSpec, layer: str, kinds: set[str], settings: dict[str, Any] | None = None
-                ) -> dict[str, Any]:
+def conventions(
+    spec: DatasetSpec, layer: str, kinds: set[str], settings: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The ``@asset`` arguments every asset of a dataset shares.
 
     ``code_version`` covers the asset's logic and the registry settings it uses, so changing a
@@ -40,9 +42,13 @@ def conventions(spec: DatasetSpec, layer: str, kinds: set[str], settings: dict[s
     """
     fingerprint = hashlib.sha256(json.dumps(settings or {}, sort_keys=True).encode()).hexdigest()[:8]
     return {
-        "key_prefix": [spec.name], "group_name": spec.name, "owners": list(spec.owners),
-        "tags": {**spec.tags, "dataset": spec.name, "layer": layer}, "kinds": kinds,
-        "code_version": f"{LOGIC_VERSION}.{fingerprint}", "partitions_def": daily(spec),
+        "key_prefix": [spec.name],
+        "group_name": spec.name,
+        "owners": list(spec.owners),
+        "tags": {**spec.tags, "dataset": spec.name, "layer": layer},
+        "kinds": kinds,
+        "code_version": f"{LOGIC_VERSION}.{fingerprint}",
+        "partitions_def": daily(spec),
         "backfill_policy": BackfillPolicy.single_run(),  # a backfill of many days reads and commits once
     }
 

@@ -32,8 +32,7 @@ if TYPE_CHECKING:
     from PIL import Image
 
 Shape = tuple[int, ...]
-IMAGE_ENCODINGS = frozenset({"pil", "jpeg", "png", "list[pil]", "list[jpeg]", "list[png]", "jpeg_array",
-                             "jpegarray"})
+IMAGE_ENCODINGS = frozenset({"pil", "jpeg", "png", "list[pil]", "list[jpeg]", "list[png]", "jpeg_array", "jpegarray"})
 MAX_ARRAY_SIDE = 64  # larger arrays are data (embeddings, spectra), not pictures
 TILE_SIDE = 64  # small tiles are enlarged up to this; larger images shrunk to it, to keep metadata small
 TILES_PER_ROW = 8
@@ -54,8 +53,13 @@ def picture_columns(columns: dict[str, str], shapes: Mapping[str, Shape | None] 
     return [name for name, encoding in columns.items() if _picturable(encoding, name in shapes, shapes.get(name))]
 
 
-def sample_preview(url: str, version: int | None, storage_options: dict[str, Any] | None,
-                   columns: Mapping[str, Shape | None], count: int = 8) -> dict[str, MetadataValue]:
+def sample_preview(
+    url: str,
+    version: int | None,
+    storage_options: dict[str, Any] | None,
+    columns: Mapping[str, Shape | None],
+    count: int = 8,
+) -> dict[str, MetadataValue]:
     """``{"preview_<column>": markdown image}`` for the first ``count`` samples of ``version``.
 
     ``version`` None reads the published version (the root ``index.json``). ``columns`` names the
@@ -82,7 +86,8 @@ def sample_preview(url: str, version: int | None, storage_options: dict[str, Any
             png = grid_png([sample[name] for sample in samples], columns.get(name))
             if png is not None:
                 preview[f"preview_{name}"] = MetadataValue.md(
-                    f"![{name}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})")
+                    f"![{name}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})"
+                )
     return preview
 
 
@@ -190,8 +195,10 @@ def _to_uint8(arrays: list[np.ndarray]) -> list[np.ndarray]:
     finite = np.concatenate([v[np.isfinite(v)] for v in values])
     low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
     span = high - low or 1.0  # a constant column is drawn black, not divided by zero
-    return [np.rint(np.nan_to_num((v - low) / span * 255.0, nan=0.0, posinf=255.0, neginf=0.0)).astype(np.uint8)
-            for v in values]
+    return [
+        np.rint(np.nan_to_num((v - low) / span * 255.0, nan=0.0, posinf=255.0, neginf=0.0)).astype(np.uint8)
+        for v in values
+    ]
 
 
 def _grid(tiles: list[np.ndarray]) -> np.ndarray:
@@ -204,12 +211,15 @@ def _grid(tiles: list[np.ndarray]) -> np.ndarray:
     cell_h, cell_w = cell_h * factor, cell_w * factor
     per_row = min(len(tiles), TILES_PER_ROW)
     rows = math.ceil(len(tiles) / per_row)
-    canvas = np.full((rows * cell_h + (rows - 1) * GAP, per_row * cell_w + (per_row - 1) * GAP)
-                     + ((3,) if colour else ()), GAP_SHADE, dtype=np.uint8)
+    canvas = np.full(
+        (rows * cell_h + (rows - 1) * GAP, per_row * cell_w + (per_row - 1) * GAP) + ((3,) if colour else ()),
+        GAP_SHADE,
+        dtype=np.uint8,
+    )
     for position, tile in enumerate(tiles):
         top, left = (position // per_row) * (cell_h + GAP), (position % per_row) * (cell_w + GAP)
         big = tile.repeat(factor, axis=0).repeat(factor, axis=1)  # nearest-neighbour
-        canvas[top:top + big.shape[0], left:left + big.shape[1]] = big
+        canvas[top : top + big.shape[0], left : left + big.shape[1]] = big
     return canvas
 
 

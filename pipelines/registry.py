@@ -33,8 +33,9 @@ class Source(BaseModel):
     table: str = Field(default="", description="Spark table for kind=table.")
     path: str = Field(default="", description="Files for kind=path (local or any fsspec URL).")
     format: SourceFormat = Field(default="", description="File format; default from the path's suffix.")
-    day_column: str = Field(default="", description="Column holding each row's day; empty: the whole source "
-                                                    "is the partition's day.")
+    day_column: str = Field(
+        default="", description="Column holding each row's day; empty: the whole source is the partition's day."
+    )
     rows_per_day: int = Field(default=180, ge=1, description="Rows per day for digits and synthetic.")
 
 
@@ -46,18 +47,23 @@ class DatasetSpec(BaseModel):
     name: str
     description: str = ""
     source: Source = Field(default_factory=Source)
-    schema_ref: str = Field(default="pipelines.schemas:DIGITS",
-                            description="module:attribute of a pipelines.schemas.TableSchema, or 'not_null'.")
+    schema_ref: str = Field(
+        default="pipelines.schemas:DIGITS",
+        description="module:attribute of a pipelines.schemas.TableSchema, or 'not_null'.",
+    )
     start_date: str = Field(default="2026-01-01", description="First daily partition (YYYY-MM-DD).")
     compression: str = "zstd"
     size_limit: str = "1mb"
     owners: list[str] = Field(default_factory=lambda: ["team:ml-data"])
     tags: dict[str, str] = Field(default_factory=dict)
     pictures: dict[str, tuple[int, int] | None] = Field(
-        default_factory=dict, description="Columns to picture in the shard set's metadata, with a 2-D shape "
-                                          "for flat arrays (e.g. pixels: [8, 8]).")
-    keep_versions: int = Field(default=30, ge=1, description="Versions the vacuum schedule keeps (and the "
-                                                             "published one).")
+        default_factory=dict,
+        description="Columns to picture in the shard set's metadata, with a 2-D shape "
+        "for flat arrays (e.g. pixels: [8, 8]).",
+    )
+    keep_versions: int = Field(
+        default=30, ge=1, description="Versions the vacuum schedule keeps (and the published one)."
+    )
     fresh_by: str = Field(default="0 6 * * *", description="Cron (UTC): the previous day must be published by then.")
 
     @field_validator("name")

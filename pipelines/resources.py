@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from dagster import ConfigurableResource, EnvVar
 from pydantic import Field
@@ -45,23 +46,33 @@ class SparkResource(ConfigurableResource):
     """
 
     master: str = Field(default="local[*]", description="Spark master URL ($MDS_SPARK_MASTER).")
-    remote: str = Field(default="", description="Spark Connect URL, sc://host:port ($MDS_SPARK_REMOTE); when set, "
-                        "the session is a Connect client and master is not used.")
+    remote: str = Field(
+        default="",
+        description="Spark Connect URL, sc://host:port ($MDS_SPARK_REMOTE); when set, "
+        "the session is a Connect client and master is not used.",
+    )
     app_name: str = "mds-pipelines"
     conf: dict[str, str] = Field(default_factory=dict, description="Extra Spark settings (spark.* keys).")
-    conf_json: str = Field(default="", description="More Spark settings as a JSON object, e.g. credentials "
-                           "($MDS_SPARK_CONF, passed as an EnvVar so the UI never shows it).")
-    writer_tasks: int = Field(default=0, description="Tasks that write a shard set (one sub-directory each); "
-                              "0: the cluster's default parallelism ($MDS_WRITER_TASKS).")
-    master_timeout: float = Field(default=cluster.DEFAULT_MASTER_TIMEOUT,
-                                  description="Seconds to reach a spark:// master and get a first executor "
-                                              "($MDS_SPARK_MASTER_TIMEOUT).")
+    conf_json: str = Field(
+        default="",
+        description="More Spark settings as a JSON object, e.g. credentials "
+        "($MDS_SPARK_CONF, passed as an EnvVar so the UI never shows it).",
+    )
+    writer_tasks: int = Field(
+        default=0,
+        description="Tasks that write a shard set (one sub-directory each); "
+        "0: the cluster's default parallelism ($MDS_WRITER_TASKS).",
+    )
+    master_timeout: float = Field(
+        default=cluster.DEFAULT_MASTER_TIMEOUT,
+        description="Seconds to reach a spark:// master and get a first executor ($MDS_SPARK_MASTER_TIMEOUT).",
+    )
 
     def settings(self) -> dict[str, str]:
         """``conf`` plus ``conf_json``: every extra Spark setting."""
         return {**self.conf, **_json_object(self.conf_json, "MDS_SPARK_CONF")}
 
-    def session(self) -> "SparkSession":
+    def session(self) -> SparkSession:
         conf, remote = self.settings(), _resolved(self.remote)
         if remote:  # Spark Connect: checked to answer within $MDS_SPARK_CONNECT_TIMEOUT seconds
             from mds_core.convert.spark_connect import connect_session
@@ -106,7 +117,7 @@ class TableCatalog(ConfigurableResource):
     def location(self, table: str) -> str:
         return join(self.warehouse or str(data_dir() / "warehouse"), table)
 
-    def write_days(self, frame: "DataFrame", table: str, days: list[str]) -> None:
+    def write_days(self, frame: DataFrame, table: str, days: list[str]) -> None:
         """Replace the table's rows for ``days`` with ``frame``'s; other days stay as they are.
 
         The days' folders are removed first rather than relying on Spark's dynamic partition
@@ -127,8 +138,9 @@ class TableCatalog(ConfigurableResource):
         # Name it in the session's catalog too, so SQL in the same run can say `SELECT ... FROM <table>`.
         frame.sparkSession.read.schema(frame.schema).parquet(location).createOrReplaceTempView(table)
 
-    def read_days(self, spark: "SparkSession", table: str, days: list[str],
-                  schema: "StructType | None" = None) -> "DataFrame":
+    def read_days(
+        self, spark: SparkSession, table: str, days: list[str], schema: StructType | None = None
+    ) -> DataFrame:
         """The table's rows for ``days``; pass ``schema`` for a table that may be empty (nothing to infer from)."""
         from pyspark.sql import functions as F
 
@@ -141,7 +153,7 @@ class TableCatalog(ConfigurableResource):
         return frame.where(F.col("day").isin(days))
 
 
-def _stored_schema(location: str) -> "StructType | None":
+def _stored_schema(location: str) -> StructType | None:
     import fsspec
     from pyspark.sql.types import StructType
 
@@ -164,8 +176,11 @@ class ShardStore(ConfigurableResource):
 
     root: str = Field(default="", description="Local folder or URL ($MDS_SHARD_STORE).")
     storage_options: dict[str, Any] = Field(default_factory=dict, description="fsspec options (not secret).")
-    storage_options_json: str = Field(default="", description="More fsspec options as a JSON object, e.g. keys "
-                                      "($MDS_STORAGE_OPTIONS, passed as an EnvVar so the UI never shows it).")
+    storage_options_json: str = Field(
+        default="",
+        description="More fsspec options as a JSON object, e.g. keys "
+        "($MDS_STORAGE_OPTIONS, passed as an EnvVar so the UI never shows it).",
+    )
     cache_dir: str = Field(default="", description="Local cache for reading shards; default <data dir>/cache.")
 
     def url(self, name: str) -> str:
@@ -178,7 +193,7 @@ class ShardStore(ConfigurableResource):
         """Every fsspec option: ``storage_options`` plus ``storage_options_json``."""
         return {**self.storage_options, **_json_object(self.storage_options_json, "MDS_STORAGE_OPTIONS")}
 
-    def shard_set(self, name: str) -> "ShardSet":
+    def shard_set(self, name: str) -> ShardSet:
         from mds_core.versions import ShardSet
 
         return ShardSet(self.url(name), storage_options=self.options() or None)
@@ -189,8 +204,9 @@ class LandingZone(ConfigurableResource):
     folder or any fsspec URL (``s3://bucket/landing``); each dataset's sensor watches its own folder."""
 
     path: str = Field(default="", description="Landing folder or URL; default <data dir>/landing ($MDS_LANDING_DIR).")
-    storage_options_json: str = Field(default="", description="fsspec options as a JSON object "
-                                      "($MDS_LANDING_STORAGE_OPTIONS, passed as an EnvVar).")
+    storage_options_json: str = Field(
+        default="", description="fsspec options as a JSON object ($MDS_LANDING_STORAGE_OPTIONS, passed as an EnvVar)."
+    )
 
     def url(self, dataset: str) -> str:
         return join(self.path or str(data_dir() / "landing"), dataset)
@@ -209,12 +225,15 @@ class SmokeTestSettings(ConfigurableResource):
     num_workers: int = 2
     batch_size: int = 16
     sample_rows: int = Field(default=20_000, ge=0, description="Most older rows sampled ($MDS_SMOKE_SAMPLE_ROWS).")
-    sample_seconds: float = Field(default=30.0, ge=0, description="Most seconds spent on the older rows "
-                                  "($MDS_SMOKE_SAMPLE_SECONDS).")
-    cache_limit: str = Field(default="", description="Bound on the check's scratch cache, e.g. 2gb; empty: the "
-                             "checked shards only.")
-    min_rows_per_second: float = Field(default=0.0,
-                                       description="Fail below this throughput ($MDS_SMOKE_MIN_ROWS_PER_SECOND).")
+    sample_seconds: float = Field(
+        default=30.0, ge=0, description="Most seconds spent on the older rows ($MDS_SMOKE_SAMPLE_SECONDS)."
+    )
+    cache_limit: str = Field(
+        default="", description="Bound on the check's scratch cache, e.g. 2gb; empty: the checked shards only."
+    )
+    min_rows_per_second: float = Field(
+        default=0.0, description="Fail below this throughput ($MDS_SMOKE_MIN_ROWS_PER_SECOND)."
+    )
 
 
 class TrainingWorldSettings(ConfigurableResource):
@@ -223,12 +242,18 @@ class TrainingWorldSettings(ConfigurableResource):
     world: str = Field(default="1x8x4", description="NODESxRANKS_PER_NODExWORKERS_PER_RANK ($MDS_PLAN_WORLD).")
     batch_size: int = Field(default=32, description="Per-device batch size ($MDS_PLAN_BATCH_SIZE).")
     epochs: int = Field(default=1, description="Epochs to plan ($MDS_PLAN_EPOCHS).")
-    cache_limit: str = Field(default="", description="Per-node cache_limit, e.g. 50gb; empty: none "
-                             "($MDS_PLAN_CACHE_LIMIT). The check warns when it would download shards twice.")
-    bandwidth: str = Field(default="", description="Per-node download rate per second, e.g. 1gb; empty: "
-                           "not modelled ($MDS_PLAN_BANDWIDTH).")
-    consume_seconds: float = Field(default=0.0, description="Training seconds per sample on one rank; 0: not "
-                                   "modelled ($MDS_PLAN_CONSUME_SECONDS).")
+    cache_limit: str = Field(
+        default="",
+        description="Per-node cache_limit, e.g. 50gb; empty: none "
+        "($MDS_PLAN_CACHE_LIMIT). The check warns when it would download shards twice.",
+    )
+    bandwidth: str = Field(
+        default="",
+        description="Per-node download rate per second, e.g. 1gb; empty: not modelled ($MDS_PLAN_BANDWIDTH).",
+    )
+    consume_seconds: float = Field(
+        default=0.0, description="Training seconds per sample on one rank; 0: not modelled ($MDS_PLAN_CONSUME_SECONDS)."
+    )
 
 
 def _resolved(value: str) -> str:
@@ -243,8 +268,10 @@ def _json_object(text: str, name: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
     except ValueError as err:
-        raise ConfigurationError(f"${name} is not valid JSON ({err.__class__.__name__} at {err}); give a JSON "
-                                 "object such as {\"key\": \"value\"}") from None  # never echo a secret
+        raise ConfigurationError(
+            f"${name} is not valid JSON ({err.__class__.__name__} at {err}); give a JSON "
+            'object such as {"key": "value"}'
+        ) from None  # never echo a secret
     if not isinstance(value, dict):
         raise ConfigurationError(f"${name} must be a JSON object, got a {type(value).__name__}")
     return value
@@ -259,24 +286,33 @@ def resources_from_env(environ: Mapping[str, str] | None = None) -> dict[str, Co
     """The default resources, each setting taken from its environment variable when set."""
     env = os.environ if environ is None else environ
     return {
-        "spark": SparkResource(master=env.get("MDS_SPARK_MASTER", "local[*]"), remote=_secret(env, "MDS_SPARK_REMOTE"),
-                               conf_json=_secret(env, "MDS_SPARK_CONF"),
-                               writer_tasks=int(env.get("MDS_WRITER_TASKS", "0")),
-                               master_timeout=float(env.get("MDS_SPARK_MASTER_TIMEOUT",
-                                                            cluster.DEFAULT_MASTER_TIMEOUT))),
+        "spark": SparkResource(
+            master=env.get("MDS_SPARK_MASTER", "local[*]"),
+            remote=_secret(env, "MDS_SPARK_REMOTE"),
+            conf_json=_secret(env, "MDS_SPARK_CONF"),
+            writer_tasks=int(env.get("MDS_WRITER_TASKS", "0")),
+            master_timeout=float(env.get("MDS_SPARK_MASTER_TIMEOUT", cluster.DEFAULT_MASTER_TIMEOUT)),
+        ),
         "catalog": TableCatalog(warehouse=env.get("MDS_WAREHOUSE", "")),
-        "shard_store": ShardStore(root=env.get("MDS_SHARD_STORE", ""),
-                                  storage_options_json=_secret(env, "MDS_STORAGE_OPTIONS"),
-                                  cache_dir=env.get("MDS_CACHE_DIR", "")),
-        "landing": LandingZone(path=env.get("MDS_LANDING_DIR", ""),
-                               storage_options_json=_secret(env, "MDS_LANDING_STORAGE_OPTIONS")),
+        "shard_store": ShardStore(
+            root=env.get("MDS_SHARD_STORE", ""),
+            storage_options_json=_secret(env, "MDS_STORAGE_OPTIONS"),
+            cache_dir=env.get("MDS_CACHE_DIR", ""),
+        ),
+        "landing": LandingZone(
+            path=env.get("MDS_LANDING_DIR", ""), storage_options_json=_secret(env, "MDS_LANDING_STORAGE_OPTIONS")
+        ),
         "smoke_settings": SmokeTestSettings(
             min_rows_per_second=float(env.get("MDS_SMOKE_MIN_ROWS_PER_SECOND", "0")),
             sample_rows=int(env.get("MDS_SMOKE_SAMPLE_ROWS", "20000")),
-            sample_seconds=float(env.get("MDS_SMOKE_SAMPLE_SECONDS", "30"))),
+            sample_seconds=float(env.get("MDS_SMOKE_SAMPLE_SECONDS", "30")),
+        ),
         "training_world": TrainingWorldSettings(
-            world=env.get("MDS_PLAN_WORLD", "1x8x4"), batch_size=int(env.get("MDS_PLAN_BATCH_SIZE", "32")),
-            epochs=int(env.get("MDS_PLAN_EPOCHS", "1")), cache_limit=env.get("MDS_PLAN_CACHE_LIMIT", ""),
+            world=env.get("MDS_PLAN_WORLD", "1x8x4"),
+            batch_size=int(env.get("MDS_PLAN_BATCH_SIZE", "32")),
+            epochs=int(env.get("MDS_PLAN_EPOCHS", "1")),
+            cache_limit=env.get("MDS_PLAN_CACHE_LIMIT", ""),
             bandwidth=env.get("MDS_PLAN_BANDWIDTH", ""),
-            consume_seconds=float(env.get("MDS_PLAN_CONSUME_SECONDS", "0"))),
+            consume_seconds=float(env.get("MDS_PLAN_CONSUME_SECONDS", "0")),
+        ),
     }

@@ -8,8 +8,8 @@ a retry cannot fix (a bad schema, a missing column, a repeated day) are raised a
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from dagster import Backoff, Failure, Jitter, RetryPolicy
 

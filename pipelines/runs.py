@@ -16,9 +16,17 @@ from pipelines.registry import DatasetSpec
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 
 
-def materialize_days(spec: DatasetSpec, days: list[str], resources: dict[str, Any], *, mode: str = "auto",
-                     run_config: dict[str, Any] | None = None, instance: DagsterInstance | None = None,
-                     raise_on_error: bool = True, selection: Any = None) -> ExecuteInProcessResult:
+def materialize_days(
+    spec: DatasetSpec,
+    days: list[str],
+    resources: dict[str, Any],
+    *,
+    mode: str = "auto",
+    run_config: dict[str, Any] | None = None,
+    instance: DagsterInstance | None = None,
+    raise_on_error: bool = True,
+    selection: Any = None,
+) -> ExecuteInProcessResult:
     """raw → validated → shard set (+ smoke test and training plan) → published, for consecutive ``days``."""
     if not days:
         raise ValueError("materialize_days needs at least one day")
@@ -29,5 +37,12 @@ def materialize_days(spec: DatasetSpec, days: list[str], resources: dict[str, An
     days = sorted(days)
     # The partition goes in as a tag: materialize(partition_key=) refuses a selection of checks only.
     tags = {"dagster/partition": days[0]} if len(days) == 1 else {RANGE_START: days[0], RANGE_END: days[-1]}
-    return materialize(graph_for(spec), resources=resources, instance=instance, raise_on_error=raise_on_error,
-                       run_config={**(run_config or {}), "ops": ops}, tags=tags, selection=selection)
+    return materialize(
+        graph_for(spec),
+        resources=resources,
+        instance=instance,
+        raise_on_error=raise_on_error,
+        run_config={**(run_config or {}), "ops": ops},
+        tags=tags,
+        selection=selection,
+    )

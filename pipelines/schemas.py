@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING, Any
 os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
-
     from pandera.api.pyspark.container import DataFrameSchema
+    from pyspark.sql import Column, DataFrame
 
 
 @dataclass(frozen=True)
@@ -28,7 +27,7 @@ class RowRule:
     """One reason a row can be quarantined: ``fails()`` is a Spark Column, true for a bad row."""
 
     reason: str
-    fails: Callable[[], "Column"]
+    fails: Callable[[], Column]
 
 
 @dataclass(frozen=True)
@@ -36,14 +35,14 @@ class TableSchema:
     """A pandera.pyspark schema plus the per-row rules it cannot express."""
 
     name: str
-    build: Callable[[], "DataFrameSchema"]
-    extra_rules: Callable[[], list[RowRule]] = field(default=lambda: [])
+    build: Callable[[], DataFrameSchema]
+    extra_rules: Callable[[], list[RowRule]] = field(default=list)
 
     def row_rules(self) -> list[RowRule]:
         return column_rules(self.build()) + self.extra_rules()
 
 
-def digits_schema() -> "DataFrameSchema":
+def digits_schema() -> DataFrameSchema:
     """Handwritten digits (and the synthetic generator): an id, a label 0-9, 8x8 pixels 0-16, a day."""
     import pandera.pyspark as pa
     from pyspark.sql import types as T
@@ -66,26 +65,25 @@ def _digits_pixel_rules() -> list[RowRule]:
     pixels = F.col("pixels")
     return [
         RowRule("pixels: not 64 values", lambda: F.size(pixels) != 64),
-        RowRule("pixels: value outside 0..16",
-                lambda: F.exists(pixels, lambda v: v.isNull() | (v < 0) | (v > 16))),
+        RowRule("pixels: value outside 0..16", lambda: F.exists(pixels, lambda v: v.isNull() | (v < 0) | (v > 16))),
     ]
 
 
 DIGITS = TableSchema("digits", digits_schema, _digits_pixel_rules)
 
 
-def not_null_schema(frame: "DataFrame") -> TableSchema:
+def not_null_schema(frame: DataFrame) -> TableSchema:
     """For a user's own table with no schema of its own: its columns and types, nothing null."""
     import pandera.pyspark as pa
 
-    def build() -> "DataFrameSchema":
+    def build() -> DataFrameSchema:
         columns = {f.name: pa.Column(f.dataType, nullable=False) for f in frame.schema.fields}
         return pa.DataFrameSchema(name="source", columns=columns)
 
     return TableSchema("source", build)
 
 
-_CHECK_EXPRESSIONS: dict[str, Callable[["Column", dict[str, Any]], "Column"]] = {
+_CHECK_EXPRESSIONS: dict[str, Callable[[Column, dict[str, Any]], Column]] = {
     # Each builds the *passing* condition of a pandera built-in check from its statistics.
     "greater_than": lambda c, s: c > s["min_value"],
     "greater_than_or_equal_to": lambda c, s: c >= s["min_value"],
@@ -108,13 +106,13 @@ def _anchored(pattern: Any) -> str:
     return text if str(text).startswith("^") else f"^{text}"
 
 
-def _in_range(column: "Column", stats: dict[str, Any]) -> "Column":
+def _in_range(column: Column, stats: dict[str, Any]) -> Column:
     low = column >= stats["min_value"] if stats.get("include_min", True) else column > stats["min_value"]
     high = column <= stats["max_value"] if stats.get("include_max", True) else column < stats["max_value"]
     return low & high
 
 
-def column_rules(schema: "DataFrameSchema") -> list[RowRule]:
+def column_rules(schema: DataFrameSchema) -> list[RowRule]:
     """Row rules from a schema's columns: nullability first, then every built-in check."""
     from pyspark.sql import functions as F
 
@@ -124,12 +122,17 @@ def column_rules(schema: "DataFrameSchema") -> list[RowRule]:
             rules.append(RowRule(f"{name}: null", lambda n=name: F.col(n).isNull()))
         for check in column.checks:
             if check.name not in _CHECK_EXPRESSIONS:
-                raise ValueError(f"schema {schema.name!r}, column {name!r}: check {check.name!r} has no "
-                                 "row-level form; add a RowRule for it beside the schema")
+                raise ValueError(
+                    f"schema {schema.name!r}, column {name!r}: check {check.name!r} has no "
+                    "row-level form; add a RowRule for it beside the schema"
+                )
             build = _CHECK_EXPRESSIONS[check.name]
             stats = dict(check.statistics)
-            rules.append(RowRule(f"{name}: fails {check.name} {_describe(stats)}",
-                                 lambda n=name, b=build, s=stats: ~b(F.col(n), s)))
+            rules.append(
+                RowRule(
+                    f"{name}: fails {check.name} {_describe(stats)}", lambda n=name, b=build, s=stats: ~b(F.col(n), s)
+                )
+            )
     return rules
 
 
@@ -137,7 +140,7 @@ def _describe(stats: dict[str, Any]) -> str:
     return ", ".join(f"{key}={getattr(value, 'pattern', value)}" for key, value in stats.items())
 
 
-def split_rows(frame: "DataFrame", table_schema: TableSchema) -> tuple["DataFrame", "DataFrame"]:
+def split_rows(frame: DataFrame, table_schema: TableSchema) -> tuple[DataFrame, DataFrame]:
     """(valid rows, quarantined rows with a ``reason`` column naming every rule the row breaks).
 
     A missing column or a column of the wrong type is not a row problem: that raises, naming it.
@@ -153,7 +156,7 @@ def split_rows(frame: "DataFrame", table_schema: TableSchema) -> tuple["DataFram
     return valid, quarantined
 
 
-def _check_columns(frame: "DataFrame", schema: "DataFrameSchema") -> None:
+def _check_columns(frame: DataFrame, schema: DataFrameSchema) -> None:
     actual = {f.name: f.dataType for f in frame.schema.fields}
     for name, column in schema.columns.items():
         if name not in actual:
@@ -161,11 +164,13 @@ def _check_columns(frame: "DataFrame", schema: "DataFrameSchema") -> None:
         expected = column.dtype.type
         # simpleString ignores nullability (array<tinyint> either way), which the row rules check.
         if actual[name].simpleString() != expected.simpleString():
-            raise ValueError(f"schema {schema.name!r}: column {name!r} is {actual[name].simpleString()}, "
-                             f"expected {expected.simpleString()}; cast it in the source or change the schema")
+            raise ValueError(
+                f"schema {schema.name!r}: column {name!r} is {actual[name].simpleString()}, "
+                f"expected {expected.simpleString()}; cast it in the source or change the schema"
+            )
 
 
-def pandera_errors(frame: "DataFrame", schema: "DataFrameSchema") -> dict[str, Any]:
+def pandera_errors(frame: DataFrame, schema: DataFrameSchema) -> dict[str, Any]:
     """pandera's own verdict on a DataFrame (empty when it passes)."""
     validated = schema.validate(frame)
     return dict(validated.pandera.errors or {})

@@ -68,8 +68,9 @@ class FilesApiServer:
                 with server.lock:
                     server.requests.append((self.command, self.path))
                 url = urlsplit(self.path)
-                status, headers, payload = server.answer(self.command, unquote(url.path), parse_qs(url.query),
-                                                         self.headers.get("Authorization"), body)
+                status, headers, payload = server.answer(
+                    self.command, unquote(url.path), parse_qs(url.query), self.headers.get("Authorization"), body
+                )
                 self.send_response(status)
                 for name, value in headers.items():
                     self.send_header(name, value)
@@ -139,7 +140,7 @@ class FilesApiServer:
         for method, target in requests:
             path = unquote(urlsplit(target).path)
             if method == "GET" and path.startswith(prefix):
-                key = path[len(prefix):]
+                key = path[len(prefix) :]
                 counts[key] = counts.get(key, 0) + 1
         return counts
 
@@ -150,15 +151,15 @@ class FilesApiServer:
     # ---------------------------------------------------------------------------------------------
     # the service's side
 
-    def answer(self, method: str, path: str, query: dict[str, list[str]], authorization: str | None,
-               body: bytes) -> tuple[int, dict[str, str], bytes]:
+    def answer(
+        self, method: str, path: str, query: dict[str, list[str]], authorization: str | None, body: bytes
+    ) -> tuple[int, dict[str, str], bytes]:
         if path == "/.well-known/databricks-config" and method == "GET":
             return _json(200, {"oidc_endpoint": f"{self.endpoint}/oidc", "workspace_id": "1234567890"})
         if not path.startswith("/api/"):
             return _error(404, "ENDPOINT_NOT_FOUND", f"No API found for '{method} {path}'")
         if not authorization:
-            return _error(401, "UNAUTHENTICATED", "Credential was not sent or was of an unsupported type for "
-                                                  "this API.")
+            return _error(401, "UNAUTHENTICATED", "Credential was not sent or was of an unsupported type for this API.")
         if authorization != f"Bearer {self.token}":
             return _error(403, "PERMISSION_DENIED", "Invalid access token.")
         with self.lock:
@@ -170,11 +171,14 @@ class FilesApiServer:
                     return status, {**headers, "Retry-After": "1"}, payload
         for kind, prefix in (("file", FILES), ("directory", DIRECTORIES)):
             if path.startswith(prefix + "/"):
-                target = "/" + path[len(prefix):].strip("/")
+                target = "/" + path[len(prefix) :].strip("/")
                 volume = "/".join(target.split("/")[:5])
                 if volume in self.denied:
-                    return _error(403, "PERMISSION_DENIED",
-                                  f"User does not have READ VOLUME on Volume '{volume[9:].replace('/', '.')}'.")
+                    return _error(
+                        403,
+                        "PERMISSION_DENIED",
+                        f"User does not have READ VOLUME on Volume '{volume[9:].replace('/', '.')}'.",
+                    )
                 with self.lock:
                     if volume not in self.volumes:
                         return _error(404, "NOT_FOUND", f"Volume '{volume[9:].replace('/', '.')}' does not exist.")
@@ -205,8 +209,11 @@ class FilesApiServer:
             del self.files[path]
             return 204, {}, b""
         data, modified = found
-        headers = {"Content-Type": "application/octet-stream", "Content-Length": str(len(data)),
-                   "Last-Modified": formatdate(modified, usegmt=True)}
+        headers = {
+            "Content-Type": "application/octet-stream",
+            "Content-Length": str(len(data)),
+            "Last-Modified": formatdate(modified, usegmt=True),
+        }
         if method in ("GET", "HEAD"):
             return 200, headers, data
         return _error(405, "METHOD_NOT_ALLOWED", f"{method} is not supported on files.")
@@ -235,7 +242,7 @@ class FilesApiServer:
             return _error(405, "METHOD_NOT_ALLOWED", f"{method} is not supported on directories.")
         size = min(int(query.get("page_size", [1000])[0]), 1000, self.page_size)
         start = int(query.get("page_token", ["0"])[0])
-        page = children[start:start + size]
+        page = children[start : start + size]
         answer: dict = {"contents": page}
         if start + size < len(children):
             answer["next_page_token"] = str(start + size)
@@ -244,12 +251,19 @@ class FilesApiServer:
     def _children(self, path: str) -> list[dict]:
         prefix, entries = path + "/", []
         for directory in self.directories:
-            if directory.startswith(prefix) and "/" not in directory[len(prefix):]:
-                entries.append({"path": directory + "/", "is_directory": True, "name": directory[len(prefix):]})
+            if directory.startswith(prefix) and "/" not in directory[len(prefix) :]:
+                entries.append({"path": directory + "/", "is_directory": True, "name": directory[len(prefix) :]})
         for name, (data, modified) in self.files.items():
-            if name.startswith(prefix) and "/" not in name[len(prefix):]:
-                entries.append({"path": name, "is_directory": False, "file_size": len(data),
-                                "last_modified": int(modified * 1000), "name": name[len(prefix):]})
+            if name.startswith(prefix) and "/" not in name[len(prefix) :]:
+                entries.append(
+                    {
+                        "path": name,
+                        "is_directory": False,
+                        "file_size": len(data),
+                        "last_modified": int(modified * 1000),
+                        "name": name[len(prefix) :],
+                    }
+                )
         return sorted(entries, key=lambda e: e["name"])
 
 

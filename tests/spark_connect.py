@@ -52,33 +52,53 @@ class ConnectServer:
         self.log = root / "connect-server.log"
         home = Path(pyspark.__file__).parent
         settings = {
-            "spark.connect.grpc.binding.address": "127.0.0.1", "spark.connect.grpc.binding.port": str(self.port),
-            "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
-            "spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4",
-            "spark.sql.warehouse.dir": str(root / "warehouse"), "spark.local.dir": str(root / "local"),
-            "spark.sql.session.timeZone": "UTC", "spark.python.worker.reuse": "true",
+            "spark.connect.grpc.binding.address": "127.0.0.1",
+            "spark.connect.grpc.binding.port": str(self.port),
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.shuffle.partitions": "4",
+            "spark.default.parallelism": "4",
+            "spark.sql.warehouse.dir": str(root / "warehouse"),
+            "spark.local.dir": str(root / "local"),
+            "spark.sql.session.timeZone": "UTC",
+            "spark.python.worker.reuse": "true",
             "spark.driver.extraJavaOptions": "-Dderby.system.home=" + str(root / "derby"),
         }
-        command = [str(home / "bin" / "spark-submit"), "--class",
-                   "org.apache.spark.sql.connect.service.SparkConnectServer", "--name", "mds-core-tests-connect",
-                   "--master", master, "--driver-memory", driver_memory]
+        command = [
+            str(home / "bin" / "spark-submit"),
+            "--class",
+            "org.apache.spark.sql.connect.service.SparkConnectServer",
+            "--name",
+            "mds-core-tests-connect",
+            "--master",
+            master,
+            "--driver-memory",
+            driver_memory,
+        ]
         for key, value in settings.items():
             command += ["--conf", f"{key}={value}"]
-        env = {**os.environ, "SPARK_HOME": str(home), "PYSPARK_PYTHON": sys.executable,
-               "PYSPARK_DRIVER_PYTHON": sys.executable,
-               "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+        env = {
+            **os.environ,
+            "SPARK_HOME": str(home),
+            "PYSPARK_PYTHON": sys.executable,
+            "PYSPARK_DRIVER_PYTHON": sys.executable,
+            "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
+        }
         env.pop("SPARK_REMOTE", None)
         env.pop("SPARK_CONNECT_MODE_ENABLED", None)
         started = time.monotonic()
         with open(self.log, "wb") as log:
             # Its own process group, so stop() ends the JVM and the Python workers it started.
-            self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                            start_new_session=True)
+            self.process = subprocess.Popen(
+                command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
         while not _accepts(self.port):
             if self.process.poll() is not None or time.monotonic() - started > START_TIMEOUT:
                 self.stop()
-                raise RuntimeError(f"the Spark Connect server did not start on {self.url}; its log:\n"
-                                   + self.log.read_text(errors="replace")[-4000:])
+                raise RuntimeError(
+                    f"the Spark Connect server did not start on {self.url}; its log:\n"
+                    + self.log.read_text(errors="replace")[-4000:]
+                )
             time.sleep(0.25)
         self.start_seconds = time.monotonic() - started
 

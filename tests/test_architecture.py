@@ -17,8 +17,7 @@ MAX_MODULE_LINES = 400
 def _lint(cwd: Path) -> subprocess.CompletedProcess:
     # PYTHONPATH first: a copy of the packages in ``cwd`` shadows the installed (editable) ones.
     env = {"PYTHONPATH": str(cwd), "PATH": "/usr/bin:/bin"}
-    return subprocess.run([LINT_IMPORTS, "--no-cache"], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run([LINT_IMPORTS, "--no-cache"], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
 def test_the_import_contracts_hold() -> None:
@@ -27,14 +26,17 @@ def test_the_import_contracts_hold() -> None:
     assert "Contracts: 5 kept, 0 broken." in result.stdout
 
 
-@pytest.mark.parametrize(("module", "planted", "contract"), [
-    ("mds_core/format/hashing.py", "import mds_core.storage.remote", "Layers"),
-    ("mds_core/order/world.py", "import mds_core.format.index", "Layers"),
-    ("mds_core/storage/files.py", "import mds_core.streaming.jobdir", "Layers"),
-    ("mds_core/streaming/stream.py", "import mds_core.writer", "Reading (streaming, versions)"),
-    ("mds_core/convert/table.py", "import mds_core.versions", "Writing (writer, converters)"),
-    ("mds_core/versions/manifest.py", "from mds_core import MDSWriter", "through the top-level"),
-])
+@pytest.mark.parametrize(
+    ("module", "planted", "contract"),
+    [
+        ("mds_core/format/hashing.py", "import mds_core.storage.remote", "Layers"),
+        ("mds_core/order/world.py", "import mds_core.format.index", "Layers"),
+        ("mds_core/storage/files.py", "import mds_core.streaming.jobdir", "Layers"),
+        ("mds_core/streaming/stream.py", "import mds_core.writer", "Reading (streaming, versions)"),
+        ("mds_core/convert/table.py", "import mds_core.versions", "Writing (writer, converters)"),
+        ("mds_core/versions/manifest.py", "from mds_core import MDSWriter", "through the top-level"),
+    ],
+)
 def test_a_planted_violation_breaks_a_contract(tmp_path: Path, module: str, planted: str, contract: str) -> None:
     for package in ("mds_core", "pipelines"):
         shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
@@ -49,23 +51,34 @@ def test_a_planted_violation_breaks_a_contract(tmp_path: Path, module: str, plan
 
 
 def _tracked(*patterns: str) -> list[Path]:
-    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", *patterns], cwd=ROOT,
-                            capture_output=True, text=True, check=True).stdout.split()
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", *patterns],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     return [ROOT / name for name in listed if (ROOT / name).is_file()]
 
 
 def test_no_module_grows_past_one_idea() -> None:
-    long = {str(path.relative_to(ROOT)): n for path in _tracked("mds_core", "pipelines")
-            if path.suffix == ".py" and (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES}
+    long = {
+        str(path.relative_to(ROOT)): n
+        for path in _tracked("mds_core", "pipelines")
+        if path.suffix == ".py" and (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
     assert not long, f"split these modules by concern: {long}"
 
 
 def test_nothing_refers_to_files_outside_the_repository() -> None:
     outside = "../" + "shared"  # spelled in two parts so that this file does not match itself
     spec_dir = "shared/" + "spec"
-    hits = [str(path.relative_to(ROOT)) for path in _tracked()
-            if path.suffix not in (".mds", ".zstd", ".gz", ".bz2", ".br", ".snappy", ".so")
-            and (outside in (text := path.read_text(errors="ignore")) or spec_dir in text)]
+    hits = [
+        str(path.relative_to(ROOT))
+        for path in _tracked()
+        if path.suffix not in (".mds", ".zstd", ".gz", ".bz2", ".br", ".snappy", ".so")
+        and (outside in (text := path.read_text(errors="ignore")) or spec_dir in text)
+    ]
     assert not hits, f"these files point outside the repository: {hits}"
 
 

@@ -53,7 +53,9 @@ def test_truncated_shard(tmp_path: Path) -> None:
     out = _dataset(tmp_path / "d")
     data = _shard(out).read_bytes()
     _shard(out).write_bytes(data[:-10])
-    with pytest.raises(CorruptShardError, match=rf"shard.00000.mds: {len(data) - 10} bytes but the index says {len(data)}"):
+    with pytest.raises(
+        CorruptShardError, match=rf"shard.00000.mds: {len(data) - 10} bytes but the index says {len(data)}"
+    ):
         LocalDataset(out)[0]
 
 

@@ -23,8 +23,13 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 @pytest.fixture
 def dataset(tmp_path: Path) -> Path:
     out = tmp_path / "d"
-    with MDSWriter(out=str(out), columns={"id": "int", "tok": "ndarray:uint16:16", "txt": "str"},
-                   compression="zstd", hashes=["sha1", "xxh3_64"], size_limit=2000) as writer:
+    with MDSWriter(
+        out=str(out),
+        columns={"id": "int", "tok": "ndarray:uint16:16", "txt": "str"},
+        compression="zstd",
+        hashes=["sha1", "xxh3_64"],
+        size_limit=2000,
+    ) as writer:
         for i in range(40):
             writer.write({"id": i, "tok": np.arange(16, dtype=np.uint16) + i, "txt": "hello " * i})
     return out
@@ -58,7 +63,11 @@ def test_verify_ok_then_names_the_bad_shard(dataset: Path) -> None:
 def test_head(dataset: Path) -> None:
     result = _run("head", str(dataset), "-n", "2")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[:3] == ["[0]", "  id: 0", "  tok: ndarray uint16 (16,) [0, 1, 2, 3, 4, 5, 6, 7, ...]"]
+    assert result.stdout.splitlines()[:3] == [
+        "[0]",
+        "  id: 0",
+        "  tok: ndarray uint16 (16,) [0, 1, 2, 3, 4, 5, 6, 7, ...]",
+    ]
     assert "[2]" not in result.stdout
 
 

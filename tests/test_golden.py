@@ -58,8 +58,9 @@ def test_writer_reproduces_reference_bytes(name: str, tmp_path: Path) -> None:
         ours["zip_data"] = ref["zip_data"] = None
         assert ours == ref
         codec = get_codec(ref["compression"])
-        raw_ours = codec.decompress((our_dir / ref["raw_data"]["basename"]).with_suffix(
-            f".mds.{codec.extension}").read_bytes())
+        raw_ours = codec.decompress(
+            (our_dir / ref["raw_data"]["basename"]).with_suffix(f".mds.{codec.extension}").read_bytes()
+        )
         raw_ref = codec.decompress((ref_dir / f"{ref['raw_data']['basename']}.{codec.extension}").read_bytes())
         assert raw_ours == raw_ref
     assert sorted(os.listdir(our_dir)) == sorted(os.listdir(ref_dir))

@@ -22,8 +22,12 @@ pytestmark = pytest.mark.skipif(not REF_PYTHON.exists(), reason="needs the refer
 
 
 def _reference_reads(path: Path, *flags: str) -> list[dict]:
-    result = subprocess.run([str(REF_PYTHON), str(ROOT / "tests/interop/ref_dump.py"), str(path), *flags],
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [str(REF_PYTHON), str(ROOT / "tests/interop/ref_dump.py"), str(path), *flags],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return [{k: untag(v) for k, v in json.loads(line).items()} for line in result.stdout.splitlines()]
 
@@ -36,7 +40,9 @@ def _assert_reference_matches_us(path: Path, *flags: str) -> None:
         assert_same(a, b, f"{path.name}[{i}]")
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c["num_samples"] and c["name"] != "merged"], ids=lambda c: c["name"])
+@pytest.mark.parametrize(
+    "case", [c for c in CASES if c["num_samples"] and c["name"] != "merged"], ids=lambda c: c["name"]
+)
 def test_reference_reads_every_golden_case_we_write(tmp_path: Path, case: dict) -> None:
     out = tmp_path / case["name"]
     with MDSWriter(out=str(out), columns=case["columns"], **case["writer_kwargs"]) as writer:
@@ -53,8 +59,13 @@ def test_reference_reads_our_multi_frame_shards(tmp_path: Path, compression: str
     """Shards bigger than one compression chunk hold several concatenated frames/members/streams."""
     out = tmp_path / compression
     rng = np.random.default_rng(0)
-    with MDSWriter(out=str(out), columns={"id": "int", "tokens": "ndarray:uint16:2048"},
-                   compression=compression, hashes=["xxh64"], size_limit="12mb") as writer:
+    with MDSWriter(
+        out=str(out),
+        columns={"id": "int", "tokens": "ndarray:uint16:2048"},
+        compression=compression,
+        hashes=["xxh64"],
+        size_limit="12mb",
+    ) as writer:
         for i in range(4000):
             writer.write({"id": i, "tokens": rng.integers(0, 1000, 2048, dtype=np.uint16)})
     index = json.loads((out / "index.json").read_text())["shards"]

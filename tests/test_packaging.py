@@ -57,5 +57,7 @@ def test_without_pyarrow_the_converter_says_which_extra_to_install() -> None:
             print(type(err).__name__, err)
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
-    assert done.stdout.strip() == ("MissingDependencyError mds_core.convert needs pyarrow: pip install "
-                                   "'mds-pipelines[arrow]' (or '[spark]' for dataframe_to_mds)")
+    assert done.stdout.strip() == (
+        "MissingDependencyError mds_core.convert needs pyarrow: pip install "
+        "'mds-pipelines[arrow]' (or '[spark]' for dataframe_to_mds)"
+    )

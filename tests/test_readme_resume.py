@@ -56,12 +56,20 @@ def publish_digits(data_dir: Path, rows: int = 540) -> None:
 
     rng = np.random.default_rng(0)
     shard_set = ShardSet(str(data_dir / "shard-sets" / "digits"))
-    with shard_set.transaction(mode="overwrite") as tx, \
-            MDSWriter(out=tx.out, columns=DIGITS_COLUMNS, compression="zstd", size_limit="16kb") as writer:
+    with (
+        shard_set.transaction(mode="overwrite") as tx,
+        MDSWriter(out=tx.out, columns=DIGITS_COLUMNS, compression="zstd", size_limit="16kb") as writer,
+    ):
         for i in range(rows):
             label = i % 10  # pixels that tell the label apart, so the loss falls as with the digits
-            writer.write({"id": i, "label": label, "day": "2026-01-01",
-                          "pixels": (rng.integers(0, 8, 64) + 8 * (np.arange(64) % 10 == label)).astype(np.int8)})
+            writer.write(
+                {
+                    "id": i,
+                    "label": label,
+                    "day": "2026-01-01",
+                    "pixels": (rng.integers(0, 8, 64) + 8 * (np.arange(64) % 10 == label)).astype(np.int8),
+                }
+            )
 
 
 class Checkout:
@@ -78,16 +86,28 @@ class Checkout:
         (tmp / "hook" / "sitecustomize.py").write_text(TRACE_HOOK)
         self.traces = tmp / "traces"
         self.traces.mkdir()
-        self.env = {**os.environ, "MDS_DATA_DIR": str(tmp / "mds-data"), "MDS_JOB_ROOT": str(tmp / "jobs"),
-                    "PYTHONPATH": os.pathsep.join([str(tmp / "hook"), os.environ.get("PYTHONPATH", "")])}
+        self.env = {
+            **os.environ,
+            "MDS_DATA_DIR": str(tmp / "mds-data"),
+            "MDS_JOB_ROOT": str(tmp / "jobs"),
+            "PYTHONPATH": os.pathsep.join([str(tmp / "hook"), os.environ.get("PYTHONPATH", "")]),
+        }
         self.env.pop("MDS_SHARD_STORE", None)
         publish_digits(tmp / "mds-data")
 
     def run(self, line: str, name: str) -> tuple[list[dict], list[list[int]]]:
         """Run one shell line; its JSON output lines and the ids of every batch it trained on."""
         trace = self.traces / f"{name}.jsonl"
-        done = subprocess.run(line, shell=True, cwd=self.cwd, env={**self.env, "README_TEST_TRACE": str(trace)},
-                              capture_output=True, text=True, timeout=300, check=False)
+        done = subprocess.run(
+            line,
+            shell=True,
+            cwd=self.cwd,
+            env={**self.env, "README_TEST_TRACE": str(trace)},
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
         assert done.returncode == 0, f"{line}\n{done.stderr[-3000:]}"
         printed = [json.loads(out) for out in done.stdout.splitlines() if out.startswith("{")]
         batches = [json.loads(ids) for ids in trace.read_text().splitlines()] if trace.exists() else []
@@ -111,7 +131,7 @@ def test_readme_crash_and_resume_continues_as_an_uninterrupted_run(tmp_path: Pat
         resume_out, resume_ids = checkout.run(resume, f"resume-{day}")
         assert resume_out[0]["resumed"] is True
         assert crash_ids + resume_ids == full_ids  # step 21 onwards: the same samples in the same order
-        assert [line["loss"] for line in resume_out if "loss" in line] == losses[-len(resume_out) + 1:]
+        assert [line["loss"] for line in resume_out if "loss" in line] == losses[-len(resume_out) + 1 :]
 
     finished_out, finished_ids = checkout.run(resume, "finished")  # nothing left: it says so, trains nothing
     assert finished_out == [{"finished": True, "epoch": 5, "checkpoint": "data/run.pt"}] and finished_ids == []

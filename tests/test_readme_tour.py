@@ -24,7 +24,7 @@ def test_the_tours_resumed_batch_is_step_11s(tmp_path: Path, monkeypatch: pytest
     monkeypatch.chdir(tmp_path)  # the tour writes data/demo and data/sets/demo under the current directory
     monkeypatch.setenv("MDS_JOB_ROOT", str(tmp_path / "jobs"))
     tour: dict = {}
-    exec(compile(readme_python("A tour"), "README.md (A tour)", "exec"), tour)  # noqa: S102  (our own README)
+    exec(compile(readme_python("A tour"), "README.md (A tour)", "exec"), tour)
     assert tour["state"]["sample_in_epoch"] == 352 == 11 * 32  # as its comment says
     dataset = StreamingDataset(local="data/demo", batch_size=32, shuffle=True)  # the tour's, uninterrupted
     uninterrupted = [batch["id"].tolist() for _, batch in zip(range(12), StreamingDataLoader(dataset, batch_size=32))]

@@ -15,9 +15,24 @@ from hypothesis.extra import numpy as hnp
 from mds_core import LocalDataset, MDSWriter
 from tests.golden import assert_same
 
-ARRAY_DTYPES = ["uint8", "int8", "uint16", "int16", "float16", "uint32", "int32", "float32", "uint64", "int64", "float64"]
-INT_RANGES = {f"{k}{b}": (-(1 << (b - 1)), (1 << (b - 1)) - 1) if k == "int" else (0, (1 << b) - 1)
-              for k in ("int", "uint") for b in (8, 16, 32, 64)}
+ARRAY_DTYPES = [
+    "uint8",
+    "int8",
+    "uint16",
+    "int16",
+    "float16",
+    "uint32",
+    "int32",
+    "float32",
+    "uint64",
+    "int64",
+    "float64",
+]
+INT_RANGES = {
+    f"{k}{b}": (-(1 << (b - 1)), (1 << (b - 1)) - 1) if k == "int" else (0, (1 << b) - 1)
+    for k in ("int", "uint")
+    for b in (8, 16, 32, 64)
+}
 
 
 def _array(dtype: str, shape) -> st.SearchStrategy:
@@ -28,9 +43,11 @@ def _column() -> st.SearchStrategy[tuple[str, st.SearchStrategy, callable]]:
     """(encoding, value strategy, expected decoded value from the written value)."""
     ident = lambda v: v  # noqa: E731
     scalar = st.sampled_from(sorted(INT_RANGES)).map(
-        lambda name: (name, st.integers(*INT_RANGES[name]), lambda v, n=name: np.dtype(n).type(v)))
+        lambda name: (name, st.integers(*INT_RANGES[name]), lambda v, n=name: np.dtype(n).type(v))
+    )
     floats = st.sampled_from(["float16", "float32", "float64"]).map(
-        lambda name: (name, st.floats(width=int(name[5:]), allow_nan=False), lambda v, n=name: np.dtype(n).type(v)))
+        lambda name: (name, st.floats(width=int(name[5:]), allow_nan=False), lambda v, n=name: np.dtype(n).type(v))
+    )
     fixed = [
         ("bytes", st.binary(max_size=300), ident),
         ("str", st.text(max_size=50), ident),
@@ -38,23 +55,38 @@ def _column() -> st.SearchStrategy[tuple[str, st.SearchStrategy, callable]]:
         ("str_int", st.integers(), ident),
         ("str_float", st.floats(allow_nan=False), ident),
         ("str_decimal", st.decimals(allow_nan=False, allow_infinity=False), ident),
-        ("json", st.recursive(st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(max_size=5),
-                              lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=3), c, max_size=3),
-                              max_leaves=8), ident),
+        (
+            "json",
+            st.recursive(
+                st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(max_size=5),
+                lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=3), c, max_size=3),
+                max_leaves=8,
+            ),
+            ident,
+        ),
         ("pkl", st.tuples(st.integers(), st.text(max_size=5)), ident),
     ]
     dyn = st.sampled_from(ARRAY_DTYPES).flatmap(
-        lambda d: st.just(("ndarray", _array(d, hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5)), ident)))
+        lambda d: st.just(
+            ("ndarray", _array(d, hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5)), ident)
+        )
+    )
     typed = st.sampled_from(ARRAY_DTYPES).flatmap(
-        lambda d: st.just((f"ndarray:{d}", _array(d, hnp.array_shapes(min_dims=1, max_dims=2, min_side=1, max_side=40)), ident)))
+        lambda d: st.just(
+            (f"ndarray:{d}", _array(d, hnp.array_shapes(min_dims=1, max_dims=2, min_side=1, max_side=40)), ident)
+        )
+    )
     shaped = st.tuples(st.sampled_from(ARRAY_DTYPES), st.lists(st.integers(1, 4), min_size=1, max_size=3)).map(
-        lambda t: (f"ndarray:{t[0]}:{','.join(map(str, t[1]))}", _array(t[0], tuple(t[1])), ident))
+        lambda t: (f"ndarray:{t[0]}:{','.join(map(str, t[1]))}", _array(t[0], tuple(t[1])), ident)
+    )
     return st.one_of(scalar, floats, st.sampled_from(fixed), dyn, typed, shaped)
 
 
 @st.composite
 def datasets(draw):
-    names = draw(st.lists(st.text(string.ascii_letters + "_é", min_size=1, max_size=6), min_size=1, max_size=5, unique=True))
+    names = draw(
+        st.lists(st.text(string.ascii_letters + "_é", min_size=1, max_size=6), min_size=1, max_size=5, unique=True)
+    )
     columns = {name: draw(_column()) for name in names}
     samples = draw(st.lists(st.fixed_dictionaries({n: c[1] for n, c in columns.items()}), max_size=25))
     size_limit = draw(st.none() | st.integers(1, 3000))
@@ -67,7 +99,9 @@ def _same_decimal(actual, expected) -> None:
     assert str(actual) == str(expected)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(case=datasets())
 def test_round_trip(tmp_path_factory, case) -> None:
     columns, samples, size_limit, compression = case
@@ -80,7 +114,9 @@ def test_round_trip(tmp_path_factory, case) -> None:
     assert all(s["samples"] > 0 for s in shards), "no 0-sample shards"
     if size_limit:
         assert all(s["raw_data"]["bytes"] <= size_limit or s["samples"] == 1 for s in shards)
-    assert sorted(os.listdir(out)) == sorted(["index.json"] + [(s["zip_data"] or s["raw_data"])["basename"] for s in shards])
+    assert sorted(os.listdir(out)) == sorted(
+        ["index.json"] + [(s["zip_data"] or s["raw_data"])["basename"] for s in shards]
+    )
     ds = LocalDataset(out, allow_unsafe_types=True)
     assert len(ds) == len(samples)
     for i, (got, sample) in enumerate(zip(ds, samples, strict=True)):

@@ -7,8 +7,9 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import click
 import numpy as np
@@ -41,7 +42,9 @@ def show(value: Any, limit: int = 80) -> str:
     if isinstance(value, list) and value and hasattr(value[0], "getpixel"):
         return "[" + ", ".join(show(item) for item in value) + "]"
     text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(value) if hasattr(value, '__len__') else '?'} long)"
+    return (
+        text if len(text) <= limit else f"{text[:limit]}... ({len(value) if hasattr(value, '__len__') else '?'} long)"
+    )
 
 
 def fail(message: str) -> None:

@@ -31,7 +31,9 @@ def inspect(path: str, as_json: bool) -> None:
     click.echo(f"shards       {summary.shards}")
     click.echo(f"raw bytes    {summary.raw_bytes} ({human(summary.raw_bytes)})")
     if summary.zip_bytes is not None:
-        click.echo(f"compressed   {summary.zip_bytes} ({human(summary.zip_bytes)}) with {', '.join(summary.compression)}")
+        click.echo(
+            f"compressed   {summary.zip_bytes} ({human(summary.zip_bytes)}) with {', '.join(summary.compression)}"
+        )
         click.echo(f"ratio        {summary.ratio:.2f}x")
     else:
         click.echo("compressed   no")

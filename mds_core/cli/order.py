@@ -16,10 +16,23 @@ from mds_core.order.world import parse_world
 @click.command("check-order")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--global-batch", "global_batch", type=int, required=True, help="Samples per step over all devices.")
-@click.option("--world", "worlds", multiple=True, default=("1x1", "1x2x2", "2x2x2"), show_default=True,
-              help="NODESxRANKS[xWORKERS] to simulate; repeat the option. The first is the baseline.")
-@click.option("--resume", "resumes", multiple=True, type=float, default=(0.0, 0.5), show_default=True,
-              help="Resume points as fractions of the epoch; repeat the option.")
+@click.option(
+    "--world",
+    "worlds",
+    multiple=True,
+    default=("1x1", "1x2x2", "2x2x2"),
+    show_default=True,
+    help="NODESxRANKS[xWORKERS] to simulate; repeat the option. The first is the baseline.",
+)
+@click.option(
+    "--resume",
+    "resumes",
+    multiple=True,
+    type=float,
+    default=(0.0, 0.5),
+    show_default=True,
+    help="Resume points as fractions of the epoch; repeat the option.",
+)
 @click.option("--num-canonical-nodes", type=int, required=True, help="Pin it: the order depends on it.")
 @click.option("--shuffle/--no-shuffle", default=True, show_default=True)
 @click.option("--shuffle-algo", default="py1e", show_default=True)
@@ -28,19 +41,38 @@ from mds_core.order.world import parse_world
 @click.option("--partition-algo", default="relaxed", show_default=True)
 @click.option("--batching-method", default="random", show_default=True)
 @click.option("--epoch", default=0, show_default=True)
-def check_order_command(paths: tuple[str, ...], global_batch: int, worlds: tuple[str, ...], resumes: tuple[float, ...],
-                        num_canonical_nodes: int, shuffle: bool, shuffle_algo: str, shuffle_seed: int,
-                        shuffle_block_size: int | None, partition_algo: str, batching_method: str, epoch: int) -> None:
+def check_order_command(
+    paths: tuple[str, ...],
+    global_batch: int,
+    worlds: tuple[str, ...],
+    resumes: tuple[float, ...],
+    num_canonical_nodes: int,
+    shuffle: bool,
+    shuffle_algo: str,
+    shuffle_seed: int,
+    shuffle_block_size: int | None,
+    partition_algo: str,
+    batching_method: str,
+    epoch: int,
+) -> None:
     """Simulate the datasets at PATHS (one stream each) on several worlds and resume points.
 
     Reports whether every global batch holds the same samples as on the first world, and the first
     difference where not. Exits 1 on any difference.
     """
+
     def run() -> list:
         sizes = [[shard.samples for shard in load_index(f"{path}/index.json")] for path in paths]
-        spec = OrderSpec(shard_sizes=sizes, shuffle=shuffle, shuffle_algo=shuffle_algo, shuffle_seed=shuffle_seed,
-                         num_canonical_nodes=num_canonical_nodes, shuffle_block_size=shuffle_block_size,
-                         partition_algo=partition_algo, batching_method=batching_method)
+        spec = OrderSpec(
+            shard_sizes=sizes,
+            shuffle=shuffle,
+            shuffle_algo=shuffle_algo,
+            shuffle_seed=shuffle_seed,
+            num_canonical_nodes=num_canonical_nodes,
+            shuffle_block_size=shuffle_block_size,
+            partition_algo=partition_algo,
+            batching_method=batching_method,
+        )
         return check_order(spec, [parse_world(w) for w in worlds], global_batch, epoch, resumes)
 
     results = or_exit(run)

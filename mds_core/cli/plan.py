@@ -35,22 +35,50 @@ def _size(value: str | None, what: str) -> int | None:
 @click.option("--num-canonical-nodes", type=int, default=None, help="Default: the loader's, for this world.")
 @click.option("--partition-algo", default="relaxed", show_default=True)
 @click.option("--batching-method", default="random", show_default=True)
-@click.option("--predownload", type=int, default=None, help="Samples per worker fetched ahead (default 8 x batch size).")
+@click.option(
+    "--predownload", type=int, default=None, help="Samples per worker fetched ahead (default 8 x batch size)."
+)
 @click.option("--cache-limit", default=None, help="Per node, e.g. 50gb (default: none).")
 @click.option("--keep-zip", is_flag=True, help="Compressed shards stay cached next to their raw files.")
 @click.option("--bandwidth", default=None, help="Per node, bytes per second, e.g. 1.2gb.")
 @click.option("--latency", type=float, default=None, help="Seconds from request to first byte.")
 @click.option("--consume-time", type=float, default=None, help="Training seconds per sample on one rank.")
-@click.option("--probe", "run_probe", is_flag=True, help="Measure bandwidth, latency and decode time against the "
-              "first SOURCE (downloads up to 64 MiB from this machine).")
+@click.option(
+    "--probe",
+    "run_probe",
+    is_flag=True,
+    help="Measure bandwidth, latency and decode time against the "
+    "first SOURCE (downloads up to 64 MiB from this machine).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
-@click.option("--plot", type=click.Path(dir_okay=False), default=None, help="Write cache and downloads over the "
-              "epoch to this image (PNG, SVG, PDF); needs matplotlib.")
-def plan_command(sources: tuple[str, ...], world: str, batch_size: int, epochs: int, shuffle: bool, shuffle_algo: str,
-                 shuffle_seed: int, shuffle_block_size: int | None, num_canonical_nodes: int | None,
-                 partition_algo: str, batching_method: str, predownload: int | None, cache_limit: str | None,
-                 keep_zip: bool, bandwidth: str | None, latency: float | None, consume_time: float | None,
-                 run_probe: bool, as_json: bool, plot: str | None) -> None:
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write cache and downloads over the epoch to this image (PNG, SVG, PDF); needs matplotlib.",
+)
+def plan_command(
+    sources: tuple[str, ...],
+    world: str,
+    batch_size: int,
+    epochs: int,
+    shuffle: bool,
+    shuffle_algo: str,
+    shuffle_seed: int,
+    shuffle_block_size: int | None,
+    num_canonical_nodes: int | None,
+    partition_algo: str,
+    batching_method: str,
+    predownload: int | None,
+    cache_limit: str | None,
+    keep_zip: bool,
+    bandwidth: str | None,
+    latency: float | None,
+    consume_time: float | None,
+    run_probe: bool,
+    as_json: bool,
+    plot: str | None,
+) -> None:
     """Plan training on the datasets at SOURCES (paths or URLs, one stream each; only their indexes are read).
 
     Downloads and cache per node are exact without a cache limit or at the recommended one: they
@@ -62,14 +90,28 @@ def plan_command(sources: tuple[str, ...], world: str, batch_size: int, epochs: 
     environment = Environment(
         bandwidth=_size(bandwidth, "--bandwidth") or measured.bandwidth,
         latency=latency if latency is not None else measured.latency,
-        consume_seconds=consume_time, decode_seconds=measured.decode_seconds,
-        startup_seconds=measured.startup_seconds)
-    plan = or_exit(plan_training, or_exit(load_streams, list(sources)), or_exit(parse_world, world), batch_size,
-                   epochs=epochs, predownload=predownload, cache_limit=_size(cache_limit, "--cache-limit"),
-                   keep_zip=keep_zip, environment=environment, shuffle=shuffle, shuffle_algo=shuffle_algo,
-                   shuffle_seed=shuffle_seed, shuffle_block_size=shuffle_block_size,
-                   num_canonical_nodes=num_canonical_nodes, partition_algo=partition_algo,
-                   batching_method=batching_method)
+        consume_seconds=consume_time,
+        decode_seconds=measured.decode_seconds,
+        startup_seconds=measured.startup_seconds,
+    )
+    plan = or_exit(
+        plan_training,
+        or_exit(load_streams, list(sources)),
+        or_exit(parse_world, world),
+        batch_size,
+        epochs=epochs,
+        predownload=predownload,
+        cache_limit=_size(cache_limit, "--cache-limit"),
+        keep_zip=keep_zip,
+        environment=environment,
+        shuffle=shuffle,
+        shuffle_algo=shuffle_algo,
+        shuffle_seed=shuffle_seed,
+        shuffle_block_size=shuffle_block_size,
+        num_canonical_nodes=num_canonical_nodes,
+        partition_algo=partition_algo,
+        batching_method=batching_method,
+    )
     if plot:
         or_exit(save_plot, plan, plot)
     click.echo(json.dumps(plan.to_json(), indent=2) if as_json else render_text(plan))

@@ -27,9 +27,11 @@ def versions_list(root: str, as_json: bool) -> None:
     """Every committed version, oldest first; * marks the published one."""
     shard_set = _shard_set(root)
     found, published = or_exit(shard_set.versions), or_exit(shard_set.published)
-    lines = [f"{'*' if v.version == published else ' '} {v.version:>4}  {v.created[:19]}  {v.mode:<9} "
-             f"{v.rows:>10} rows  {v.shards:>6} shards  {human(v.stored_bytes):>10}  parent {v.parent}"
-             for v in found] or [f"no versions in {root}"]
+    lines = [
+        f"{'*' if v.version == published else ' '} {v.version:>4}  {v.created[:19]}  {v.mode:<9} "
+        f"{v.rows:>10} rows  {v.shards:>6} shards  {human(v.stored_bytes):>10}  parent {v.parent}"
+        for v in found
+    ] or [f"no versions in {root}"]
     emit({"published": published, "versions": [v.to_json() for v in found]}, as_json, lines)
 
 
@@ -51,8 +53,10 @@ def versionsshow(root: str, version: int, as_json: bool) -> None:
 def versions_diff(root: str, old: int, new: int, as_json: bool) -> None:
     """Shards and rows added and removed from version OLD to version NEW."""
     diff = or_exit(_shard_set(root).diff, old, new)
-    lines = [f"{old} -> {new}: +{len(diff.added_shards)} shards (+{diff.added_rows} rows), "
-             f"-{len(diff.removed_shards)} shards (-{diff.removed_rows} rows)"]
+    lines = [
+        f"{old} -> {new}: +{len(diff.added_shards)} shards (+{diff.added_rows} rows), "
+        f"-{len(diff.removed_shards)} shards (-{diff.removed_rows} rows)"
+    ]
     lines += [f"+ {name}" for name in diff.added_shards] + [f"- {name}" for name in diff.removed_shards]
     emit(diff.to_json(), as_json, lines)
 
@@ -61,19 +65,32 @@ def versions_diff(root: str, old: int, new: int, as_json: bool) -> None:
 @click.argument("root")
 @click.option("--keep-last", type=int, help="Keep the newest K versions (and the published one).")
 @click.option("--newer-than", type=click.DateTime(), help="Keep versions created after this UTC time.")
-@click.option("--grace-hours", type=float, default=1.0, show_default=True,
-              help="Leave unfinished commits younger than this alone.")
+@click.option(
+    "--grace-hours",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Leave unfinished commits younger than this alone.",
+)
 @click.option("--dry-run", is_flag=True, help="Only print what would be deleted.")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
-def versions_vacuum(root: str, keep_last: int | None, newer_than: Any, grace_hours: float, dry_run: bool,
-                    as_json: bool) -> None:
+def versions_vacuum(
+    root: str, keep_last: int | None, newer_than: Any, grace_hours: float, dry_run: bool, as_json: bool
+) -> None:
     """Delete versions outside the retention and every file no kept version needs."""
-    when = newer_than.replace(tzinfo=dt.timezone.utc) if newer_than else None
-    report = or_exit(_shard_set(root).vacuum, keep_last=keep_last, newer_than=when,
-                      grace=dt.timedelta(hours=grace_hours), dry_run=dry_run)
+    when = newer_than.replace(tzinfo=dt.UTC) if newer_than else None
+    report = or_exit(
+        _shard_set(root).vacuum,
+        keep_last=keep_last,
+        newer_than=when,
+        grace=dt.timedelta(hours=grace_hours),
+        dry_run=dry_run,
+    )
     verb = "would delete" if dry_run else "deleted"
-    lines = [f"kept versions {report.kept_versions}; removed versions {report.removed_versions}; "
-             f"{verb} {len(report.removed_files)} files"] + [f"  {name}" for name in report.removed_files]
+    lines = [
+        f"kept versions {report.kept_versions}; removed versions {report.removed_versions}; "
+        f"{verb} {len(report.removed_files)} files"
+    ] + [f"  {name}" for name in report.removed_files]
     emit(report.to_json(), as_json, lines)
 
 
@@ -96,5 +113,8 @@ def versions_rollback(root: str, as_json: bool) -> None:
     shard_set = _shard_set(root)
     before = or_exit(shard_set.published)
     number = or_exit(shard_set.rollback)
-    emit({"root": root, "published": number, "was": before}, as_json,
-         [f"rolled back {root} to version {number} (was {before})"])
+    emit(
+        {"root": root, "published": number, "was": before},
+        as_json,
+        [f"rolled back {root} to version {number} (was {before})"],
+    )

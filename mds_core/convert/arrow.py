@@ -11,8 +11,9 @@ what ``Schema.encode`` produces for the same values (tests/test_convert.py).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -21,6 +22,7 @@ import pyarrow.compute as pc
 from mds_core.convert.type_rules import ColumnPlan, is_list
 from mds_core.errors import ConversionError
 from mds_core.format.ndarray import _encode_shape
+
 
 class ShapeGuessMissed(ConversionError):
     """A row whose shape differs from the one guessed for its column (the caller retries without it)."""
@@ -62,8 +64,9 @@ def _fixed_bytes(values: np.ndarray, width: int) -> np.ndarray:
 def _sliced_bytes(data: np.ndarray, offsets: np.ndarray) -> pa.LargeBinaryArray:
     """``data[offsets[i]:offsets[i+1]]`` for every i, as Arrow binary over the same memory."""
     offsets = np.ascontiguousarray(offsets - offsets[0], np.int64)
-    return pa.Array.from_buffers(pa.large_binary(), len(offsets) - 1,
-                                 [None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(data))])
+    return pa.Array.from_buffers(
+        pa.large_binary(), len(offsets) - 1, [None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(data))]
+    )
 
 
 def _binary_of(values: list[bytes]) -> pa.LargeBinaryArray:
@@ -107,7 +110,7 @@ def _strings(arr: pa.Array, plan: ColumnPlan) -> Parts:
 def _binary(arr: pa.Array, plan: ColumnPlan) -> Parts:
     if pa.types.is_fixed_size_binary(arr.type):
         width = arr.type.byte_width
-        data = np.frombuffer(arr.buffers()[1], np.uint8)[arr.offset * width:(arr.offset + len(arr)) * width]
+        data = np.frombuffer(arr.buffers()[1], np.uint8)[arr.offset * width : (arr.offset + len(arr)) * width]
         return [data.reshape(-1, width)], np.full(len(arr), width, np.int64)
     lengths = pc.binary_length(arr).to_numpy(zero_copy_only=False).astype(np.int64)
     return [arr.cast(pa.large_binary())], lengths
@@ -224,8 +227,10 @@ def check_shapes(layout: ListLayout, plan: ColumnPlan, first_row: int = 0) -> No
         wrong = np.any(layout.dims != np.asarray(plan.shape), axis=1)
         if wrong.any():
             row = int(np.argmax(wrong))
-            message = (f"column {plan.name!r} row {first_row + row}: array of shape "
-                       f"{tuple(layout.dims[row].tolist())} does not match the declared {plan.encoding!r}")
+            message = (
+                f"column {plan.name!r} row {first_row + row}: array of shape "
+                f"{tuple(layout.dims[row].tolist())} does not match the declared {plan.encoding!r}"
+            )
             if plan.guessed:
                 raise ShapeGuessMissed(plan.name, message)
             raise ConversionError(message)
@@ -278,15 +283,18 @@ def _vectors(arr: pa.Array, plan: ColumnPlan) -> Parts:
     return [_binary_of(heads), _binary_of(rows)], byte_sizes
 
 
-def _fixed_vectors(layout: Any, dims: np.ndarray, sparse: np.ndarray, indices: pa.Array, values: pa.Array,
-                   plan: ColumnPlan) -> Parts:
+def _fixed_vectors(
+    layout: Any, dims: np.ndarray, sparse: np.ndarray, indices: pa.Array, values: pa.Array, plan: ColumnPlan
+) -> Parts:
     """Vectors declared ``ndarray:float64:<n>``: every row densified to exactly ``n`` values."""
     width = int(plan.shape[0]) if plan.shape else 0
     wrong = np.flatnonzero(dims[:, 0] != width)
     if wrong.size:
         row = int(wrong[0])
-        raise ConversionError(f"column {plan.name!r} ({plan.type_name}): row {row} holds a vector of "
-                              f"{int(dims[row, 0])} values, but the column is declared {plan.encoding!r}")
+        raise ConversionError(
+            f"column {plan.name!r} ({plan.type_name}): row {row} holds a vector of "
+            f"{int(dims[row, 0])} values, but the column is declared {plan.encoding!r}"
+        )
     dense = np.zeros((len(dims), width), "<f8")
     leaf = layout.leaf.to_numpy(zero_copy_only=False)
     is_dense = np.ones(len(dims), bool)
@@ -340,9 +348,9 @@ def join_rows(pieces: list[Any]) -> tuple[Any, np.ndarray]:
         return np.ascontiguousarray(block).reshape(-1), np.full(block.shape[0], block.shape[1], np.int64)
     arrays = [_as_binary(piece) for piece in pieces]
     joined = arrays[0] if len(arrays) == 1 else pc.binary_join_element_wise(*arrays, _NO_SEPARATOR)
-    offsets = np.frombuffer(joined.buffers()[1], np.int64)[joined.offset:joined.offset + len(joined) + 1]
+    offsets = np.frombuffer(joined.buffers()[1], np.int64)[joined.offset : joined.offset + len(joined) + 1]
     values = joined.buffers()[2]  # absent when there are no bytes at all (no rows)
-    data = memoryview(values if values is not None else b"")[int(offsets[0]):int(offsets[-1])]
+    data = memoryview(values if values is not None else b"")[int(offsets[0]) : int(offsets[-1])]
     return data, np.diff(offsets)
 
 
@@ -351,8 +359,9 @@ def _as_binary(piece: Any) -> pa.LargeBinaryArray:
         return piece
     rows, width = piece.shape
     offsets = np.arange(0, (rows + 1) * width, width, dtype=np.int64)
-    return pa.Array.from_buffers(pa.large_binary(), rows, [None, pa.py_buffer(offsets),
-                                                            pa.py_buffer(np.ascontiguousarray(piece))])
+    return pa.Array.from_buffers(
+        pa.large_binary(), rows, [None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(piece))]
+    )
 
 
 def encode_rows(columns: dict[str, pa.Array], plans: list[ColumnPlan]) -> list[bytes]:
@@ -360,4 +369,4 @@ def encode_rows(columns: dict[str, pa.Array], plans: list[ColumnPlan]) -> list[b
     data, sizes = encode_batch(columns, plans)
     view = memoryview(data).cast("B")
     ends = np.cumsum(sizes).tolist()
-    return [bytes(view[end - size:end]) for end, size in zip(ends, sizes.tolist())]
+    return [bytes(view[end - size : end]) for end, size in zip(ends, sizes.tolist())]

@@ -23,7 +23,8 @@ import functools
 import os
 import socket
 import uuid
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from mds_core.convert.spark_connect import is_connect
 from mds_core.convert.staging import STAGING_DIR
@@ -61,7 +62,7 @@ def _num_tasks(spark: Any, value: Any) -> int:
 def master(spark: Any) -> str:
     try:
         return str(spark.conf.get("spark.master", "") or "")
-    except Exception:  # noqa: BLE001  (a Connect server may refuse to show it)
+    except Exception:
         return ""
 
 
@@ -73,7 +74,7 @@ def default_parallelism(spark: Any) -> int:
     """
     try:
         configured = spark.conf.get("spark.default.parallelism", None)
-    except Exception:  # noqa: BLE001
+    except Exception:
         configured = None
     if configured:
         return int(configured)
@@ -103,8 +104,7 @@ def check_out_is_shared(spark: Any, path: str) -> None:
         with open(probe, "w") as handle:
             handle.write(token)
         tasks = max(2, default_parallelism(spark))
-        rows = spark.range(0, tasks, 1, tasks).mapInArrow(
-            functools.partial(_look, probe, token), _PROBE_DDL).collect()
+        rows = spark.range(0, tasks, 1, tasks).mapInArrow(functools.partial(_look, probe, token), _PROBE_DDL).collect()
     except Exception as err:
         if "No module named 'mds_core'" in str(err):
             raise MissingDependencyError(
@@ -120,7 +120,8 @@ def check_out_is_shared(spark: Any, path: str) -> None:
             f"out={path!r} is a local path that {len(blind)} Spark executor(s) cannot see: "
             f"{', '.join(blind[:4])}. The executors write the shards and the driver commits them, so a local "
             "out must be one shared directory mounted at the same path on the driver and every executor; "
-            "otherwise write to a URL (s3://, gs://, az://, ...). Nothing was written.")
+            "otherwise write to a URL (s3://, gs://, az://, ...). Nothing was written."
+        )
 
 
 def _look(probe: str, token: str, batches: Iterator[Any]) -> Iterator[Any]:
@@ -136,8 +137,8 @@ def _look(probe: str, token: str, batches: Iterator[Any]) -> Iterator[Any]:
         seen = False
     yield pa.RecordBatch.from_pylist(
         [{"host": socket.gethostname(), "pid": os.getpid(), "cwd": os.getcwd(), "seen": seen}],
-        schema=pa.schema([("host", pa.string()), ("pid", pa.int64()), ("cwd", pa.string()),
-                          ("seen", pa.bool_())]))
+        schema=pa.schema([("host", pa.string()), ("pid", pa.int64()), ("cwd", pa.string()), ("seen", pa.bool_())]),
+    )
 
 
 def _remove_probe(probe: str, probe_dir: str, had_probe_dir: bool, path: str, created: bool) -> None:

@@ -20,7 +20,13 @@ from mds_core.convert.type_rules import ColumnPlan
 from mds_core.errors import ConversionError
 
 _DEFAULT_FILLS: dict[str, Any] = {
-    "number": 0, "bool": False, "date": 0, "timestamp": 0, "str": "", "bytes": b"", "decimal": Decimal(0),
+    "number": 0,
+    "bool": False,
+    "date": 0,
+    "timestamp": 0,
+    "str": "",
+    "bytes": b"",
+    "decimal": Decimal(0),
 }
 
 
@@ -38,7 +44,8 @@ def resolve_nulls(
     """
     if policy == "fill":
         columns = {p.name: fill_column(columns[p.name], p, (fill_values or {}).get(p.name)) for p in plans} | {
-            name: arr for name, arr in columns.items() if name not in {p.name for p in plans}}
+            name: arr for name, arr in columns.items() if name not in {p.name for p in plans}
+        }
     problems = [(plan, mask, reason) for plan in plans for mask, reason in _problems(columns[plan.name], plan)]
     problems = [(plan, mask, reason) for plan, mask, reason in problems if mask.any()]
     if not problems:
@@ -69,8 +76,11 @@ def _problems(arr: pa.Array, plan: ColumnPlan) -> list[tuple[np.ndarray, str]]:
     elif plan.kind == "vector":
         fields = dict(zip((f.name for f in arr.type), arr.flatten()))
         sparse = pc.fill_null(fields["type"], 1).to_numpy(zero_copy_only=False) == 0
-        lengths = np.where(sparse, pc.fill_null(fields["size"], 0).to_numpy(zero_copy_only=False),
-                           pc.fill_null(pc.list_value_length(fields["values"]), 0).to_numpy(zero_copy_only=False))
+        lengths = np.where(
+            sparse,
+            pc.fill_null(fields["size"], 0).to_numpy(zero_copy_only=False),
+            pc.fill_null(pc.list_value_length(fields["values"]), 0).to_numpy(zero_copy_only=False),
+        )
         found.append(((lengths == 0) & arr.is_valid().to_numpy(zero_copy_only=False), "an empty vector"))
     return found
 
@@ -90,8 +100,9 @@ def fill_column(arr: pa.Array, plan: ColumnPlan, value: Any) -> pa.Array:
     if plan.kind == "ndarray":
         return _fill_arrays(arr, plan, value)
     if arr.null_count:
-        raise ConversionError(f"column {plan.name!r} ({plan.type_name}): null vectors cannot be filled; "
-                              "use null_policy='skip'")
+        raise ConversionError(
+            f"column {plan.name!r} ({plan.type_name}): null vectors cannot be filled; use null_policy='skip'"
+        )
     return arr
 
 

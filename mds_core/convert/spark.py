@@ -23,8 +23,9 @@ import re
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
 
 from mds_core import errors
 from mds_core.convert import cluster
@@ -45,7 +46,7 @@ class ConversionResult(tuple):
 
     stats: ConversionStats
 
-    def __new__(cls, local: str, remote: str, stats: ConversionStats) -> "ConversionResult":
+    def __new__(cls, local: str, remote: str, stats: ConversionStats) -> ConversionResult:
         result = super().__new__(cls, (local, remote))
         result.stats = stats
         return result
@@ -90,10 +91,15 @@ def dataframe_to_mds(
     if udf_iterable is None:
         dataframe = dataframe.select(*[f"`{plan.name}`" for plan in plans])
     spec = TaskSpec(
-        plans=plans, columns={p.name: p.encoding for p in plans} if udf_iterable is None else kwargs["columns"],
-        writer_kwargs=_writer_kwargs(kwargs, target.remote), staging=target.staging_location(uuid.uuid4().hex[:16]),
-        remote=target.remote, null_policy=null_policy, fill_values=fill_values,
-        udf_iterable=udf_iterable, udf_kwargs=udf_kwargs or {},
+        plans=plans,
+        columns={p.name: p.encoding for p in plans} if udf_iterable is None else kwargs["columns"],
+        writer_kwargs=_writer_kwargs(kwargs, target.remote),
+        staging=target.staging_location(uuid.uuid4().hex[:16]),
+        remote=target.remote,
+        null_policy=null_policy,
+        fill_values=fill_values,
+        udf_iterable=udf_iterable,
+        udf_kwargs=udf_kwargs or {},
     )
     spec, manifests = _run_until_shapes_hold(dataframe, spec, target, kwargs.get("progress_bar"))
     stats = target.commit(manifests, spec.staging, merge_index)
@@ -105,9 +111,7 @@ def _import_pyspark() -> Any:
     try:
         import pyspark
     except ImportError as err:
-        raise MissingDependencyError(
-            "dataframe_to_mds needs pyspark: pip install 'mds-pipelines[spark]'"
-        ) from err
+        raise MissingDependencyError("dataframe_to_mds needs pyspark: pip install 'mds-pipelines[spark]'") from err
     return pyspark
 
 
@@ -157,8 +161,11 @@ def _run_tasks(dataframe: Any, spec: TaskSpec, target: Target, progress: bool | 
     and which is cancelled if the driver stops waiting. Connect has no SparkContext: the job carries a
     tag instead (``interruptTag`` stops it) and the progress comes from the server's progress messages.
     """
-    job = _ConnectJob(dataframe, progress, target.url) if is_connect(dataframe) else _ClassicJob(
-        dataframe, progress, target.url)
+    job = (
+        _ConnectJob(dataframe, progress, target.url)
+        if is_connect(dataframe)
+        else _ClassicJob(dataframe, progress, target.url)
+    )
     finished = False
     try:
         with job:
@@ -172,8 +179,9 @@ def _run_tasks(dataframe: Any, spec: TaskSpec, target: Target, progress: bool | 
     return [row.asDict() for row in rows]
 
 
-def _run_until_shapes_hold(dataframe: Any, spec: TaskSpec, target: Target,
-                           progress: bool | None) -> tuple[TaskSpec, list[dict[str, Any]]]:
+def _run_until_shapes_hold(
+    dataframe: Any, spec: TaskSpec, target: Target, progress: bool | None
+) -> tuple[TaskSpec, list[dict[str, Any]]]:
     """Run the tasks; when a guessed fixed shape did not hold, run again with those columns dynamic."""
     while True:
         manifests = _run_tasks(dataframe, spec, target, progress)
@@ -182,8 +190,12 @@ def _run_until_shapes_hold(dataframe: Any, spec: TaskSpec, target: Target,
             return spec, manifests
         target.discard(spec.staging)
         plans = [_dynamic(p) if p.name in missed else p for p in spec.plans]
-        spec = replace(spec, plans=plans, columns={p.name: p.encoding for p in plans},
-                       staging=target.staging_location(uuid.uuid4().hex[:16]))
+        spec = replace(
+            spec,
+            plans=plans,
+            columns={p.name: p.encoding for p in plans},
+            staging=target.staging_location(uuid.uuid4().hex[:16]),
+        )
 
 
 def _dynamic(plan: ColumnPlan) -> ColumnPlan:
@@ -218,7 +230,7 @@ class _ClassicJob:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def __enter__(self) -> "_ClassicJob":
+    def __enter__(self) -> _ClassicJob:
         self._context.setJobGroup(self._group, f"dataframe_to_mds -> {self._url}", interruptOnCancel=True)
         if self._bar is not None:
             self._thread = threading.Thread(target=self._poll, args=(self._context.statusTracker(),), daemon=True)
@@ -260,7 +272,7 @@ class _ConnectJob:
         self._bar = _bar(progress, url, None)
         self._thread = threading.get_ident()
 
-    def __enter__(self) -> "_ConnectJob":
+    def __enter__(self) -> _ConnectJob:
         self._session.addTag(self._tag)
         if self._bar is not None:
             self._session.registerProgressHandler(self._progress)
@@ -295,8 +307,13 @@ def _bar(enabled: bool | None, url: str, total: int | None) -> Any:
         return None
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=f"partitions -> {url}", unit="partition",
-                disable=None if enabled is None else False, delay=0 if enabled else 2.0)
+    return tqdm(
+        total=total,
+        desc=f"partitions -> {url}",
+        unit="partition",
+        disable=None if enabled is None else False,
+        delay=0 if enabled else 2.0,
+    )
 
 
 def _close_bar(bar: Any, partitions: int | None) -> None:

@@ -102,7 +102,7 @@ def connect_session(url: str, options: dict[str, str] | None = None, timeout: fl
         builder = builder.config(key, value)
     try:
         current = ConnectSession.active()  # this thread's session, else the process's default one
-    except Exception:  # noqa: BLE001 - none yet
+    except Exception:
         current = None
     if current is not None and address(current) == f"sc://{channels.endpoint}":
         return builder.getOrCreate()  # the same server: the session there, with the options applied

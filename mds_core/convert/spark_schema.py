@@ -33,10 +33,18 @@ def _arrow_type(dtype: Any) -> pa.DataType:
     from pyspark.sql import types as T
 
     simple = {
-        T.ByteType: pa.int8(), T.ShortType: pa.int16(), T.IntegerType: pa.int32(), T.LongType: pa.int64(),
-        T.FloatType: pa.float32(), T.DoubleType: pa.float64(), T.StringType: pa.string(),
-        T.BinaryType: pa.binary(), T.BooleanType: pa.bool_(), T.DateType: pa.date32(),
-        T.TimestampType: pa.timestamp("us", "UTC"), T.TimestampNTZType: pa.timestamp("us"),
+        T.ByteType: pa.int8(),
+        T.ShortType: pa.int16(),
+        T.IntegerType: pa.int32(),
+        T.LongType: pa.int64(),
+        T.FloatType: pa.float32(),
+        T.DoubleType: pa.float64(),
+        T.StringType: pa.string(),
+        T.BinaryType: pa.binary(),
+        T.BooleanType: pa.bool_(),
+        T.DateType: pa.date32(),
+        T.TimestampType: pa.timestamp("us", "UTC"),
+        T.TimestampNTZType: pa.timestamp("us"),
         T.NullType: pa.null(),
     }
     for spark_type, arrow_type in simple.items():

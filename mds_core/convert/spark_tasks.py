@@ -7,8 +7,9 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pyarrow as pa
 
@@ -18,12 +19,21 @@ from mds_core.convert.type_rules import ColumnPlan
 from mds_core.format.index import dumps_index
 from mds_core.writer.mds_writer import MDSWriter
 
-MANIFEST_SCHEMA = pa.schema([
-    ("partition", pa.int32()), ("attempt", pa.int64()), ("staging", pa.string()), ("rows", pa.int64()),
-    ("skipped", pa.int64()), ("seconds", pa.float64()), ("index", pa.string()), ("missed", pa.string()),
-])
-MANIFEST_DDL = ("partition int, attempt long, staging string, rows long, skipped long, seconds double, "
-                 "index string, missed string")
+MANIFEST_SCHEMA = pa.schema(
+    [
+        ("partition", pa.int32()),
+        ("attempt", pa.int64()),
+        ("staging", pa.string()),
+        ("rows", pa.int64()),
+        ("skipped", pa.int64()),
+        ("seconds", pa.float64()),
+        ("index", pa.string()),
+        ("missed", pa.string()),
+    ]
+)
+MANIFEST_DDL = (
+    "partition int, attempt long, staging string, rows long, skipped long, seconds double, index string, missed string"
+)
 
 
 @dataclass(frozen=True)
@@ -67,14 +77,26 @@ def convert_partition(spec: TaskSpec, batches: Iterator[pa.RecordBatch]) -> Iter
     finally:
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
-    yield pa.RecordBatch.from_pylist([{
-        "partition": partition, "attempt": attempt, "staging": name, "rows": rows, "skipped": skipped,
-        "seconds": time.perf_counter() - started, "index": index, "missed": missed,
-    }], schema=MANIFEST_SCHEMA)
+    yield pa.RecordBatch.from_pylist(
+        [
+            {
+                "partition": partition,
+                "attempt": attempt,
+                "staging": name,
+                "rows": rows,
+                "skipped": skipped,
+                "seconds": time.perf_counter() - started,
+                "index": index,
+                "missed": missed,
+            }
+        ],
+        schema=MANIFEST_SCHEMA,
+    )
 
 
-def _write_partition(writer: MDSWriter, spec: TaskSpec, batches: Iterator[pa.RecordBatch],
-                     partition: int) -> tuple[int, int]:
+def _write_partition(
+    writer: MDSWriter, spec: TaskSpec, batches: Iterator[pa.RecordBatch], partition: int
+) -> tuple[int, int]:
     rows = skipped = 0
     if spec.udf_iterable is not None:
         for batch in batches:
@@ -84,8 +106,9 @@ def _write_partition(writer: MDSWriter, spec: TaskSpec, batches: Iterator[pa.Rec
         return rows, 0
     where = f" of partition {partition}"
     for batch in batches:
-        written, dropped = write_batch(writer, batch, spec.plans, spec.null_policy, spec.fill_values,
-                                       rows + skipped, where)
+        written, dropped = write_batch(
+            writer, batch, spec.plans, spec.null_policy, spec.fill_values, rows + skipped, where
+        )
         rows, skipped = rows + written, skipped + dropped
     return rows, skipped
 

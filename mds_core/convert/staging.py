@@ -72,14 +72,18 @@ class Target:
         an executor wrote on its own disk is not), else nothing is committed."""
         if self.remote:
             return
-        missing = [m["staging"] for m in manifests
-                   if m["index"] and parse_index(m["index"], "") and not os.path.isdir(f"{staging}/{m['staging']}")]
+        missing = [
+            m["staging"]
+            for m in manifests
+            if m["index"] and parse_index(m["index"], "") and not os.path.isdir(f"{staging}/{m['staging']}")
+        ]
         if missing:
             self.discard(staging)
             raise ConfigurationError(
                 f"the executors wrote {len(missing)} partition(s) under {self.url} (e.g. {missing[0]}) that this "
                 "driver cannot see: a local out must be one shared directory mounted at the same path on the "
-                "driver and every executor; otherwise write to a URL (s3://, gs://, ...). Nothing was committed.")
+                "driver and every executor; otherwise write to a URL (s3://, gs://, ...). Nothing was committed."
+            )
 
     def _move_attempt(self, attempt: str, name: str, files: list[str]) -> None:
         if not self.remote:
@@ -88,7 +92,7 @@ class Target:
             kill_point(f"moved partition {name} into place")
             return
         store = self._store()
-        rel = attempt[len(self.url) + 1:]
+        rel = attempt[len(self.url) + 1 :]
         for basename in [*files, INDEX_BASENAME]:  # the partition's index last
             store.move(f"{rel}/{basename}", f"{name}/{basename}")
 
@@ -103,7 +107,7 @@ class Target:
     def discard(self, staging: str) -> None:
         """Remove a run's staging tree (losing attempts included), and ``_staging`` once empty."""
         if self.remote:
-            self._store().delete_tree(staging[len(self.url) + 1:])
+            self._store().delete_tree(staging[len(self.url) + 1 :])
             return
         shutil.rmtree(staging, ignore_errors=True)
         kill_point(f"removed the staging tree {os.path.basename(staging)}")
@@ -146,8 +150,10 @@ def open_target(out: Out, exist_ok: bool) -> Target:
 def _prepare_local(path: str, exist_ok: bool) -> None:
     existing = [name for name in os.listdir(path) if name != STAGING_DIR] if os.path.isdir(path) else []
     if existing and not exist_ok:
-        raise OutputExistsError(f"{path} already holds {sorted(existing)[:5]}; write elsewhere or pass "
-                                "exist_ok=True in mds_kwargs to replace it")
+        raise OutputExistsError(
+            f"{path} already holds {sorted(existing)[:5]}; write elsewhere or pass "
+            "exist_ok=True in mds_kwargs to replace it"
+        )
     # The old index goes first: a crash halfway never leaves it naming shards that are gone.
     for name in sorted(existing, key=lambda n: n != INDEX_BASENAME):
         full = os.path.join(path, name)
@@ -162,8 +168,10 @@ def _prepare_remote(target: Target, exist_ok: bool) -> None:
     store = target._store()
     existing = [rel for rel in store.list() if not rel.startswith(f"{STAGING_DIR}/")]
     if existing and not exist_ok:
-        raise OutputExistsError(f"{target.url} already holds {existing[:5]}; write elsewhere or pass "
-                                "exist_ok=True in mds_kwargs to replace it")
+        raise OutputExistsError(
+            f"{target.url} already holds {existing[:5]}; write elsewhere or pass "
+            "exist_ok=True in mds_kwargs to replace it"
+        )
     if INDEX_BASENAME in existing:
         store.delete(INDEX_BASENAME)  # retract the old dataset before touching its shards
     for rel in existing:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import itertools
 import os
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import pyarrow as pa
 from tqdm import tqdm
@@ -25,7 +26,6 @@ from mds_core.format.index import ShardInfo
 from mds_core.writer.mds_writer import MDSWriter
 
 BATCH_ROWS = 8192
-
 
 
 @dataclass
@@ -83,14 +83,17 @@ def table_to_mds(
     batches, arrow_schema, whole = _as_batches(data, schema)
     plans = plan_columns(arrow_schema, columns)
     if whole is not None:
-        plans = [detect_fixed_shape(plan, whole.column(plan.name)) if _undeclared_array(plan, columns) else plan
-                 for plan in plans]
-    writer = MDSWriter(out=out, columns={p.name: p.encoding for p in plans}, compression=compression,
-                       **writer_kwargs)
+        plans = [
+            detect_fixed_shape(plan, whole.column(plan.name)) if _undeclared_array(plan, columns) else plan
+            for plan in plans
+        ]
+    writer = MDSWriter(out=out, columns={p.name: p.encoding for p in plans}, compression=compression, **writer_kwargs)
     stats = ConversionStats()
     with writer, _progress(progress_bar, out) as bar:
         for batch in batches:
-            written, skipped = write_batch(writer, batch, plans, null_policy, fill_values, stats.rows + stats.skipped_rows)
+            written, skipped = write_batch(
+                writer, batch, plans, null_policy, fill_values, stats.rows + stats.skipped_rows
+            )
             stats.rows += written
             stats.skipped_rows += skipped
             bar.update(written)
@@ -186,5 +189,10 @@ def _is_pandas(data: Any) -> bool:
 
 def _progress(enabled: bool | None, out: Any) -> tqdm:
     # disable=None: shown only on a terminal; delay: only for conversions that take a while.
-    return tqdm(desc=f"rows -> {out}", unit="row", unit_scale=True,
-                disable={False: True, None: None}.get(enabled, False), delay=0 if enabled else 1.0)
+    return tqdm(
+        desc=f"rows -> {out}",
+        unit="row",
+        unit_scale=True,
+        disable={False: True, None: None}.get(enabled, False),
+        delay=0 if enabled else 1.0,
+    )

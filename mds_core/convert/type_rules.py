@@ -16,14 +16,32 @@ from mds_core.errors import ConversionError, UnknownEncodingError
 from mds_core.format.encodings import get_coder
 
 NUMBER_TYPES = {
-    pa.int8(): "int8", pa.int16(): "int16", pa.int32(): "int32", pa.int64(): "int64",
-    pa.uint8(): "uint8", pa.uint16(): "uint16", pa.uint32(): "uint32", pa.uint64(): "uint64",
-    pa.float16(): "float16", pa.float32(): "float32", pa.float64(): "float64",
+    pa.int8(): "int8",
+    pa.int16(): "int16",
+    pa.int32(): "int32",
+    pa.int64(): "int64",
+    pa.uint8(): "uint8",
+    pa.uint16(): "uint16",
+    pa.uint32(): "uint32",
+    pa.uint64(): "uint64",
+    pa.float16(): "float16",
+    pa.float32(): "float32",
+    pa.float64(): "float64",
 }
 # Pre-encoded bytes pass through every variable-size encoding unchanged (as in the reference),
 # so a binary column may be declared as any of these.
-BINARY_ENCODINGS = ("bytes", "pil", "jpeg", "png", "pkl", "jpeg_array", "jpegarray", "list[pil]", "list[jpeg]",
-                    "list[png]")
+BINARY_ENCODINGS = (
+    "bytes",
+    "pil",
+    "jpeg",
+    "png",
+    "pkl",
+    "jpeg_array",
+    "jpegarray",
+    "list[pil]",
+    "list[jpeg]",
+    "list[png]",
+)
 NULL_POLICIES = ("error", "skip", "fill")
 
 
@@ -70,8 +88,14 @@ def json_problem(dtype: pa.DataType, path: str) -> str | None:
     """Why a value of ``dtype`` cannot become JSON exactly (the offending field's path), else None."""
     if pa.types.is_dictionary(dtype):
         return json_problem(dtype.value_type, path)
-    if (pa.types.is_integer(dtype) or pa.types.is_floating(dtype) or pa.types.is_boolean(dtype)
-            or pa.types.is_null(dtype) or pa.types.is_string(dtype) or pa.types.is_large_string(dtype)):
+    if (
+        pa.types.is_integer(dtype)
+        or pa.types.is_floating(dtype)
+        or pa.types.is_boolean(dtype)
+        or pa.types.is_null(dtype)
+        or pa.types.is_string(dtype)
+        or pa.types.is_large_string(dtype)
+    ):
         return None
     if is_list(dtype):
         return json_problem(dtype.value_type, f"{path}[]")
@@ -147,9 +171,7 @@ def declared_plan(inferred: ColumnPlan, encoding: str) -> ColumnPlan:
         return ColumnPlan(name, "bytes", encoding, type_name=inferred.type_name)
     if encoding == "json" and inferred.kind in ("number", "bool", "str", "ndarray", "json"):
         return ColumnPlan(name, "json", "json", type_name=inferred.type_name)
-    raise ConversionError(
-        f"{where} cannot be written as {encoding!r}; accepted: {accepted_encodings(inferred)}"
-    )
+    raise ConversionError(f"{where} cannot be written as {encoding!r}; accepted: {accepted_encodings(inferred)}")
 
 
 def _declared_array(inferred: ColumnPlan, coder: object, encoding: str, where: str) -> ColumnPlan:
@@ -163,8 +185,7 @@ def _declared_array(inferred: ColumnPlan, coder: object, encoding: str, where: s
         raise ConversionError(
             f"{where} is {inferred.ndim}-dimensional but {encoding!r} declares {len(shape)} dimensions"
         )
-    return ColumnPlan(inferred.name, inferred.kind, encoding, inferred.dtype, inferred.ndim, shape,
-                      inferred.type_name)
+    return ColumnPlan(inferred.name, inferred.kind, encoding, inferred.dtype, inferred.ndim, shape, inferred.type_name)
 
 
 def accepted_encodings(plan: ColumnPlan) -> list[str]:
@@ -177,8 +198,16 @@ def accepted_encodings(plan: ColumnPlan) -> list[str]:
 
 def with_shape(plan: ColumnPlan, shape: tuple[int, ...], guessed: bool = False) -> ColumnPlan:
     """The fixed-shape form of an ndarray column whose every row has ``shape``."""
-    return ColumnPlan(plan.name, plan.kind, f"ndarray:{plan.dtype}:{','.join(map(str, shape))}", plan.dtype,
-                      plan.ndim, shape, plan.type_name, guessed)
+    return ColumnPlan(
+        plan.name,
+        plan.kind,
+        f"ndarray:{plan.dtype}:{','.join(map(str, shape))}",
+        plan.dtype,
+        plan.ndim,
+        shape,
+        plan.type_name,
+        guessed,
+    )
 
 
 def plan_columns(

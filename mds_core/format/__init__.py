@@ -15,8 +15,23 @@ from mds_core.format.index import FileInfo, ShardInfo, get_index_basename, load_
 from mds_core.format.shard import Schema, ShardReader, build_shard
 
 __all__ = [
-    "FileInfo", "Schema", "ShardInfo", "ShardReader", "build_shard", "get_codec", "get_coder",
-    "get_compressions", "get_hash", "get_hashes", "get_index_basename", "get_mds_encoded_size",
-    "get_mds_encodings", "is_mds_encoding", "is_mds_encoding_safe", "load_index", "mds_decode",
-    "mds_encode", "parse_index",
+    "FileInfo",
+    "Schema",
+    "ShardInfo",
+    "ShardReader",
+    "build_shard",
+    "get_codec",
+    "get_coder",
+    "get_compressions",
+    "get_hash",
+    "get_hashes",
+    "get_index_basename",
+    "get_mds_encoded_size",
+    "get_mds_encodings",
+    "is_mds_encoding",
+    "is_mds_encoding_safe",
+    "load_index",
+    "mds_decode",
+    "mds_encode",
+    "parse_index",
 ]

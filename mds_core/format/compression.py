@@ -9,8 +9,9 @@ from __future__ import annotations
 import bz2
 import gzip
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO, Any, Callable
+from typing import IO, Any
 
 from mds_core.errors import CompressionError, MissingDependencyError
 
@@ -161,7 +162,7 @@ def _zstd_decompress(data: bytes) -> bytes:
         while not frame.eof:
             if position >= len(view):
                 raise CompressionError("zstd data is truncated: the last frame is incomplete")
-            piece = view[position:position + _FEED_BYTES]
+            piece = view[position : position + _FEED_BYTES]
             pieces.append(frame.decompress(piece))
             position += len(piece)
         position -= len(frame.unused_data)

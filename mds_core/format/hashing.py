@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import xxhash
 
@@ -12,10 +13,7 @@ from mds_core.errors import HashAlgorithmError
 
 def get_hashes() -> set[str]:
     """Every supported algorithm name."""
-    stdlib = {
-        name for name in hashlib.algorithms_available
-        if hasattr(hashlib, name) and not name.startswith("shake_")
-    }
+    stdlib = {name for name in hashlib.algorithms_available if hasattr(hashlib, name) and not name.startswith("shake_")}
     return stdlib | set(xxhash.algorithms_available)
 
 

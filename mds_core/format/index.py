@@ -16,10 +16,21 @@ from mds_core.errors import InvalidIndexError, MergeError, UnsafePathError
 
 INDEX_BASENAME = "index.json"
 INDEX_VERSION = 2
-SHARD_KEYS = frozenset({
-    "column_encodings", "column_names", "column_sizes", "compression", "format", "hashes",
-    "raw_data", "samples", "size_limit", "version", "zip_data",
-})
+SHARD_KEYS = frozenset(
+    {
+        "column_encodings",
+        "column_names",
+        "column_sizes",
+        "compression",
+        "format",
+        "hashes",
+        "raw_data",
+        "samples",
+        "size_limit",
+        "version",
+        "zip_data",
+    }
+)
 FILE_KEYS = frozenset({"basename", "bytes", "hashes"})
 
 
@@ -56,7 +67,7 @@ class ShardInfo:
     @classmethod
     def from_config(
         cls, config: dict[str, Any], raw_data: FileInfo, samples: int, zip_data: FileInfo | None
-    ) -> "ShardInfo":
+    ) -> ShardInfo:
         """An entry for a shard written with a writer's ``get_config()``."""
         keys = ("column_encodings", "column_names", "column_sizes", "compression", "hashes", "size_limit")
         return cls(**{key: config[key] for key in keys}, raw_data=raw_data, samples=samples, zip_data=zip_data)
@@ -65,8 +76,9 @@ class ShardInfo:
     def files(self) -> list[FileInfo]:
         return [self.raw_data] + ([self.zip_data] if self.zip_data else [])
 
-    def with_prefix(self, prefix: str) -> "ShardInfo":
+    def with_prefix(self, prefix: str) -> ShardInfo:
         """The same shard seen from a parent directory: basenames gain ``prefix/``."""
+
         def moved(info: FileInfo | None) -> FileInfo | None:
             return info and replace(info, basename=f"{prefix}/{info.basename}")
 
@@ -94,8 +106,10 @@ def check_same_columns(shards: list[ShardInfo], what: str, fix: str = "") -> Non
     found = list(dict.fromkeys((tuple(s.column_names), tuple(s.column_encodings)) for s in shards))
     if len(found) > 1:
         described = "; ".join("{" + ", ".join(f"{n}: {e}" for n, e in zip(*columns)) + "}" for columns in found)
-        raise MergeError(f"{what} have different columns and cannot be combined into one dataset: {described}"
-                         + (f". {fix}" if fix else ""))
+        raise MergeError(
+            f"{what} have different columns and cannot be combined into one dataset: {described}"
+            + (f". {fix}" if fix else "")
+        )
 
 
 def dumps_index(shards: list[ShardInfo]) -> str:

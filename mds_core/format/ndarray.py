@@ -18,9 +18,19 @@ from numpy.lib.stride_tricks import as_strided
 from mds_core.errors import DecodeError, EncodeError, UnknownEncodingError
 
 DTYPE_CODES = {
-    "uint8": 8, "int8": 9, "uint16": 16, "int16": 17, "float16": 18, "uint32": 32,
-    "int32": 33, "float32": 34, "uint64": 64, "int64": 65, "float64": 66,
+    "uint8": 8,
+    "int8": 9,
+    "uint16": 16,
+    "int16": 17,
+    "float16": 18,
+    "uint32": 32,
+    "int32": 33,
+    "float32": 34,
+    "uint64": 64,
+    "int64": 65,
+    "float64": 66,
 }
+
 
 def _little_endian(name: str) -> np.dtype:
     # On little-endian hosts np.dtype(name) is the canonical object arrays carry, so `is` matches.
@@ -44,7 +54,7 @@ class NDArrayCoder:
     shape: tuple[int, ...] | None = None
 
     @classmethod
-    def from_config(cls, config: str) -> "NDArrayCoder":
+    def from_config(cls, config: str) -> NDArrayCoder:
         """Parse the part after ``ndarray:``, e.g. ``""``, ``"int16"`` or ``"int16:2,3"``."""
         dtype_name, _, shape_text = config.partition(":")
         if not dtype_name:

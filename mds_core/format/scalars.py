@@ -18,7 +18,6 @@ import numpy as np
 
 from mds_core.errors import DecodeError, EncodeError
 
-
 _INT64 = struct.Struct("<q")
 
 
@@ -104,7 +103,7 @@ class NumberCoder:
             return self._encode_with_numpy(obj)
 
     def _encode_with_numpy(self, obj: Any) -> bytes:
-        if isinstance(obj, (str, bytes)) or not np.isscalar(obj) and not isinstance(obj, np.generic):
+        if isinstance(obj, (str, bytes)) or (not np.isscalar(obj) and not isinstance(obj, np.generic)):
             raise EncodeError(f"encoding {self.name!r} needs a number, got {_type_name(obj)}")
         try:
             # The reference casts with numpy (np.int8(obj)), so float inputs truncate and
@@ -188,14 +187,27 @@ class PickleCoder:
 NUMBER_DTYPES = {
     name: np.dtype(name) if sys.byteorder == "little" else np.dtype(name).newbyteorder("<")
     for name in (
-        "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-        "float16", "float32", "float64",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
     )
 }
 
 _NUMBER_STRUCTS = {
-    name: struct.Struct("<" + {"int": "bhiq", "uint": "BHIQ", "float": "?efd"}[name.rstrip("0123456789")][
-        {1: 0, 2: 1, 4: 2, 8: 3}[dtype.itemsize]])
+    name: struct.Struct(
+        "<"
+        + {"int": "bhiq", "uint": "BHIQ", "float": "?efd"}[name.rstrip("0123456789")][
+            {1: 0, 2: 1, 4: 2, 8: 3}[dtype.itemsize]
+        ]
+    )
     for name, dtype in NUMBER_DTYPES.items()
 }
 

@@ -11,8 +11,9 @@ import mmap
 import os
 import struct
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -57,7 +58,7 @@ class Schema:
         return Schema, (self.names, self.encodings)
 
     @classmethod
-    def from_columns(cls, columns: dict[str, str]) -> "Schema":
+    def from_columns(cls, columns: dict[str, str]) -> Schema:
         names = sorted(columns)
         return cls(names, [columns[name] for name in names])
 
@@ -108,7 +109,6 @@ class Schema:
         except MDSError as err:
             raise type(err)(f"column {name!r}: {err}") from err
         return out
-
 
     def column_layout(
         self, u8: np.ndarray, begins: np.ndarray, ends: np.ndarray, first: int = 0
@@ -211,7 +211,7 @@ class ShardReader:
             raise
 
     @classmethod
-    def open(cls, path: str, schema: Schema, num_samples: int, expected_bytes: int | None = None) -> "ShardReader":
+    def open(cls, path: str, schema: Schema, num_samples: int, expected_bytes: int | None = None) -> ShardReader:
         """Memory-map the shard file at ``path``."""
         return cls(_map_file(path), path, schema, num_samples, expected_bytes)
 
@@ -296,17 +296,25 @@ class ShardReader:
             return []
         offsets = self._offsets_array()
         rows = max(16, min(4096, BLOCK_BYTES * self.num_samples // max(1, len(self._mm))))
-        return [Block(start, min(start + rows, self.num_samples), int(offsets[start]),
-                      int(offsets[min(start + rows, self.num_samples)]))
-                for start in range(0, self.num_samples, rows)]
+        return [
+            Block(
+                start,
+                min(start + rows, self.num_samples),
+                int(offsets[start]),
+                int(offsets[min(start + rows, self.num_samples)]),
+            )
+            for start in range(0, self.num_samples, rows)
+        ]
 
     def _decode_block_bytes(self, block: Block, data: np.ndarray) -> list[dict[str, Any]]:
         """The samples of ``block`` from its bytes, a writable array no one else holds: arrays view it."""
         offsets = self._offsets_array()
         try:
             return self.schema.decode_block(
-                memoryview(data), data,
-                offsets[block.start : block.stop] - block.begin, offsets[block.start + 1 : block.stop + 1] - block.begin,
+                memoryview(data),
+                data,
+                offsets[block.start : block.stop] - block.begin,
+                offsets[block.start + 1 : block.stop + 1] - block.begin,
             )
         except MDSError:
             return [self[index] for index in range(block.start, block.stop)]  # names the exact sample and column

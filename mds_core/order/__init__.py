@@ -7,8 +7,15 @@ DataLoader's reading order), ``world`` and ``simulate`` (``mds check-order``). B
 Mosaic Streaming 0.13; see ``docs/ordering.md``.
 """
 
-from mds_core.order.mixing import (SAMPLING_METHODS, StreamMix, StreamWeights, apply_weights, get_sampling,
-                                   parse_epoch_size, resample_streams)
+from mds_core.order.mixing import (
+    SAMPLING_METHODS,
+    StreamMix,
+    StreamWeights,
+    apply_weights,
+    get_sampling,
+    parse_epoch_size,
+    resample_streams,
+)
 from mds_core.order.partition import PARTITION_ALGOS, get_partitions
 from mds_core.order.shuffle import SHUFFLE_ALGOS, get_shuffle
 from mds_core.order.spec import BATCHING_METHODS, OrderSpec
@@ -17,7 +24,21 @@ from mds_core.order.work import generate_work
 from mds_core.order.world import World, replicate_world
 
 __all__ = [
-    "BATCHING_METHODS", "PARTITION_ALGOS", "SAMPLING_METHODS", "SHUFFLE_ALGOS", "OrderSpec", "StreamMix",
-    "StreamWeights", "World", "apply_weights", "generate_work", "get_partitions", "get_sampling", "get_shuffle",
-    "parse_epoch_size", "replicate_world", "resample_streams", "traversal_order",
+    "BATCHING_METHODS",
+    "PARTITION_ALGOS",
+    "SAMPLING_METHODS",
+    "SHUFFLE_ALGOS",
+    "OrderSpec",
+    "StreamMix",
+    "StreamWeights",
+    "World",
+    "apply_weights",
+    "generate_work",
+    "get_partitions",
+    "get_sampling",
+    "get_shuffle",
+    "parse_epoch_size",
+    "replicate_world",
+    "resample_streams",
+    "traversal_order",
 ]

@@ -29,18 +29,23 @@ def _count_full_rows(rows: NDArray[np.int64]) -> int:
     return int(np.count_nonzero(rows.min(axis=1) >= 0))
 
 
-def _resume_and_shape(batches: NDArray[np.int64], plan: EpochPlan, sample_in_epoch: int,
-                      method: str) -> NDArray[np.int64]:
+def _resume_and_shape(
+    batches: NDArray[np.int64], plan: EpochPlan, sample_in_epoch: int, method: str
+) -> NDArray[np.int64]:
     """Drop the global batches already consumed, pad to whole worker rounds, shape as work.
 
     The stream-aware methods resume only at global-batch granularity.
     """
     global_batch = plan.global_batch_size
     if sample_in_epoch % global_batch:
-        logger.warning("%s batching resumes only at a multiple of the global batch size (%d); resuming "
-                       "after the last complete global batch before sample %d", method, global_batch,
-                       sample_in_epoch)
-    batches = batches[sample_in_epoch // global_batch:]
+        logger.warning(
+            "%s batching resumes only at a multiple of the global batch size (%d); resuming "
+            "after the last complete global batch before sample %d",
+            method,
+            global_batch,
+            sample_in_epoch,
+        )
+    batches = batches[sample_in_epoch // global_batch :]
     # Every worker of every rank must get the same number of batches.
     missing = -batches.shape[0] % plan.world.workers_per_rank
     if missing:
@@ -90,10 +95,12 @@ def _per_stream_batching(plan: EpochPlan, sample_in_epoch: int) -> NDArray[np.in
             raise ConfigurationError(
                 f"stream {stream_id} has too few samples this epoch ({plan.spec.mix.choose[stream_id]}) for one "
                 f"complete global batch of {global_batch} with per_stream batching: raise its weight or "
-                "lower the batch size")
+                "lower the batch size"
+            )
         if full < rows.shape[0]:
-            logger.warning("per_stream batching drops %d incomplete global batch(es) of stream %d",
-                           rows.shape[0] - full, stream_id)
+            logger.warning(
+                "per_stream batching drops %d incomplete global batch(es) of stream %d", rows.shape[0] - full, stream_id
+            )
         kept.append(rows[:full])
         counts.append(full)
     batches = np.concatenate(kept)[_stream_batch_order(counts, plan.shuffle_rng())]
@@ -124,7 +131,8 @@ def _stratified_batching(plan: EpochPlan, sample_in_epoch: int) -> NDArray[np.in
         if portion <= 0:
             raise ConfigurationError(
                 f"stream {stream_id} gets {int(portion)} samples per global batch of {global_batch} with "
-                f"stratified batching: raise the global batch size or stream {stream_id}'s proportion")
+                f"stratified batching: raise the global batch size or stream {stream_id}'s proportion"
+            )
     parts, full_counts = [], []
     for stream_id, portion in enumerate(portions):
         # Partitioned as one node with batch size 1: only the traversal order matters here.
@@ -133,8 +141,9 @@ def _stratified_batching(plan: EpochPlan, sample_in_epoch: int) -> NDArray[np.in
         rows = flat.reshape(-1, portion)
         full = _count_full_rows(rows)
         if full < rows.shape[0]:
-            logger.warning("stratified batching drops %d incomplete part(s) of stream %d",
-                           rows.shape[0] - full, stream_id)
+            logger.warning(
+                "stratified batching drops %d incomplete part(s) of stream %d", rows.shape[0] - full, stream_id
+            )
         parts.append(rows)
         full_counts.append(full)
     num_batches = min(full_counts)
@@ -152,14 +161,17 @@ def _device_per_stream_batching(plan: EpochPlan, sample_in_epoch: int) -> NDArra
             raise ConfigurationError(
                 f"stream {stream_id}'s shuffle block (shuffle_block_size {plan.block_size} x its proportion "
                 f"{plan.spec.mix.proportion[stream_id]:.4g}) is 0 with device_per_stream batching: raise "
-                "shuffle_block_size or the stream's proportion")
+                "shuffle_block_size or the stream's proportion"
+            )
         # Partitioned as if every canonical node were a physical node, one sample per batch.
         stream_works.append(plan.stream_work(stream_id, canonical, 1))
     per_node = canonical // world.num_nodes
     node_batches, node_counts = [], []
     for node in range(world.num_nodes):
-        rows_per_stream = [_device_batches_of_node(work, node, per_node, batch_size, stream_id)
-                           for stream_id, work in enumerate(stream_works)]
+        rows_per_stream = [
+            _device_batches_of_node(work, node, per_node, batch_size, stream_id)
+            for stream_id, work in enumerate(stream_works)
+        ]
         node_batches.append(np.concatenate(rows_per_stream))
         node_counts.append([len(rows) for rows in rows_per_stream])
     # Every node gets the same number of device batches: the largest, raised (always, as the
@@ -177,10 +189,11 @@ def _device_per_stream_batching(plan: EpochPlan, sample_in_epoch: int) -> NDArra
     return _resume_and_shape(batches, plan, sample_in_epoch, "device_per_stream")
 
 
-def _device_batches_of_node(work: NDArray[np.int64], node: int, canonical_per_node: int, batch_size: int,
-                            stream_id: int) -> NDArray[np.int64]:
+def _device_batches_of_node(
+    work: NDArray[np.int64], node: int, canonical_per_node: int, batch_size: int, stream_id: int
+) -> NDArray[np.int64]:
     """Node ``node``'s canonical-node rows of one stream, in traversal order, as full device batches."""
-    rows = work[node * canonical_per_node:(node + 1) * canonical_per_node]
+    rows = work[node * canonical_per_node : (node + 1) * canonical_per_node]
     flat = to_global_batches(rows, 1).ravel()
     # The reference always appends padding (a whole batch when already aligned); only full rows stay.
     flat = np.concatenate([flat, np.full(batch_size - flat.size % batch_size, -1, np.int64)])
@@ -189,11 +202,16 @@ def _device_batches_of_node(work: NDArray[np.int64], node: int, canonical_per_no
     if full == 0:
         raise ConfigurationError(
             f"stream {stream_id} has too few samples for one device batch of {batch_size} on node {node} "
-            "with device_per_stream batching: raise its weight or lower the batch size")
+            "with device_per_stream batching: raise its weight or lower the batch size"
+        )
     dropped = int(np.count_nonzero(batches[full:] >= 0))  # real samples in the incomplete batches
     if dropped:
-        logger.warning("device_per_stream batching drops %d sample(s) of stream %d on node %d that do not fill "
-                       "a device batch", dropped, stream_id, node)
+        logger.warning(
+            "device_per_stream batching drops %d sample(s) of stream %d on node %d that do not fill a device batch",
+            dropped,
+            stream_id,
+            node,
+        )
     return batches[:full]
 
 

@@ -45,8 +45,7 @@ def parse_epoch_size(value: int | float | str | None) -> int | None:
     elif isinstance(value, str):
         size = _parse_abbreviated_count(value)
     else:
-        raise ConfigurationError(
-            f"epoch_size must be an integer or a string like '100k', got {type(value).__name__}")
+        raise ConfigurationError(f"epoch_size must be an integer or a string like '100k', got {type(value).__name__}")
     if size < 0:
         raise ConfigurationError(f"epoch_size cannot be negative, got {value!r}")
     return size
@@ -66,7 +65,8 @@ def _parse_abbreviated_count(text: str) -> int:
             return int(normalized)
     raise ConfigurationError(
         f"cannot parse epoch_size {text!r}: use an integer number of samples or a number followed by "
-        f"one of {list(_EPOCH_SIZE_UNITS)} (thousand, million, billion, trillion), e.g. '100k'")
+        f"one of {list(_EPOCH_SIZE_UNITS)} (thousand, million, billion, trillion), e.g. '100k'"
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -85,7 +85,8 @@ class StreamWeights:
         given = [name for name in WEIGHT_NAMES if getattr(self, name) is not None]
         if len(given) > 1:
             raise ConfigurationError(
-                f"a stream may set at most one of proportion, repeat and choose; got {', '.join(given)}")
+                f"a stream may set at most one of proportion, repeat and choose; got {', '.join(given)}"
+            )
         for name in ("proportion", "repeat"):
             value = getattr(self, name)
             if value is not None and not _is_non_negative_real(value):
@@ -112,14 +113,19 @@ class StreamWeights:
             unknown = set(weights) - set(WEIGHT_NAMES)
             if unknown:
                 raise ConfigurationError(
-                    f"unknown stream weight key(s) {sorted(unknown)}; use {', '.join(WEIGHT_NAMES)}")
+                    f"unknown stream weight key(s) {sorted(unknown)}; use {', '.join(WEIGHT_NAMES)}"
+                )
             return cls(**weights)
         return cls(**{name: getattr(weights, name, None) for name in WEIGHT_NAMES})
 
 
 def _is_non_negative_real(value: Any) -> bool:
-    return (isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-            and math.isfinite(value) and value >= 0)
+    return (
+        isinstance(value, (int, float, np.integer, np.floating))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )
 
 
 def _is_non_negative_integral(value: Any) -> bool:
@@ -139,8 +145,9 @@ class StreamMix:
         return sum(self.choose)
 
 
-def apply_weights(stream_sizes: Sequence[int], weights: Sequence[StreamWeights | None],
-                  epoch_size: int | None, seed: int) -> StreamMix:
+def apply_weights(
+    stream_sizes: Sequence[int], weights: Sequence[StreamWeights | None], epoch_size: int | None, seed: int
+) -> StreamMix:
     """How many samples each stream contributes to an epoch (reference ``Stream.apply_weights``).
 
     ``seed`` is the dataset's ``shuffle_seed`` at construction; ``epoch_size`` of ``None`` or 0
@@ -163,13 +170,17 @@ def apply_weights(stream_sizes: Sequence[int], weights: Sequence[StreamWeights |
         if epoch_size:
             raise ConfigurationError(
                 "epoch_size can only be combined with relative stream weights (proportion) or with "
-                "unweighted streams; drop epoch_size or replace repeat/choose by proportion")
+                "unweighted streams; drop epoch_size or replace repeat/choose by proportion"
+            )
         choose = np.array([_absolute_choose(w, int(n)) for w, n in zip(all_weights, sizes)], np.int64)
         proportion = choose / max(int(choose.sum()), 1)
     if int(choose.sum()) == 0:
         raise ConfigurationError("the stream weights select no samples at all: raise a proportion, repeat or choose")
-    return StreamMix(choose=tuple(int(c) for c in choose), proportion=tuple(float(p) for p in proportion),
-                     repeat=tuple(float(r) for r in choose / sizes))
+    return StreamMix(
+        choose=tuple(int(c) for c in choose),
+        proportion=tuple(float(p) for p in proportion),
+        repeat=tuple(float(r) for r in choose / sizes),
+    )
 
 
 def _normalized(weights: Sequence[float] | NDArray[Any]) -> NDArray[np.float64]:
@@ -187,7 +198,8 @@ def _check_stream_sizes(sizes: NDArray[np.int64]) -> None:
     empty = np.flatnonzero(sizes <= 0)
     if len(empty):
         raise ConfigurationError(
-            f"stream {int(empty[0])} contains no samples: check its index.json or remove the stream")
+            f"stream {int(empty[0])} contains no samples: check its index.json or remove the stream"
+        )
 
 
 def _weights_are_relative(weights: Sequence[StreamWeights]) -> bool:
@@ -196,7 +208,8 @@ def _weights_are_relative(weights: Sequence[StreamWeights]) -> bool:
         if w.is_relative != relative:
             raise ConfigurationError(
                 f"relative (proportion) and absolute (repeat, choose, none) stream weights cannot be "
-                f"mixed (stream {stream_id} differs from stream 0): weight every stream the same way")
+                f"mixed (stream {stream_id} differs from stream 0): weight every stream the same way"
+            )
     return relative
 
 
@@ -223,8 +236,14 @@ def _absolute_choose(weights: StreamWeights, stream_size: int) -> int:
 # choose per stream -> choose per shard -> shuffle units and small ids
 
 
-def get_sampling(samples_per_shard: Sequence[int] | NDArray[np.int64], choose: int, granularity: int,
-                 seed: int, epoch: int, use_epoch: bool) -> NDArray[np.int64]:
+def get_sampling(
+    samples_per_shard: Sequence[int] | NDArray[np.int64],
+    choose: int,
+    granularity: int,
+    seed: int,
+    epoch: int,
+    use_epoch: bool,
+) -> NDArray[np.int64]:
     """How many samples to draw from each shard of one stream (reference ``sampling.get_sampling``).
 
     Whole repeats take every shard ``choose // total`` times; the remainder is filled by granules of
@@ -291,13 +310,21 @@ def sampling_rngs_use_epoch(sampling_method: str, shuffle: bool) -> tuple[bool, 
 def check_sampling_method(sampling_method: str) -> None:
     if sampling_method not in SAMPLING_METHODS:
         raise ConfigurationError(
-            f"invalid sampling_method {sampling_method!r}: use one of {', '.join(SAMPLING_METHODS)}")
+            f"invalid sampling_method {sampling_method!r}: use one of {', '.join(SAMPLING_METHODS)}"
+        )
 
 
-def resample_streams(shard_sizes: Sequence[Sequence[int]], choose_per_stream: Sequence[int], *, seed: int,
-                     epoch: int, sampling_method: str = "balanced", sampling_granularity: int = 1,
-                     shuffle: bool = False, stream_id: int | None = None,
-                     ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+def resample_streams(
+    shard_sizes: Sequence[Sequence[int]],
+    choose_per_stream: Sequence[int],
+    *,
+    seed: int,
+    epoch: int,
+    sampling_method: str = "balanced",
+    sampling_granularity: int = 1,
+    shuffle: bool = False,
+    stream_id: int | None = None,
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Shuffle units and ``small_per_big`` for one epoch (reference ``resample_streams``).
 
     ``shard_sizes`` lists every stream's shard sizes (all streams, for the global sample ids);
@@ -309,8 +336,10 @@ def resample_streams(shard_sizes: Sequence[Sequence[int]], choose_per_stream: Se
     offsets = _sample_offsets(shard_sizes)
     streams = range(len(shard_sizes)) if stream_id is None else [stream_id]
     sizes = [np.asarray(shard_sizes[s], np.int64) for s in streams]
-    chosen = [get_sampling(sizes_s, int(choose_per_stream[s]), sampling_granularity, seed, epoch, granule_epoch)
-              for s, sizes_s in zip(streams, sizes)]
+    chosen = [
+        get_sampling(sizes_s, int(choose_per_stream[s]), sampling_granularity, seed, epoch, granule_epoch)
+        for s, sizes_s in zip(streams, sizes)
+    ]
     n = np.concatenate(sizes)
     k = np.concatenate(chosen)
     offset = np.concatenate([offsets[s] for s in streams])
@@ -323,7 +352,7 @@ def _sample_offsets(shard_sizes: Sequence[Sequence[int]]) -> list[NDArray[np.int
     flat = np.concatenate([np.asarray(s, np.int64) for s in shard_sizes])
     starts = np.cumsum(flat) - flat
     bounds = np.cumsum([0] + [len(s) for s in shard_sizes])
-    return [starts[bounds[i]:bounds[i + 1]] for i in range(len(shard_sizes))]
+    return [starts[bounds[i] : bounds[i + 1]] for i in range(len(shard_sizes))]
 
 
 def _full_and_partial(n: NDArray[np.int64], k: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
@@ -340,8 +369,9 @@ def _shuffle_units(n: NDArray[np.int64], k: NDArray[np.int64]) -> NDArray[np.int
     return units
 
 
-def _small_per_big(n: NDArray[np.int64], k: NDArray[np.int64], offset: NDArray[np.int64],
-                   partial_rng: np.random.Generator) -> NDArray[np.int64]:
+def _small_per_big(
+    n: NDArray[np.int64], k: NDArray[np.int64], offset: NDArray[np.int64], partial_rng: np.random.Generator
+) -> NDArray[np.int64]:
     full, partial = _full_and_partial(n, k)
     segment_start = np.cumsum(k) - k
     small = np.arange(int(k.sum()), dtype=np.int64)
@@ -352,5 +382,5 @@ def _small_per_big(n: NDArray[np.int64], k: NDArray[np.int64], offset: NDArray[n
     for j in np.flatnonzero(partial):
         start = int(segment_start[j] + full[j] * n[j])
         picks = partial_rng.choice(int(n[j]), int(partial[j]), False)
-        small[start:start + int(partial[j])] = np.sort(offset[j] + picks)
+        small[start : start + int(partial[j])] = np.sort(offset[j] + picks)
     return small

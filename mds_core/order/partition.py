@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import math
 import warnings
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -26,7 +26,7 @@ from mds_core.order.traversal import traversal_order
 
 logger = logging.getLogger(__name__)
 
-PartitionFn = Callable[[int, int, int, int, int, int, int, Optional[int]], NDArray[np.int64]]
+PartitionFn = Callable[[int, int, int, int, int, int, int, int | None], NDArray[np.int64]]
 
 
 def nodes_compatible(num_canonical_nodes: int, num_physical_nodes: int) -> bool:
@@ -46,8 +46,9 @@ def _require_compatible(num_canonical_nodes: int, num_physical_nodes: int) -> No
         )
 
 
-def canonical_rows(num_samples: int, num_canonical_nodes: int, num_physical_nodes: int,
-                   first_column: int = 0) -> NDArray[np.int64]:
+def canonical_rows(
+    num_samples: int, num_canonical_nodes: int, num_physical_nodes: int, first_column: int = 0
+) -> NDArray[np.int64]:
     """``(C, width)`` positions per canonical node, repeats included, before interleaving.
 
     CN ``c`` covers ``[c*N//C, (c+1)*N//C)``; a row one short of ``ceil(N/C)`` repeats its last
@@ -89,7 +90,7 @@ def canonical_rows(num_samples: int, num_canonical_nodes: int, num_physical_node
                 "more canonical nodes"
             )
         rows[:, -pad:] = source
-    return rows[:, first_column - built_from:] if first_column > built_from else rows
+    return rows[:, first_column - built_from :] if first_column > built_from else rows
 
 
 def _pad_to_ranks(node_ids: NDArray[np.int64], ranks_per_node: int) -> NDArray[np.int64]:
@@ -122,7 +123,7 @@ def partition_orig(
     workers_per_rank: int,
     batch_size: int,
     drop_first: int = 0,
-    initial_physical_nodes: Optional[int] = None,
+    initial_physical_nodes: int | None = None,
 ) -> NDArray[np.int64]:
     """Interleave the canonical nodes, drop the resumed prefix, deal out to nodes, ranks, workers.
 
@@ -138,7 +139,7 @@ def partition_orig(
     # every N-sized array alive at once costs 800 MB.
     skipped_columns = drop_first // num_canonical_nodes
     rows = canonical_rows(num_samples, num_canonical_nodes, p, skipped_columns)
-    sequence = rows.T.ravel()[drop_first - skipped_columns * num_canonical_nodes:]
+    sequence = rows.T.ravel()[drop_first - skipped_columns * num_canonical_nodes :]
     del rows
     node_ids = _pad_to_ranks(sequence.reshape(-1, p).T, r)  # node q takes every P-th entry
     del sequence
@@ -164,7 +165,7 @@ def partition_relaxed(
     workers_per_rank: int,
     batch_size: int,
     drop_first: int = 0,
-    initial_physical_nodes: Optional[int] = None,
+    initial_physical_nodes: int | None = None,
 ) -> NDArray[np.int64]:
     """``orig``, unless resuming (``initial_physical_nodes`` set) onto a node count ``orig`` refuses.
 
@@ -189,10 +190,7 @@ def partition_relaxed(
     return work.transpose(2, 3, 1, 0, 4)
 
 
-PARTITION_FUNCTIONS: dict[str, PartitionFn] = {
-    "orig": partition_orig,
-    "relaxed": partition_relaxed,
-}
+PARTITION_FUNCTIONS: dict[str, PartitionFn] = {"orig": partition_orig, "relaxed": partition_relaxed}
 PARTITION_ALGOS: tuple[str, ...] = tuple(PARTITION_FUNCTIONS)
 
 
@@ -205,7 +203,7 @@ def get_partitions(
     workers_per_rank: int,
     batch_size: int,
     drop_first: int = 0,
-    initial_physical_nodes: Optional[int] = None,
+    initial_physical_nodes: int | None = None,
 ) -> NDArray[np.int64]:
     """Epoch positions per (node, rank, worker, batch, slot), identical to Mosaic Streaming 0.13.
 

@@ -33,28 +33,50 @@ class EpochPlan:
 
     def resample(self, stream_id: int | None = None) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         spec = self.spec
-        return resample_streams(spec.shard_sizes, spec.mix.choose, seed=spec.shuffle_seed, epoch=self.epoch,
-                                sampling_method=spec.sampling_method,
-                                sampling_granularity=spec.sampling_granularity, shuffle=spec.shuffle,
-                                stream_id=stream_id)
+        return resample_streams(
+            spec.shard_sizes,
+            spec.mix.choose,
+            seed=spec.shuffle_seed,
+            epoch=self.epoch,
+            sampling_method=spec.sampling_method,
+            sampling_granularity=spec.sampling_granularity,
+            shuffle=spec.shuffle,
+            stream_id=stream_id,
+        )
 
     def takes_every_sample_once(self) -> bool:
         """Whether each stream contributes exactly its samples, so resampling changes nothing."""
         return self.spec.mix.choose == self.spec.stream_sizes
 
     def positions(self, num_samples: int, num_nodes: int, batch_size: int, drop_first: int) -> NDArray[np.int64]:
-        return get_partitions(self.spec.partition_algo, num_samples, self.canonical_nodes, num_nodes,
-                              self.world.ranks_per_node, self.world.workers_per_rank, batch_size, drop_first,
-                              self.spec.initial_physical_nodes)
+        return get_partitions(
+            self.spec.partition_algo,
+            num_samples,
+            self.canonical_nodes,
+            num_nodes,
+            self.world.ranks_per_node,
+            self.world.workers_per_rank,
+            batch_size,
+            drop_first,
+            self.spec.initial_physical_nodes,
+        )
 
-    def shuffled(self, positions: NDArray[np.int64], units: NDArray[np.int64], block_size: int,
-                 resumed: bool = False) -> NDArray[np.int64]:
+    def shuffled(
+        self, positions: NDArray[np.int64], units: NDArray[np.int64], block_size: int, resumed: bool = False
+    ) -> NDArray[np.int64]:
         """The shuffle applied to ``positions``; a ``resumed`` epoch computes only what they read."""
         if not self.spec.shuffle:
             return positions
         starts = first_read_per_node(positions, int(units.sum()), self.canonical_nodes) if resumed else None
-        permutation = get_shuffle(self.spec.shuffle_algo, units, self.canonical_nodes, self.spec.shuffle_seed,
-                                  self.epoch, block_size, starts=starts)
+        permutation = get_shuffle(
+            self.spec.shuffle_algo,
+            units,
+            self.canonical_nodes,
+            self.spec.shuffle_seed,
+            self.epoch,
+            block_size,
+            starts=starts,
+        )
         return remap_in_place(permutation, positions)
 
     def stream_block_size(self, stream_id: int) -> int:

@@ -56,7 +56,7 @@ def remap_in_place(table: NDArray[np.int64], positions: NDArray[np.int64]) -> ND
     if flat is None or not flat.flags.writeable:
         return take_keeping_padding(table, positions)
     for start in range(0, flat.size, _REMAP_CHUNK):
-        chunk = flat[start:start + _REMAP_CHUNK]
+        chunk = flat[start : start + _REMAP_CHUNK]
         padding = chunk < 0
         chunk[...] = table[chunk]
         chunk[padding] = -1

@@ -32,8 +32,7 @@ class Comparison:
         return self.error is None and self.first_difference is None
 
 
-def global_batches(spec: OrderSpec, world: World, global_batch: int, epoch: int,
-                   sample_in_epoch: int) -> list[Counter]:
+def global_batches(spec: OrderSpec, world: World, global_batch: int, epoch: int, sample_in_epoch: int) -> list[Counter]:
     """The multiset of sample ids in each global batch of the epoch, for one world."""
     ranks = world.num_ranks
     if global_batch % ranks:
@@ -43,8 +42,13 @@ def global_batches(spec: OrderSpec, world: World, global_batch: int, epoch: int,
     return [Counter(row[row >= 0].tolist()) for row in to_global_batches(work, global_batch)]
 
 
-def check_order(spec: OrderSpec, worlds: list[World], global_batch: int, epoch: int = 0,
-                resume_fractions: tuple[float, ...] = (0.0,)) -> list[Comparison]:
+def check_order(
+    spec: OrderSpec,
+    worlds: list[World],
+    global_batch: int,
+    epoch: int = 0,
+    resume_fractions: tuple[float, ...] = (0.0,),
+) -> list[Comparison]:
     """Compare every (world, resume point) with the first world's uninterrupted epoch."""
     baseline = global_batches(spec, worlds[0], global_batch, epoch, 0)
     results = []
@@ -55,8 +59,9 @@ def check_order(spec: OrderSpec, worlds: list[World], global_batch: int, epoch: 
     return results
 
 
-def _compare(spec: OrderSpec, world: World, global_batch: int, epoch: int, skip: int,
-             baseline: list[Counter]) -> Comparison:
+def _compare(
+    spec: OrderSpec, world: World, global_batch: int, epoch: int, skip: int, baseline: list[Counter]
+) -> Comparison:
     try:
         batches = global_batches(spec, world, global_batch, epoch, skip * global_batch)
     except MDSError as err:
@@ -65,7 +70,7 @@ def _compare(spec: OrderSpec, world: World, global_batch: int, epoch: int, skip:
     count = min(len(batches), len(expected)) - 1  # the final batch carries topology-dependent padding
     for t in range(max(count, 0)):
         if batches[t] != expected[t]:
-            return Comparison(world, skip * global_batch, t, (skip + t, sorted(expected[t].elements()),
-                                                              sorted(batches[t].elements())))
+            return Comparison(
+                world, skip * global_batch, t, (skip + t, sorted(expected[t].elements()), sorted(batches[t].elements()))
+            )
     return Comparison(world, skip * global_batch, max(count, 0))
-

@@ -16,13 +16,7 @@ import numpy as np
 
 from mds_core.errors import ConfigurationError
 from mds_core.order.arguments import as_int
-from mds_core.order.mixing import (
-    StreamMix,
-    StreamWeights,
-    apply_weights,
-    check_sampling_method,
-    parse_epoch_size,
-)
+from mds_core.order.mixing import StreamMix, StreamWeights, apply_weights, check_sampling_method, parse_epoch_size
 from mds_core.order.partition import PARTITION_ALGOS
 from mds_core.order.shuffle import SHUFFLE_ALGOS
 
@@ -71,7 +65,7 @@ class OrderSpec:
         object.__setattr__(self, "epoch_size", parse_epoch_size(self.epoch_size))
         self._check_choices()
         self._check_numbers()
-        self.mix  # apply the weights now, so bad weights fail at construction as in the reference
+        _ = self.mix  # apply the weights now, so bad weights fail at construction as in the reference
 
     # ----------------------------------------------------------------------------------------------
     # validation
@@ -140,10 +134,12 @@ def _normalize_shard_sizes(shard_sizes: Any) -> tuple[tuple[int, ...], ...]:
         sizes = np.asarray(sizes)
         if sizes.ndim != 1 or (sizes.size and not np.issubdtype(sizes.dtype, np.integer)) or np.any(sizes < 0):
             raise ConfigurationError(
-                f"stream {stream_id}: shard sizes must be a list of non-negative integers, got {sizes.tolist()!r}")
+                f"stream {stream_id}: shard sizes must be a list of non-negative integers, got {sizes.tolist()!r}"
+            )
         if int(sizes.sum()) == 0:
             raise ConfigurationError(
-                f"stream {stream_id} contains no samples: check its index.json or remove the stream")
+                f"stream {stream_id} contains no samples: check its index.json or remove the stream"
+            )
         streams.append(tuple(int(n) for n in sizes))
     return tuple(streams)
 
@@ -171,5 +167,6 @@ def check_batch_size(batch_size: Any) -> int:
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
         raise ConfigurationError(
             f"batch_size must be a positive integer (the per-device batch size, the same as the "
-            f"DataLoader's), got {batch_size!r}: pass batch_size to StreamingDataset")
+            f"DataLoader's), got {batch_size!r}: pass batch_size to StreamingDataset"
+        )
     return int(batch_size)

@@ -28,5 +28,6 @@ def traversal_order(work: NDArray[np.int64]) -> NDArray[np.int64]:
 
 def from_global_batches(batches: NDArray[np.int64], world: World, batch_size: int) -> NDArray[np.int64]:
     """The inverse of :func:`to_global_batches`: rows of global batches -> ``(P, R, W, batches, B)``."""
-    return batches.reshape(-1, world.workers_per_rank, world.num_nodes, world.ranks_per_node,
-                           batch_size).transpose(2, 3, 1, 0, 4)
+    return batches.reshape(-1, world.workers_per_rank, world.num_nodes, world.ranks_per_node, batch_size).transpose(
+        2, 3, 1, 0, 4
+    )

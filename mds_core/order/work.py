@@ -21,8 +21,14 @@ from mds_core.order.spec import OrderSpec, check_batch_size
 from mds_core.order.world import World, replicate_world
 
 
-def generate_work(source: OrderSpec | Any, num_nodes: int, ranks_per_node: int, workers_per_rank: int,
-                  epoch: int, sample_in_epoch: int = 0) -> NDArray[np.int64]:
+def generate_work(
+    source: OrderSpec | Any,
+    num_nodes: int,
+    ranks_per_node: int,
+    workers_per_rank: int,
+    epoch: int,
+    sample_in_epoch: int = 0,
+) -> NDArray[np.int64]:
     """The whole epoch's global sample ids, shape ``(P, R, W, batches, B)``, ``-1`` for padding.
 
     ``source`` is an :class:`OrderSpec` or an object with an ``order_spec`` attribute (the
@@ -36,21 +42,30 @@ def generate_work(source: OrderSpec | Any, num_nodes: int, ranks_per_node: int, 
     if spec.batch_size is None:
         raise ConfigurationError(
             "batch_size is needed to order samples: pass batch_size to StreamingDataset (the per-device "
-            "batch size, the same as the DataLoader's)")
-    plan = EpochPlan(spec=spec, world=world, epoch=as_int("epoch", epoch, 0),
-                      batch_size=check_batch_size(spec.batch_size),
-                      canonical_nodes=spec.canonical_nodes(nodes), block_size=spec.block_size(nodes))
+            "batch size, the same as the DataLoader's)"
+        )
+    plan = EpochPlan(
+        spec=spec,
+        world=world,
+        epoch=as_int("epoch", epoch, 0),
+        batch_size=check_batch_size(spec.batch_size),
+        canonical_nodes=spec.canonical_nodes(nodes),
+        block_size=spec.block_size(nodes),
+    )
     sample_in_epoch = as_int("sample_in_epoch", sample_in_epoch, 0)
     if spec.batching_method == "device_per_stream" and plan.canonical_nodes % nodes:
         raise ConfigurationError(
             f"device_per_stream batching needs num_canonical_nodes divisible by the number of physical "
             f"nodes; got {plan.canonical_nodes} canonical and {nodes} physical nodes: set "
-            f"num_canonical_nodes to a multiple of {nodes}")
+            f"num_canonical_nodes to a multiple of {nodes}"
+        )
     return BATCHING[spec.batching_method](plan, sample_in_epoch)
 
 
 def _order_spec_of(source: Any) -> OrderSpec:
     spec = source if isinstance(source, OrderSpec) else getattr(source, "order_spec", None)
     if not isinstance(spec, OrderSpec):
-        raise TypeError(f"generate_work needs an OrderSpec or an object with an order_spec, got {type(source).__name__}")
+        raise TypeError(
+            f"generate_work needs an OrderSpec or an object with an order_spec, got {type(source).__name__}"
+        )
     return spec

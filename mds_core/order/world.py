@@ -38,7 +38,7 @@ class World:
         """Worker 0 of local rank 0: the one process per node that does node-wide work first."""
         return self.rank_of_node == 0 and self.worker_of_rank == 0
 
-    def replicate(self, replication: int | None) -> "World":
+    def replicate(self, replication: int | None) -> World:
         """The world used for partitioning when ``replication`` consecutive ranks share samples.
 
         Ranks ``r`` become ``r // replication``; the parallel ranks form nodes of the physical
@@ -69,7 +69,8 @@ def replicate_world(num_nodes: int, ranks_per_node: int, replication: int | None
     if num_ranks % replication:
         raise ConfigurationError(
             f"the world size ({num_ranks} ranks) must be divisible by replication={replication}: "
-            "change replication or the number of ranks")
+            "change replication or the number of ranks"
+        )
     parallel_ranks = num_ranks // replication
     parallel_nodes = parallel_ranks // ranks_per_node if parallel_ranks % ranks_per_node == 0 else 1
     return parallel_nodes, parallel_ranks // parallel_nodes

@@ -5,13 +5,7 @@
 the plot. See ``docs/planning.md``.
 """
 
-from mds_core.plan.figures import (
-    Environment,
-    EpochFigures,
-    NodeEpoch,
-    Recommendation,
-    TrainingPlan,
-)
+from mds_core.plan.figures import Environment, EpochFigures, NodeEpoch, Recommendation, TrainingPlan
 from mds_core.plan.plan import plan_training
 
 __all__ = ["Environment", "EpochFigures", "NodeEpoch", "Recommendation", "TrainingPlan", "plan_training"]

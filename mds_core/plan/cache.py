@@ -45,8 +45,9 @@ class LRUCache:
         self.used = 0
         self.total_fetched = 0  # bytes over every epoch replayed so far
 
-    def replay(self, reads: NodeReads, lead_steps: int = 0, record: bool = True,
-               stop_at_refetch: bool = False) -> CacheReplay:
+    def replay(
+        self, reads: NodeReads, lead_steps: int = 0, record: bool = True, stop_at_refetch: bool = False
+    ) -> CacheReplay:
         """Replay one epoch's reads; ``stop_at_refetch`` returns at the first shard fetched twice.
 
         Each shard is requested ``lead_steps`` before its first use on the node, as the loader's
@@ -59,10 +60,13 @@ class LRUCache:
         requests = _requests_by_step(reads, len(self.cache_bytes), lead_steps)
         for step in range(reads.num_steps):
             for shard, needed_at in requests.get(step, ()):
-                if shard not in self.entries and self._fetch(shard, needed_at, out, fetched_this_epoch, record) \
-                        and stop_at_refetch:
+                if (
+                    shard not in self.entries
+                    and self._fetch(shard, needed_at, out, fetched_this_epoch, record)
+                    and stop_at_refetch
+                ):
                     return out
-            for shard in shards[bounds[step]:bounds[step + 1]]:
+            for shard in shards[bounds[step] : bounds[step + 1]]:
                 if shard in self.entries:
                     self.entries.move_to_end(shard)
                 elif self._fetch(shard, step, out, fetched_this_epoch, record) and stop_at_refetch:
@@ -119,9 +123,11 @@ def live_bytes(reads: NodeReads, cache_bytes: NDArray[np.int64]) -> NDArray[np.i
     return np.cumsum(delta[:-1])
 
 
-def smallest_limit_without_refetch(reads: NodeReads, cache_bytes: NDArray[np.int64],
-                                   download_bytes: NDArray[np.int64], lead_steps: int = 0) -> int:
+def smallest_limit_without_refetch(
+    reads: NodeReads, cache_bytes: NDArray[np.int64], download_bytes: NDArray[np.int64], lead_steps: int = 0
+) -> int:
     """The smallest ``cache_limit`` (to the smallest shard's size) under which the replay fetches no shard twice."""
+
     def refetches(limit: int) -> bool:
         cache = LRUCache(cache_bytes, download_bytes, limit)
         return cache.replay(reads, lead_steps, record=False, stop_at_refetch=True).refetched_shards > 0

@@ -60,11 +60,13 @@ class _Timer:
     samples: int
     environment: Environment
     num_steps: int = 0
-    nodes: list[tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]] = \
-        dataclasses.field(default_factory=list)
+    nodes: list[tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]] = dataclasses.field(
+        default_factory=list
+    )
 
-    def keep(self, node_work: NDArray[np.int64], shards: Shards, steps: NDArray[np.int64],
-             fetched: NDArray[np.int64]) -> None:
+    def keep(
+        self, node_work: NDArray[np.int64], shards: Shards, steps: NDArray[np.int64], fetched: NDArray[np.int64]
+    ) -> None:
         ranks, workers = node_work.shape[:2]
         self.num_steps = int(node_work.shape[1] * node_work.shape[2])
         window = request_window(max(PREDOWNLOAD_BATCHES) * self.batch_size)
@@ -80,7 +82,7 @@ class _Timer:
         lead = lead_steps(predownload, self.batch_size, self.world.workers_per_rank, _PREFETCH_BATCHES)
         fetches = []
         for steps, fetched, sizes, first_shards in self.nodes:
-            burst = _first_burst(first_shards[:, :, :request_window(predownload)], self.threads)
+            burst = _first_burst(first_shards[:, :, : request_window(predownload)], self.threads)
             first_fetch = np.zeros(len(fetched), bool)
             first_fetch[np.unique(fetched, return_index=True)[1]] = True  # a refetch is never in the first burst
             fetches.append(NodeFetches(steps, sizes, np.isin(fetched, burst) & (steps <= lead) & first_fetch))
@@ -94,9 +96,18 @@ class _Timer:
         return figures
 
 
-def plan_training(streams: Sequence[Sequence[ShardInfo]], world: World, batch_size: int, *, epochs: int = 1,
-                  predownload: int | None = None, cache_limit: int | None = None, keep_zip: bool = False,
-                  environment: Environment | None = None, **order: Any) -> TrainingPlan:
+def plan_training(
+    streams: Sequence[Sequence[ShardInfo]],
+    world: World,
+    batch_size: int,
+    *,
+    epochs: int = 1,
+    predownload: int | None = None,
+    cache_limit: int | None = None,
+    keep_zip: bool = False,
+    environment: Environment | None = None,
+    **order: Any,
+) -> TrainingPlan:
     """Plan ``epochs`` epochs of the streams (each a list of index entries) on ``world``.
 
     ``order`` takes ``StreamingDataset``'s order settings (``shuffle``, ``shuffle_algo``,
@@ -108,8 +119,10 @@ def plan_training(streams: Sequence[Sequence[ShardInfo]], world: World, batch_si
     if epochs < 1:
         raise ConfigurationError(f"epochs must be >= 1, got {epochs}")
     if order.get("replication") not in (None, 1):
-        raise ConfigurationError("plan does not model replication yet: plan the world of parallel ranks instead "
-                                 "(nodes x ranks / replication)")
+        raise ConfigurationError(
+            "plan does not model replication yet: plan the world of parallel ranks instead "
+            "(nodes x ranks / replication)"
+        )
     spec = OrderSpec(shard_sizes=[[s.samples for s in stream] for stream in streams], batch_size=batch_size, **order)
     shards = Shards.of(streams, keep_zip)
     predownload = predownload or 8 * batch_size
@@ -128,23 +141,35 @@ def plan_training(streams: Sequence[Sequence[ShardInfo]], world: World, batch_si
             replay = cache.replay(reads, lead)
             smallest = max(smallest, smallest_limit_without_refetch(reads, shards.cached, shards.download, lead))
             working_set = max(working_set, int(live_bytes(reads, shards.cached).max(initial=0)))
-            timer.keep(work[node], shards, np.array(replay.fetch_steps, np.int64),
-                       np.array(replay.fetch_shards, np.int64))
-            nodes.append(NodeEpoch(node, replay.fetched_shards, replay.fetched_bytes, replay.refetched_shards,
-                                   replay.peak_bytes))
+            timer.keep(
+                work[node], shards, np.array(replay.fetch_steps, np.int64), np.array(replay.fetch_shards, np.int64)
+            )
+            nodes.append(
+                NodeEpoch(node, replay.fetched_shards, replay.fetched_bytes, replay.refetched_shards, replay.peak_bytes)
+            )
             curves["footprint"][node] += replay.footprint
             curves["downloaded"][node] += replay.downloaded
         del work  # the next epoch's takes its place
         figures.append(timer.epoch(EpochFigures(epoch, nodes), predownload))
         first_timer = first_timer or timer
-    settings = {"world": str(world), "batch_size": batch_size, "epochs": epochs, "predownload": predownload,
-                "cache_limit": cache_limit, "keep_zip": keep_zip,
-                "num_canonical_nodes": spec.canonical_nodes(world.num_nodes),
-                "shuffle_block_size": spec.block_size(world.num_nodes), "shuffle": spec.shuffle,
-                "shuffle_algo": spec.shuffle_algo, "samples_per_epoch": spec.samples_per_epoch,
-                "shards": len(shards.ends), "dataset_bytes": int(shards.download.sum()),
-                "lead_steps": lead, "environment": dataclasses.asdict(environment),
-                "loader_minimum_cache_limit": _loader_minimum(streams, shards, spec, world)}
+    settings = {
+        "world": str(world),
+        "batch_size": batch_size,
+        "epochs": epochs,
+        "predownload": predownload,
+        "cache_limit": cache_limit,
+        "keep_zip": keep_zip,
+        "num_canonical_nodes": spec.canonical_nodes(world.num_nodes),
+        "shuffle_block_size": spec.block_size(world.num_nodes),
+        "shuffle": spec.shuffle,
+        "shuffle_algo": spec.shuffle_algo,
+        "samples_per_epoch": spec.samples_per_epoch,
+        "shards": len(shards.ends),
+        "dataset_bytes": int(shards.download.sum()),
+        "lead_steps": lead,
+        "environment": dataclasses.asdict(environment),
+        "loader_minimum_cache_limit": _loader_minimum(streams, shards, spec, world),
+    }
     plan = TrainingPlan(settings, figures, smallest, working_set, [], curves=_sampled(curves))
 
     def first_epoch_seconds(other: int) -> float | None:
@@ -158,8 +183,12 @@ def plan_training(streams: Sequence[Sequence[ShardInfo]], world: World, batch_si
 
 def _loader_minimum(streams: Sequence[Sequence[ShardInfo]], shards: Shards, spec: OrderSpec, world: World) -> int:
     """The smallest ``cache_limit`` ``StreamingDataset`` accepts for this order (``check_cache_limit``)."""
-    in_use = shards_in_use(spec.shuffle, spec.shuffle_algo, spec.block_size(world.num_nodes),
-                           [shard.samples for stream in streams for shard in stream])
+    in_use = shards_in_use(
+        spec.shuffle,
+        spec.shuffle_algo,
+        spec.block_size(world.num_nodes),
+        [shard.samples for stream in streams for shard in stream],
+    )
     index_bytes = sum(len(dumps_index(list(stream)).encode()) for stream in streams)
     readers = readers_at_once(spec, world.num_nodes, world.ranks_per_node)
     return cache_limit_needed(shards.cached.tolist(), index_bytes, in_use, readers)[1]
@@ -179,5 +208,7 @@ def _sampled(curves: dict[str, list[list[int]]]) -> dict[str, Any]:
     """At most ``_CURVE_POINTS`` points per node, so JSON and plots stay small."""
     total = len(curves["footprint"][0]) if curves["footprint"] else 0
     picks = np.unique(np.linspace(0, max(total - 1, 0), min(total, _CURVE_POINTS)).astype(np.int64)).tolist()
-    return {"step": picks, **{name: [[node[i] for i in picks] for node in per_node]
-                              for name, per_node in curves.items()}}
+    return {
+        "step": picks,
+        **{name: [[node[i] for i in picks] for node in per_node] for name, per_node in curves.items()},
+    }

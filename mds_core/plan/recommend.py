@@ -20,15 +20,22 @@ def _cache_limit(plan: TrainingPlan) -> Recommendation:
     need = -(-max(plan.smallest_cache_limit, loader_minimum) // 1024) * 1024  # whole KiB, rounded up
     peak = max(node.peak_cache_bytes for epoch in plan.epochs for node in epoch.nodes)
     given = plan.settings["cache_limit"]
-    reason = (f"the least per node with which no shard is downloaded twice in an epoch (least-recently-used "
-              f"eviction, with every prefetch complete as soon as it is asked for: the worst case), and at least the {size_text(loader_minimum)} StreamingDataset "
-              f"requires for this order; the shards being read at once take {size_text(plan.working_set_bytes)}. ")
+    reason = (
+        f"the least per node with which no shard is downloaded twice in an epoch (least-recently-used "
+        f"eviction, with every prefetch complete as soon as it is asked for: the worst case), and at least the {size_text(loader_minimum)} StreamingDataset "
+        f"requires for this order; the shards being read at once take {size_text(plan.working_set_bytes)}. "
+    )
     if given is None:
-        reason += f"Without a limit each node keeps everything it reads: {size_text(peak)} after {len(plan.epochs)} epoch(s)."
+        reason += (
+            f"Without a limit each node keeps everything it reads: {size_text(peak)} after {len(plan.epochs)} epoch(s)."
+        )
     else:
         refetched = plan.refetched_shards
-        reason += (f"With cache_limit={size_text(given)}, {refetched:,} shard download(s) repeat over the planned epochs."
-                   if refetched else f"cache_limit={size_text(given)} is enough.")
+        reason += (
+            f"With cache_limit={size_text(given)}, {refetched:,} shard download(s) repeat over the planned epochs."
+            if refetched
+            else f"cache_limit={size_text(given)} is enough."
+        )
         if given < loader_minimum:
             reason += f" StreamingDataset refuses cache_limit={size_text(given)} for this order at construction."
     reason += " A lower limit saves disk and pays for it in repeated downloads."
@@ -40,14 +47,22 @@ def _predownload(plan: TrainingPlan, epoch_seconds_with: Callable[[int], float |
     current = plan.settings["predownload"]
     timed = {batches * batch: epoch_seconds_with(batches * batch) for batches in PREDOWNLOAD_BATCHES}
     if any(seconds is None for seconds in timed.values()):
-        return Recommendation("predownload", current, "keep the default (8 x batch_size): without --bandwidth or "
-                              "--consume-time there is nothing to model; pass them, or --probe")
+        return Recommendation(
+            "predownload",
+            current,
+            "keep the default (8 x batch_size): without --bandwidth or "
+            "--consume-time there is nothing to model; pass them, or --probe",
+        )
     fastest = min(timed.values())
     value = min(p for p, seconds in timed.items() if seconds is not None and seconds <= fastest * _GOOD_ENOUGH)
     table = ", ".join(f"{p}: {seconds:,.1f} s" for p, seconds in timed.items())
-    return Recommendation("predownload", value, f"the smallest that keeps the modelled first epoch within 2% of the "
-                          f"fastest ({table}). More fetches ahead hides slow downloads but holds more shards in the "
-                          "cache and in flight.")
+    return Recommendation(
+        "predownload",
+        value,
+        f"the smallest that keeps the modelled first epoch within 2% of the "
+        f"fastest ({table}). More fetches ahead hides slow downloads but holds more shards in the "
+        "cache and in flight.",
+    )
 
 
 def _block_size(plan: TrainingPlan) -> Recommendation:
@@ -57,11 +72,21 @@ def _block_size(plan: TrainingPlan) -> Recommendation:
         return Recommendation("shuffle_block_size", None, "not used: shuffle is off")
     if limit and plan.smallest_cache_limit > limit:
         smaller = max(1, int(block * limit / plan.smallest_cache_limit))
-        return Recommendation("shuffle_block_size", smaller, (
-            f"cache_limit={size_text(limit)} is below the {size_text(plan.smallest_cache_limit)} this block needs; the cache "
-            "need grows about in proportion to the block, so this block fits. Smaller blocks mix samples from "
-            "fewer shards at a time (a weaker shuffle); raising cache_limit keeps the shuffle."))
-    return Recommendation("shuffle_block_size", block, (
-        f"keep {block:,}: each node then reads {size_text(plan.working_set_bytes)} of shards at once. Doubling the block "
-        "mixes samples from about twice as many shards and about doubles that cache need; halving it does the "
-        "reverse."))
+        return Recommendation(
+            "shuffle_block_size",
+            smaller,
+            (
+                f"cache_limit={size_text(limit)} is below the {size_text(plan.smallest_cache_limit)} this block needs; the cache "
+                "need grows about in proportion to the block, so this block fits. Smaller blocks mix samples from "
+                "fewer shards at a time (a weaker shuffle); raising cache_limit keeps the shuffle."
+            ),
+        )
+    return Recommendation(
+        "shuffle_block_size",
+        block,
+        (
+            f"keep {block:,}: each node then reads {size_text(plan.working_set_bytes)} of shards at once. Doubling the block "
+            "mixes samples from about twice as many shards and about doubles that cache need; halving it does the "
+            "reverse."
+        ),
+    )

@@ -25,28 +25,45 @@ def _percent(value: float | None) -> str:
 
 def render_text(plan: TrainingPlan) -> str:
     s = plan.settings
-    title = (f"Plan for {s['world']}, batch {s['batch_size']} per rank, {s['epochs']} epoch(s) of "
-             f"{s['samples_per_epoch']:,} samples; {s['shards']:,} shards, {size_text(s['dataset_bytes'])}")
-    order = (f"order: shuffle={s['shuffle']} {s['shuffle_algo']}, block {s['shuffle_block_size']:,}, "
-             f"{s['num_canonical_nodes']} canonical node(s); predownload {s['predownload']}, cache_limit "
-             f"{size_text(s['cache_limit']) if s['cache_limit'] else 'none'}")
+    title = (
+        f"Plan for {s['world']}, batch {s['batch_size']} per rank, {s['epochs']} epoch(s) of "
+        f"{s['samples_per_epoch']:,} samples; {s['shards']:,} shards, {size_text(s['dataset_bytes'])}"
+    )
+    order = (
+        f"order: shuffle={s['shuffle']} {s['shuffle_algo']}, block {s['shuffle_block_size']:,}, "
+        f"{s['num_canonical_nodes']} canonical node(s); predownload {s['predownload']}, cache_limit "
+        f"{size_text(s['cache_limit']) if s['cache_limit'] else 'none'}"
+    )
     lines = [title, order, ""]
     header = ("node", "shards", "downloaded", "fetched again", "peak cache", "first batch", "waiting")
     for epoch in plan.epochs:
-        rows = [header] + [(str(n.node), f"{n.shards_downloaded:,}", size_text(n.bytes_downloaded),
-                            f"{n.refetched_shards:,}", size_text(n.peak_cache_bytes), _seconds(n.first_batch_seconds),
-                            _percent(n.data_wait_fraction)) for n in epoch.nodes]
+        rows = [header] + [
+            (
+                str(n.node),
+                f"{n.shards_downloaded:,}",
+                size_text(n.bytes_downloaded),
+                f"{n.refetched_shards:,}",
+                size_text(n.peak_cache_bytes),
+                _seconds(n.first_batch_seconds),
+                _percent(n.data_wait_fraction),
+            )
+            for n in epoch.nodes
+        ]
         rate = "-" if epoch.samples_per_second is None else f"{epoch.samples_per_second:,.0f} samples/s"
         lines.append(f"epoch {epoch.epoch}: {_seconds(epoch.seconds)} modelled, {rate}")
         widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
         lines += ["  " + "  ".join(cell.rjust(width) for cell, width in zip(row, widths)) for row in rows]
         lines.append("")
-    lines.append(f"smallest cache_limit without repeated downloads: {size_text(plan.smallest_cache_limit)} per node "
-                 f"(shards in use at once: {size_text(plan.working_set_bytes)})")
+    lines.append(
+        f"smallest cache_limit without repeated downloads: {size_text(plan.smallest_cache_limit)} per node "
+        f"(shards in use at once: {size_text(plan.working_set_bytes)})"
+    )
     lines.append("recommendations:")
     lines += [f"  {r.setting} = {r.value if r.value is not None else '-'}: {r.reason}" for r in plan.recommendations]
-    lines.append(f"(planned in {plan.plan_seconds:.1f} s; downloads and cache are exact without a limit or at the "
-                 "recommended one; repeated downloads under a smaller limit, and all times, are modelled)")
+    lines.append(
+        f"(planned in {plan.plan_seconds:.1f} s; downloads and cache are exact without a limit or at the "
+        "recommended one; repeated downloads under a smaller limit, and all times, are modelled)"
+    )
     return "\n".join(lines)
 
 

@@ -58,15 +58,25 @@ def probe(source: str, max_bytes: int = 64 << 20, storage_options: dict[str, Any
         began = time.perf_counter()
         with ThreadPoolExecutor(_PROBE_THREADS) as pool:
             files = [shard.zip_data or shard.raw_data for shard in chosen]
-            list(pool.map(lambda info: store.download(info.basename, os.path.join(local, info.basename),
-                                                      expected_bytes=info.bytes), files))
+            list(
+                pool.map(
+                    lambda info: store.download(
+                        info.basename, os.path.join(local, info.basename), expected_bytes=info.bytes
+                    ),
+                    files,
+                )
+            )
         seconds = time.perf_counter() - began
         decode = _decode_seconds(local, chosen)
     startup, latency = latencies[0], statistics.median(latencies[1:])  # the first request set the client up
     # The parallel downloads overlap their requests' latency, except the first one's.
     transfer = seconds - latency if seconds > 2 * latency else seconds
-    return Environment(bandwidth=total / transfer if transfer > 0 else None, latency=latency, decode_seconds=decode,
-                       startup_seconds=startup)
+    return Environment(
+        bandwidth=total / transfer if transfer > 0 else None,
+        latency=latency,
+        decode_seconds=decode,
+        startup_seconds=startup,
+    )
 
 
 def _decode_seconds(local: str, shards: list[ShardInfo]) -> float:

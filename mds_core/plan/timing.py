@@ -41,14 +41,22 @@ class EpochTiming:
 class _Link:
     """One node's downloads in the order they start, finishing one after another at the link's rate."""
 
-    def __init__(self, fetches: NodeFetches, lead_steps: int, num_steps: int, bandwidth: float | None,
-                 latency: float, startup: float) -> None:
+    def __init__(
+        self,
+        fetches: NodeFetches,
+        lead_steps: int,
+        num_steps: int,
+        bandwidth: float | None,
+        latency: float,
+        startup: float,
+    ) -> None:
         order = np.lexsort((fetches.needed_at, ~fetches.in_first_burst))
         self.needed_at = fetches.needed_at[order].tolist()
-        self.seconds = (fetches.download_bytes[order] / bandwidth if bandwidth else
-                        np.zeros(len(order))).tolist()
-        self.requested_at = [-1 if burst else step - lead_steps
-                             for step, burst in zip(self.needed_at, fetches.in_first_burst[order].tolist())]
+        self.seconds = (fetches.download_bytes[order] / bandwidth if bandwidth else np.zeros(len(order))).tolist()
+        self.requested_at = [
+            -1 if burst else step - lead_steps
+            for step, burst in zip(self.needed_at, fetches.in_first_burst[order].tolist())
+        ]
         self.latency, self.free_at, self.next = latency, startup, 0
         self.ready_by_step = [0.0] * (num_steps + 1)
         burst = int(fetches.in_first_burst.sum())
@@ -70,8 +78,15 @@ class _Link:
             self.next += 1
 
 
-def simulate_epoch(nodes: list[NodeFetches], num_steps: int, step_seconds: float, lead_steps: int,
-                   bandwidth: float | None, latency: float, startup: float = 0.0) -> EpochTiming:
+def simulate_epoch(
+    nodes: list[NodeFetches],
+    num_steps: int,
+    step_seconds: float,
+    lead_steps: int,
+    bandwidth: float | None,
+    latency: float,
+    startup: float = 0.0,
+) -> EpochTiming:
     """Run the epoch's steps in lockstep over all nodes; see the module's assumptions."""
     links = [_Link(fetches, lead_steps, num_steps, bandwidth, latency, startup) for fetches in nodes]
     for link in links:

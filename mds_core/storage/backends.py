@@ -46,8 +46,11 @@ def azure(url: str, timeout: float | None, options: dict[str, Any]) -> tuple[Any
 def _one_attempt_gcs() -> type:
     from gcsfs.core import GCSFileSystem
 
-    unwrapped = {name: getattr(GCSFileSystem, name).__wrapped__ for name in _GCSFS_RETRYING
-                 if hasattr(getattr(GCSFileSystem, name, None), "__wrapped__")}
+    unwrapped = {
+        name: getattr(GCSFileSystem, name).__wrapped__
+        for name in _GCSFS_RETRYING
+        if hasattr(getattr(GCSFileSystem, name, None), "__wrapped__")
+    }
     return type("OneAttemptGCSFileSystem", (GCSFileSystem,), unwrapped)
 
 

@@ -40,7 +40,9 @@ class CacheStats:
         if values is None:
             values = np.zeros(len(FIELDS), np.float64)
         if values.shape != (len(FIELDS),) or values.dtype != np.float64:
-            raise ValueError(f"CacheStats needs a float64 array of {len(FIELDS)} slots, got {values.dtype}{values.shape}")
+            raise ValueError(
+                f"CacheStats needs a float64 array of {len(FIELDS)} slots, got {values.dtype}{values.shape}"
+            )
         self.values = values
         self._lock = threading.Lock()
 
@@ -76,7 +78,8 @@ class CacheStats:
         return counters_dict(self.values)
 
 
-def counters_dict(values: np.ndarray, fields: tuple[str, ...] = FIELDS,
-                  counts: frozenset[str] = COUNTS) -> dict[str, int | float]:
+def counters_dict(
+    values: np.ndarray, fields: tuple[str, ...] = FIELDS, counts: frozenset[str] = COUNTS
+) -> dict[str, int | float]:
     """``fields`` named, from an array laid out in their order: ``counts`` as ints, the rest as floats."""
     return {name: int(value) if name in counts else float(value) for name, value in zip(fields, values.tolist())}

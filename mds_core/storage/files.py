@@ -21,7 +21,8 @@ import re
 import secrets
 import shutil
 import time
-from typing import IO, Iterator
+from collections.abc import Iterator
+from typing import IO
 
 from mds_core.format.index import INDEX_BASENAME
 from mds_core.storage.kill_points import kill_point

@@ -127,15 +127,24 @@ class RemoteOutput:
     shard upload has succeeded, so a failed or killed writer never publishes an index.
     """
 
-    def __init__(self, local: str | None, remote: str, *, keep_local: bool = False, exist_ok: bool = False,
-                 retry: int = 2, max_workers: int | None = None) -> None:
+    def __init__(
+        self,
+        local: str | None,
+        remote: str,
+        *,
+        keep_local: bool = False,
+        exist_ok: bool = False,
+        retry: int = 2,
+        max_workers: int | None = None,
+    ) -> None:
         self.location = remote
         self.store = open_store(remote, retry=retry, timeout=None)
         self.keep_local = keep_local
         self._staging_is_temporary = local is None
         # A temporary staging copy is deleted after upload: syncing it to disk would buy nothing.
-        self._local = LocalOutput(local or tempfile.mkdtemp(prefix="mds-upload-"), exist_ok,
-                                  durable=not self._staging_is_temporary)
+        self._local = LocalOutput(
+            local or tempfile.mkdtemp(prefix="mds-upload-"), exist_ok, durable=not self._staging_is_temporary
+        )
         self._refuse_or_retract_index(exist_ok)
         workers = max_workers or 4
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mds-upload")
@@ -195,16 +204,12 @@ class RemoteOutput:
 
 
 def open_output(
-    out: Out,
-    exist_ok: bool = False,
-    *,
-    keep_local: bool = False,
-    retry: int = 2,
-    max_workers: int | None = None,
+    out: Out, exist_ok: bool = False, *, keep_local: bool = False, retry: int = 2, max_workers: int | None = None
 ) -> Output:
     """The output ``out`` names: a local directory, or local staging uploaded to the dataset's home."""
     location = parse_out(out)
     if location.remote is None:
         return LocalOutput(location.local or "", exist_ok)
-    return RemoteOutput(location.local, location.remote, keep_local=keep_local, exist_ok=exist_ok, retry=retry,
-                        max_workers=max_workers)
+    return RemoteOutput(
+        location.local, location.remote, keep_local=keep_local, exist_ok=exist_ok, retry=retry, max_workers=max_workers
+    )

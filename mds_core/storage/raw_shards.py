@@ -50,5 +50,7 @@ def decompress_shard(zip_path: str, raw_path: str, shard: ShardInfo) -> None:
     except CompressionError as err:
         raise CorruptShardError(f"{zip_path}: {err}") from err
     except OSError as err:
-        raise StorageError(f"{raw_path}: cannot decompress {zip_path} into it ({err}); if the dataset's directory "
-                           "is read-only, pass a writable cache_dir") from err
+        raise StorageError(
+            f"{raw_path}: cannot decompress {zip_path} into it ({err}); if the dataset's directory "
+            "is read-only, pass a writable cache_dir"
+        ) from err

@@ -16,7 +16,8 @@ import os
 import random
 import shutil
 import time
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 from mds_core.errors import ConfigurationError, MDSError, MissingDependencyError, StorageError, StoreFileNotFoundError
@@ -50,12 +51,7 @@ class RemoteStore:
     """
 
     def __init__(
-        self,
-        url: str,
-        *,
-        retry: int = 2,
-        timeout: float | None = 60.0,
-        storage_options: dict[str, Any] | None = None,
+        self, url: str, *, retry: int = 2, timeout: float | None = 60.0, storage_options: dict[str, Any] | None = None
     ) -> None:
         if not isinstance(retry, int) or retry < 1:
             raise ConfigurationError(f"retry must be an int >= 1 (total attempts per file), got {retry!r}")
@@ -90,8 +86,9 @@ class RemoteStore:
     # ---------------------------------------------------------------------------------------------
     # transfers
 
-    def download(self, rel: str, dest: str, *, expected_bytes: int | None = None,
-                 check: Callable[[str], None] | None = None) -> None:
+    def download(
+        self, rel: str, dest: str, *, expected_bytes: int | None = None, check: Callable[[str], None] | None = None
+    ) -> None:
         """Copy ``rel`` to the local file ``dest`` atomically.
 
         ``expected_bytes`` catches truncated bodies; ``check(tmp_path)`` may raise to reject the
@@ -100,6 +97,7 @@ class RemoteStore:
         only as its data is written (ext4, xfs, btrfs) leave an unsynced copy short, and the cache's
         size check fetches it again.
         """
+
         def attempt() -> None:
             with staged_path(dest, durable=False) as tmp:
                 self._transfer(self._get_file, self._path_of(rel), tmp)
@@ -113,8 +111,7 @@ class RemoteStore:
 
     def upload(self, src: str, rel: str) -> None:
         """Copy the local file ``src`` to ``rel`` (object stores replace the object in one step)."""
-        self._retrying(f"upload to {self.url_of(rel)}",
-                       lambda: self._transfer(self._put_file, src, self._path_of(rel)))
+        self._retrying(f"upload to {self.url_of(rel)}", lambda: self._transfer(self._put_file, src, self._path_of(rel)))
         kill_point(f"uploaded {rel}")
 
     def read_bytes(self, rel: str) -> bytes:
@@ -157,6 +154,7 @@ class RemoteStore:
 
     def delete(self, rel: str) -> None:
         """Remove one file; a missing file is fine."""
+
         def attempt() -> None:
             try:
                 self.fs.rm_file(self._path_of(rel))
@@ -168,6 +166,7 @@ class RemoteStore:
 
     def delete_tree(self, rel: str) -> None:
         """Remove everything under ``rel``; a missing directory is fine."""
+
         def attempt() -> None:
             try:
                 self.fs.rm(self._path_of(rel), recursive=True)
@@ -186,14 +185,16 @@ class RemoteStore:
                 found = self.fs.find(self._path_of(rel))
             except FileNotFoundError:
                 return []
-            return sorted(p[len(base) + 1:] if p.startswith(base + "/") else p for p in found)
+            return sorted(p[len(base) + 1 :] if p.startswith(base + "/") else p for p in found)
 
         return self._retrying(f"listing of {self.url_of(rel)}", attempt)
 
     def move(self, src_rel: str, dst_rel: str) -> None:
         """Rename a file (a copy then delete on object stores)."""
-        self._retrying(f"move of {self.url_of(src_rel)} to {self.url_of(dst_rel)}",
-                       lambda: self.fs.mv(self._path_of(src_rel), self._path_of(dst_rel)))
+        self._retrying(
+            f"move of {self.url_of(src_rel)} to {self.url_of(dst_rel)}",
+            lambda: self.fs.mv(self._path_of(src_rel), self._path_of(dst_rel)),
+        )
         kill_point(f"moved {src_rel} to {dst_rel}")
 
     # ---------------------------------------------------------------------------------------------
@@ -328,8 +329,9 @@ def _s3(url: str, timeout: float | None, options: dict[str, Any]) -> tuple[Any, 
     if timeout is not None:
         config_kwargs.setdefault("connect_timeout", min(timeout, 30))
         config_kwargs.setdefault("read_timeout", timeout)
-    fs = s3fs.S3FileSystem(client_kwargs=client_kwargs, config_kwargs=config_kwargs, skip_instance_cache=True,
-                           **options)
+    fs = s3fs.S3FileSystem(
+        client_kwargs=client_kwargs, config_kwargs=config_kwargs, skip_instance_cache=True, **options
+    )
     fs.retries = 1
     return fs, url.split("://", 1)[1]
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -164,8 +165,10 @@ class ShardCache:
     def _download(self, info: FileInfo, dest: str) -> None:
         check = None
         if self.validate_hash:
+
             def check(path: str) -> None:
                 _check_digest(path, info, self.validate_hash or "", self.store.url_of(info.basename))
+
         started = time.perf_counter()
         self.store.download(info.basename, dest, expected_bytes=info.bytes, check=check)
         self.stats.record_download(info.bytes, time.perf_counter() - started)
@@ -187,7 +190,7 @@ class ShardCache:
     def _lock_path(self, shard_id: int) -> str:
         return os.path.join(self._dir, "locks", f"{self._key}-{shard_id}.lock")
 
-    def _ledger_or_none(self) -> "_Ledger | None":
+    def _ledger_or_none(self) -> _Ledger | None:
         if self.cache_limit is None:
             return None
         if self._ledger is None:
@@ -196,8 +199,10 @@ class ShardCache:
 
     def _is_present(self, shard_id: int) -> bool:
         shard = self.shards[shard_id]
-        return any(info is not None and has_size(os.path.join(self.root, info.basename), info.bytes)
-                   for info in (shard.raw_data, shard.zip_data))
+        return any(
+            info is not None and has_size(os.path.join(self.root, info.basename), info.bytes)
+            for info in (shard.raw_data, shard.zip_data)
+        )
 
     def _touch(self, shard_id: int) -> None:
         ledger = self._ledger_or_none()
@@ -230,8 +235,11 @@ class _Ledger:
             cached = np.flatnonzero(self.table[:, 0])
             usage = sum(size_of(int(i)) for i in cached if i != shard_id)
             need = size_of(shard_id)
-            candidates = [int(i) for i in cached[np.argsort(self.table[cached, 0], kind="stable")]
-                          if i != shard_id and not process_alive(int(self.table[i, 1]))]
+            candidates = [
+                int(i)
+                for i in cached[np.argsort(self.table[cached, 0], kind="stable")]
+                if i != shard_id and not process_alive(int(self.table[i, 1]))
+            ]
             for victim in candidates:
                 if usage + need <= limit:
                     break
@@ -247,8 +255,9 @@ class _Ledger:
 
 def _index_key(shards: list[ShardInfo]) -> str:
     """Short, stable name for this index's shard list, so a changed index gets a fresh ledger."""
-    text = "\n".join(f"{s.raw_data.basename}:{s.raw_data.bytes}:{s.zip_data.bytes if s.zip_data else ''}"
-                     for s in shards)
+    text = "\n".join(
+        f"{s.raw_data.basename}:{s.raw_data.bytes}:{s.zip_data.bytes if s.zip_data else ''}" for s in shards
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 

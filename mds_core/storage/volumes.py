@@ -27,28 +27,19 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-import os
 import shutil
 import tempfile
-import threading
-import time
+from collections.abc import Callable
 from email.utils import parsedate_to_datetime
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 from fsspec import AbstractFileSystem
 
 from mds_core.errors import ConfigurationError
+from mds_core.storage.volumes_client import translate_error, workspace_client
 
 T = TypeVar("T")
-
-# fsspec options that RemoteStore passes to every filesystem; they mean nothing here
-_FSSPEC_OPTIONS = ("use_listings_cache", "listings_expiry_time", "max_paths", "skip_instance_cache")
-_CREDENTIALS_HINT = (
-    "set DATABRICKS_HOST with DATABRICKS_TOKEN (a personal access token) or with DATABRICKS_CLIENT_ID and "
-    "DATABRICKS_CLIENT_SECRET (an OAuth service principal), or pick a ~/.databrickscfg profile with "
-    "DATABRICKS_CONFIG_PROFILE (storage_options host=, token=, profile= do the same)"
-)
 
 
 def volumes(url: str, timeout: float | None, options: dict[str, Any]) -> tuple[Any, str]:
@@ -71,53 +62,6 @@ def volume_path(url: str) -> str:
     return "/" + "/".join(parts)
 
 
-class _OneAttemptClock:
-    """A ``databricks.sdk.clock.Clock`` for the SDK's retry loop: its first sleep jumps past every
-    deadline, so no call retries.
-
-    The loop (``databricks.sdk.retries.retried``) re-checks ``time() < deadline`` after sleeping and then
-    raises ``TimeoutError`` from the error it gave up on; ``_translate`` unwraps that.
-    """
-
-    def __init__(self) -> None:
-        self._ahead = 0.0
-        self._lock = threading.Lock()
-
-    def time(self) -> float:
-        return time.time() + self._ahead
-
-    def sleep(self, seconds: float) -> None:
-        with self._lock:
-            self._ahead += 10 ** 7  # about four months: far past any retry_timeout_seconds
-
-
-def _workspace_client(url: str, timeout: float | None, options: dict[str, Any]) -> Any:
-    from databricks.sdk import WorkspaceClient
-    from databricks.sdk.config import Config
-
-    options = {k: v for k, v in options.items() if k not in _FSSPEC_OPTIONS}
-    if "instance" in options:  # the name fsspec's old DatabricksFileSystem used
-        options.setdefault("host", options.pop("instance"))
-    known = {attr.name for attr in Config.attributes()}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise ConfigurationError(f"{url}: unknown storage option(s) {unknown} for Databricks; use fields of "
-                                 f"databricks.sdk.config.Config such as host, token, profile")
-    options.setdefault("disable_experimental_files_api_client", True)
-    # Bounds the host-metadata probe the SDK makes when the client is created (our clock does not reach it).
-    options.setdefault("retry_timeout_seconds", 1)
-    if timeout is not None:
-        options.setdefault("http_timeout_seconds", timeout)
-    try:
-        config = Config(clock=_OneAttemptClock(), **options)
-    except ValueError as err:
-        raise ConfigurationError(f"{url}: no usable Databricks credentials: {_CREDENTIALS_HINT}. "
-                                 f"The Databricks SDK said: {err}") from None
-    if not config.host:
-        raise ConfigurationError(f"{url}: no Databricks workspace: {_CREDENTIALS_HINT}")
-    return WorkspaceClient(config=config)
-
-
 class VolumesFileSystem(AbstractFileSystem):
     """Files in Unity Catalog volumes, through ``WorkspaceClient().files`` (one request per call, no retries)."""
 
@@ -128,14 +72,14 @@ class VolumesFileSystem(AbstractFileSystem):
     def __init__(self, *, url: str = "dbfs:/Volumes", timeout: float | None = None, **options: Any) -> None:
         super().__init__()
         self.url, self.timeout = url, timeout
-        self.client = _workspace_client(url, timeout, options)
+        self.client = workspace_client(url, timeout, options)
         self.files = self.client.files
 
     @classmethod
     def _strip_protocol(cls, path: Any) -> str:
         path = str(path)
         if path.startswith("dbfs:"):
-            path = path[len("dbfs:"):]
+            path = path[len("dbfs:") :]
         return "/" + path.strip("/")
 
     # ---------------------------------------------------------------------------------------------
@@ -160,8 +104,12 @@ class VolumesFileSystem(AbstractFileSystem):
         except FileNotFoundError:
             self._call(path, self.files.get_directory_metadata, path)  # FileNotFoundError if neither
             return {"name": path, "size": 0, "type": "directory"}
-        return {"name": path, "size": meta.content_length, "type": "file",
-                **_modified(parsedate_to_datetime(meta.last_modified) if meta.last_modified else None)}
+        return {
+            "name": path,
+            "size": meta.content_length,
+            "type": "file",
+            **_modified(parsedate_to_datetime(meta.last_modified) if meta.last_modified else None),
+        }
 
     def exists(self, path: str, **kwargs: Any) -> bool:
         """Only a 404 means "no": a refused token or a failed request is raised, not taken for absence."""
@@ -182,8 +130,9 @@ class VolumesFileSystem(AbstractFileSystem):
             entries = [self.info(path)]  # a file lists as itself; FileNotFoundError if missing
         return entries if detail else [e["name"] for e in entries]
 
-    def find(self, path: str, maxdepth: int | None = None, withdirs: bool = False, detail: bool = False,
-             **kwargs: Any) -> Any:
+    def find(
+        self, path: str, maxdepth: int | None = None, withdirs: bool = False, detail: bool = False, **kwargs: Any
+    ) -> Any:
         """Every file under ``path`` (a directory, recursively, page by page), or ``path`` if it is a file."""
         path = self._strip_protocol(path)
         found: dict[str, dict[str, Any]] = {}
@@ -218,7 +167,7 @@ class VolumesFileSystem(AbstractFileSystem):
                 entries.append({"name": name, "size": 0, "type": "directory"})
             else:
                 stamp = entry.last_modified
-                modified = dt.datetime.fromtimestamp(stamp / 1000, dt.timezone.utc) if stamp is not None else None
+                modified = dt.datetime.fromtimestamp(stamp / 1000, dt.UTC) if stamp is not None else None
                 entries.append({"name": name, "size": entry.file_size or 0, "type": "file", **_modified(modified)})
         return entries
 
@@ -316,7 +265,7 @@ class VolumesFileSystem(AbstractFileSystem):
         try:
             return operation(*args, **kwargs)
         except Exception as err:
-            translated = _translate(err, self._url(path), self.timeout, operation, self.client.config.host)
+            translated = translate_error(err, self._url(path), self.timeout, operation, self.client.config.host)
             if translated is err:
                 raise
             raise translated from err
@@ -353,45 +302,5 @@ def _modified(stamp: dt.datetime | None) -> dict[str, Any]:
     """What ``vacuum`` reads for a file's age (``LastModified``, else ``mtime``)."""
     if stamp is None:
         return {}
-    stamp = stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.timezone.utc)
+    stamp = stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.UTC)
     return {"LastModified": stamp, "mtime": stamp.timestamp()}
-
-
-def _translate(err: Exception, url: str, timeout: float | None, operation: Any, host: str) -> Exception:
-    """The SDK's errors as the builtin ones ``RemoteStore`` sorts by; others are returned unchanged."""
-    import requests
-    from databricks.sdk.errors import NotFound, PermissionDenied, ResourceConflict, Unauthenticated
-
-    if isinstance(err, TimeoutError) and isinstance(err.__cause__, Exception) and "Timed out after" in str(err):
-        err = err.__cause__  # the SDK's retry loop gave up after one attempt (see _OneAttemptClock)
-    if isinstance(err, NotFound):
-        return FileNotFoundError(f"{url}: not found ({_message(err)})")
-    if isinstance(err, (Unauthenticated, PermissionDenied)):
-        status = 401 if isinstance(err, Unauthenticated) else 403
-        return PermissionError(
-            f"{url}: the Databricks Files API of {host} refused the request ({status} {err.error_code}: "
-            f"{_message(err)}). Check the credentials (a valid, unexpired DATABRICKS_TOKEN, or the profile or "
-            f"service principal in use, for the workspace in DATABRICKS_HOST) and that they hold READ VOLUME on "
-            f"the volume, WRITE VOLUME to write, and USE CATALOG and USE SCHEMA on its catalog and schema")
-    if isinstance(err, ResourceConflict) and getattr(operation, "__name__", "") == "upload":
-        return FileExistsError(f"{url}: already exists ({_message(err)})")
-    if isinstance(err, requests.Timeout):
-        return TimeoutError(f"no answer within the {timeout} s timeout from the Databricks Files API ({err})")
-    if isinstance(err, TypeError) and _raised_in_sdk(err):
-        # databricks-sdk 0.162 fails so while describing an error response that is not JSON (from a
-        # proxy or load balancer, say) to a request with a body: report the failure, not the SDK's slip.
-        return OSError(f"{url}: the request failed with a response the Databricks SDK could not parse "
-                       f"(not JSON; a proxy or load balancer answering?): {type(err).__name__}: {err}")
-    return err
-
-
-def _raised_in_sdk(err: BaseException) -> bool:
-    frame = err.__traceback__
-    while frame is not None and frame.tb_next is not None:
-        frame = frame.tb_next
-    return frame is not None and f"{os.sep}databricks{os.sep}sdk{os.sep}" in frame.tb_frame.f_code.co_filename
-
-
-def _message(err: Exception) -> str:
-    """The service's message, without the configuration dump the SDK appends to 401s and 403s."""
-    return str(err).split(" Config: ", 1)[0].split("\n", 1)[0][:500]

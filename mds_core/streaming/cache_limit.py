@@ -47,8 +47,9 @@ def cache_limit_needed(shard_bytes: list[int], index_bytes: int, in_use: int, re
     return shards, index_bytes + max(shard_bytes, default=0) * shards
 
 
-def check_cache_limit(limit: int, shard_bytes: list[int], index_bytes: int, in_use: int, readers: int,
-                      order: str) -> None:
+def check_cache_limit(
+    limit: int, shard_bytes: list[int], index_bytes: int, in_use: int, readers: int, order: str
+) -> None:
     """Raise ``ConfigurationError`` when ``limit`` cannot hold what ``readers`` need at once."""
     largest = max(shard_bytes, default=0)
     shards, need = cache_limit_needed(shard_bytes, index_bytes, in_use, readers)
@@ -72,8 +73,14 @@ def parse_cache_limit(cache_limit: int | str | None) -> int | None:
         raise ConfigurationError(f"cache_limit: {err}") from None
 
 
-def apply_cache_limit(limit: int, streams: list[Any], readers: list[LocalDataset], spec: OrderSpec,
-                      parallel_nodes: int, ranks_per_node: int) -> None:
+def apply_cache_limit(
+    limit: int,
+    streams: list[Any],
+    readers: list[LocalDataset],
+    spec: OrderSpec,
+    parallel_nodes: int,
+    ranks_per_node: int,
+) -> None:
     """Check ``limit`` against the order, then share it among the remote streams by size."""
     remote = [(stream, reader) for stream, reader in zip(streams, readers) if stream.remote]
     if not remote:
@@ -81,14 +88,18 @@ def apply_cache_limit(limit: int, streams: list[Any], readers: list[LocalDataset
     caches = [reader.shard_cache for _, reader in remote]
     shard_bytes = [cache.shard_bytes(i) for cache in caches for i in range(len(cache.shards))]
     block = spec.block_size(parallel_nodes)
-    in_use = shards_in_use(spec.shuffle, spec.shuffle_algo, block,
-                           [shard.samples for _, reader in remote for shard in reader.shards])
+    in_use = shards_in_use(
+        spec.shuffle, spec.shuffle_algo, block, [shard.samples for _, reader in remote for shard in reader.shards]
+    )
     index_bytes = sum(os.path.getsize(os.path.join(stream.root, INDEX_BASENAME)) for stream, _ in remote)
     canonical = spec.canonical_nodes(parallel_nodes)
-    order = (f"shuffle={spec.shuffle}, shuffle_algo={spec.shuffle_algo!r}, block {block:,}, "
-             f"{canonical} canonical node(s) over {parallel_nodes} node(s)")
-    check_cache_limit(limit, shard_bytes, index_bytes, in_use,
-                      readers_at_once(spec, parallel_nodes, ranks_per_node), order)
+    order = (
+        f"shuffle={spec.shuffle}, shuffle_algo={spec.shuffle_algo!r}, block {block:,}, "
+        f"{canonical} canonical node(s) over {parallel_nodes} node(s)"
+    )
+    check_cache_limit(
+        limit, shard_bytes, index_bytes, in_use, readers_at_once(spec, parallel_nodes, ranks_per_node), order
+    )
     total = sum(shard_bytes)
     for cache, (_, reader) in zip(caches, remote):
         share = sum(cache.shard_bytes(i) for i in range(len(cache.shards)))

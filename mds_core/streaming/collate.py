@@ -34,8 +34,7 @@ class NumpyBatch(dict):
 
     def as_tensors(self) -> dict[str, Any]:
         """The batch ``collate_samples`` would have made: every numpy column as a tensor (no copy)."""
-        return {name: torch.from_numpy(value) if type(value) is np.ndarray else value
-                for name, value in self.items()}
+        return {name: torch.from_numpy(value) if type(value) is np.ndarray else value for name, value in self.items()}
 
 
 def collate_samples(batch: list[Any]) -> Any:

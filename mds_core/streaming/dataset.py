@@ -12,10 +12,10 @@ import hashlib
 import math
 import sys
 import time
-import warnings
 from bisect import bisect_right
+from collections.abc import Iterator
 from itertools import accumulate
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -25,9 +25,9 @@ from mds_core.order.world import World
 from mds_core.streaming.cache_limit import apply_cache_limit, parse_cache_limit
 from mds_core.streaming.jobdir import default_root, open_job
 from mds_core.streaming.local import select
-from mds_core.streaming.prefetch import Prefetch
+from mds_core.streaming.prefetch import Prefetch, samples_ahead
 from mds_core.streaming.registry import resolve_streams
-from mds_core.streaming.resume import STATE_KEYS, EpochLedger, ResumeError, data_fingerprint, validate_state
+from mds_core.streaming.resume import STATE_KEYS, EpochLedger, check_versions, data_fingerprint, validate_state
 from mds_core.streaming.stream import Stream
 from mds_core.streaming.telemetry import WorkerMetrics, clear, read_workers, totals
 from mds_core.streaming.world import detect_world
@@ -88,12 +88,16 @@ class StreamingDataset:
     ) -> None:
         register_with_torch()
         self.streams = resolve_streams(streams, remote, local, split, stream_name, stream_config, version)
-        defaults = {"download_retry": download_retry, "download_timeout": download_timeout,
-                    "validate_hash": validate_hash, "keep_zip": keep_zip}
+        defaults = {
+            "download_retry": download_retry,
+            "download_timeout": download_timeout,
+            "validate_hash": validate_hash,
+            "keep_zip": keep_zip,
+        }
         for stream in self.streams:
             stream.apply_default(defaults)
         self.batch_size, self.replication, self.shuffle_seed = batch_size, replication, shuffle_seed
-        self.predownload = _predownload(predownload, batch_size)
+        self.predownload = samples_ahead(predownload, batch_size)
         self.cache_limit = parse_cache_limit(cache_limit)
         world = detect_world()
         # The job directory first: its barrier lets each node's first rank fetch the indexes alone.
@@ -105,10 +109,17 @@ class StreamingDataset:
         self.order_spec = OrderSpec(
             shard_sizes=[[shard.samples for shard in reader.shards] for reader in self.readers],
             weights=[stream.weights for stream in self.streams],
-            epoch_size=epoch_size, shuffle=shuffle, shuffle_algo=shuffle_algo, shuffle_seed=shuffle_seed,
-            num_canonical_nodes=num_canonical_nodes, shuffle_block_size=shuffle_block_size,
-            sampling_method=sampling_method, sampling_granularity=sampling_granularity,
-            partition_algo=partition_algo, batching_method=batching_method, batch_size=batch_size,
+            epoch_size=epoch_size,
+            shuffle=shuffle,
+            shuffle_algo=shuffle_algo,
+            shuffle_seed=shuffle_seed,
+            num_canonical_nodes=num_canonical_nodes,
+            shuffle_block_size=shuffle_block_size,
+            sampling_method=sampling_method,
+            sampling_granularity=sampling_granularity,
+            partition_algo=partition_algo,
+            batching_method=batching_method,
+            batch_size=batch_size,
             replication=replication,
         )
         self._write_back_weights()
@@ -121,11 +132,16 @@ class StreamingDataset:
         self._deletion_check_due = 0.0
         self.telemetry = telemetry
         self._worker_metrics: WorkerMetrics | None = None  # this process's counters, while it iterates
-        self.fingerprint = data_fingerprint([reader.root for reader in self.readers], self.order_spec,
-                                            self.versions)
+        self.fingerprint = data_fingerprint([reader.root for reader in self.readers], self.order_spec, self.versions)
         if self.cache_limit is not None:
-            apply_cache_limit(self.cache_limit, self.streams, self.readers, self.order_spec,
-                              world.replicate(replication).num_nodes, world.ranks_per_node)
+            apply_cache_limit(
+                self.cache_limit,
+                self.streams,
+                self.readers,
+                self.order_spec,
+                world.replicate(replication).num_nodes,
+                world.ranks_per_node,
+            )
 
     # ----------------------------------------------------------------------------------------------
     # sizes and random access
@@ -242,8 +258,9 @@ class StreamingDataset:
 
         def compute() -> np.ndarray:
             self._job.remove_files(f"work-e{epoch - 2}-", keep=set())  # two epochs back is done everywhere
-            return generate_work(spec, world.num_nodes, world.ranks_per_node, world.workers_per_rank,
-                                 epoch, sample_in_epoch)
+            return generate_work(
+                spec, world.num_nodes, world.ranks_per_node, world.workers_per_rank, epoch, sample_in_epoch
+            )
 
         work = self._job.shared_array(key, compute)
         parallel = world.replicate(self.replication)
@@ -255,7 +272,8 @@ class StreamingDataset:
         parallel_nodes = world.replicate(self.replication).num_nodes
         if state is None:
             return dataclasses.replace(
-                self.order_spec, num_canonical_nodes=self.order_spec.canonical_nodes(parallel_nodes))
+                self.order_spec, num_canonical_nodes=self.order_spec.canonical_nodes(parallel_nodes)
+            )
         return dataclasses.replace(
             self.order_spec,
             num_canonical_nodes=state["num_canonical_nodes"],
@@ -320,7 +338,9 @@ class StreamingDataset:
         state = {
             "epoch": epoch,
             "sample_in_epoch": num_samples if from_beginning else offset + num_samples,
-            "num_canonical_nodes": base["num_canonical_nodes"] if base else self.order_spec.canonical_nodes(parallel_nodes),
+            "num_canonical_nodes": base["num_canonical_nodes"]
+            if base
+            else self.order_spec.canonical_nodes(parallel_nodes),
             "shuffle_seed": base["shuffle_seed"] if base else self.shuffle_seed,
             "initial_physical_nodes": base["initial_physical_nodes"] if base else parallel_nodes,
             "fingerprint": self.fingerprint,
@@ -334,16 +354,7 @@ class StreamingDataset:
         The state is checked now: a malformed state, or one taken on other data or settings
         (different fingerprint), raises ``ResumeError`` instead of silently restarting.
         """
-        theirs = obj.get("versions") if isinstance(obj, dict) else None
-        if theirs is not None and not (isinstance(theirs, list) and all(
-                v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in theirs)):
-            raise ResumeError(f"state dict 'versions' must be a list of shard-set versions (ints or nulls), got {theirs!r}")
-        pinned = theirs is not None and any(v is not None for v in [*theirs, *self.versions])
-        if pinned and theirs != self.versions and not allow_other_data:
-            raise ResumeError(
-                f"state dict was taken on shard-set version(s) {theirs}, but this dataset reads {self.versions}; "
-                "resume on the same version, or pass allow_other_data=True to load_state_dict to continue anyway"
-            )
+        check_versions(obj, self.versions, allow_other_data)
         state = validate_state(obj, self.fingerprint, self.epoch_size, allow_other_data)
         if state["epoch"] < 0:  # taken before any iteration: nothing to skip
             state.update(epoch=0, sample_in_epoch=0)
@@ -365,16 +376,6 @@ class StreamingDataset:
     def versions(self) -> list[int | None]:
         """The shard-set version each stream reads (None: not a pinned version)."""
         return [stream.version for stream in self.streams]
-
-
-def _predownload(predownload: int | None, batch_size: int | None) -> int:
-    """Samples to fetch ahead: ``8 * batch_size`` (or 64) by default; the reference's warning when too few."""
-    if predownload is None:
-        return 8 * batch_size if batch_size else 64
-    if batch_size is not None and predownload < batch_size:
-        warnings.warn(f"predownload < batch_size ({predownload} < {batch_size}).This may result in slower batch "
-                      "time. Recommendation is to set predownload to at-least batch_size.", stacklevel=3)
-    return predownload
 
 
 def _short_hash(text: str) -> str:

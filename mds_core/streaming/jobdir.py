@@ -21,7 +21,8 @@ import shutil
 import socket
 import tempfile
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -58,7 +59,7 @@ class JobDir:
         self.path = path
 
     @classmethod
-    def create(cls, root: str, token: str) -> "JobDir":
+    def create(cls, root: str, token: str) -> JobDir:
         """Create the directory (the local leader does this), sweeping crashed jobs' leftovers first."""
         parent = user_dir(root)
         try:
@@ -75,7 +76,7 @@ class JobDir:
         return job
 
     @classmethod
-    def attach(cls, root: str, token: str) -> "JobDir":
+    def attach(cls, root: str, token: str) -> JobDir:
         """The directory another process on this node created for the same job."""
         job = cls(os.path.join(user_dir(root), token))
         if not os.path.isdir(job.path):
@@ -182,7 +183,8 @@ def open_job(root: str, world: World, on_node_leader: Callable[[], None]) -> Job
         if not os.environ.get("MASTER_ADDR") or not os.environ.get("MASTER_PORT"):
             raise ConfigurationError(
                 "WORLD_SIZE > 1 but torch.distributed is not initialized and MASTER_ADDR/MASTER_PORT are not "
-                "set: launch with torchrun or call torch.distributed.init_process_group first")
+                "set: launch with torchrun or call torch.distributed.init_process_group first"
+            )
         dist.init_process_group("gloo", rank=world.rank, world_size=world.num_ranks)
     try:
         token = [new_job_token() if world.rank == 0 else None]

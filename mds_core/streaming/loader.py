@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
 from torch.utils.data import DataLoader
@@ -36,8 +37,13 @@ class StreamingDataLoader(DataLoader):
     to torch's DataLoader.
     """
 
-    def __init__(self, *args: Any, metrics_callback: Callable[[dict[str, Any]], Any] | None = None,
-                 metrics_every: int = 100, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        metrics_callback: Callable[[dict[str, Any]], Any] | None = None,
+        metrics_every: int = 100,
+        **kwargs: Any,
+    ) -> None:
         if isinstance(metrics_every, bool) or not isinstance(metrics_every, int) or metrics_every < 1:
             raise ConfigurationError(f"metrics_every must be an int >= 1 (batches), got {metrics_every!r}")
         if metrics_callback is not None and not callable(metrics_callback):
@@ -86,9 +92,15 @@ class StreamingDataLoader(DataLoader):
         else:
             part = {"rank": detect_world().rank, "workers": [], "totals": totals([])}
         waits = self._waits
-        return {"rank": part["rank"], "batches": waits.batches, "samples": self.num_samples_yielded,
-                "wait_seconds": waits.seconds, "wait_max_seconds": waits.max_seconds,
-                "workers": part["workers"], "totals": part["totals"]}
+        return {
+            "rank": part["rank"],
+            "batches": waits.batches,
+            "samples": self.num_samples_yielded,
+            "wait_seconds": waits.seconds,
+            "wait_max_seconds": waits.max_seconds,
+            "workers": part["workers"],
+            "totals": part["totals"],
+        }
 
     def state_dict(self) -> dict[str, Any] | None:
         """The dataset's state after the batches handed out so far (unconsumed prefetches not counted)."""

@@ -16,8 +16,9 @@ import shutil
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -26,8 +27,14 @@ from mds_core.streaming.cache_limit import parse_cache_limit
 from mds_core.streaming.dataset import StreamingDataset
 from mds_core.streaming.loader import StreamingDataLoader
 from mds_core.streaming.stream import Stream
-from mds_core.streaming.version_sample import (DEFAULT_SAMPLE_ROWS, DEFAULT_SAMPLE_SECONDS, VersionSubset,
-                                               fetch_sample, select_subset, write_subset_index)
+from mds_core.streaming.version_sample import (
+    DEFAULT_SAMPLE_ROWS,
+    DEFAULT_SAMPLE_SECONDS,
+    VersionSubset,
+    fetch_sample,
+    select_subset,
+    write_subset_index,
+)
 from mds_core.versions.shard_set import ShardSet
 
 SAMPLE_ID = "__mds_sample_id__"  # added to each sample so the check sees which ones arrived
@@ -69,9 +76,17 @@ class _IdTaggedDataset(StreamingDataset):
             yield {**sample, SAMPLE_ID: sample_id}
 
 
-def check_loader(remote: str | None = None, local: str | None = None, *, version: int | None = None,
-                 batch_size: int = 16, num_workers: int = 2, samples_expected: int | None = None,
-                 min_samples_per_second: float = 0.0, **dataset_kwargs: Any) -> LoaderCheckReport:
+def check_loader(
+    remote: str | None = None,
+    local: str | None = None,
+    *,
+    version: int | None = None,
+    batch_size: int = 16,
+    num_workers: int = 2,
+    samples_expected: int | None = None,
+    min_samples_per_second: float = 0.0,
+    **dataset_kwargs: Any,
+) -> LoaderCheckReport:
     """Stream the dataset at ``remote`` (through a cache at ``local``) or at ``local`` and check it.
 
     With a ``remote`` and no ``local``, a temporary cache is used and removed afterwards.
@@ -80,20 +95,35 @@ def check_loader(remote: str | None = None, local: str | None = None, *, version
     """
     scratch = tempfile.mkdtemp(prefix="mds-check-loader-") if remote is not None and local is None else None
     try:
-        make = _loader_factory(lambda: {"remote": remote, "local": local or scratch, "version": version},
-                               batch_size, num_workers, {"shuffle": True, **dataset_kwargs})
-        return _run(make, remote or local or "", version, batch_size, num_workers, samples_expected,
-                    min_samples_per_second)
+        make = _loader_factory(
+            lambda: {"remote": remote, "local": local or scratch, "version": version},
+            batch_size,
+            num_workers,
+            {"shuffle": True, **dataset_kwargs},
+        )
+        return _run(
+            make, remote or local or "", version, batch_size, num_workers, samples_expected, min_samples_per_second
+        )
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-def check_version(root: str, version: int, *, local: str | None = None,
-                  storage_options: dict[str, Any] | None = None, sample_rows: int | None = DEFAULT_SAMPLE_ROWS,
-                  sample_seconds: float | None = DEFAULT_SAMPLE_SECONDS, seed: int = 0,
-                  cache_limit: int | str | None = None, batch_size: int = 16, num_workers: int = 2,
-                  min_samples_per_second: float = 0.0, **dataset_kwargs: Any) -> LoaderCheckReport:
+def check_version(
+    root: str,
+    version: int,
+    *,
+    local: str | None = None,
+    storage_options: dict[str, Any] | None = None,
+    sample_rows: int | None = DEFAULT_SAMPLE_ROWS,
+    sample_seconds: float | None = DEFAULT_SAMPLE_SECONDS,
+    seed: int = 0,
+    cache_limit: int | str | None = None,
+    batch_size: int = 16,
+    num_workers: int = 2,
+    min_samples_per_second: float = 0.0,
+    **dataset_kwargs: Any,
+) -> LoaderCheckReport:
     """``check_loader`` on a bounded subset of version ``version`` of the shard set at ``root``.
 
     The subset is the version's new shards (under ``data/<its transaction>/``) in full, plus older
@@ -107,21 +137,33 @@ def check_version(root: str, version: int, *, local: str | None = None,
     scratch = tempfile.mkdtemp(prefix="mds-check-version-") if local is None else None
     cache = local or scratch or ""
     try:
-        subset = select_subset(ShardSet(root, storage_options=storage_options), version, seed=seed,
-                               sample_rows=sample_rows, sample_seconds=sample_seconds,
-                               cache_limit=parse_cache_limit(cache_limit))
+        subset = select_subset(
+            ShardSet(root, storage_options=storage_options),
+            version,
+            seed=seed,
+            sample_rows=sample_rows,
+            sample_seconds=sample_seconds,
+            cache_limit=parse_cache_limit(cache_limit),
+        )
         report = LoaderCheckReport(root, version, subset.rows, batch_size, num_workers)
         try:
-            store = open_store(root, retry=3, timeout=dataset_kwargs.get("download_timeout", 60.0),
-                               storage_options=storage_options)
+            store = open_store(
+                root, retry=3, timeout=dataset_kwargs.get("download_timeout", 60.0), storage_options=storage_options
+            )
             fetch_sample(subset, store, cache, validate_hash=dataset_kwargs.get("validate_hash"))
         except Exception as err:  # a damaged old shard fails the check like a damaged new one
             report.problems.append(f"fetching the sample failed: {_reason(err)}")
             report.subset = subset.to_json()
             return report
         source = {"remote": root, "local": cache, "storage_options": storage_options}
-        return _check_subset(subset, source, batch_size, num_workers, min_samples_per_second,
-                             {"shuffle": True, "cache_limit": cache_limit, **dataset_kwargs})
+        return _check_subset(
+            subset,
+            source,
+            batch_size,
+            num_workers,
+            min_samples_per_second,
+            {"shuffle": True, "cache_limit": cache_limit, **dataset_kwargs},
+        )
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -139,25 +181,35 @@ class _PlacedIndexStream(Stream):
         pass
 
     def store(self) -> RemoteStore:
-        return open_store(self.remote or "", retry=max(1, self.download_retry or 1), timeout=self.download_timeout,
-                          storage_options=self.storage_options)
+        return open_store(
+            self.remote or "",
+            retry=max(1, self.download_retry or 1),
+            timeout=self.download_timeout,
+            storage_options=self.storage_options,
+        )
 
 
-def _check_subset(subset: VersionSubset, source: dict[str, Any], batch_size: int, num_workers: int,
-                  min_samples_per_second: float, dataset_kwargs: dict[str, Any]) -> LoaderCheckReport:
+def _check_subset(
+    subset: VersionSubset,
+    source: dict[str, Any],
+    batch_size: int,
+    num_workers: int,
+    min_samples_per_second: float,
+    dataset_kwargs: dict[str, Any],
+) -> LoaderCheckReport:
     write_subset_index(subset.shards, source["local"])
-    make = _loader_factory(lambda: {"streams": [_PlacedIndexStream(**source)]}, batch_size, num_workers,
-                           dataset_kwargs)
-    report = _run(make, source["remote"], subset.version, batch_size, num_workers, subset.rows,
-                  min_samples_per_second)
+    make = _loader_factory(lambda: {"streams": [_PlacedIndexStream(**source)]}, batch_size, num_workers, dataset_kwargs)
+    report = _run(make, source["remote"], subset.version, batch_size, num_workers, subset.rows, min_samples_per_second)
     report.subset = subset.to_json()
     return report
 
 
-def _loader_factory(source: Callable[[], dict[str, Any]], batch_size: int, num_workers: int,
-                    dataset_kwargs: dict[str, Any]) -> Callable[[], StreamingDataLoader]:
+def _loader_factory(
+    source: Callable[[], dict[str, Any]], batch_size: int, num_workers: int, dataset_kwargs: dict[str, Any]
+) -> Callable[[], StreamingDataLoader]:
     """Fresh loaders over the same data; ``source`` gives the dataset's remote/local/version or streams
     anew each time, since a dataset adopts its Stream objects (it writes their weights back)."""
+
     def make() -> StreamingDataLoader:
         dataset = _IdTaggedDataset(**source(), batch_size=batch_size, **dataset_kwargs)
         return StreamingDataLoader(dataset, batch_size=batch_size, num_workers=num_workers)
@@ -165,8 +217,15 @@ def _loader_factory(source: Callable[[], dict[str, Any]], batch_size: int, num_w
     return make
 
 
-def _run(make: Callable[[], StreamingDataLoader], location: str, version: int | None, batch_size: int,
-         num_workers: int, samples_expected: int | None, min_samples_per_second: float) -> LoaderCheckReport:
+def _run(
+    make: Callable[[], StreamingDataLoader],
+    location: str,
+    version: int | None,
+    batch_size: int,
+    num_workers: int,
+    samples_expected: int | None,
+    min_samples_per_second: float,
+) -> LoaderCheckReport:
     loader = make()
     expected = samples_expected if samples_expected is not None else loader.dataset.num_samples
     report = LoaderCheckReport(location, version, expected, batch_size, num_workers)
@@ -181,20 +240,26 @@ def _run(make: Callable[[], StreamingDataLoader], location: str, version: int | 
     report.samples_streamed, report.distinct = len(order), len(set(order))
     report.samples_per_second = len(order) / report.seconds if report.seconds else 0.0
     counts = Counter(order)
-    report.exactly_once = len(order) == expected and set(counts.values()) <= {1} and \
-        set(counts) == set(range(loader.dataset.num_samples))
+    report.exactly_once = (
+        len(order) == expected and set(counts.values()) <= {1} and set(counts) == set(range(loader.dataset.num_samples))
+    )
     if not report.exactly_once:
-        report.problems.append(f"streamed {report.samples_streamed} samples ({report.distinct} distinct), "
-                               f"expected each of {expected} exactly once")
+        report.problems.append(
+            f"streamed {report.samples_streamed} samples ({report.distinct} distinct), "
+            f"expected each of {expected} exactly once"
+        )
     _check_resume(make, order, batch_size, report)
     if report.samples_per_second < min_samples_per_second:
-        report.problems.append(f"throughput {report.samples_per_second:.0f} samples/s is below the required "
-                               f"{min_samples_per_second:.0f} samples/s")
+        report.problems.append(
+            f"throughput {report.samples_per_second:.0f} samples/s is below the required "
+            f"{min_samples_per_second:.0f} samples/s"
+        )
     return report
 
 
-def _check_resume(make: Callable[[], StreamingDataLoader], order: list[int], batch_size: int,
-                  report: LoaderCheckReport) -> None:
+def _check_resume(
+    make: Callable[[], StreamingDataLoader], order: list[int], batch_size: int, report: LoaderCheckReport
+) -> None:
     """Stop halfway (in whole batches), resume in a fresh loader; the rest must be the uninterrupted rest."""
     stop_after = max(1, len(order) // batch_size // 2)
     first, loader = [], make()
@@ -209,8 +274,10 @@ def _check_resume(make: Callable[[], StreamingDataLoader], order: list[int], bat
     report.resumed_at_sample = int(state["sample_in_epoch"]) if state else 0
     report.continuation_matches = first + rest == order
     if not report.continuation_matches:
-        report.problems.append(f"resuming at sample {report.resumed_at_sample} gave {len(rest)} samples that "
-                               "differ from the uninterrupted epoch's remainder")
+        report.problems.append(
+            f"resuming at sample {report.resumed_at_sample} gave {len(rest)} samples that "
+            "differ from the uninterrupted epoch's remainder"
+        )
 
 
 def _ids(batch: dict[str, Any]) -> list[int]:

@@ -8,12 +8,19 @@ from __future__ import annotations
 
 import os
 from bisect import bisect_right
+from collections.abc import Callable, Iterator
 from itertools import accumulate
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
-from mds_core.errors import CorruptShardError, InvalidIndexError, SampleIndexError, UnknownEncodingError, UnsafeEncodingError
+from mds_core.errors import (
+    CorruptShardError,
+    InvalidIndexError,
+    SampleIndexError,
+    UnknownEncodingError,
+    UnsafeEncodingError,
+)
 from mds_core.format.encodings import is_mds_encoding_safe
 from mds_core.format.index import INDEX_BASENAME, ShardInfo, load_index
 from mds_core.format.shard import Schema, ShardReader
@@ -96,7 +103,11 @@ class LocalDataset:
         """Open (downloading or decompressing once if needed) and memory-map one shard."""
         shard = self.shards[shard_id]
         for attempt in range(3):
-            path = self.shard_cache.ensure(shard_id) if self.shard_cache else raw_shard_path(self.root, shard, self.cache_dir)
+            path = (
+                self.shard_cache.ensure(shard_id)
+                if self.shard_cache
+                else raw_shard_path(self.root, shard, self.cache_dir)
+            )
             try:
                 reader = ShardReader.open(path, self._schemas[shard_id], shard.samples, shard.raw_data.bytes)
                 break
@@ -135,7 +146,7 @@ class LocalDataset:
         if self.shard_cache is not None:
             self.shard_cache.close()
 
-    def __enter__(self) -> "LocalDataset":
+    def __enter__(self) -> LocalDataset:
         return self
 
     def __exit__(self, *exc: object) -> None:

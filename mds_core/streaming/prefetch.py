@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -42,3 +43,16 @@ class Prefetch:
         """Drop queued downloads (running ones finish) when iteration ends or is abandoned."""
         for cache in self._caches.values():
             cache.close()
+
+
+def samples_ahead(predownload: int | None, batch_size: int | None) -> int:
+    """Samples to fetch ahead: ``8 * batch_size`` (or 64) by default; the reference's warning when too few."""
+    if predownload is None:
+        return 8 * batch_size if batch_size else 64
+    if batch_size is not None and predownload < batch_size:
+        warnings.warn(
+            f"predownload < batch_size ({predownload} < {batch_size}).This may result in slower batch "
+            "time. Recommendation is to set predownload to at-least batch_size.",
+            stacklevel=3,
+        )
+    return predownload

@@ -15,8 +15,9 @@ Installed packages can also offer streams through the entry point group ``mds_co
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib.metadata import entry_points
-from typing import Any, Callable
+from typing import Any
 
 from mds_core.errors import ConfigurationError
 from mds_core.streaming.stream import Stream
@@ -57,15 +58,23 @@ streams_registry = StreamRegistry()
 streams_registry.register("stream", func=Stream)
 
 
-def resolve_streams(streams: list[Stream] | None, remote: str | None, local: str | None, split: str | None,
-                    stream_name: str, stream_config: dict[str, Any] | None, version: int | None) -> list[Stream]:
+def resolve_streams(
+    streams: list[Stream] | None,
+    remote: str | None,
+    local: str | None,
+    split: str | None,
+    stream_name: str,
+    stream_config: dict[str, Any] | None,
+    version: int | None,
+) -> list[Stream]:
     """The dataset's streams: the given list, or one built from the registry and the dataset's arguments."""
     if streams is not None:
         if remote is not None or local is not None:
             raise ConfigurationError("pass either streams=[...] or remote=/local=, not both")
         if version is not None:
             raise ConfigurationError(
-                f"version={version} applies to remote=; with streams=[...] give each Stream its own version=")
+                f"version={version} applies to remote=; with streams=[...] give each Stream its own version="
+            )
         if not streams or not all(isinstance(s, Stream) for s in streams):
             raise ConfigurationError("streams must be a non-empty list of mds_core.Stream")
         return list(streams)

@@ -15,10 +15,10 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from mds_core.streaming.jobdir import JobDir
 from mds_core.errors import ResumeError
 from mds_core.format.index import INDEX_BASENAME
 from mds_core.order.spec import OrderSpec
+from mds_core.streaming.jobdir import JobDir
 
 MAX_NODES = 1 << 20  # canonical or physical nodes a state dict may name
 STATE_KEYS = ("epoch", "sample_in_epoch", "num_canonical_nodes", "shuffle_seed", "initial_physical_nodes")
@@ -37,8 +37,17 @@ def data_fingerprint(roots: list[str], spec: OrderSpec, versions: list[int | Non
     for root in roots:
         with open(os.path.join(root, INDEX_BASENAME), "rb") as handle:
             digest.update(hashlib.sha256(handle.read()).digest())
-    settings = [spec.mix.choose, spec.shuffle, spec.shuffle_algo, spec.shuffle_block_size, spec.sampling_method,
-                spec.sampling_granularity, spec.partition_algo, spec.batching_method, spec.replication]
+    settings = [
+        spec.mix.choose,
+        spec.shuffle,
+        spec.shuffle_algo,
+        spec.shuffle_block_size,
+        spec.sampling_method,
+        spec.sampling_granularity,
+        spec.partition_algo,
+        spec.batching_method,
+        spec.replication,
+    ]
     digest.update(json.dumps(settings).encode())
     digest.update(json.dumps(versions).encode())
     return digest.hexdigest()[:16]
@@ -55,8 +64,13 @@ def validate_state(obj: Any, fingerprint: str, epoch_size: int, allow_other_data
         if not isinstance(obj[key], int) or isinstance(obj[key], bool):
             raise ResumeError(f"state dict {key!r} must be an int, got {obj[key]!r}")
     # epoch -1 is what a state taken before the first iteration says (as in the reference).
-    if obj["epoch"] < -1 or obj["sample_in_epoch"] < 0 or obj["num_canonical_nodes"] < 1 or obj["shuffle_seed"] < 0 \
-            or obj["initial_physical_nodes"] < 1:
+    if (
+        obj["epoch"] < -1
+        or obj["sample_in_epoch"] < 0
+        or obj["num_canonical_nodes"] < 1
+        or obj["shuffle_seed"] < 0
+        or obj["initial_physical_nodes"] < 1
+    ):
         raise ResumeError(f"state dict values out of range: {obj}")
     # The epoch's order holds an array entry per canonical node: an absurd count from a damaged
     # checkpoint would otherwise fail mid-epoch, allocating gigabytes.
@@ -112,10 +126,15 @@ class EpochLedger:
             # the reference does; only the position starts afresh.
             start = EpochStart(record["epoch"] + 1, 0, record.get("state"))
             version = record["resume_version"]
-        self.job.write_json(self._worker_file(worker), {
-            "epoch": start.epoch, "sample_in_epoch": start.sample_in_epoch, "resume_version": version,
-            "state": start.state,
-        })
+        self.job.write_json(
+            self._worker_file(worker),
+            {
+                "epoch": start.epoch,
+                "sample_in_epoch": start.sample_in_epoch,
+                "resume_version": version,
+                "state": start.state,
+            },
+        )
         return start
 
     def current(self) -> dict[str, Any] | None:
@@ -127,3 +146,19 @@ class EpochLedger:
         pattern = os.path.join(self.job.path, f"epoch-rank{self.rank}-worker*.json")
         records = [self.job.read_json(os.path.basename(path)) for path in glob.glob(pattern)]
         return [r for r in records if r is not None]
+
+
+def check_versions(state: Any, ours: list[int | None], allow_other_data: bool) -> None:
+    """A state's ``versions`` (the shard-set version of each stream) must be well formed and, for
+    pinned versions, those this dataset reads, unless ``allow_other_data``."""
+    theirs = state.get("versions") if isinstance(state, dict) else None
+    if theirs is not None and not (
+        isinstance(theirs, list) and all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in theirs)
+    ):
+        raise ResumeError(f"state dict 'versions' must be a list of shard-set versions (ints or nulls), got {theirs!r}")
+    pinned = theirs is not None and any(v is not None for v in [*theirs, *ours])
+    if pinned and theirs != ours and not allow_other_data:
+        raise ResumeError(
+            f"state dict was taken on shard-set version(s) {theirs}, but this dataset reads {ours}; "
+            "resume on the same version, or pass allow_other_data=True to load_state_dict to continue anyway"
+        )

@@ -9,12 +9,12 @@ from typing import Any
 
 from mds_core.errors import ConfigurationError
 from mds_core.format.index import INDEX_BASENAME
-from mds_core.streaming.local import LocalDataset
 from mds_core.order.mixing import StreamWeights
-from mds_core.streaming.jobdir import user_dir
 from mds_core.storage.remote import RemoteStore, open_store
 from mds_core.storage.shard_cache import ShardCache
 from mds_core.storage.urls import local_path
+from mds_core.streaming.jobdir import user_dir
+from mds_core.streaming.local import LocalDataset
 from mds_core.versions import resolve_version_index
 
 # Settings a Stream inherits from its StreamingDataset when left as None.
@@ -96,8 +96,13 @@ class Stream:
         """The stream's samples, memory-mapped shard by shard; remote shards download on first use."""
         dataset = LocalDataset(self.local, self.split, allow_unsafe_types=allow_unsafe_types)
         if self.remote is not None:
-            dataset.shard_cache = ShardCache(self.store(), dataset.root, dataset.shards,
-                                             validate_hash=self.validate_hash, keep_zip=bool(self.keep_zip))
+            dataset.shard_cache = ShardCache(
+                self.store(),
+                dataset.root,
+                dataset.shards,
+                validate_hash=self.validate_hash,
+                keep_zip=bool(self.keep_zip),
+            )
         return dataset
 
     def __repr__(self) -> str:

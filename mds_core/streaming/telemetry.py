@@ -74,8 +74,11 @@ def read_workers(job: JobDir, rank: int, num_workers: int | None = None) -> list
             names = os.listdir(job.path)
         except FileNotFoundError:
             names = []
-        ids = sorted(int(n[len(prefix):-4]) for n in names
-                     if n.startswith(prefix) and n.endswith(".f64") and n[len(prefix):-4].isdigit())
+        ids = sorted(
+            int(n[len(prefix) : -4])
+            for n in names
+            if n.startswith(prefix) and n.endswith(".f64") and n[len(prefix) : -4].isdigit()
+        )
     else:
         ids = list(range(num_workers))
     zeros = np.zeros(len(WORKER_FIELDS), np.float64)

@@ -59,13 +59,19 @@ class VersionSubset:
     def to_json(self) -> dict[str, Any]:
         """What the pipeline records: which shards and rows were checked, new and sampled."""
         return {
-            "version": self.version, "transaction": self.transaction,
-            "total_shards": self.total_shards, "total_rows": self.total_rows,
-            "new_shards": [_stored_name(s) for s in self.new], "new_rows": sum(s.samples for s in self.new),
+            "version": self.version,
+            "transaction": self.transaction,
+            "total_shards": self.total_shards,
+            "total_rows": self.total_rows,
+            "new_shards": [_stored_name(s) for s in self.new],
+            "new_rows": sum(s.samples for s in self.new),
             "sampled_shards": [_stored_name(s) for s in self.sampled],
             "sampled_rows": sum(s.samples for s in self.sampled),
-            "seed": self.seed, "sample_rows": self.sample_rows, "sample_seconds": self.sample_seconds,
-            "sample_limited_by": self.limited_by, "sample_fetch_seconds": round(self.fetch_seconds, 4),
+            "seed": self.seed,
+            "sample_rows": self.sample_rows,
+            "sample_seconds": self.sample_seconds,
+            "sample_limited_by": self.limited_by,
+            "sample_fetch_seconds": round(self.fetch_seconds, 4),
         }
 
 
@@ -74,9 +80,15 @@ def _stored_name(shard: ShardInfo) -> str:
     return (shard.zip_data or shard.raw_data).basename
 
 
-def select_subset(shard_set: ShardSet, version: int, *, seed: int = 0, sample_rows: int | None = DEFAULT_SAMPLE_ROWS,
-                  sample_seconds: float | None = DEFAULT_SAMPLE_SECONDS,
-                  cache_limit: int | None = None) -> VersionSubset:
+def select_subset(
+    shard_set: ShardSet,
+    version: int,
+    *,
+    seed: int = 0,
+    sample_rows: int | None = DEFAULT_SAMPLE_ROWS,
+    sample_seconds: float | None = DEFAULT_SAMPLE_SECONDS,
+    cache_limit: int | None = None,
+) -> VersionSubset:
     """The version's new shards and a sample of its other shards of at most ``sample_rows`` rows.
 
     Two reads (the manifest and the version's index), however long the history. Older shards are
@@ -93,22 +105,35 @@ def select_subset(shard_set: ShardSet, version: int, *, seed: int = 0, sample_ro
     others = [s for s in shards if not s.raw_data.basename.startswith(prefix)]
     byte_budget = None if cache_limit is None else cache_limit - sum(s.raw_data.bytes for s in new)
     sampled, limited_by = _draw(others, np.random.default_rng([seed, version]), sample_rows, byte_budget)
-    return VersionSubset(version, info.transaction, len(shards), sum(s.samples for s in shards), new, sampled,
-                         seed, sample_rows, sample_seconds, limited_by,
-                         order=[s.raw_data.basename for s in shards])
+    return VersionSubset(
+        version,
+        info.transaction,
+        len(shards),
+        sum(s.samples for s in shards),
+        new,
+        sampled,
+        seed,
+        sample_rows,
+        sample_seconds,
+        limited_by,
+        order=[s.raw_data.basename for s in shards],
+    )
 
 
 def _check_budgets(seed: int, sample_rows: int | None, sample_seconds: float | None) -> None:
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ConfigurationError(f"seed must be an int >= 0, got {seed!r}")
-    if sample_rows is not None and (isinstance(sample_rows, bool) or not isinstance(sample_rows, int) or sample_rows < 0):
+    if sample_rows is not None and (
+        isinstance(sample_rows, bool) or not isinstance(sample_rows, int) or sample_rows < 0
+    ):
         raise ConfigurationError(f"sample_rows must be an int >= 0 or None (no bound), got {sample_rows!r}")
     if sample_seconds is not None and not sample_seconds >= 0:
         raise ConfigurationError(f"sample_seconds must be >= 0 or None (no bound), got {sample_seconds!r}")
 
 
-def _draw(others: list[ShardInfo], rng: np.random.Generator, row_budget: int | None,
-          byte_budget: int | None) -> tuple[list[ShardInfo], str]:
+def _draw(
+    others: list[ShardInfo], rng: np.random.Generator, row_budget: int | None, byte_budget: int | None
+) -> tuple[list[ShardInfo], str]:
     """Shards taken in the generator's order while they fit both budgets (None: unbounded)."""
     taken: list[ShardInfo] = []
     rows = size = 0
@@ -126,8 +151,15 @@ def _draw(others: list[ShardInfo], rng: np.random.Generator, row_budget: int | N
     return taken, limited_by
 
 
-def fetch_shards(store: RemoteStore, local: str, shards: list[ShardInfo], *, validate_hash: str | None = None,
-                 deadline: float | None = None, clock: Any = time.monotonic) -> int:
+def fetch_shards(
+    store: RemoteStore,
+    local: str,
+    shards: list[ShardInfo],
+    *,
+    validate_hash: str | None = None,
+    deadline: float | None = None,
+    clock: Any = time.monotonic,
+) -> int:
     """Download ``shards`` into ``local`` (raw files at their basenames), all queued at once and taken in
     order until ``deadline`` (a ``clock()`` time; None: all). Returns how many arrived in time."""
     cache = ShardCache(store, local, shards, validate_hash=validate_hash)
@@ -142,8 +174,14 @@ def fetch_shards(store: RemoteStore, local: str, shards: list[ShardInfo], *, val
     return len(shards)
 
 
-def fetch_sample(subset: VersionSubset, store: RemoteStore, local: str, *, validate_hash: str | None = None,
-                 clock: Any = time.monotonic) -> None:
+def fetch_sample(
+    subset: VersionSubset,
+    store: RemoteStore,
+    local: str,
+    *,
+    validate_hash: str | None = None,
+    clock: Any = time.monotonic,
+) -> None:
     """Download the sampled shards into ``local`` in draw order until ``subset.sample_seconds`` is spent.
 
     The seconds budget is enforced here, before the loader runs, because the subset must be fixed
@@ -179,13 +217,14 @@ def write_subset_index(shards: list[ShardInfo], local: str) -> None:
     """``shards`` as ``<local>/index.json``: basenames relative to the root, so the shards come from it."""
     os.makedirs(local, exist_ok=True)
     # A scratch cache's index: not worth an fsync, it is rewritten by the next check.
-    atomic_write(os.path.join(local, INDEX_BASENAME), [dumps_merged_index(shards).encode("utf-8")],
-                 durable=False)
+    atomic_write(os.path.join(local, INDEX_BASENAME), [dumps_merged_index(shards).encode("utf-8")], durable=False)
 
 
 def describe_subset(checked: dict[str, Any]) -> str:
     """One line for people: what a bounded check read."""
-    return (f"checked {len(checked['new_shards'])} new shard(s) ({checked['new_rows']:,} rows) and "
-            f"{len(checked['sampled_shards'])} sampled shard(s) ({checked['sampled_rows']:,} rows) of "
-            f"{checked['total_shards']:,} ({checked['total_rows']:,} rows); sample limited by "
-            f"{checked['sample_limited_by']}, seed {checked['seed']}")
+    return (
+        f"checked {len(checked['new_shards'])} new shard(s) ({checked['new_rows']:,} rows) and "
+        f"{len(checked['sampled_shards'])} sampled shard(s) ({checked['sampled_rows']:,} rows) of "
+        f"{checked['total_shards']:,} ({checked['total_rows']:,} rows); sample limited by "
+        f"{checked['sample_limited_by']}, seed {checked['seed']}"
+    )

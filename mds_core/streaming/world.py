@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Mapping
+from collections.abc import Mapping
 
 from mds_core.errors import ConfigurationError
 from mds_core.order.world import World
@@ -28,8 +28,13 @@ def detect_world(environ: Mapping[str, str] | None = None) -> World:
             f"LOCAL_WORLD_SIZE={local_world_size} (ranks must be node-contiguous)"
         )
     workers, worker = _worker_info()
-    return World(num_nodes=world_size // local_world_size, ranks_per_node=local_world_size, rank=rank,
-                 workers_per_rank=workers, worker_of_rank=worker)
+    return World(
+        num_nodes=world_size // local_world_size,
+        ranks_per_node=local_world_size,
+        rank=rank,
+        workers_per_rank=workers,
+        worker_of_rank=worker,
+    )
 
 
 def _env_int(env: Mapping[str, str], name: str, default: int) -> int:

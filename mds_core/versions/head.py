@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
-from typing import Iterable
+from collections.abc import Iterable
 
 from mds_core.errors import StorageError, StoreFileNotFoundError
 from mds_core.storage.remote import RemoteStore
@@ -84,4 +84,3 @@ def _manifest(store: RemoteStore, number: int) -> VersionInfo:
 def newest_listed(listing: Iterable[str]) -> int | None:
     """The highest version number whose manifest is in a listing of ``_versions/``."""
     return max((int(posixpath.basename(n)[:-5]) for n in listing if is_manifest(n)), default=None)
-

@@ -107,9 +107,21 @@ def is_manifest(name: str) -> bool:
 
 # The JSON type of each manifest field (bool is excluded from int: JSON true is not a count).
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {
-    "version": (int,), "parent": (int, type(None)), "created": (str,), "mode": (str,), "transaction": (str,),
-    "index": (str,), "rows": (int,), "shards": (int,), "raw_bytes": (int,), "stored_bytes": (int,),
-    "new_shards": (int,), "columns": (dict,), "fingerprint": (str,), "writer": (dict,), "lineage": (dict,),
+    "version": (int,),
+    "parent": (int, type(None)),
+    "created": (str,),
+    "mode": (str,),
+    "transaction": (str,),
+    "index": (str,),
+    "rows": (int,),
+    "shards": (int,),
+    "raw_bytes": (int,),
+    "stored_bytes": (int,),
+    "new_shards": (int,),
+    "columns": (dict,),
+    "fingerprint": (str,),
+    "writer": (dict,),
+    "lineage": (dict,),
     "partitions": (dict,),
 }
 _REQUIRED = {f.name for f in fields(VersionInfo) if f.default is MISSING and f.default_factory is MISSING}
@@ -151,8 +163,9 @@ def parse_manifest(data: bytes, where: str, number: int | None = None) -> Versio
 
 def check_partition_key(key: Any, where: str) -> str:
     if not isinstance(key, str) or not PARTITION_KEY.fullmatch(key):
-        raise ConfigurationError(f"{where}: partition key {key!r} must match {PARTITION_KEY.pattern} "
-                                 "(it names a folder on the store)")
+        raise ConfigurationError(
+            f"{where}: partition key {key!r} must match {PARTITION_KEY.pattern} (it names a folder on the store)"
+        )
     return key
 
 
@@ -175,15 +188,20 @@ def parse_published(data: bytes, where: str) -> dict[str, Any]:
     ``history`` (the versions published before, oldest first) is absent from files older than it."""
     obj = _json_object(data, where)
     history = obj.get("history", [])
-    if not _has_type(obj.get("version"), (int,)) or not _has_type(obj.get("fingerprint"), (str,)) or \
-            not isinstance(history, list) or not all(_has_type(n, (int,)) and n >= 1 for n in history):
-        raise InvalidManifestError(f"{where}: expected {{\"version\": <int>, \"fingerprint\": <str>, "
-                                   f"\"history\": [<int>, ...]}}, got {obj!r}")
+    if (
+        not _has_type(obj.get("version"), (int,))
+        or not _has_type(obj.get("fingerprint"), (str,))
+        or not isinstance(history, list)
+        or not all(_has_type(n, (int,)) and n >= 1 for n in history)
+    ):
+        raise InvalidManifestError(
+            f'{where}: expected {{"version": <int>, "fingerprint": <str>, "history": [<int>, ...]}}, got {obj!r}'
+        )
     return {**obj, "history": history}
 
 
 def now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 def created_before(info: VersionInfo, when: dt.datetime) -> bool:
@@ -192,20 +210,37 @@ def created_before(info: VersionInfo, when: dt.datetime) -> bool:
         created = dt.datetime.fromisoformat(info.created)
     except ValueError:
         return True
-    return (created if created.tzinfo else created.replace(tzinfo=dt.timezone.utc)) < when
+    return (created if created.tzinfo else created.replace(tzinfo=dt.UTC)) < when
 
 
-def describe(number: int, parent: VersionInfo | None, mode: str, transaction: str, index_name: str,
-              shards: list[ShardInfo], new: int, index_text: bytes, lineage: dict[str, Any],
-              partitions: dict[str, list[str]] | None = None) -> VersionInfo:
+def describe(
+    number: int,
+    parent: VersionInfo | None,
+    mode: str,
+    transaction: str,
+    index_name: str,
+    shards: list[ShardInfo],
+    new: int,
+    index_text: bytes,
+    lineage: dict[str, Any],
+    partitions: dict[str, list[str]] | None = None,
+) -> VersionInfo:
     first = shards[0]
     return VersionInfo(
-        version=number, parent=parent.version if parent else None, created=now().isoformat(), mode=mode,
-        transaction=transaction, index=index_name, rows=sum(s.samples for s in shards), shards=len(shards),
+        version=number,
+        parent=parent.version if parent else None,
+        created=now().isoformat(),
+        mode=mode,
+        transaction=transaction,
+        index=index_name,
+        rows=sum(s.samples for s in shards),
+        shards=len(shards),
         raw_bytes=sum(s.raw_data.bytes for s in shards),
-        stored_bytes=sum((s.zip_data or s.raw_data).bytes for s in shards), new_shards=new,
+        stored_bytes=sum((s.zip_data or s.raw_data).bytes for s in shards),
+        new_shards=new,
         columns=dict(zip(first.column_names, first.column_encodings)),
         fingerprint=index_fingerprint(index_text),
         writer={"compression": first.compression, "hashes": first.hashes, "size_limit": first.size_limit},
-        lineage=lineage, partitions=partitions or {},
+        lineage=lineage,
+        partitions=partitions or {},
     )

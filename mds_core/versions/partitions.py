@@ -45,12 +45,16 @@ def read_written(store: RemoteStore, transaction: str, keys: list[str] | None) -
     if plain is not None and keys is None:
         return Written([s.with_prefix(folder) for s in parse_index(plain, store.url_of(folder))])
     if plain is not None:
-        raise ConfigurationError(f"{store.url_of(folder)}: the transaction wrote both a dataset at tx.out and "
-                                 f"partitions {keys}; write every shard of a partitioned transaction to a partition")
+        raise ConfigurationError(
+            f"{store.url_of(folder)}: the transaction wrote both a dataset at tx.out and "
+            f"partitions {keys}; write every shard of a partitioned transaction to a partition"
+        )
     keys = keys if keys is not None else _listed_keys(store, folder)
     if not keys:
-        raise ConfigurationError(f"{store.url_of(folder)}: the transaction wrote nothing to commit: no "
-                                 f"{INDEX_BASENAME}, and no partition (tx.partition_out)")
+        raise ConfigurationError(
+            f"{store.url_of(folder)}: the transaction wrote nothing to commit: no "
+            f"{INDEX_BASENAME}, and no partition (tx.partition_out)"
+        )
     written = Written([])
     for key in sorted(keys):
         shards = _read_index(store, partition_folder(transaction, key), key)
@@ -65,34 +69,44 @@ def _read_index(store: RemoteStore, folder: str, key: str | None = None) -> list
     except StoreFileNotFoundError as err:
         if key is None:
             raise
-        raise ConfigurationError(f"{store.url_of(folder)}: partition {key!r} has no {INDEX_BASENAME}; write a "
-                                 "complete MDS dataset there (an MDSWriter, or dataframe_to_mds with "
-                                 "merge_index=True)") from err
+        raise ConfigurationError(
+            f"{store.url_of(folder)}: partition {key!r} has no {INDEX_BASENAME}; write a "
+            "complete MDS dataset there (an MDSWriter, or dataframe_to_mds with "
+            "merge_index=True)"
+        ) from err
     return [s.with_prefix(folder) for s in parse_index(text, store.url_of(folder))]
 
 
 def _listed_keys(store: RemoteStore, folder: str) -> list[str]:
     depth = folder.count("/") + 2  # <folder>/part-<key>/index.json
-    return sorted(name.split("/")[-2][len(FOLDER_PREFIX):] for name in store.list(folder)
-                  if name.count("/") == depth and name.endswith(f"/{INDEX_BASENAME}")
-                  and name.split("/")[-2].startswith(FOLDER_PREFIX))
+    return sorted(
+        name.split("/")[-2][len(FOLDER_PREFIX) :]
+        for name in store.list(folder)
+        if name.count("/") == depth
+        and name.endswith(f"/{INDEX_BASENAME}")
+        and name.split("/")[-2].startswith(FOLDER_PREFIX)
+    )
 
 
-def combine(mode: str, base: VersionInfo | None, base_shards: list[ShardInfo], written: Written,
-            root: str) -> tuple[list[ShardInfo], dict[str, list[str]]]:
+def combine(
+    mode: str, base: VersionInfo | None, base_shards: list[ShardInfo], written: Written, root: str
+) -> tuple[list[ShardInfo], dict[str, list[str]]]:
     """The new version's shards and partitions: ``base_shards`` (those of ``base``, for an append or a
     replace) less the replaced partitions' shards, then the new ones, in that order."""
     if mode == "overwrite":
         return list(written.shards), dict(sorted(written.partitions.items()))
     if mode == "replace" and not written.partitions:
-        raise ConfigurationError(f"{root}: mode='replace' replaces partitions, but the transaction wrote none; "
-                                 "write them with tx.partition_out(key), or use mode='append'")
+        raise ConfigurationError(
+            f"{root}: mode='replace' replaces partitions, but the transaction wrote none; "
+            "write them with tx.partition_out(key), or use mode='append'"
+        )
     old = base.partitions if base is not None else {}
     again = sorted(set(written.partitions) & set(old))
     if mode == "append" and again:
         raise PartitionExistsError(
             f"{root}: version {base.version if base else None} already has partition(s) {again}; appending them "
-            "would hold their rows twice. Use mode='replace' to replace them with the new shards")
+            "would hold their rows twice. Use mode='replace' to replace them with the new shards"
+        )
     dropped = {name for key in again for name in old[key]}
     kept = [s for s in base_shards if s.raw_data.basename not in dropped]
     partitions = {**{k: v for k, v in old.items() if k not in written.partitions}, **written.partitions}

@@ -7,7 +7,8 @@ twice goes two publications back rather than toggling between the last two.
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from mds_core.versions.manifest import HISTORY_LIMIT
 
@@ -37,8 +38,9 @@ def history_before(record: dict[str, Any] | None, current: int | None) -> list[i
     return (history + [record["version"]])[-HISTORY_LIMIT:]  # an interrupted publish of ``current``
 
 
-def rollback_target(history: list[int], current: int | None,
-                    lookup: Callable[[int], T | None]) -> tuple[T, list[int]] | None:
+def rollback_target(
+    history: list[int], current: int | None, lookup: Callable[[int], T | None]
+) -> tuple[T, list[int]] | None:
     """The most recent earlier publication that still exists (``lookup`` finds it, or None once
     vacuumed), and the history that remains once it is published again; None when there is none."""
     for position in range(len(history) - 1, -1, -1):

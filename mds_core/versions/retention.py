@@ -22,12 +22,13 @@ def _modified(store: RemoteStore, name: str) -> dt.datetime:
     info = store.fs.info(f"{store.path.rstrip('/')}/{name}")
     stamp = info.get("LastModified") or info.get("mtime") or info.get("created")
     if isinstance(stamp, dt.datetime):
-        return stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.timezone.utc)
-    return dt.datetime.fromtimestamp(float(stamp or 0), dt.timezone.utc)
+        return stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.UTC)
+    return dt.datetime.fromtimestamp(float(stamp or 0), dt.UTC)
 
 
-def retained(versions: list[VersionInfo], keep_last: int | None, newer_than: dt.datetime | None,
-              published: int | None) -> set[int]:
+def retained(
+    versions: list[VersionInfo], keep_last: int | None, newer_than: dt.datetime | None, published: int | None
+) -> set[int]:
     if keep_last is None and newer_than is None:
         return {v.version for v in versions}
     if keep_last is not None and keep_last < 1:

@@ -13,8 +13,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import posixpath
-import re
-import uuid
 from typing import Any
 
 from mds_core.errors import ConfigurationError, InvalidManifestError, NothingToRollBackError, VersionConflictError
@@ -22,17 +20,28 @@ from mds_core.format.index import INDEX_BASENAME, ShardInfo, check_same_columns,
 from mds_core.storage.exclusive import require_exclusive_create
 from mds_core.storage.remote import RemoteStore, open_store
 from mds_core.versions.head import manifest_if_present, read_head, read_if_present, tip, write_head
-from mds_core.versions.manifest import (DATA, HEAD, MODES, PUBLISHED, VERSIONS, VacuumReport, VersionDiff,
-                                        VersionInfo, created_before, describe, index_fingerprint, is_manifest,
-                                        manifest_name, now, parse_manifest, parse_published)
-from mds_core.versions.partitions import Written, combine, partition_folder, read_written
+from mds_core.versions.manifest import (
+    DATA,
+    HEAD,
+    PUBLISHED,
+    VERSIONS,
+    VacuumReport,
+    VersionDiff,
+    VersionInfo,
+    created_before,
+    describe,
+    index_fingerprint,
+    is_manifest,
+    manifest_name,
+    now,
+    parse_manifest,
+    parse_published,
+)
+from mds_core.versions.numbering import CLOCK_SKEW, check_mode, follows, seen_floor, transaction_started
+from mds_core.versions.partitions import Written, combine, read_written
 from mds_core.versions.publication import history_before, pushed, rollback_target
 from mds_core.versions.retention import removable, retained
-
-# How far another machine's clock may lag the one that named a transaction: a retried commit looks for
-# its earlier success among the versions created since the transaction started, less this much.
-CLOCK_SKEW = dt.timedelta(hours=1)
-_STAMP = re.compile(r"(\d{8}T\d{6})-")
+from mds_core.versions.transaction import Transaction
 
 
 class ShardSet:
@@ -104,21 +113,34 @@ class ShardSet:
     # ---------------------------------------------------------------------------------------------
     # writing
 
-    def transaction(self, mode: str = "append", lineage: dict[str, Any] | None = None, publish: bool = True,
-                    base: int | str | None = "latest") -> "Transaction":
+    def transaction(
+        self,
+        mode: str = "append",
+        lineage: dict[str, Any] | None = None,
+        publish: bool = True,
+        base: int | str | None = "latest",
+    ) -> Transaction:
         """``with shard_set.transaction("append") as tx:`` write an MDS dataset to ``tx.out`` (or partitions to
         ``tx.partition_out(key)``); commit on exit.
 
         ``base`` is the version the new one is built on: ``"latest"``, ``"published"``, a number, or
         None (start empty). Whatever the base, the new version's number is the newest's plus one.
         """
-        _check_mode(mode)
+        check_mode(mode)
         self._require_exclusive_create()  # before anything is written, not at the commit
         return Transaction(self, mode, dict(lineage or {}), publish, base)
 
-    def commit(self, transaction: str, mode: str, lineage: dict[str, Any] | None = None, publish: bool = True,
-               parent: int | str | None = "latest", *, seen: int | str | None = "parent",
-               partitions: list[str] | None = None) -> VersionInfo:
+    def commit(
+        self,
+        transaction: str,
+        mode: str,
+        lineage: dict[str, Any] | None = None,
+        publish: bool = True,
+        parent: int | str | None = "latest",
+        *,
+        seen: int | str | None = "parent",
+        partitions: list[str] | None = None,
+    ) -> VersionInfo:
         """Commit what was written to ``data/<transaction>/`` as a new version built on ``parent``.
 
         ``parent``: the base version, as ``transaction(base=...)`` takes it. ``seen``: the newest
@@ -132,15 +154,15 @@ class ShardSet:
         but before returning, calling ``commit`` again returns that version (and publishes it if
         it is still the latest) rather than adding the same shards a second time.
         """
-        _check_mode(mode)
+        check_mode(mode)
         self._require_exclusive_create()
         found, fresh = tip(self.store)
         newest = found[-1].version if found else None
-        done = self._committed_as(transaction, found, _floor(parent, seen))
+        done = self._committed_as(transaction, found, seen_floor(parent, seen))
         if done is not None:
             return self._finish_retry(done, newest, fresh, publish)
         base = self._resolve(parent, found)
-        number = _after(parent, seen, base, newest) + 1
+        number = follows(parent, seen, base, newest) + 1
         written = read_written(self.store, transaction, partitions)
         base_shards = self._index_of(base) if base is not None and mode != "overwrite" else []
         shards, parts = combine(mode, base, base_shards, written, self.store.url)
@@ -148,8 +170,9 @@ class ShardSet:
         index_text = dumps_merged_index(shards).encode("utf-8")
         index_name = f"{VERSIONS}/{number:08d}.{transaction}.index.json"
         self.store.write_bytes(index_name, index_text)  # invisible until the manifest exists
-        info = describe(number, base, mode, transaction, index_name, shards, len(written.shards), index_text,
-                        lineage or {}, parts)
+        info = describe(
+            number, base, mode, transaction, index_name, shards, len(written.shards), index_text, lineage or {}, parts
+        )
         if not self.store.write_if_absent(manifest_name(number), json.dumps(info.to_json(), indent=1).encode()):
             self.store.delete(index_name)
             raise self._conflict(number, transaction, mode, base)
@@ -174,9 +197,11 @@ class ShardSet:
         history = history_before(self._record(), current)
         found = rollback_target(history, current, lambda n: manifest_if_present(self.store, n))
         if found is None:
-            raise NothingToRollBackError(f"{self.store.url}: nothing to roll back to: version {current} is published "
-                                         f"and no earlier publication is recorded that still exists (recorded: "
-                                         f"{history or 'none'}); publish a version by number instead")
+            raise NothingToRollBackError(
+                f"{self.store.url}: nothing to roll back to: version {current} is published "
+                f"and no earlier publication is recorded that still exists (recorded: "
+                f"{history or 'none'}); publish a version by number instead"
+            )
         info, rest = found
         self._publish(info, rest)
         return info.version
@@ -184,8 +209,13 @@ class ShardSet:
     # ---------------------------------------------------------------------------------------------
     # retention
 
-    def vacuum(self, keep_last: int | None = None, newer_than: dt.datetime | None = None,
-               grace: dt.timedelta = dt.timedelta(hours=1), dry_run: bool = False) -> VacuumReport:
+    def vacuum(
+        self,
+        keep_last: int | None = None,
+        newer_than: dt.datetime | None = None,
+        grace: dt.timedelta = dt.timedelta(hours=1),
+        dry_run: bool = False,
+    ) -> VacuumReport:
         """Delete versions outside the retention and every file no kept version needs.
 
         Kept: the last ``keep_last`` versions, those created after ``newer_than``, the newest and the
@@ -202,8 +232,9 @@ class ShardSet:
                 needed |= {f.basename for s in self._index_of(info) for f in (s.raw_data, s.zip_data) if f}
         cutoff = now() - grace
         committed = {v.transaction for v in versions} | {v.index for v in versions}
-        doomed = [name for name in self.store.list()
-                  if name not in needed and removable(self.store, name, committed, cutoff)]
+        doomed = [
+            name for name in self.store.list() if name not in needed and removable(self.store, name, committed, cutoff)
+        ]
         # Manifests go first: a version disappears before any of its files do.
         doomed.sort(key=lambda n: (not is_manifest(n), n))
         if not dry_run:
@@ -234,8 +265,9 @@ class ShardSet:
         if base is None:
             return None
         if not isinstance(base, int) or isinstance(base, bool) or base < 1:
-            raise ConfigurationError(f"{self.store.url}: a base version is 'latest', 'published', a version "
-                                     f"number or None, got {base!r}")
+            raise ConfigurationError(
+                f"{self.store.url}: a base version is 'latest', 'published', a version number or None, got {base!r}"
+            )
         return next((v for v in found if v.version == base), None) or self.version(base)
 
     def _committed_as(self, transaction: str, found: list[VersionInfo], floor: int | None) -> VersionInfo | None:
@@ -244,7 +276,7 @@ class ShardSet:
         Only versions newer than ``floor`` (the newest the writer saw) can be it; when that is not
         known, those created since the transaction started (its id is stamped) can.
         """
-        started = _started(transaction) if floor is None else None
+        started = transaction_started(transaction) if floor is None else None
         if floor is None and started is None:  # an id not made by Transaction: one listing answers
             return self._committed_in_listing(transaction)
         known = {v.version: v for v in found}
@@ -260,7 +292,7 @@ class ShardSet:
         """A version's index is named after its transaction, so a listing answers without reading manifests."""
         listing = set(self.store.list(VERSIONS))
         for name in listing:
-            number, _, rest = name[len(VERSIONS) + 1:].partition(".")
+            number, _, rest = name[len(VERSIONS) + 1 :].partition(".")
             if rest == f"{transaction}.index.json" and number.isdecimal() and manifest_name(int(number)) in listing:
                 return self.version(int(number))
         return None
@@ -272,25 +304,32 @@ class ShardSet:
             self.publish(done.version)
         return done
 
-    def _check_shards(self, shards: list[ShardInfo], written: Written, base: VersionInfo | None,
-                      transaction: str) -> None:
+    def _check_shards(
+        self, shards: list[ShardInfo], written: Written, base: VersionInfo | None, transaction: str
+    ) -> None:
         if not shards:
             raise ConfigurationError(f"{self.store.url_of(f'{DATA}/{transaction}')}: the transaction wrote no shards")
         kept = shards[:1] if len(shards) > len(written.shards) else []  # combine() puts the base's first
         if written.shards:  # partitions of one transaction must agree too, not only the base and the new
-            check_same_columns(kept + written.shards, f"version {base.version if base else None} and "
-                               f"transaction {transaction}", f"Write the same columns, or commit it with "
-                               f"ShardSet.commit({transaction!r}, 'overwrite') to start afresh")
+            check_same_columns(
+                kept + written.shards,
+                f"version {base.version if base else None} and transaction {transaction}",
+                f"Write the same columns, or commit it with "
+                f"ShardSet.commit({transaction!r}, 'overwrite') to start afresh",
+            )
 
     def _conflict(self, number: int, transaction: str, mode: str, base: VersionInfo | None) -> VersionConflictError:
         on_top = (base.version if base else 0) == number - 1
-        retry = (f"ShardSet.commit({transaction!r}, {mode!r})" if on_top else
-                 f"ShardSet.commit({transaction!r}, {mode!r}, parent={base.version if base else None}, "
-                 f"seen={number})")
+        retry = (
+            f"ShardSet.commit({transaction!r}, {mode!r})"
+            if on_top
+            else f"ShardSet.commit({transaction!r}, {mode!r}, parent={base.version if base else None}, seen={number})"
+        )
         return VersionConflictError(
             f"{self.store.url}: version {number} was committed by another writer first. Nothing was published; "
             f"this transaction's shards are kept in {self.store.url_of(f'{DATA}/{transaction}')}: call {retry} "
-            f"to commit them as a newer version")
+            f"to commit them as a newer version"
+        )
 
     def _record(self) -> dict[str, Any] | None:
         """``published.json``, or None if absent or damaged (publishing rewrites it whole)."""
@@ -307,86 +346,11 @@ class ShardSet:
         self.store.write_bytes(PUBLISHED, json.dumps(record).encode())
 
 
-class Transaction:
-    """A version being written: shards go to ``out`` or to partitions; leaving the ``with`` block commits them."""
-
-    def __init__(self, shard_set: ShardSet, mode: str, lineage: dict[str, Any], publish: bool,
-                 base: int | str | None = "latest") -> None:
-        self.shard_set, self.mode, self.lineage, self.publish = shard_set, mode, lineage, publish
-        stamp = now().strftime("%Y%m%dT%H%M%S")
-        self.id = f"{stamp}-{uuid.uuid4().hex[:8]}"
-        self.out = shard_set.store.url_of(f"{DATA}/{self.id}")
-        found, _ = tip(shard_set.store)
-        self.seen = found[-1].version if found else None  # the newest now: this commits as seen + 1
-        parent = shard_set._resolve(base, found)
-        self.parent = parent.version if parent is not None else None  # what this writer builds on
-        self.partitions: list[str] = []
-        self.version: VersionInfo | None = None
-
-    def partition_out(self, key: str) -> str:
-        """The folder (path or URL) to write partition ``key`` to, as a complete MDS dataset.
-
-        At the commit, a ``replace`` drops the base version's shards of every key written here and an
-        ``append`` refuses keys the base has already."""
-        folder = partition_folder(self.id, key)
-        if key not in self.partitions:
-            self.partitions.append(key)
-        return self.shard_set.store.url_of(folder)
-
-    def __enter__(self) -> "Transaction":
-        return self
-
-    def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: Any) -> None:
-        if exc_type is None:
-            self.version = self.shard_set.commit(self.id, self.mode, self.lineage, self.publish, parent=self.parent,
-                                                 seen=self.seen, partitions=list(self.partitions))
-        # On an exception nothing is committed; the partial files are debris for vacuum().
-
-
-def resolve_version_index(root: str, version: int, storage_options: dict[str, Any] | None = None,
-                          retry: int = 3) -> str:
+def resolve_version_index(
+    root: str, version: int, storage_options: dict[str, Any] | None = None, retry: int = 3
+) -> str:
     """The path of version ``version``'s index relative to ``root`` (for ``Stream(version=...)``).
 
     ``retry``: attempts per read; a stream passes its ``download_retry`` so that resolving the version
     survives what its downloads survive."""
     return ShardSet(root, storage_options=storage_options, retry=retry).version(version).index
-
-
-# ------------------------------------------------------------------------------------------------
-
-
-def _check_mode(mode: str) -> None:
-    if mode not in MODES:
-        raise ConfigurationError(f"mode must be one of {MODES}, got {mode!r}")
-
-
-def _floor(parent: Any, seen: Any) -> int | None:
-    """The newest version the writer saw, if the arguments say it (None: unknown)."""
-    if seen == "parent":
-        seen = parent
-    if seen is None:
-        return 0
-    return seen if isinstance(seen, int) and not isinstance(seen, bool) else None
-
-
-def _after(parent: Any, seen: Any, base: VersionInfo | None, newest: int | None) -> int:
-    """The version the new one follows: ``seen``, resolved (0: none)."""
-    if seen == "parent":
-        seen = parent if parent is None or isinstance(parent, int) else "latest"
-    if seen == "latest":
-        return newest or 0
-    if seen is not None and (not isinstance(seen, int) or isinstance(seen, bool) or seen < 1):
-        raise ConfigurationError(f"seen must be 'parent', 'latest', a version number or None, got {seen!r}")
-    if base is not None and base.version > (seen or 0):
-        raise ConfigurationError(f"the base version {base.version} is newer than seen={seen!r}")
-    return seen or 0
-
-
-def _started(transaction: str) -> dt.datetime | None:
-    match = _STAMP.match(transaction)
-    if match is None:
-        return None
-    try:
-        return dt.datetime.strptime(match[1], "%Y%m%dT%H%M%S").replace(tzinfo=dt.timezone.utc)
-    except ValueError:
-        return None

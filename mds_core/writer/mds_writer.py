@@ -75,8 +75,13 @@ class MDSWriter:
         self.size_limit = parse_size_limit(size_limit)
         self.keep_local = keep_local
         get_codec(self.compression)  # an unknown or uninstalled codec fails before any output exists
-        output = open_output(out, exist_ok=bool(kwargs.get("exist_ok", False)), keep_local=keep_local,
-                             retry=kwargs.get("retry", 2), max_workers=kwargs.get("max_workers"))
+        output = open_output(
+            out,
+            exist_ok=bool(kwargs.get("exist_ok", False)),
+            keep_local=keep_local,
+            retry=kwargs.get("retry", 2),
+            max_workers=kwargs.get("max_workers"),
+        )
         self._store = ShardStore(output, self.get_config(), bool(kwargs.get("progress_bar", False)))
         self._shard_base = 8 + len(self._store.header)  # sample count + first offset + header
         family = self.compression.partition(":")[0] if self.compression else None
@@ -135,8 +140,10 @@ class MDSWriter:
         sizes = np.asarray(sizes, np.int64).reshape(-1)
         view = memoryview(data).cast("B")
         if int(sizes.sum()) != view.nbytes or (sizes.size and int(sizes.min()) < 0):
-            raise WriterError(f"write_encoded_many: {view.nbytes} bytes of data do not split into the given "
-                              f"{sizes.size} sample sizes (total {int(sizes.sum())})")
+            raise WriterError(
+                f"write_encoded_many: {view.nbytes} bytes of data do not split into the given "
+                f"{sizes.size} sample sizes (total {int(sizes.sum())})"
+            )
         ends = np.cumsum(sizes)  # where each sample ends in ``data``
         first = 0
         while first < sizes.size:
@@ -187,8 +194,8 @@ class MDSWriter:
             reach = self._chunk_limit - self._chunk_bytes + start
             last = min(first + int(np.searchsorted(ends[first:stop], reach, side="left")), stop - 1)
             nbytes = int(ends[last]) - start
-            self._parts.append(view[start:start + nbytes])
-            self._sizes.extend(sizes[first:last + 1].tolist())
+            self._parts.append(view[start : start + nbytes])
+            self._sizes.extend(sizes[first : last + 1].tolist())
             self._shard_bytes += nbytes + 4 * (last + 1 - first)
             self._chunk_bytes += nbytes
             if self._chunk_bytes >= self._chunk_limit:
@@ -230,7 +237,7 @@ class MDSWriter:
         self._start_shard()
         self._store.close(discard=True)
 
-    def __enter__(self) -> "MDSWriter":
+    def __enter__(self) -> MDSWriter:
         return self
 
     def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: Any) -> None:

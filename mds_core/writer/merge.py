@@ -29,19 +29,21 @@ def merge_index(*args: Any, **kwargs: Any) -> None:
     """
     first = args[0] if args else kwargs.get("index_file_urls", kwargs.get("out"))
     if not first:
-        raise MergeError(f"nothing to merge: the first argument is {first!r}; pass the partition index.json "
-                         "files and out, or the root directory that holds the partitions")
+        raise MergeError(
+            f"nothing to merge: the first argument is {first!r}; pass the partition index.json "
+            "files and out, or the root directory that holds the partitions"
+        )
     if isinstance(first, list):
         _merge_listed(*args, **kwargs)
     else:
         _merge_root(*args, **kwargs)
 
 
-def _merge_listed(
-    index_file_urls: list[Out], out: Out, keep_local: bool = True, download_timeout: int = 60
-) -> None:
+def _merge_listed(index_file_urls: list[Out], out: Out, keep_local: bool = True, download_timeout: int = 60) -> None:
     if not out:
-        raise MergeError(f"merge_index: out is {out!r}; give the merged dataset's root (a path, URL or (local, remote))")
+        raise MergeError(
+            f"merge_index: out is {out!r}; give the merged dataset's root (a path, URL or (local, remote))"
+        )
     location = parse_out(out)
     local_out, remote_out, root = location.local, location.remote, location.home
     shards: list[ShardInfo] = []
@@ -101,7 +103,7 @@ def _partition_prefix(index_path: str, root: str) -> str:
         raise MergeError(f"{index_path}: a partition must be in a sub-directory of the merged root {root}")
     if is_remote(root):
         partition, base = posixpath.dirname(index_path), root.rstrip("/")
-        relative = partition[len(base) + 1:] if partition.startswith(base + "/") else ".."
+        relative = partition[len(base) + 1 :] if partition.startswith(base + "/") else ".."
     else:
         partition = os.path.dirname(os.path.abspath(index_path))
         relative = os.path.relpath(partition, os.path.abspath(root)).replace(os.sep, "/")

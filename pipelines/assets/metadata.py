@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from dagster import MetadataValue, TableColumn, TableSchema
 
@@ -13,5 +14,8 @@ def column_schema(columns: Iterable[tuple[str, str]]) -> TableSchema:
 
 def standard_metadata(rows: int, uri: str, columns: Iterable[tuple[str, str]]) -> dict[str, Any]:
     """``dagster/row_count``, ``dagster/uri`` and ``dagster/column_schema`` (name, type)."""
-    return {"dagster/row_count": MetadataValue.int(int(rows)), "dagster/uri": MetadataValue.text(uri),
-            "dagster/column_schema": MetadataValue.table_schema(column_schema(columns))}
+    return {
+        "dagster/row_count": MetadataValue.int(int(rows)),
+        "dagster/uri": MetadataValue.text(uri),
+        "dagster/column_schema": MetadataValue.table_schema(column_schema(columns)),
+    }

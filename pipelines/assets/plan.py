@@ -11,11 +11,17 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetCheckSeverity, AssetChecksDefinition,
-                     MetadataValue, asset_check)
+from dagster import (
+    AssetCheckExecutionContext,
+    AssetCheckResult,
+    AssetChecksDefinition,
+    AssetCheckSeverity,
+    MetadataValue,
+    asset_check,
+)
 
 from pipelines.assets.smoke import version_to_check
-from pipelines.partitions import daily, dagster_features_we_pin, key
+from pipelines.partitions import dagster_features_we_pin, daily, key
 from pipelines.registry import DatasetSpec
 from pipelines.resources import ShardStore, TrainingWorldSettings
 
@@ -29,11 +35,19 @@ def plan_version(shard_store: ShardStore, dataset: str, version: int, settings: 
     from mds_core.sizes import bytes_to_int
 
     shards = shard_store.shard_set(dataset).shards(version)
-    environment = Environment(bandwidth=bytes_to_int(settings.bandwidth) if settings.bandwidth else None,
-                              consume_seconds=settings.consume_seconds or None)
-    return plan_training([shards], parse_world(settings.world), settings.batch_size, epochs=settings.epochs,
-                         cache_limit=bytes_to_int(settings.cache_limit) if settings.cache_limit else None,
-                         environment=environment, shuffle=True)
+    environment = Environment(
+        bandwidth=bytes_to_int(settings.bandwidth) if settings.bandwidth else None,
+        consume_seconds=settings.consume_seconds or None,
+    )
+    return plan_training(
+        [shards],
+        parse_world(settings.world),
+        settings.batch_size,
+        epochs=settings.epochs,
+        cache_limit=bytes_to_int(settings.cache_limit) if settings.cache_limit else None,
+        environment=environment,
+        shuffle=True,
+    )
 
 
 def plan_metadata(plan: Any) -> dict[str, Any]:
@@ -41,15 +55,17 @@ def plan_metadata(plan: Any) -> dict[str, Any]:
 
     first = plan.epochs[0]
     return {
-        "world": plan.settings["world"], "batch_size": plan.settings["batch_size"],
+        "world": plan.settings["world"],
+        "batch_size": plan.settings["batch_size"],
         "bytes_per_node_first_epoch": MetadataValue.json([n.bytes_downloaded for n in first.nodes]),
         "peak_cache_bytes_per_node": MetadataValue.json([n.peak_cache_bytes for n in plan.epochs[-1].nodes]),
         "smallest_cache_limit": plan.smallest_cache_limit,
         "shards_fetched_again": plan.refetched_shards,
         "first_batch_seconds": MetadataValue.json([n.first_batch_seconds for n in first.nodes]),
         "data_wait_fraction": MetadataValue.json([n.data_wait_fraction for n in first.nodes]),
-        "recommendations": MetadataValue.md("\n".join(f"* **{r.setting}** = {r.value}: {r.reason}"
-                                                       for r in plan.recommendations)),
+        "recommendations": MetadataValue.md(
+            "\n".join(f"* **{r.setting}** = {r.value}: {r.reason}" for r in plan.recommendations)
+        ),
         "plan": MetadataValue.md(f"```\n{render_text(plan)}\n```"),
         "plan_json": MetadataValue.json(plan.to_json()),
     }
@@ -72,30 +88,50 @@ def plot_metadata(plan: Any) -> dict[str, Any]:
 
 def build_plan_check(spec: DatasetSpec) -> AssetChecksDefinition:
     with dagster_features_we_pin():
-        @asset_check(asset=key(spec, "shard_set"), name=PLAN_CHECK, blocking=False, partitions_def=daily(spec),
-                     description="Plans the new version for the declared training world (MDS_PLAN_*): bytes each "
-                                 "node downloads, peak cache, the smallest cache_limit without repeated downloads, "
-                                 "modelled time to first batch and waiting, recommendations and a plot. Warns, "
-                                 "never blocks.")
-        def training_plan(context: AssetCheckExecutionContext, shard_store: ShardStore,
-                          training_world: TrainingWorldSettings) -> AssetCheckResult:
+
+        @asset_check(
+            asset=key(spec, "shard_set"),
+            name=PLAN_CHECK,
+            blocking=False,
+            partitions_def=daily(spec),
+            description="Plans the new version for the declared training world (MDS_PLAN_*): bytes each "
+            "node downloads, peak cache, the smallest cache_limit without repeated downloads, "
+            "modelled time to first batch and waiting, recommendations and a plot. Warns, "
+            "never blocks.",
+        )
+        def training_plan(
+            context: AssetCheckExecutionContext, shard_store: ShardStore, training_world: TrainingWorldSettings
+        ) -> AssetCheckResult:
             return run_plan(context, spec, shard_store, training_world)
+
     return training_plan
 
 
-def run_plan(context: AssetCheckExecutionContext, spec: DatasetSpec, shard_store: ShardStore,
-             training_world: TrainingWorldSettings) -> AssetCheckResult:
+def run_plan(
+    context: AssetCheckExecutionContext,
+    spec: DatasetSpec,
+    shard_store: ShardStore,
+    training_world: TrainingWorldSettings,
+) -> AssetCheckResult:
     version = version_to_check(context, spec, shard_store)
     if version is None:
-        return AssetCheckResult(passed=False, severity=AssetCheckSeverity.WARN,
-                                description=f"{spec.name} has no version yet: nothing to plan")
+        return AssetCheckResult(
+            passed=False,
+            severity=AssetCheckSeverity.WARN,
+            description=f"{spec.name} has no version yet: nothing to plan",
+        )
     plan = plan_version(shard_store, spec.name, version, training_world)
     problems = _problems(plan)
-    context.log.info(f"training plan of version {version} for {plan.settings['world']}: "
-                     f"{'; '.join(problems) or 'no repeated downloads'}")
-    return AssetCheckResult(passed=not problems, severity=AssetCheckSeverity.WARN,
-                            description="; ".join(problems) or None,
-                            metadata={"version": version, **plan_metadata(plan), **plot_metadata(plan)})
+    context.log.info(
+        f"training plan of version {version} for {plan.settings['world']}: "
+        f"{'; '.join(problems) or 'no repeated downloads'}"
+    )
+    return AssetCheckResult(
+        passed=not problems,
+        severity=AssetCheckSeverity.WARN,
+        description="; ".join(problems) or None,
+        metadata={"version": version, **plan_metadata(plan), **plot_metadata(plan)},
+    )
 
 
 def _problems(plan: Any) -> list[str]:
@@ -104,9 +140,13 @@ def _problems(plan: Any) -> list[str]:
         return []
     out = []
     if plan.refetched_shards:
-        out.append(f"cache_limit={limit:,} bytes downloads {plan.refetched_shards:,} shard(s) again; no repeat needs "
-                   f"{plan.smallest_cache_limit:,} bytes per node")
+        out.append(
+            f"cache_limit={limit:,} bytes downloads {plan.refetched_shards:,} shard(s) again; no repeat needs "
+            f"{plan.smallest_cache_limit:,} bytes per node"
+        )
     if limit < plan.settings["loader_minimum_cache_limit"]:
-        out.append(f"StreamingDataset refuses cache_limit={limit:,} bytes for this order (it needs "
-                   f"{plan.settings['loader_minimum_cache_limit']:,})")
+        out.append(
+            f"StreamingDataset refuses cache_limit={limit:,} bytes for this order (it needs "
+            f"{plan.settings['loader_minimum_cache_limit']:,})"
+        )
     return out

@@ -3,9 +3,16 @@
 # No `from __future__ import annotations`: Dagster reads the resource annotations at runtime.
 import datetime as dt
 
-from dagster import FreshnessPolicy
-from dagster import AssetCheckKey, AssetExecutionContext, AssetsDefinition, Failure, MaterializeResult, MetadataValue
-from dagster import asset
+from dagster import (
+    AssetCheckKey,
+    AssetExecutionContext,
+    AssetsDefinition,
+    Failure,
+    FreshnessPolicy,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+)
 
 from pipelines.assets.run_family import check_passed_in_this_run, written_in_this_run
 from pipelines.assets.shards import WRITER_POOL
@@ -18,13 +25,20 @@ from pipelines.retries import RETRY
 
 def build_published_version(spec: DatasetSpec) -> AssetsDefinition:
     with dagster_features_we_pin():
-        @asset(name="published_version", deps=[key(spec, "shard_set")], pool=WRITER_POOL, retry_policy=RETRY,
-               freshness_policy=freshness(spec),
-               **conventions(spec, "published", {"mds"}),
-               description=f"{spec.name}: moves the shard set's published pointer (the root index.json training "
-                           f"code reads) to the version this run wrote, after the blocking {SMOKE_CHECK} passed.")
+
+        @asset(
+            name="published_version",
+            deps=[key(spec, "shard_set")],
+            pool=WRITER_POOL,
+            retry_policy=RETRY,
+            freshness_policy=freshness(spec),
+            **conventions(spec, "published", {"mds"}),
+            description=f"{spec.name}: moves the shard set's published pointer (the root index.json training "
+            f"code reads) to the version this run wrote, after the blocking {SMOKE_CHECK} passed.",
+        )
         def published_version(context: AssetExecutionContext, shard_store: ShardStore) -> MaterializeResult:
             return publish_written(context, spec, shard_store)
+
     return published_version
 
 
@@ -37,20 +51,30 @@ def freshness(spec: DatasetSpec) -> FreshnessPolicy:
 def publish_written(context: AssetExecutionContext, spec: DatasetSpec, shard_store: ShardStore) -> MaterializeResult:
     written = written_in_this_run(context, key(spec, "shard_set"))
     if written is None:
-        raise Failure(f"{spec.name}/shard_set was not materialised in this run: there is no new version to publish. "
-                      f"Use the {spec.name}_publish job to publish or roll back a version.", allow_retries=False)
+        raise Failure(
+            f"{spec.name}/shard_set was not materialised in this run: there is no new version to publish. "
+            f"Use the {spec.name}_publish job to publish or roll back a version.",
+            allow_retries=False,
+        )
     version = int(written["version"])
     if not check_passed_in_this_run(context, AssetCheckKey(key(spec, "shard_set"), SMOKE_CHECK)):
-        raise Failure(f"version {version} was not published: the {SMOKE_CHECK} check did not pass in this run. Run "
-                      "it with the shard set (the UI's 'Materialize all' and the daily job include it).",
-                      allow_retries=False)
+        raise Failure(
+            f"version {version} was not published: the {SMOKE_CHECK} check did not pass in this run. Run "
+            "it with the shard set (the UI's 'Materialize all' and the daily job include it).",
+            allow_retries=False,
+        )
     shards = shard_store.shard_set(spec.name)
     before = shards.published()
     shards.publish(version)
     url = shard_store.url(spec.name)
-    return MaterializeResult(metadata={
-        "published": version, "previously_published": before if before is not None else -1,
-        "store_url": url, "dagster/uri": MetadataValue.text(url),
-        "read_it": MetadataValue.md(f"```python\nStreamingDataset(remote={url!r}, local='/tmp/cache', "
-                                    f"version={version})\n```"),
-    })
+    return MaterializeResult(
+        metadata={
+            "published": version,
+            "previously_published": before if before is not None else -1,
+            "store_url": url,
+            "dagster/uri": MetadataValue.text(url),
+            "read_it": MetadataValue.md(
+                f"```python\nStreamingDataset(remote={url!r}, local='/tmp/cache', version={version})\n```"
+            ),
+        }
+    )

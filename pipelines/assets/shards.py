@@ -14,8 +14,19 @@ last *published* version, never on one whose smoke test failed:
 import json
 from typing import TYPE_CHECKING, Any, Literal
 
-from dagster import (AssetExecutionContext, AssetsDefinition, Config, Failure, MaterializeResult, MetadataValue,
-                     TableColumn, TableMetadataValue, TableRecord, TableSchema, asset)
+from dagster import (
+    AssetExecutionContext,
+    AssetsDefinition,
+    Config,
+    Failure,
+    MaterializeResult,
+    MetadataValue,
+    TableColumn,
+    TableMetadataValue,
+    TableRecord,
+    TableSchema,
+    asset,
+)
 from pydantic import Field
 
 from mds_core.errors import MDSError
@@ -38,37 +49,62 @@ Mode = Literal["auto", "append", "replace", "overwrite"]
 
 
 class ShardsConfig(Config):
-    mode: Mode = Field(default="auto", description="auto: append new days, replace days already there; append; "
-                                                   "replace; overwrite (only this run's days).")
-    compression: str = Field(default="", description="Shard compression (zstd, zstd:7, gz, ... or none); empty: "
-                                                     "the dataset's.")
+    mode: Mode = Field(
+        default="auto",
+        description="auto: append new days, replace days already there; append; "
+        "replace; overwrite (only this run's days).",
+    )
+    compression: str = Field(
+        default="", description="Shard compression (zstd, zstd:7, gz, ... or none); empty: the dataset's."
+    )
     size_limit: str = Field(default="", description="Largest raw shard, e.g. 1mb or 64mb; empty: the dataset's.")
 
 
 def build_shard_set(spec: DatasetSpec) -> AssetsDefinition:
     settings = {"compression": spec.compression, "size_limit": spec.size_limit}
     with dagster_features_we_pin():
-        @asset(name="shard_set", deps=[key(spec, "validated_table")], pool=WRITER_POOL, retry_policy=RETRY,
-               **conventions(spec, "shards", {"spark", "mds"}, settings),
-               description=f"{spec.name}: validated rows as MDS shards, committed as a new immutable version of "
-                           "the shard set on top of the published one (a day already there is replaced). "
-                           "Not yet published.")
-        def shard_set(context: AssetExecutionContext, config: ShardsConfig, spark: SparkResource,
-                      catalog: TableCatalog, shard_store: ShardStore) -> MaterializeResult:
+
+        @asset(
+            name="shard_set",
+            deps=[key(spec, "validated_table")],
+            pool=WRITER_POOL,
+            retry_policy=RETRY,
+            **conventions(spec, "shards", {"spark", "mds"}, settings),
+            description=f"{spec.name}: validated rows as MDS shards, committed as a new immutable version of "
+            "the shard set on top of the published one (a day already there is replaced). "
+            "Not yet published.",
+        )
+        def shard_set(
+            context: AssetExecutionContext,
+            config: ShardsConfig,
+            spark: SparkResource,
+            catalog: TableCatalog,
+            shard_store: ShardStore,
+        ) -> MaterializeResult:
             with failures_are_final():
                 return write_version(context, spec, config, spark, catalog, shard_store)
+
     return shard_set
 
 
-def write_version(context: AssetExecutionContext, spec: DatasetSpec, config: ShardsConfig, spark: SparkResource,
-                  catalog: TableCatalog, shard_store: ShardStore) -> MaterializeResult:
+def write_version(
+    context: AssetExecutionContext,
+    spec: DatasetSpec,
+    config: ShardsConfig,
+    spark: SparkResource,
+    catalog: TableCatalog,
+    shard_store: ShardStore,
+) -> MaterializeResult:
     days = sorted(context.partition_keys)
     frame = catalog.read_days(spark.session(), f"{spec.name}_validated", days)
     counts = {row["day"]: row["count"] for row in frame.groupBy("day").count().collect()}
     written_days = [day for day in days if counts.get(day)]
     if not written_days:
-        raise Failure(f"no validated rows for {', '.join(days)}: nothing to write, so no new version. See "
-                      "validated_table's counts (everything quarantined, or an empty source?).", allow_retries=False)
+        raise Failure(
+            f"no validated rows for {', '.join(days)}: nothing to write, so no new version. See "
+            "validated_table's counts (everything quarantined, or an empty source?).",
+            allow_retries=False,
+        )
     if len(written_days) < len(days):
         context.log.warning(f"no validated rows for {sorted(set(days) - set(written_days))}; they are left out")
     shards = shard_store.shard_set(spec.name)
@@ -76,25 +112,33 @@ def write_version(context: AssetExecutionContext, spec: DatasetSpec, config: Sha
     base = shards.version(published) if published is not None else None
     mode = resolve_mode(config.mode, days_of(base), written_days, published)
     lineage = _lineage(context, spec, catalog, days_of(base), written_days, mode)
-    mds_kwargs = {"compression": (config.compression or spec.compression) or None,
-                  "size_limit": config.size_limit or spec.size_limit}
+    mds_kwargs = {
+        "compression": (config.compression or spec.compression) or None,
+        "size_limit": config.size_limit or spec.size_limit,
+    }
     # publish=False: the pointer moves in published_version, after the smoke test has passed.
     with shards.transaction(mode=mode, lineage=lineage, publish=False, base=published) as tx:
-        results = [_write_day(frame, day, spark.writer_tasks, {**mds_kwargs, "out": tx.partition_out(day)})
-                   for day in written_days]
+        results = [
+            _write_day(frame, day, spark.writer_tasks, {**mds_kwargs, "out": tx.partition_out(day)})
+            for day in written_days
+        ]
     info = tx.version
     url = shard_store.url(spec.name)
     context.log.info(f"{spec.name}: committed version {info.number} ({mode} on {published}) at {url}")
-    return MaterializeResult(metadata={
-        **standard_metadata(info.rows, url, info.columns.items()),
-        **version_metadata(info, mode, _stats(results), lineage),
-        "store_url": url, "preview": preview(frame),
-        **pictures(context, url, info.number, shard_store, spec),
-    })
+    return MaterializeResult(
+        metadata={
+            **standard_metadata(info.rows, url, info.columns.items()),
+            **version_metadata(info, mode, _stats(results), lineage),
+            "store_url": url,
+            "preview": preview(frame),
+            **pictures(context, url, info.number, shard_store, spec),
+        }
+    )
 
 
-def pictures(context: AssetExecutionContext, url: str, version: int, shard_store: ShardStore,
-             spec: DatasetSpec) -> dict[str, Any]:
+def pictures(
+    context: AssetExecutionContext, url: str, version: int, shard_store: ShardStore, spec: DatasetSpec
+) -> dict[str, Any]:
     """The sample pictures; the version is committed by now, so a failure to draw them only logs."""
     try:
         return sample_preview(url, version, shard_store.options() or None, spec.pictures)
@@ -114,8 +158,11 @@ def resolve_mode(requested: str, base_days: set[str], days: list[str], base: int
     """The transaction's mode for ``requested`` (auto picks append or replace from the base's days)."""
     repeated = sorted(base_days & set(days))
     if requested == "append" and repeated:
-        raise Failure(f"day(s) {', '.join(repeated)} are already in version {base}; appending them again would "
-                      "duplicate rows. Run with mode: replace (or auto) to replace them.", allow_retries=False)
+        raise Failure(
+            f"day(s) {', '.join(repeated)} are already in version {base}; appending them again would "
+            "duplicate rows. Run with mode: replace (or auto) to replace them.",
+            allow_retries=False,
+        )
     if requested == "auto":
         return "replace" if repeated else "append"
     return requested
@@ -131,12 +178,25 @@ def _write_day(frame: "DataFrame", day: str, tasks: int, mds_kwargs: dict[str, A
     return dataframe_to_mds(day_frame, merge_index=True, mds_kwargs=mds_kwargs)
 
 
-def _lineage(context: AssetExecutionContext, spec: DatasetSpec, catalog: TableCatalog, base_days: set[str],
-             days: list[str], mode: str) -> dict[str, Any]:
+def _lineage(
+    context: AssetExecutionContext,
+    spec: DatasetSpec,
+    catalog: TableCatalog,
+    base_days: set[str],
+    days: list[str],
+    mode: str,
+) -> dict[str, Any]:
     kept = set() if mode == "overwrite" else base_days
-    return {"dataset": spec.name, "source": run_source(context, spec), "days": sorted(kept | set(days)),
-            "added_days": days, "replaced_days": sorted(kept & set(days)), "mode": mode,
-            "dagster_run_id": context.run.run_id, "validated_table": catalog.location(f"{spec.name}_validated")}
+    return {
+        "dataset": spec.name,
+        "source": run_source(context, spec),
+        "days": sorted(kept | set(days)),
+        "added_days": days,
+        "replaced_days": sorted(kept & set(days)),
+        "mode": mode,
+        "dagster_run_id": context.run.run_id,
+        "validated_table": catalog.location(f"{spec.name}_validated"),
+    }
 
 
 def run_source(context: AssetExecutionContext, spec: DatasetSpec) -> dict[str, Any]:
@@ -148,13 +208,22 @@ def run_source(context: AssetExecutionContext, spec: DatasetSpec) -> dict[str, A
 
 def version_metadata(info: Any, mode: str, stats: dict[str, Any], lineage: dict[str, Any]) -> dict[str, Any]:
     return {
-        "version": info.number, "parent": info.parent if info.parent is not None else -1, "mode": mode,
-        "rows": info.rows, "shards": info.shards, "bytes": info.stored_bytes, "raw_bytes": info.raw_bytes,
-        "rows_added": stats["rows"], "shards_added": info.new_shards,
-        "bytes_added": stats["compressed_bytes"], "raw_bytes_added": stats["raw_bytes"],
+        "version": info.number,
+        "parent": info.parent if info.parent is not None else -1,
+        "mode": mode,
+        "rows": info.rows,
+        "shards": info.shards,
+        "bytes": info.stored_bytes,
+        "raw_bytes": info.raw_bytes,
+        "rows_added": stats["rows"],
+        "shards_added": info.new_shards,
+        "bytes_added": stats["compressed_bytes"],
+        "raw_bytes_added": stats["raw_bytes"],
         "compression_ratio": round(stats["compression_ratio"], 3),
-        "rows_per_second": round(stats["rows_per_second"], 1), "seconds": round(stats["seconds"], 2),
-        "replaced_days": MetadataValue.json(lineage["replaced_days"]), "lineage": MetadataValue.json(info.lineage),
+        "rows_per_second": round(stats["rows_per_second"], 1),
+        "seconds": round(stats["seconds"], 2),
+        "replaced_days": MetadataValue.json(lineage["replaced_days"]),
+        "lineage": MetadataValue.json(info.lineage),
     }
 
 

@@ -10,11 +10,17 @@ its own (the check's "Execute" button), it tests the shard set's latest version.
 import shutil
 from typing import Any
 
-from dagster import (AssetCheckExecutionContext, AssetCheckResult, AssetCheckSeverity, AssetChecksDefinition,
-                     MetadataValue, asset_check)
+from dagster import (
+    AssetCheckExecutionContext,
+    AssetCheckResult,
+    AssetChecksDefinition,
+    AssetCheckSeverity,
+    MetadataValue,
+    asset_check,
+)
 
 from pipelines.assets.run_family import written_in_this_run
-from pipelines.partitions import daily, dagster_features_we_pin, key
+from pipelines.partitions import dagster_features_we_pin, daily, key
 from pipelines.registry import DatasetSpec
 from pipelines.resources import ShardStore, SmokeTestSettings
 
@@ -26,22 +32,38 @@ def smoke_test(store: ShardStore, dataset: str, cache: str, version: int, settin
     from mds_core.sizes import bytes_to_int
     from mds_core.streaming.loader_check import check_version  # imports torch
 
-    return check_version(store.url(dataset), version, local=cache, storage_options=store.options() or None,
-                         sample_rows=settings.sample_rows, sample_seconds=settings.sample_seconds,
-                         cache_limit=bytes_to_int(settings.cache_limit) if settings.cache_limit else None,
-                         batch_size=settings.batch_size, num_workers=settings.num_workers,
-                         min_samples_per_second=settings.min_rows_per_second)
+    return check_version(
+        store.url(dataset),
+        version,
+        local=cache,
+        storage_options=store.options() or None,
+        sample_rows=settings.sample_rows,
+        sample_seconds=settings.sample_seconds,
+        cache_limit=bytes_to_int(settings.cache_limit) if settings.cache_limit else None,
+        batch_size=settings.batch_size,
+        num_workers=settings.num_workers,
+        min_samples_per_second=settings.min_rows_per_second,
+    )
 
 
 def report_metadata(report: Any) -> dict[str, Any]:
     """The check's figures as asset-check metadata, in rows (a sample is a table row here)."""
-    return {"version": report.version, "rows_expected": report.samples_expected,
-            "rows_streamed": report.samples_streamed, "distinct": report.distinct,
-            "exactly_once": report.exactly_once, "resumed_at_sample": report.resumed_at_sample,
-            "continuation_matches": report.continuation_matches,
-            "rows_per_second": report.samples_per_second, "seconds": report.seconds,
-            "problems": MetadataValue.json(report.problems), "num_workers": report.num_workers,
-            "batch_size": report.batch_size, **subset_metadata(report), **telemetry_metadata(report.telemetry)}
+    return {
+        "version": report.version,
+        "rows_expected": report.samples_expected,
+        "rows_streamed": report.samples_streamed,
+        "distinct": report.distinct,
+        "exactly_once": report.exactly_once,
+        "resumed_at_sample": report.resumed_at_sample,
+        "continuation_matches": report.continuation_matches,
+        "rows_per_second": report.samples_per_second,
+        "seconds": report.seconds,
+        "problems": MetadataValue.json(report.problems),
+        "num_workers": report.num_workers,
+        "batch_size": report.batch_size,
+        **subset_metadata(report),
+        **telemetry_metadata(report.telemetry),
+    }
 
 
 def subset_metadata(report: Any) -> dict[str, Any]:
@@ -55,10 +77,16 @@ def telemetry_metadata(metrics: dict[str, Any]) -> dict[str, Any]:
     if not metrics:
         return {}
     totals = metrics["totals"]
-    return {"wait_seconds": round(metrics["wait_seconds"], 4), "wait_max_seconds": round(metrics["wait_max_seconds"], 4),
-            "decode_seconds": round(totals["decode_seconds"], 4), "bytes_downloaded": totals["bytes_downloaded"],
-            "shards_downloaded": totals["shards_downloaded"], "cache_hits": totals["cache_hits"],
-            "cache_misses": totals["cache_misses"], "telemetry": MetadataValue.json(metrics)}
+    return {
+        "wait_seconds": round(metrics["wait_seconds"], 4),
+        "wait_max_seconds": round(metrics["wait_max_seconds"], 4),
+        "decode_seconds": round(totals["decode_seconds"], 4),
+        "bytes_downloaded": totals["bytes_downloaded"],
+        "shards_downloaded": totals["shards_downloaded"],
+        "cache_hits": totals["cache_hits"],
+        "cache_misses": totals["cache_misses"],
+        "telemetry": MetadataValue.json(metrics),
+    }
 
 
 def version_to_check(context: AssetCheckExecutionContext, spec: DatasetSpec, store: ShardStore) -> int | None:
@@ -72,28 +100,44 @@ def version_to_check(context: AssetCheckExecutionContext, spec: DatasetSpec, sto
 
 def build_smoke_check(spec: DatasetSpec) -> AssetChecksDefinition:
     with dagster_features_we_pin():
-        @asset_check(asset=key(spec, "shard_set"), name=SMOKE_CHECK, blocking=True, partitions_def=daily(spec),
-                     description="Streams the new version with StreamingDataLoader (2 workers): its new shards "
-                                 "and a bounded sample of the older ones, every sample exactly once, a mid-epoch "
-                                 "resume that continues the same order, throughput recorded. Blocks publication "
-                                 "when it fails; executed alone, it tests the latest version.")
-        def loader_smoke_test(context: AssetCheckExecutionContext, shard_store: ShardStore,
-                              smoke_settings: SmokeTestSettings) -> AssetCheckResult:
+
+        @asset_check(
+            asset=key(spec, "shard_set"),
+            name=SMOKE_CHECK,
+            blocking=True,
+            partitions_def=daily(spec),
+            description="Streams the new version with StreamingDataLoader (2 workers): its new shards "
+            "and a bounded sample of the older ones, every sample exactly once, a mid-epoch "
+            "resume that continues the same order, throughput recorded. Blocks publication "
+            "when it fails; executed alone, it tests the latest version.",
+        )
+        def loader_smoke_test(
+            context: AssetCheckExecutionContext, shard_store: ShardStore, smoke_settings: SmokeTestSettings
+        ) -> AssetCheckResult:
             return run_smoke_test(context, spec, shard_store, smoke_settings)
+
     return loader_smoke_test
 
 
-def run_smoke_test(context: AssetCheckExecutionContext, spec: DatasetSpec, store: ShardStore,
-                   settings: SmokeTestSettings) -> AssetCheckResult:
+def run_smoke_test(
+    context: AssetCheckExecutionContext, spec: DatasetSpec, store: ShardStore, settings: SmokeTestSettings
+) -> AssetCheckResult:
     version = version_to_check(context, spec, store)
     if version is None:
-        return AssetCheckResult(passed=False, severity=AssetCheckSeverity.ERROR,
-                                description=f"{spec.name} has no version yet: nothing to test")
+        return AssetCheckResult(
+            passed=False,
+            severity=AssetCheckSeverity.ERROR,
+            description=f"{spec.name} has no version yet: nothing to test",
+        )
     cache = store.cache(f"{spec.name}-smoke-{context.run.run_id[:8]}")
     try:
         report = smoke_test(store, spec.name, cache, version, settings)
     finally:
         shutil.rmtree(cache, ignore_errors=True)  # a throwaway copy: training keeps its own cache
     context.log.info(f"smoke test of version {report.version}: {'passed' if report.passed else report.problems}")
-    return AssetCheckResult(passed=report.passed, severity=AssetCheckSeverity.ERROR,
-                            description="; ".join(report.problems) or None, metadata=report_metadata(report))
+    return AssetCheckResult(
+        passed=report.passed,
+        severity=AssetCheckSeverity.ERROR,
+        description="; ".join(report.problems) or None,
+        metadata=report_metadata(report),
+    )

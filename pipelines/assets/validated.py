@@ -4,8 +4,17 @@
 import importlib
 from typing import TYPE_CHECKING
 
-from dagster import (AssetCheckResult, AssetCheckSeverity, AssetCheckSpec, AssetExecutionContext, AssetsDefinition,
-                     Config, MaterializeResult, MetadataValue, asset)
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetCheckSpec,
+    AssetExecutionContext,
+    AssetsDefinition,
+    Config,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+)
 from pydantic import Field
 
 from pipelines.assets.metadata import standard_metadata
@@ -23,31 +32,51 @@ COUNTS_CHECK = "quarantine_counts"
 
 class ValidateConfig(Config):
     max_quarantined_fraction: float = Field(
-        default=0.01, ge=0.0, le=1.0,
-        description="The counts check fails when more than this fraction of rows is quarantined.")
-    schema_ref: str = Field(default="", description="module:attribute of a TableSchema, or 'not_null'; "
-                            "empty keeps the dataset's schema.")
+        default=0.01,
+        ge=0.0,
+        le=1.0,
+        description="The counts check fails when more than this fraction of rows is quarantined.",
+    )
+    schema_ref: str = Field(
+        default="", description="module:attribute of a TableSchema, or 'not_null'; empty keeps the dataset's schema."
+    )
 
 
 def build_validated_table(spec: DatasetSpec) -> AssetsDefinition:
     with dagster_features_we_pin():
-        counts_spec = AssetCheckSpec(COUNTS_CHECK, asset=key(spec, "validated_table"), blocking=True,
-                                     partitions_def=daily(spec),
-                                     description="in = valid + quarantined, and the quarantined share is within "
-                                                 "the threshold")
-        @asset(name="validated_table", deps=[key(spec, "raw_table")], check_specs=[counts_spec], retry_policy=RETRY,
-               **conventions(spec, "validated", {"spark", "pandera", "parquet"}, {"schema": spec.schema_ref}),
-               description=f"{spec.name}: raw rows that pass the pandera.pyspark schema; the others go to the "
-                           "quarantine table with the reason.")
-        def validated_table(context: AssetExecutionContext, config: ValidateConfig, spark: SparkResource,
-                            catalog: TableCatalog) -> MaterializeResult:
+        counts_spec = AssetCheckSpec(
+            COUNTS_CHECK,
+            asset=key(spec, "validated_table"),
+            blocking=True,
+            partitions_def=daily(spec),
+            description="in = valid + quarantined, and the quarantined share is within the threshold",
+        )
+
+        @asset(
+            name="validated_table",
+            deps=[key(spec, "raw_table")],
+            check_specs=[counts_spec],
+            retry_policy=RETRY,
+            **conventions(spec, "validated", {"spark", "pandera", "parquet"}, {"schema": spec.schema_ref}),
+            description=f"{spec.name}: raw rows that pass the pandera.pyspark schema; the others go to the "
+            "quarantine table with the reason.",
+        )
+        def validated_table(
+            context: AssetExecutionContext, config: ValidateConfig, spark: SparkResource, catalog: TableCatalog
+        ) -> MaterializeResult:
             with failures_are_final():
                 return validate(context, spec, config, spark, catalog)
+
     return validated_table
 
 
-def validate(context: AssetExecutionContext, spec: DatasetSpec, config: ValidateConfig, spark: SparkResource,
-             catalog: TableCatalog) -> MaterializeResult:
+def validate(
+    context: AssetExecutionContext,
+    spec: DatasetSpec,
+    config: ValidateConfig,
+    spark: SparkResource,
+    catalog: TableCatalog,
+) -> MaterializeResult:
     days, name = context.partition_keys, spec.name
     raw = catalog.read_days(spark.session(), f"{name}_raw", days)
     schema = load_schema(config.schema_ref or spec.schema_ref, raw)
@@ -63,10 +92,15 @@ def validate(context: AssetExecutionContext, spec: DatasetSpec, config: Validate
     check = counts_check(counts, config.max_quarantined_fraction, top_reasons(written_quarantine), leftover)
     location = catalog.location(f"{name}_validated")
     return MaterializeResult(
-        metadata={**standard_metadata(counts["valid"], location, valid.dtypes), **counts, "schema": schema.name,
-                  "validated_location": MetadataValue.path(location),
-                  "quarantine_location": MetadataValue.path(catalog.location(f"{name}_quarantine"))},
-        check_results=[check])
+        metadata={
+            **standard_metadata(counts["valid"], location, valid.dtypes),
+            **counts,
+            "schema": schema.name,
+            "validated_location": MetadataValue.path(location),
+            "quarantine_location": MetadataValue.path(catalog.location(f"{name}_quarantine")),
+        },
+        check_results=[check],
+    )
 
 
 def load_schema(reference: str, frame: "DataFrame") -> TableSchema:
@@ -77,8 +111,10 @@ def load_schema(reference: str, frame: "DataFrame") -> TableSchema:
     try:
         schema = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as error:
-        raise ValueError(f"schema {reference!r} cannot be loaded ({error}); give module:attribute of a "
-                         "pipelines.schemas.TableSchema, or 'not_null'") from error
+        raise ValueError(
+            f"schema {reference!r} cannot be loaded ({error}); give module:attribute of a "
+            "pipelines.schemas.TableSchema, or 'not_null'"
+        ) from error
     if not isinstance(schema, TableSchema):
         raise ValueError(f"schema {reference!r} is a {type(schema).__name__}, not a pipelines.schemas.TableSchema")
     return schema
@@ -89,17 +125,24 @@ def top_reasons(quarantined: "DataFrame", limit: int = 5) -> dict[str, int]:
     return {row["reason"]: row["count"] for row in rows}
 
 
-def counts_check(counts: dict[str, int], threshold: float, reasons: dict[str, int],
-                 leftover: dict) -> AssetCheckResult:
+def counts_check(counts: dict[str, int], threshold: float, reasons: dict[str, int], leftover: dict) -> AssetCheckResult:
     fraction = counts["quarantined"] / counts["in"] if counts["in"] else 0.0
     balanced = counts["in"] == counts["valid"] + counts["quarantined"]
     passed = balanced and fraction <= threshold and not leftover
     return AssetCheckResult(
-        check_name=COUNTS_CHECK, passed=passed, severity=AssetCheckSeverity.ERROR,
+        check_name=COUNTS_CHECK,
+        passed=passed,
+        severity=AssetCheckSeverity.ERROR,
         description=None if passed else _failure(balanced, fraction, threshold, leftover),
-        metadata={**counts, "quarantined_fraction": fraction, "threshold": threshold,
-                  "balanced": balanced, "top_reasons": MetadataValue.json(reasons),
-                  "pandera_errors_in_valid": MetadataValue.json(leftover)})
+        metadata={
+            **counts,
+            "quarantined_fraction": fraction,
+            "threshold": threshold,
+            "balanced": balanced,
+            "top_reasons": MetadataValue.json(reasons),
+            "pandera_errors_in_valid": MetadataValue.json(leftover),
+        },
+    )
 
 
 def _failure(balanced: bool, fraction: float, threshold: float, leftover: dict) -> str:

@@ -26,7 +26,7 @@ import pytest
 
 pytest.importorskip("pyspark", reason="the cluster tests need the 'spark' extra")
 
-from tests.spark_cluster import StandaloneCluster, executor_python, package_zip  # noqa: E402
+from tests.spark_cluster import StandaloneCluster, executor_python, package_zip
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUP = "spark-cluster"
@@ -54,9 +54,12 @@ def cluster_conf(spark_cluster: StandaloneCluster, s3_server, tmp_path_factory: 
 
     root = tmp_path_factory.mktemp("cluster-app")
     conf = {
-        "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
-        "spark.driver.memory": "1g", "spark.executor.memory": "768m",
-        "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.memory": "1g",
+        "spark.executor.memory": "768m",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
         "spark.local.dir": str(root / "driver-local"),
         "spark.pyspark.python": executor_python(root),
         "spark.pyspark.driver.python": sys.executable,
@@ -75,12 +78,19 @@ def run_driver(spec: dict[str, Any], env: dict[str, str] | None = None, timeout:
         # A session built from Python (not spark-submit) takes the executors' Python from PYSPARK_PYTHON
         # only. The pipelines' Spark resource copies spark.pyspark.python there itself (scenario pipeline).
         full_env["PYSPARK_PYTHON"] = spec["conf"]["spark.pyspark.python"]
-    proc = subprocess.run([sys.executable, "-m", "tests.cluster.driver", json.dumps(spec)], cwd=ROOT,
-                          env=full_env, capture_output=True, text=True, timeout=timeout, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.cluster.driver", json.dumps(spec)],
+        cwd=ROOT,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode or not lines:
         pytest.fail(f"driver {spec['scenario']} exited {proc.returncode}:\n{proc.stderr[-6000:]}")
-    report = json.loads(lines[-1][len("RESULT "):])
+    report = json.loads(lines[-1][len("RESULT ") :])
     if "crashed" in report:
         pytest.fail(f"driver {spec['scenario']} failed:\n{report['crashed']}\n{proc.stderr[-3000:]}")
     return report

@@ -35,23 +35,29 @@ def _session(spec: dict[str, Any]) -> Any:
 def _frame(spark: Any) -> Any:
     """ROWS rows in 8 partitions; ``where`` is the working directory of the task that computed the row,
     in the same stage as the write (no shuffle in between): the executor's directory on its worker."""
-    from pyspark.sql import functions as F, types as T
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
 
     where = F.udf(lambda: os.getcwd(), T.StringType()).asNondeterministic()
-    return (spark.range(0, ROWS, 1, 8)
-            .select(F.col("id"), (F.col("id") % 10).cast("int").alias("label"),
-                    F.concat(F.lit("row "), F.col("id").cast("string")).alias("text"),
-                    F.array(*[(F.col("id") * 0.5 + i).cast("float") for i in range(4)]).alias("vec"),
-                    where().alias("where")))
+    return spark.range(0, ROWS, 1, 8).select(
+        F.col("id"),
+        (F.col("id") % 10).cast("int").alias("label"),
+        F.concat(F.lit("row "), F.col("id").cast("string")).alias("text"),
+        F.array(*[(F.col("id") * 0.5 + i).cast("float") for i in range(4)]).alias("vec"),
+        where().alias("where"),
+    )
 
 
 def _executor_mds_core(spark: Any) -> list[list[str]]:
     """[mds_core's file, SPARK_LOCAL_DIRS, cwd] as the executors' Python workers see them (this module runs
     as __main__, so its functions travel by value and need nothing of the project on the executors)."""
-    from pyspark.sql import functions as F, types as T
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
 
-    found = F.udf(lambda: json.dumps([__import__("mds_core").__file__, os.environ.get("SPARK_LOCAL_DIRS", ""),
-                                      os.getcwd()]), T.StringType()).asNondeterministic()
+    found = F.udf(
+        lambda: json.dumps([__import__("mds_core").__file__, os.environ.get("SPARK_LOCAL_DIRS", ""), os.getcwd()]),
+        T.StringType(),
+    ).asNondeterministic()
     return sorted(json.loads(text) for text in {row[0] for row in spark.range(0, 8, 1, 8).select(found()).collect()})
 
 
@@ -66,12 +72,20 @@ def _read_back(local: Path) -> dict[str, Any]:
     samples = list(LocalDataset(str(local)))
     ids = [int(s["id"]) for s in samples]
     exact = all(
-        int(s["id"]) == e["id"] and int(s["label"]) == e["label"] and s["text"] == e["text"]
-        and [float(v) for v in s["vec"]] == e["vec"] and s["vec"].dtype.name == "float32"
-        for s, e in zip(samples, (_expected(i) for i in ids)))
-    return {"rows": len(samples), "ids_in_order": ids == list(range(ROWS)),
-            "every_id_once": sorted(ids) == list(range(ROWS)), "exact": exact,
-            "where": sorted({s["where"] for s in samples})}
+        int(s["id"]) == e["id"]
+        and int(s["label"]) == e["label"]
+        and s["text"] == e["text"]
+        and [float(v) for v in s["vec"]] == e["vec"]
+        and s["vec"].dtype.name == "float32"
+        for s, e in zip(samples, (_expected(i) for i in ids))
+    )
+    return {
+        "rows": len(samples),
+        "ids_in_order": ids == list(range(ROWS)),
+        "every_id_once": sorted(ids) == list(range(ROWS)),
+        "exact": exact,
+        "where": sorted({s["where"] for s in samples}),
+    }
 
 
 def convert(spec: dict[str, Any]) -> dict[str, Any]:
@@ -83,8 +97,10 @@ def convert(spec: dict[str, Any]) -> dict[str, Any]:
 
     begun = time.perf_counter()
     spark = _session(spec)
-    report: dict[str, Any] = {"session_seconds": time.perf_counter() - begun,
-                              "default_parallelism": default_parallelism(spark)}
+    report: dict[str, Any] = {
+        "session_seconds": time.perf_counter() - begun,
+        "default_parallelism": default_parallelism(spark),
+    }
     report["executor_mds_core"] = _executor_mds_core(spark)
     frame = _frame(spark)
 
@@ -133,17 +149,21 @@ def pipeline(spec: dict[str, Any]) -> dict[str, Any]:
     import warnings
 
     warnings.filterwarnings("ignore")
+    from mds_core import StreamingDataset
     from pipelines.assets.smoke import SMOKE_CHECK
     from pipelines.registry import load_registry
     from pipelines.resources import resources_from_env
     from pipelines.runs import materialize_days
 
-    from mds_core import StreamingDataset
-
     # (d) first, in this process (the JVM and Dagster are loaded once): a master that cannot fit the
     # executor asked for. The failed session is stopped, so the run below gets a new one.
-    no_room = resource({"master": os.environ["MDS_SPARK_MASTER"], "timeout": spec["no_room_timeout"],
-                        "conf": {**json.loads(os.environ["MDS_SPARK_CONF"]), "spark.executor.memory": "4g"}})
+    no_room = resource(
+        {
+            "master": os.environ["MDS_SPARK_MASTER"],
+            "timeout": spec["no_room_timeout"],
+            "conf": {**json.loads(os.environ["MDS_SPARK_CONF"]), "spark.executor.memory": "4g"},
+        }
+    )
     [digits] = [dataset for dataset in load_registry() if dataset.name == "digits"]  # from $MDS_DATASETS
     resources = resources_from_env()
     started = time.perf_counter()
@@ -159,20 +179,30 @@ def pipeline(spec: dict[str, Any]) -> dict[str, Any]:
     dataset = StreamingDataset(remote=url, local=spec["cache"], version=1)
     ids = sorted(int(dataset[i]["id"]) for i in range(len(dataset)))
     session = resources["spark"].session()
-    conf = {key: session.conf.get(key) for key in
-            ("spark.master", "spark.sql.shuffle.partitions", "spark.ui.enabled", "spark.driver.memory")}
-    return {"no_room": no_room, "success": result.success, "seconds": seconds, "published": shards.published(),
-            "smoke_passed": smoke.passed, "rows_streamed": smoke_meta.get("rows_streamed"),
-            "exactly_once": smoke_meta.get("exactly_once"), "ids": ids == list(range(120)),
-            "partition_dirs": sorted({f.raw_data.basename.split("/")[-2] for f in files}),
-            "shard_names": [f.raw_data.basename for f in files][:3], "url": url, "conf": conf}
+    conf = {
+        key: session.conf.get(key)
+        for key in ("spark.master", "spark.sql.shuffle.partitions", "spark.ui.enabled", "spark.driver.memory")
+    }
+    return {
+        "no_room": no_room,
+        "success": result.success,
+        "seconds": seconds,
+        "published": shards.published(),
+        "smoke_passed": smoke.passed,
+        "rows_streamed": smoke_meta.get("rows_streamed"),
+        "exactly_once": smoke_meta.get("exactly_once"),
+        "ids": ids == list(range(120)),
+        "partition_dirs": sorted({f.raw_data.basename.split("/")[-2] for f in files}),
+        "shard_names": [f.raw_data.basename for f in files][:3],
+        "url": url,
+        "conf": conf,
+    }
 
 
 def resource(spec: dict[str, Any]) -> dict[str, Any]:
     """(d) the pipelines' Spark resource against a master that is down, or that gives no executor."""
-    from pipelines.resources import SparkResource
-
     from mds_core.errors import MDSError
+    from pipelines.resources import SparkResource
 
     started = time.perf_counter()
     try:
@@ -182,15 +212,18 @@ def resource(spec: dict[str, Any]) -> dict[str, Any]:
         error = {"type": type(err).__name__, "message": str(err)}
     from pyspark import SparkContext
 
-    return {"error": error, "seconds": time.perf_counter() - started,
-            "context_left": SparkContext._active_spark_context is not None}
+    return {
+        "error": error,
+        "seconds": time.perf_counter() - started,
+        "context_left": SparkContext._active_spark_context is not None,
+    }
 
 
 def main() -> None:
     spec = json.loads(sys.argv[1])
     try:
         report = {"convert": convert, "pipeline": pipeline, "resource": resource}[spec["scenario"]](spec)
-    except Exception:  # noqa: BLE001  (the test prints it)
+    except Exception:
         report = {"crashed": traceback.format_exc()}
     print("RESULT " + json.dumps(report, default=str), flush=True)
 

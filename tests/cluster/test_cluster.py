@@ -21,11 +21,17 @@ def converted(spark_cluster, cluster_conf, s3_server, tmp_path_factory) -> dict:
     """One application for (a) and (c): eight partitions to S3, a shared local out, a driver-only out."""
     root = tmp_path_factory.mktemp("convert")
     hidden = spark_cluster.hidden  # None where mount namespaces are not allowed: (c) is skipped then
-    return run_driver({
-        "scenario": "convert", "master": spark_cluster.master_url, "conf": cluster_conf,
-        "s3_url": f"s3://{s3_server.new_bucket()}/datasets/eight", "scratch": str(root),
-        "shared_out": str(root / "shared-out"), "hidden_out": str(hidden / "out") if hidden else None,
-    })
+    return run_driver(
+        {
+            "scenario": "convert",
+            "master": spark_cluster.master_url,
+            "conf": cluster_conf,
+            "s3_url": f"s3://{s3_server.new_bucket()}/datasets/eight",
+            "scratch": str(root),
+            "shared_out": str(root / "shared-out"),
+            "hidden_out": str(hidden / "out") if hidden else None,
+        }
+    )
 
 
 def _worker_of(where: str, cluster) -> int:
@@ -80,14 +86,21 @@ def test_driver_only_local_out_fails_fast_and_writes_nothing(converted, spark_cl
 def pipeline_run(spark_cluster, cluster_conf, s3_server, tmp_path_factory) -> dict:
     """One driver process: (d) a master that cannot fit the executor asked for, then (b) the whole graph."""
     root = tmp_path_factory.mktemp("pipeline")
-    env = {"MDS_SPARK_MASTER": spark_cluster.master_url, "MDS_SPARK_CONF": json.dumps(cluster_conf),
-           "MDS_WRITER_TASKS": "3", "MDS_SHARD_STORE": f"s3://{s3_server.new_bucket()}/shard-sets",
-           "MDS_WAREHOUSE": str(root / "warehouse"),  # a shared path: one host
-           "MDS_DATA_DIR": str(root / "data"), "MDS_CACHE_DIR": str(root / "cache"),
-           "MDS_DATASETS": str(write_registry(root / "datasets.yaml", rows_per_day=60)),
-           "MDS_PLAN_WORLD": "2x2x2", "MDS_PLAN_BATCH_SIZE": "4"}
-    return run_driver({"scenario": "pipeline", "cache": str(root / "read"), "no_room_timeout": 5.0},
-                      env=env, timeout=400)
+    env = {
+        "MDS_SPARK_MASTER": spark_cluster.master_url,
+        "MDS_SPARK_CONF": json.dumps(cluster_conf),
+        "MDS_WRITER_TASKS": "3",
+        "MDS_SHARD_STORE": f"s3://{s3_server.new_bucket()}/shard-sets",
+        "MDS_WAREHOUSE": str(root / "warehouse"),  # a shared path: one host
+        "MDS_DATA_DIR": str(root / "data"),
+        "MDS_CACHE_DIR": str(root / "cache"),
+        "MDS_DATASETS": str(write_registry(root / "datasets.yaml", rows_per_day=60)),
+        "MDS_PLAN_WORLD": "2x2x2",
+        "MDS_PLAN_BATCH_SIZE": "4",
+    }
+    return run_driver(
+        {"scenario": "pipeline", "cache": str(root / "read"), "no_room_timeout": 5.0}, env=env, timeout=400
+    )
 
 
 def test_whole_graph_on_the_cluster_with_shards_on_s3(pipeline_run, spark_cluster) -> None:

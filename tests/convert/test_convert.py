@@ -22,7 +22,7 @@ from mds_core.errors import ConversionError
 from mds_core.format.shard import Schema
 from tests.golden import assert_same
 
-EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 INT_RANGES = {"int8": 7, "int16": 15, "int32": 31, "int64": 63}
 
 
@@ -37,6 +37,7 @@ def _encodings(out: Path) -> dict[str, str]:
 
 # ---- the vectorised encoder produces exactly the writer's bytes ---------------------------------
 
+
 def _column_strategy(kind: str) -> st.SearchStrategy:
     if kind in INT_RANGES:
         bits = INT_RANGES[kind]
@@ -49,18 +50,29 @@ def _column_strategy(kind: str) -> st.SearchStrategy:
         "bytes": st.binary(max_size=20),
         "list": st.lists(st.floats(width=32, allow_nan=False), min_size=1, max_size=5),
         "nested": st.integers(1, 3).flatmap(
-            lambda w: st.lists(st.lists(st.integers(-100, 100), min_size=w, max_size=w), min_size=1, max_size=3)),
-        "decimal": st.decimals(min_value=-10**6, max_value=10**6, places=2, allow_nan=False),
+            lambda w: st.lists(st.lists(st.integers(-100, 100), min_size=w, max_size=w), min_size=1, max_size=3)
+        ),
+        "decimal": st.decimals(min_value=-(10**6), max_value=10**6, places=2, allow_nan=False),
         "date": st.dates(),
         "json": st.fixed_dictionaries({"a": st.integers(-5, 5), "b": st.text(max_size=5)}),
     }[kind]
 
 
 ARROW_TYPES = {
-    "int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(), "float32": pa.float32(),
-    "float64": pa.float64(), "bool": pa.bool_(), "str": pa.string(), "bytes": pa.binary(),
-    "list": pa.list_(pa.float32()), "nested": pa.list_(pa.list_(pa.int16())), "decimal": pa.decimal128(12, 2),
-    "date": pa.date32(), "json": pa.struct([("a", pa.int64()), ("b", pa.string())]),
+    "int8": pa.int8(),
+    "int16": pa.int16(),
+    "int32": pa.int32(),
+    "int64": pa.int64(),
+    "float32": pa.float32(),
+    "float64": pa.float64(),
+    "bool": pa.bool_(),
+    "str": pa.string(),
+    "bytes": pa.binary(),
+    "list": pa.list_(pa.float32()),
+    "nested": pa.list_(pa.list_(pa.int16())),
+    "decimal": pa.decimal128(12, 2),
+    "date": pa.date32(),
+    "json": pa.struct([("a", pa.int64()), ("b", pa.string())]),
 }
 
 
@@ -80,58 +92,91 @@ def _python_value(kind: str, value, encoding: str):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.sampled_from(sorted(ARROW_TYPES)), min_size=1, max_size=5, unique=True).flatmap(
-    lambda kinds: st.tuples(st.just(kinds), st.lists(st.tuples(*[_column_strategy(k) for k in kinds]),
-                                                    min_size=1, max_size=8))))
+@given(
+    st.lists(st.sampled_from(sorted(ARROW_TYPES)), min_size=1, max_size=5, unique=True).flatmap(
+        lambda kinds: st.tuples(
+            st.just(kinds), st.lists(st.tuples(*[_column_strategy(k) for k in kinds]), min_size=1, max_size=8)
+        )
+    )
+)
 def test_vectorised_bytes_equal_the_writers_bytes(case) -> None:
     kinds, rows = case
     names = [f"c_{kind}" for kind in kinds]
-    table = pa.table({name: pa.array([row[i] for row in rows], ARROW_TYPES[kind])
-                      for i, (name, kind) in enumerate(zip(names, kinds))})
+    table = pa.table(
+        {
+            name: pa.array([row[i] for row in rows], ARROW_TYPES[kind])
+            for i, (name, kind) in enumerate(zip(names, kinds))
+        }
+    )
     plans = plan_columns(table.schema)
     encoded = encode_rows({p.name: plain(table.column(p.name)) for p in plans}, plans)
     schema = Schema.from_columns({p.name: p.encoding for p in plans})
     encodings = {p.name: p.encoding for p in plans}
     for row, sample in zip(rows, encoded):
-        values = {name: _python_value(kind, row[i], encodings[name]) for i, (name, kind) in enumerate(zip(names, kinds))}
+        values = {
+            name: _python_value(kind, row[i], encodings[name]) for i, (name, kind) in enumerate(zip(names, kinds))
+        }
         assert sample == schema.encode(values)
 
 
 # ---- every type round-trips through the reader ------------------------------------------------------
 
+
 def _all_types_table(nan: float = float("nan")) -> pa.Table:
-    ts = [datetime.datetime(2024, 2, 29, 23, 59, 59, 999999, tzinfo=datetime.timezone.utc),
-          datetime.datetime(1901, 12, 13, 20, 45, 52, 1, tzinfo=datetime.timezone.utc), EPOCH]
-    return pa.table({
-        "i8": pa.array([-128, 127, -1], pa.int8()),
-        "i16": pa.array([-32768, 32767, -2], pa.int16()),
-        "i32": pa.array([-(1 << 31), (1 << 31) - 1, 0], pa.int32()),
-        "i64": pa.array([-(1 << 63), (1 << 63) - 1, 5], pa.int64()),
-        "f32": pa.array([1.5, float("inf"), -0.0], pa.float32()),
-        "f64": pa.array([0.1, nan, -1e308], pa.float64()),
-        "flag": pa.array([True, False, True]),
-        "day": pa.array([datetime.date(1, 1, 1), datetime.date(9999, 12, 31), datetime.date(1970, 1, 1)]),
-        "ts": pa.array(ts, pa.timestamp("us", "UTC")),
-        "ts_ntz": pa.array([t.replace(tzinfo=None) for t in ts], pa.timestamp("us")),
-        "text": ["héllo \x00 wörld", "", "😀" * 100],
-        "blob": [b"\x00\xff", b"", b"\x00" * 3],
-        "money": pa.array([Decimal("1.10"), Decimal("-0.01"), Decimal("99999999.99")], pa.decimal128(10, 2)),
-        "fixed": pa.array([[1.0, 2.0, 3.0]] * 3, pa.list_(pa.float32())),
-        "ragged": pa.array([[1], [2, 3], [-4, 5, 6]], pa.list_(pa.int64())),
-        "matrix": pa.array([[[1, 2], [3, 4], [5, 6]], [[7, 8]], [[9, 10]]], pa.list_(pa.list_(pa.int16()))),
-        "bools": pa.array([[True, False], [False], [True]], pa.list_(pa.bool_())),
-        "record": pa.array([{"a": 1, "b": "x"}, {"a": None, "b": "y"}, None],
-                           pa.struct([("a", pa.int64()), ("b", pa.string())])),
-        "mapping": pa.array([[("k", 1.5)], [], None], pa.map_(pa.string(), pa.float64())),
-        "words": pa.array([["a", None], [], None], pa.list_(pa.string())),
-    })
+    ts = [
+        datetime.datetime(2024, 2, 29, 23, 59, 59, 999999, tzinfo=datetime.UTC),
+        datetime.datetime(1901, 12, 13, 20, 45, 52, 1, tzinfo=datetime.UTC),
+        EPOCH,
+    ]
+    return pa.table(
+        {
+            "i8": pa.array([-128, 127, -1], pa.int8()),
+            "i16": pa.array([-32768, 32767, -2], pa.int16()),
+            "i32": pa.array([-(1 << 31), (1 << 31) - 1, 0], pa.int32()),
+            "i64": pa.array([-(1 << 63), (1 << 63) - 1, 5], pa.int64()),
+            "f32": pa.array([1.5, float("inf"), -0.0], pa.float32()),
+            "f64": pa.array([0.1, nan, -1e308], pa.float64()),
+            "flag": pa.array([True, False, True]),
+            "day": pa.array([datetime.date(1, 1, 1), datetime.date(9999, 12, 31), datetime.date(1970, 1, 1)]),
+            "ts": pa.array(ts, pa.timestamp("us", "UTC")),
+            "ts_ntz": pa.array([t.replace(tzinfo=None) for t in ts], pa.timestamp("us")),
+            "text": ["héllo \x00 wörld", "", "😀" * 100],
+            "blob": [b"\x00\xff", b"", b"\x00" * 3],
+            "money": pa.array([Decimal("1.10"), Decimal("-0.01"), Decimal("99999999.99")], pa.decimal128(10, 2)),
+            "fixed": pa.array([[1.0, 2.0, 3.0]] * 3, pa.list_(pa.float32())),
+            "ragged": pa.array([[1], [2, 3], [-4, 5, 6]], pa.list_(pa.int64())),
+            "matrix": pa.array([[[1, 2], [3, 4], [5, 6]], [[7, 8]], [[9, 10]]], pa.list_(pa.list_(pa.int16()))),
+            "bools": pa.array([[True, False], [False], [True]], pa.list_(pa.bool_())),
+            "record": pa.array(
+                [{"a": 1, "b": "x"}, {"a": None, "b": "y"}, None], pa.struct([("a", pa.int64()), ("b", pa.string())])
+            ),
+            "mapping": pa.array([[("k", 1.5)], [], None], pa.map_(pa.string(), pa.float64())),
+            "words": pa.array([["a", None], [], None], pa.list_(pa.string())),
+        }
+    )
 
 
 EXPECTED_ENCODINGS = {
-    "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "f32": "float32", "f64": "float64",
-    "flag": "uint8", "day": "int32", "ts": "int64", "ts_ntz": "int64", "text": "str", "blob": "bytes",
-    "money": "str_decimal", "fixed": "ndarray:float32:3", "ragged": "ndarray:int64", "matrix": "ndarray:int16",
-    "bools": "ndarray:uint8", "record": "json", "mapping": "json", "words": "json",
+    "i8": "int8",
+    "i16": "int16",
+    "i32": "int32",
+    "i64": "int64",
+    "f32": "float32",
+    "f64": "float64",
+    "flag": "uint8",
+    "day": "int32",
+    "ts": "int64",
+    "ts_ntz": "int64",
+    "text": "str",
+    "blob": "bytes",
+    "money": "str_decimal",
+    "fixed": "ndarray:float32:3",
+    "ragged": "ndarray:int64",
+    "matrix": "ndarray:int16",
+    "bools": "ndarray:uint8",
+    "record": "json",
+    "mapping": "json",
+    "words": "json",
 }
 
 
@@ -180,15 +225,24 @@ def test_dates_and_timestamps_restore_exactly(tmp_path: Path) -> None:
 
 
 def test_shapes_are_fixed_only_when_every_row_agrees(tmp_path: Path) -> None:
-    table = pa.table({"same": [[1.0, 2.0], [3.0, 4.0]], "differs": [[1.0], [2.0, 3.0]],
-                      "grid": [[[1, 2, 3], [4, 5, 6]], [[7, 8, 9], [1, 2, 3]]]})
+    table = pa.table(
+        {
+            "same": [[1.0, 2.0], [3.0, 4.0]],
+            "differs": [[1.0], [2.0, 3.0]],
+            "grid": [[[1, 2, 3], [4, 5, 6]], [[7, 8, 9], [1, 2, 3]]],
+        }
+    )
     table_to_mds(table, tmp_path / "out", compression=None)
-    assert _encodings(tmp_path / "out") == {"same": "ndarray:float64:2", "differs": "ndarray:float64",
-                                            "grid": "ndarray:int64:2,3"}
+    assert _encodings(tmp_path / "out") == {
+        "same": "ndarray:float64:2",
+        "differs": "ndarray:float64",
+        "grid": "ndarray:int64:2,3",
+    }
     assert LocalDataset(tmp_path / "out")[1]["grid"].shape == (2, 3)
 
 
 # ---- nulls ----------------------------------------------------------------------------------------
+
 
 def test_a_null_names_the_column_and_the_first_bad_row(tmp_path: Path) -> None:
     table = pa.table({"id": list(range(10)), "x": [1, 2, 3, None, 5, None, 7, 8, 9, 10]})
@@ -204,8 +258,9 @@ def test_null_rows_found_across_batches_are_numbered_from_the_start(tmp_path: Pa
 
 
 def test_skip_drops_and_counts_rows_with_nulls(tmp_path: Path) -> None:
-    table = pa.table({"id": list(range(6)), "x": [1, None, 3, None, 5, 6],
-                      "v": [[1.0], [2.0], None, [4.0], [], [6.0, None]]})
+    table = pa.table(
+        {"id": list(range(6)), "x": [1, None, 3, None, 5, 6], "v": [[1.0], [2.0], None, [4.0], [], [6.0, None]]}
+    )
     stats = table_to_mds(table, tmp_path / "out", null_policy="skip")
     assert (stats.rows, stats.skipped_rows) == (1, 5)
     assert [int(s["id"]) for s in LocalDataset(tmp_path / "out")] == [0]
@@ -234,6 +289,7 @@ def test_bad_null_policy_arguments(tmp_path: Path, policy: str, fill) -> None:
 
 # ---- shapes, types and declared columns ----------------------------------------------------------------
 
+
 def test_ragged_nested_arrays_are_refused(tmp_path: Path) -> None:
     table = pa.table({"m": [[[1, 2], [3, 4]], [[1, 2], [3]]]})
     with pytest.raises(ConversionError, match=r"column 'm' row 1: nested array is ragged"):
@@ -257,24 +313,30 @@ def test_sub_microsecond_timestamps_are_refused(tmp_path: Path) -> None:
         table_to_mds(table, tmp_path / "out")
 
 
-@pytest.mark.parametrize("dtype,message", [
-    (pa.duration("s"), r"column 'x' has type duration\[s\], which has no MDS encoding"),
-    (pa.struct([("when", pa.date32())]), r"column 'x' .* cannot be stored as JSON: x.when has type date32"),
-    (pa.map_(pa.int32(), pa.int32()), r"x has map keys of type int32"),
-])
+@pytest.mark.parametrize(
+    "dtype,message",
+    [
+        (pa.duration("s"), r"column 'x' has type duration\[s\], which has no MDS encoding"),
+        (pa.struct([("when", pa.date32())]), r"column 'x' .* cannot be stored as JSON: x.when has type date32"),
+        (pa.map_(pa.int32(), pa.int32()), r"x has map keys of type int32"),
+    ],
+)
 def test_unsupported_types_are_named(tmp_path: Path, dtype: pa.DataType, message: str) -> None:
     with pytest.raises(ConversionError, match=message):
         table_to_mds(pa.table({"x": pa.array([None], dtype)}), tmp_path / "out")
 
 
-@pytest.mark.parametrize("columns,message", [
-    ({"nope": "int"}, r"columns \['nope'\] are not in the data; its columns are \['id', 'v', 'img'\]"),
-    ({"id": "int32"}, r"column 'id' \(int64\) cannot be written as 'int32'; accepted: \['int64', 'json'\]"),
-    ({"v": "ndarray:int32"}, r"column 'v' .* holds float32 values and cannot be written as 'ndarray:int32'"),
-    ({"v": "ndarray:float32:2,2"}, r"is 1-dimensional but 'ndarray:float32:2,2' declares 2 dimensions"),
-    ({"id": "bogus"}, r"column 'id' \(int64\): unknown encoding 'bogus'"),
-    ({}, r"columns must be a non-empty dict"),
-])
+@pytest.mark.parametrize(
+    "columns,message",
+    [
+        ({"nope": "int"}, r"columns \['nope'\] are not in the data; its columns are \['id', 'v', 'img'\]"),
+        ({"id": "int32"}, r"column 'id' \(int64\) cannot be written as 'int32'; accepted: \['int64', 'json'\]"),
+        ({"v": "ndarray:int32"}, r"column 'v' .* holds float32 values and cannot be written as 'ndarray:int32'"),
+        ({"v": "ndarray:float32:2,2"}, r"is 1-dimensional but 'ndarray:float32:2,2' declares 2 dimensions"),
+        ({"id": "bogus"}, r"column 'id' \(int64\): unknown encoding 'bogus'"),
+        ({}, r"columns must be a non-empty dict"),
+    ],
+)
 def test_declared_columns_are_validated(tmp_path: Path, columns: dict, message: str) -> None:
     table = pa.table({"id": [1], "v": pa.array([[1.0]], pa.list_(pa.float32())), "img": [b"\x89PNG"]})
     with pytest.raises(ConversionError, match=message):
@@ -312,8 +374,9 @@ def test_pandas_categoricals_and_many_batches(tmp_path: Path) -> None:
 def test_an_empty_batch_encodes_to_nothing() -> None:
     from mds_core.convert.arrow import encode_batch
 
-    table = pa.table({"a": pa.array([], pa.string()), "b": pa.array([], pa.int32()),
-                      "c": pa.array([], pa.list_(pa.float32()))})
+    table = pa.table(
+        {"a": pa.array([], pa.string()), "b": pa.array([], pa.int32()), "c": pa.array([], pa.list_(pa.float32()))}
+    )
     plans = plan_columns(table.schema)
     data, sizes = encode_batch({p.name: plain(table.column(p.name)) for p in plans}, plans)
     assert memoryview(data).nbytes == 0 and sizes.tolist() == []

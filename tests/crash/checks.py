@@ -15,8 +15,15 @@ from mds_core.versions.manifest import HEAD, PUBLISHED, manifest_name
 
 def read_ids(root: str, tmp: Path, version: int | None = None) -> list[int]:
     """Every sample of a version (or of the root's ``index.json``), each file's digest checked."""
-    dataset = StreamingDataset(remote=root, local=str(tmp / f"read-{uuid.uuid4().hex[:8]}"), version=version,
-                               batch_size=1, shuffle=False, validate_hash="xxh64", job_root=str(tmp / "jobs"))
+    dataset = StreamingDataset(
+        remote=root,
+        local=str(tmp / f"read-{uuid.uuid4().hex[:8]}"),
+        version=version,
+        batch_size=1,
+        shuffle=False,
+        validate_hash="xxh64",
+        job_root=str(tmp / "jobs"),
+    )
     return [int(sample["id"]) for sample in dataset]
 
 

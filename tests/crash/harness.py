@@ -35,14 +35,21 @@ def run(operation: str, args: dict[str, Any], log_dir: Path, kill_at: int | None
     env.pop(AT_VARIABLE, None)
     if kill_at is not None:
         env[AT_VARIABLE] = str(kill_at)
-    proc = subprocess.run([sys.executable, "-m", "tests.crash.operations", operation, json.dumps(args)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.crash.operations", operation, json.dumps(args)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     steps = log.read_text().splitlines() if log.exists() else []
     if kill_at is None:
         assert proc.returncode == 0, f"{operation} failed:\n{proc.stderr[-3000:]}"
     else:
         assert proc.returncode == -signal.SIGKILL, (
-            f"{operation} was to die at step {kill_at} but exited {proc.returncode}:\n{proc.stderr[-3000:]}")
+            f"{operation} was to die at step {kill_at} but exited {proc.returncode}:\n{proc.stderr[-3000:]}"
+        )
     return steps
 
 

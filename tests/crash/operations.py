@@ -10,7 +10,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 COLUMNS = {"id": "int", "day": "str"}
 WRITER_OPTIONS: dict[str, Any] = {"columns": COLUMNS, "size_limit": 400, "hashes": ["xxh64"]}
@@ -52,8 +53,15 @@ def epoch(args: dict[str, Any]) -> None:
     """One pass over a remote dataset through a cache too small to hold it: downloads and evictions."""
     from mds_core import StreamingDataset
 
-    dataset = StreamingDataset(remote=args["remote"], local=args["local"], cache_limit=args["cache_limit"],
-                               batch_size=1, shuffle=False, job_root=args["job_root"], validate_hash="xxh64")
+    dataset = StreamingDataset(
+        remote=args["remote"],
+        local=args["local"],
+        cache_limit=args["cache_limit"],
+        batch_size=1,
+        shuffle=False,
+        job_root=args["job_root"],
+        validate_hash="xxh64",
+    )
     print(json.dumps([int(sample["id"]) for sample in dataset]))
 
 
@@ -74,8 +82,13 @@ def convert_commit(args: dict[str, Any]) -> None:
 
 
 OPERATIONS: dict[str, Callable[[dict[str, Any]], None]] = {
-    "commit": commit, "publish": publish, "vacuum": vacuum, "upload": upload, "epoch": epoch,
-    "convert_prepare": convert_prepare, "convert_commit": convert_commit,
+    "commit": commit,
+    "publish": publish,
+    "vacuum": vacuum,
+    "upload": upload,
+    "epoch": epoch,
+    "convert_prepare": convert_prepare,
+    "convert_commit": convert_commit,
 }
 
 if __name__ == "__main__":

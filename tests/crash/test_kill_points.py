@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from mds_core.format.index import INDEX_BASENAME, load_index
 from mds_core.format.hashing import get_hash
+from mds_core.format.index import INDEX_BASENAME, load_index
 from mds_core.storage.remote import open_store
 from mds_core.versions import ShardSet
 from tests.crash import operations
 from tests.crash.checks import check_versions, needed_files, read_ids, uncommitted_transactions
 from tests.crash.harness import kill_at, steps_of
 
-OLD, NEW = list(range(0, 30)), list(range(100, 130))  # each a few shards
+OLD, NEW = list(range(30)), list(range(100, 130))  # each a few shards
 
 
 def _fresh_root(kind: str, tmp: Path, request: pytest.FixtureRequest, name: str) -> str:
@@ -71,8 +71,11 @@ def test_a_commit_killed_at_any_step(kind: str, tmp_path: Path, request: pytest.
         shard_set = ShardSet(root)
         # (d) Retry as a caller would: a transaction whose shards are all written is committed again
         # (which only publishes it if it was committed already); an unfinished one is written anew.
-        finished = [tx for tx in uncommitted_transactions(shard_set) + [v.transaction for v in shard_set.versions()]
-                    if shard_set.store.exists(f"data/{tx}/{INDEX_BASENAME}") and tx != shard_set.version(1).transaction]
+        finished = [
+            tx
+            for tx in uncommitted_transactions(shard_set) + [v.transaction for v in shard_set.versions()]
+            if shard_set.store.exists(f"data/{tx}/{INDEX_BASENAME}") and tx != shard_set.version(1).transaction
+        ]
         if finished:
             shard_set.commit(finished[0], "append")
         else:
@@ -134,7 +137,7 @@ def test_an_upload_killed_at_any_step(s3_server, tmp_path: Path) -> None:
 
     def make_args(name: str) -> dict:
         out = f"s3://{s3_server.new_bucket()}/{name}"
-        operations.write_rows(out, range(0, 20))  # an older, smaller dataset in the same place
+        operations.write_rows(out, range(20))  # an older, smaller dataset in the same place
         return {"out": out, "ids": [new.start, new.stop]}
 
     def check(args: dict, killed) -> None:
@@ -143,7 +146,9 @@ def test_an_upload_killed_at_any_step(s3_server, tmp_path: Path) -> None:
             assert read_ids(args["out"], tmp_path) in (list(range(20)), list(new)), killed
         operations.upload(args)
         assert read_ids(args["out"], tmp_path) == list(new)
-        named = {f.basename for s in load_index(_download_index(store, tmp_path)) for f in (s.raw_data, s.zip_data) if f}
+        named = {
+            f.basename for s in load_index(_download_index(store, tmp_path)) for f in (s.raw_data, s.zip_data) if f
+        }
         assert set(store.list()) == named | {INDEX_BASENAME}  # (c) the rerun replaced every file
 
     steps = _every_step("upload", make_args, tmp_path, check)
@@ -165,8 +170,12 @@ def test_a_cache_killed_at_any_download_or_eviction(s3_server, tmp_path: Path) -
     assert len(shards) >= 8
 
     def make_args(name: str) -> dict:
-        return {"remote": remote, "local": str(tmp_path / name), "cache_limit": limit,
-                "job_root": str(tmp_path / "jobs")}
+        return {
+            "remote": remote,
+            "local": str(tmp_path / name),
+            "cache_limit": limit,
+            "job_root": str(tmp_path / "jobs"),
+        }
 
     def check(args: dict, killed) -> None:
         cache = Path(args["local"])
@@ -190,6 +199,13 @@ def test_a_cache_killed_at_any_download_or_eviction(s3_server, tmp_path: Path) -
 def read_ids_through_cache(args: dict) -> list[int]:
     from mds_core import StreamingDataset
 
-    dataset = StreamingDataset(remote=args["remote"], local=args["local"], cache_limit=args["cache_limit"],
-                               batch_size=1, shuffle=False, job_root=args["job_root"], validate_hash="xxh64")
+    dataset = StreamingDataset(
+        remote=args["remote"],
+        local=args["local"],
+        cache_limit=args["cache_limit"],
+        batch_size=1,
+        shuffle=False,
+        job_root=args["job_root"],
+        validate_hash="xxh64",
+    )
     return [int(sample["id"]) for sample in dataset]

@@ -36,8 +36,7 @@ class DagsterDev:
 
     def graphql(self, query: str, variables: dict | None = None) -> dict:
         body = json.dumps({"query": query, "variables": variables or {}}).encode()
-        request = urllib.request.Request(f"{self.url}/graphql", data=body,
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(f"{self.url}/graphql", data=body, headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=30) as response:
             reply = json.load(response)
         if reply.get("errors"):
@@ -72,8 +71,7 @@ def wait_until_loaded(dev: DagsterDev, process: subprocess.Popen, timeout: float
             assert not errors, f"code location failed to load: {errors}"
             return
         time.sleep(1)
-    raise AssertionError(f"dg dev did not load the code location in {timeout:.0f} s:\n"
-                         f"{dev.log.read_text()[-4000:]}")
+    raise AssertionError(f"dg dev did not load the code location in {timeout:.0f} s:\n{dev.log.read_text()[-4000:]}")
 
 
 @pytest.fixture(scope="session")
@@ -84,15 +82,26 @@ def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
     registry = write_registry(base / "datasets.yaml", rows_per_day=60)
     port = free_port()
     # As `make ui` runs it: the project's virtual environment active, from the project root.
-    env = {**os.environ, "VIRTUAL_ENV": str(VENV_BIN.parent), "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}",
-           "DAGSTER_HOME": str(home), "MDS_DATA_DIR": str(data_dir), "MDS_DATASETS": str(registry),
-           "MDS_SPARK_MASTER": "local[2]",
-           "MDS_SPARK_CONF": json.dumps({"spark.driver.memory": "1g", "spark.hadoop.fs.s3a.secret.key": SECRET})}
+    env = {
+        **os.environ,
+        "VIRTUAL_ENV": str(VENV_BIN.parent),
+        "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}",
+        "DAGSTER_HOME": str(home),
+        "MDS_DATA_DIR": str(data_dir),
+        "MDS_DATASETS": str(registry),
+        "MDS_SPARK_MASTER": "local[2]",
+        "MDS_SPARK_CONF": json.dumps({"spark.driver.memory": "1g", "spark.hadoop.fs.s3a.secret.key": SECRET}),
+    }
     dev = DagsterDev(url=f"http://127.0.0.1:{port}", home=home, data_dir=data_dir, log=base / "dg-dev.log")
     with dev.log.open("w") as log:
         process = subprocess.Popen(
             [str(DG), "dev", "--no-check-yaml", "-h", "127.0.0.1", "-p", str(port)],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         wait_until_loaded(dev, process)
         dev.load_log = dev.log.read_text()

@@ -24,8 +24,13 @@ def browser(tmp_path):
     assert chromium and driver, "install Debian's chromium and chromium-driver (.ci/run does)"
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1600,1000",
-                     f"--user-data-dir={tmp_path / 'profile'}"):
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--window-size=1600,1000",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ):
         options.add_argument(argument)
     session = webdriver.Chrome(service=Service(driver), options=options)
     yield session

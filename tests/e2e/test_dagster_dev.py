@@ -37,8 +37,11 @@ query Logs($runId: ID!) {
 
 def launch_day(dev: DagsterDev, day: str) -> str:
     params = {
-        "selector": {"repositoryLocationName": "pipelines", "repositoryName": "__repository__",
-                     "jobName": "digits_daily"},
+        "selector": {
+            "repositoryLocationName": "pipelines",
+            "repositoryName": "__repository__",
+            "jobName": "digits_daily",
+        },
         "runConfigData": {},
         "executionMetadata": {"tags": [{"key": "dagster/partition", "value": day}]},
     }
@@ -60,15 +63,20 @@ def wait_for(dev: DagsterDev, run_id: str, timeout: float = 420.0) -> str:
 
 def failure_messages(dev: DagsterDev, run_id: str) -> list[str]:
     events = dev.graphql(FAILURE_LOGS, {"runId": run_id})["logsForRun"]["events"]
-    return [e.get("error", {}).get("message") or e.get("message", "") for e in events
-            if "Failure" in e["__typename"]]
+    return [e.get("error", {}).get("message") or e.get("message", "") for e in events if "Failure" in e["__typename"]]
 
 
 def day_ids(days: list[str], rows_per_day: int = 60, start: str = "2026-01-01") -> list[int]:
     """The digits ids the given days hold (the registry's start date, the fixture's rows per day)."""
     first = date.fromisoformat(start)
-    return [i for day in sorted(days) for i in range((date.fromisoformat(day) - first).days * rows_per_day,
-                                                        ((date.fromisoformat(day) - first).days + 1) * rows_per_day)]
+    return [
+        i
+        for day in sorted(days)
+        for i in range(
+            (date.fromisoformat(day) - first).days * rows_per_day,
+            ((date.fromisoformat(day) - first).days + 1) * rows_per_day,
+        )
+    ]
 
 
 def test_graphql_launch_then_stream_the_published_version(dagster_dev: DagsterDev, tmp_path):

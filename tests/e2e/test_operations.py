@@ -44,14 +44,22 @@ fragment Entry on MetadataEntry { label
 """
 
 
-def launch(dev: DagsterDev, job: str, tags: dict[str, str] | None = None, run_config: dict | None = None,
-           checks: list[dict] | None = None) -> str:
+def launch(
+    dev: DagsterDev,
+    job: str,
+    tags: dict[str, str] | None = None,
+    run_config: dict | None = None,
+    checks: list[dict] | None = None,
+) -> str:
     """launchRun as the UI sends it; ``checks`` selects asset checks only (a check's "Execute" button)."""
     selector: dict[str, Any] = {**REPOSITORY, "jobName": job}
     if checks is not None:
         selector.update(assetSelection=[], assetCheckSelection=checks)
-    params = {"selector": selector, "runConfigData": run_config or {},
-              "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in (tags or {}).items()]}}
+    params = {
+        "selector": selector,
+        "runConfigData": run_config or {},
+        "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in (tags or {}).items()]},
+    }
     result = dev.graphql(LAUNCH, {"params": params})["launchRun"]
     assert result["__typename"] == "LaunchRunSuccess", result
     return result["run"]["runId"]
@@ -73,8 +81,9 @@ def entries(metadata: list[dict]) -> dict[str, Any]:
         if "jsonString" in entry:
             values[entry["label"]] = json.loads(entry["jsonString"])
         else:
-            values[entry["label"]] = next((entry[k] for k in ("intValue", "floatValue", "text", "boolValue")
-                                           if k in entry), None)
+            values[entry["label"]] = next(
+                (entry[k] for k in ("intValue", "floatValue", "text", "boolValue") if k in entry), None
+            )
     return values
 
 
@@ -87,14 +96,20 @@ class Run:
     failures: list[str] = field(default_factory=list)
 
     def materialized(self, asset: str, dataset: str = "digits") -> dict[str, Any] | None:
-        found = [e for e in self.events if e["__typename"] == "MaterializationEvent"
-                 and e["assetKey"]["path"] == [dataset, asset]]
+        found = [
+            e
+            for e in self.events
+            if e["__typename"] == "MaterializationEvent" and e["assetKey"]["path"] == [dataset, asset]
+        ]
         assert len(found) <= 1, found
         return entries(found[0]["metadataEntries"]) if found else None
 
     def check(self, name: str) -> dict[str, Any]:
-        [evaluation] = [e["evaluation"] for e in self.events if e["__typename"] == "AssetCheckEvaluationEvent"
-                        and e["evaluation"]["checkName"] == name]
+        [evaluation] = [
+            e["evaluation"]
+            for e in self.events
+            if e["__typename"] == "AssetCheckEvaluationEvent" and e["evaluation"]["checkName"] == name
+        ]
         return {**evaluation, "metadata": entries(evaluation["metadataEntries"])}
 
 
@@ -139,8 +154,13 @@ def history(dagster_dev: DagsterDev) -> History:
         ("rerun", "digits_daily", {"dagster/partition": FAILED_DAY}, None, None),
         ("replace", "digits_daily", {"dagster/partition": NEXT_DAY}, None, None),
         ("rollback", "digits_publish", {}, None, None),  # the Launchpad's default config: roll back
-        ("check_alone", "__ASSET_JOB", {"dagster/partition": NEXT_DAY}, None,
-         [{"assetKey": SHARD_SET_KEY, "name": "loader_smoke_test"}]),
+        (
+            "check_alone",
+            "__ASSET_JOB",
+            {"dagster/partition": NEXT_DAY},
+            None,
+            [{"assetKey": SHARD_SET_KEY, "name": "loader_smoke_test"}],
+        ),
         ("synthetic", "synthetic_daily", {"dagster/partition": SYNTHETIC_DAY}, None, None),
     ]
     runs: dict[str, Run] = {}
@@ -150,8 +170,13 @@ def history(dagster_dev: DagsterDev) -> History:
             digits_before_synthetic = (versions_of(dev, "digits"), published(dev))
         run_id = launch(dev, job, tags, run_config, checks)
         status = wait_for(dev, run_id)
-        runs[name] = Run(run_id, status, run_events(dev, run_id), published(dev),
-                         failure_messages(dev, run_id) if status != "SUCCESS" else [])
+        runs[name] = Run(
+            run_id,
+            status,
+            run_events(dev, run_id),
+            published(dev),
+            failure_messages(dev, run_id) if status != "SUCCESS" else [],
+        )
     return History(dev, max(start_versions, default=0), start_published, start_days, runs, digits_before_synthetic)
 
 
@@ -208,8 +233,9 @@ def test_a_day_already_published_is_replaced_and_the_other_days_keep_their_shard
     assert sorted(after.partitions) == days
     for day in days:  # only the replaced day got new shards
         assert (after.partitions[day] == before.partitions[day]) == (day != NEXT_DAY), day
-    dataset = StreamingDataset(remote=str(history.dev.data_dir / "shard-sets" / "digits"),
-                               local=str(tmp_path / "cache"), version=history.v(4))
+    dataset = StreamingDataset(
+        remote=str(history.dev.data_dir / "shard-sets" / "digits"), local=str(tmp_path / "cache"), version=history.v(4)
+    )
     assert sorted(int(dataset[i]["id"]) for i in range(len(dataset))) == day_ids(days)
 
 
@@ -218,8 +244,7 @@ def test_rollback_from_the_publish_job(history: History):
     assert run.status == "SUCCESS", run.failures
     assert history.runs["replace"].published_after == history.v(4)
     assert run.published_after == history.v(3)  # the version published before v4
-    assert any(f"published version {history.v(3)} (was {history.v(4)})" in (e.get("message") or "")
-               for e in run.events)
+    assert any(f"published version {history.v(3)} (was {history.v(4)})" in (e.get("message") or "") for e in run.events)
 
 
 def test_the_smoke_check_executed_alone_tests_the_latest_version(history: History):

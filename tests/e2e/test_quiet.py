@@ -26,11 +26,16 @@ def warnings_in(output: str) -> list[str]:
 
 
 def test_make_demo_prints_no_warnings(tmp_path):
-    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"), "MDS_DATA_DIR": str(tmp_path / "data"),
-           "MDS_DATASETS": str(write_registry(tmp_path / "datasets.yaml", rows_per_day=60)),
-           "MDS_SPARK_MASTER": "local[2]"}
-    done = subprocess.run([sys.executable, "-m", "pipelines.demo"], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(tmp_path / "home"),
+        "MDS_DATA_DIR": str(tmp_path / "data"),
+        "MDS_DATASETS": str(write_registry(tmp_path / "datasets.yaml", rows_per_day=60)),
+        "MDS_SPARK_MASTER": "local[2]",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "pipelines.demo"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-4000:]
     assert "<- published" in done.stdout

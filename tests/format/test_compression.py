@@ -75,7 +75,7 @@ def test_zstd_many_frames_decompress_and_truncation_is_named() -> None:
     codec = get_codec("zstd")
     raw = bytes(range(256)) * 3000
     # 300 frames of 2,560 bytes, plus an empty one: bigger than one feed piece in total.
-    framed = b"".join(codec.compress(raw[i:i + 2560]) for i in range(0, len(raw), 2560)) + codec.compress(b"")
+    framed = b"".join(codec.compress(raw[i : i + 2560]) for i in range(0, len(raw), 2560)) + codec.compress(b"")
     assert codec.decompress(framed) == raw
     for cut in (len(framed) - 2, len(framed) // 2, 0):
         with pytest.raises(CompressionError, match="zstd data is truncated"):

@@ -21,9 +21,34 @@ from mds_core.format.encodings import (
 )
 
 ALL_NAMES = {
-    "bytes", "str", "int", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "float32", "float64", "str_int", "str_float", "str_decimal", "pil", "jpeg", "png",
-    "jpeg_array", "jpegarray", "list[pil]", "list[jpeg]", "list[png]", "pkl", "json", "ndarray",
+    "bytes",
+    "str",
+    "int",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "str_int",
+    "str_float",
+    "str_decimal",
+    "pil",
+    "jpeg",
+    "png",
+    "jpeg_array",
+    "jpegarray",
+    "list[pil]",
+    "list[jpeg]",
+    "list[png]",
+    "pkl",
+    "json",
+    "ndarray",
 }
 
 
@@ -61,9 +86,9 @@ def test_json_matches_python_defaults() -> None:
 
 def test_pil_layout() -> None:
     image = Image.new("RGB", (2, 1), (255, 0, 0))
-    assert mds_encode("pil", image).hex() == "02000000" "01000000" "03000000" "524742" "ff0000ff0000"
+    assert mds_encode("pil", image).hex() == "020000000100000003000000524742ff0000ff0000"
     two = mds_encode("list[pil]", [image, Image.new("L", (1, 1))])
-    assert two[:16].hex() == "00000000" "02000000" "15000000" "0e000000"
+    assert two[:16].hex() == "0000000002000000150000000e000000"
 
 
 def test_jpeg_array_layout_and_empty_decode() -> None:
@@ -108,8 +133,10 @@ def test_fixed_sizes() -> None:
     assert get_mds_encoded_size("str") is None
 
 
-@pytest.mark.parametrize("encoding", ["foo", "str:x", "foo:x", "ndarray::2,3", "ndarray:bool", "ndarray:int16:0",
-                                      "ndarray:int16:2,x", "", "list[str]"])
+@pytest.mark.parametrize(
+    "encoding",
+    ["foo", "str:x", "foo:x", "ndarray::2,3", "ndarray:bool", "ndarray:int16:0", "ndarray:int16:2,x", "", "list[str]"],
+)
 def test_unknown_encodings_raise(encoding: str) -> None:
     assert not is_mds_encoding(encoding)
     with pytest.raises(UnknownEncodingError) as info:

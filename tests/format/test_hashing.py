@@ -10,8 +10,25 @@ from mds_core.format.hashing import check_hash_list, get_hash, get_hashes
 
 
 def test_supported_names_are_hashlib_plus_xxhash() -> None:
-    expected = {"blake2b", "blake2s", "md5", "sha1", "sha224", "sha256", "sha384", "sha3_224", "sha3_256",
-                "sha3_384", "sha3_512", "sha512", "xxh32", "xxh64", "xxh3_64", "xxh128", "xxh3_128"}
+    expected = {
+        "blake2b",
+        "blake2s",
+        "md5",
+        "sha1",
+        "sha224",
+        "sha256",
+        "sha384",
+        "sha3_224",
+        "sha3_256",
+        "sha3_384",
+        "sha3_512",
+        "sha512",
+        "xxh32",
+        "xxh64",
+        "xxh3_64",
+        "xxh128",
+        "xxh3_128",
+    }
     assert expected <= get_hashes()
     assert not any(name.startswith("shake_") for name in get_hashes())
 
@@ -22,11 +39,14 @@ def test_digests() -> None:
     assert len(get_hash("xxh3_64", b"abc")) == 16
 
 
-@pytest.mark.parametrize(("hashes", "message"), [
-    (["sha1", "md5"], "sorted and unique"),
-    (["md5", "md5"], "sorted and unique"),
-    (["crc32"], "unknown hash algorithm 'crc32'"),
-])
+@pytest.mark.parametrize(
+    ("hashes", "message"),
+    [
+        (["sha1", "md5"], "sorted and unique"),
+        (["md5", "md5"], "sorted and unique"),
+        (["crc32"], "unknown hash algorithm 'crc32'"),
+    ],
+)
 def test_bad_hash_lists(hashes: list[str], message: str) -> None:
     with pytest.raises(HashAlgorithmError, match=message):
         check_hash_list(hashes)

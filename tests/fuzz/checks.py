@@ -49,7 +49,8 @@ def check_views_inside(value: Any, base: np.ndarray, begin: int, end: int, where
     elif isinstance(value, np.ndarray) and value.nbytes and np.shares_memory(value, base):
         start = value.__array_interface__["data"][0] - base.__array_interface__["data"][0]
         if start < begin or start + value.nbytes > end:
-            raise PropertyFailure("out-of-bounds view",
-                                  f"{where}: array at bytes {start}-{start + value.nbytes} outside {begin}-{end}")
+            raise PropertyFailure(
+                "out-of-bounds view", f"{where}: array at bytes {start}-{start + value.nbytes} outside {begin}-{end}"
+            )
     elif isinstance(value, (bytes, str)) and len(value) > (end - begin) * (1 if isinstance(value, bytes) else 4):
         raise PropertyFailure("out-of-bounds bytes", f"{where}: {len(value)} bytes from a {end - begin}-byte sample")

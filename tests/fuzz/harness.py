@@ -64,7 +64,7 @@ class Stats:
     seconds: float = 0.0
     failures: dict[str, dict[str, Any]] = field(default_factory=dict)  # key -> first example
 
-    def merge(self, other: "Stats") -> None:
+    def merge(self, other: Stats) -> None:
         self.inputs += other.inputs
         self.seconds = max(self.seconds, other.seconds)
         for key, example in other.failures.items():
@@ -127,8 +127,9 @@ def run_range(target: Target, seed: int, start: int, stop: int) -> Stats:
         err = run_one(target, case)
         if err is not None:
             key = failure_key(err)
-            stats.failures.setdefault(key, {"index": index, "error": f"{type(err).__name__}: {err}"[:500],
-                                            "case": encode_case(case)})
+            stats.failures.setdefault(
+                key, {"index": index, "error": f"{type(err).__name__}: {err}"[:500], "case": encode_case(case)}
+            )
     faulthandler.cancel_dump_traceback_later()
     stats.inputs, stats.seconds = stop - start, time.perf_counter() - began
     return stats
@@ -136,6 +137,7 @@ def run_range(target: Target, seed: int, start: int, stop: int) -> Stats:
 
 # --------------------------------------------------------------------------------------------------
 # inputs as JSON files (tests/fuzz/regressions/<target>/<name>.json): bytes as base64
+
 
 def encode_case(obj: Any) -> Any:
     if isinstance(obj, bytes):

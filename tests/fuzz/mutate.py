@@ -13,8 +13,28 @@ import struct
 from typing import Any
 
 # Values that sit on the edges parsers check: 0, 1, small counts, sign bits, all ones.
-INTERESTING_U32 = [0, 1, 2, 3, 4, 7, 8, 16, 63, 64, 255, 256, 4095, 4096, 65535, 65536,
-                   0x7FFFFFFF, 0x80000000, 0xFFFFFFFE, 0xFFFFFFFF]
+INTERESTING_U32 = [
+    0,
+    1,
+    2,
+    3,
+    4,
+    7,
+    8,
+    16,
+    63,
+    64,
+    255,
+    256,
+    4095,
+    4096,
+    65535,
+    65536,
+    0x7FFFFFFF,
+    0x80000000,
+    0xFFFFFFFE,
+    0xFFFFFFFF,
+]
 INTERESTING_U8 = [0, 1, 2, 3, 4, 0x7F, 0x80, 0xFE, 0xFF]
 
 
@@ -79,20 +99,64 @@ def _splice(rng: random.Random, out: bytearray, others: list[bytes]) -> None:
             out[at:] = other[at2:]
 
 
-_MUTATIONS = [_flip_bit, _flip_bit, _set_byte, _set_byte, _set_u32, _set_u32, _delete, _insert, _duplicate,
-              _truncate, _splice]
+_MUTATIONS = [
+    _flip_bit,
+    _flip_bit,
+    _set_byte,
+    _set_byte,
+    _set_u32,
+    _set_u32,
+    _delete,
+    _insert,
+    _duplicate,
+    _truncate,
+    _splice,
+]
 
 
 # --------------------------------------------------------------------------------------------------
 # structural mutations of JSON-like objects (index entries, manifests, state dicts)
 
+
 def weird_value(rng: random.Random) -> Any:
     """A JSON (or Python) value of a surprising type or range."""
-    return rng.choice([
-        None, True, False, 0, -1, 1, 2, 3, 2**31, 2**32, 2**63, -(2**63), 10**30, 0.5, 2.0, -0.0,
-        float("nan"), float("inf"), "", "x", "2", "../../etc/passwd", "/abs", "a\0b", "ndarray:int8:0",
-        [], [1], ["a"], [None], {}, {"a": 1}, "\udcff", "é" * 3,
-    ])
+    return rng.choice(
+        [
+            None,
+            True,
+            False,
+            0,
+            -1,
+            1,
+            2,
+            3,
+            2**31,
+            2**32,
+            2**63,
+            -(2**63),
+            10**30,
+            0.5,
+            2.0,
+            -0.0,
+            float("nan"),
+            float("inf"),
+            "",
+            "x",
+            "2",
+            "../../etc/passwd",
+            "/abs",
+            "a\0b",
+            "ndarray:int8:0",
+            [],
+            [1],
+            ["a"],
+            [None],
+            {},
+            {"a": 1},
+            "\udcff",
+            "é" * 3,
+        ]
+    )
 
 
 def mutate_json(rng: random.Random, obj: Any, rounds: int = 0) -> Any:

@@ -48,7 +48,10 @@ def campaign(names: list[str], inputs: int, seed: int, jobs: int, first: int = 0
         for name in names:
             list(pool.map(_warm, [(root, name)] * jobs))  # setup (writing seed datasets) is not timed as fuzzing
             began = time.perf_counter()
-            chunks = [(root, name, seed, start, min(start + CHUNK, first + inputs)) for start in range(first, first + inputs, CHUNK)]
+            chunks = [
+                (root, name, seed, start, min(start + CHUNK, first + inputs))
+                for start in range(first, first + inputs, CHUNK)
+            ]
             stats = Stats(name)
             for part in pool.map(_chunk, chunks):
                 stats.merge(part)
@@ -59,8 +62,10 @@ def campaign(names: list[str], inputs: int, seed: int, jobs: int, first: int = 0
 
 
 def _line(stats: Stats, wall: float) -> str:
-    return (f"{stats.target:<11} {stats.inputs:>8} inputs  {stats.inputs / wall:>7.0f} inputs/s  "
-            f"{wall:>6.1f} s  {len(stats.failures)} distinct failures")
+    return (
+        f"{stats.target:<11} {stats.inputs:>8} inputs  {stats.inputs / wall:>7.0f} inputs/s  "
+        f"{wall:>6.1f} s  {len(stats.failures)} distinct failures"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,7 +11,7 @@ import io
 import json
 import os
 from decimal import Decimal
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +20,7 @@ import numpy as np
 from mds_core.format.index import ShardInfo, parse_index
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "mds-golden" / "datasets"
-RAW_DATASETS = ["arrays", "images", "merged", "mixed_multishard", "pkl_unsafe", "scalars", "text",
-                "zero_sample_shard"]
+RAW_DATASETS = ["arrays", "images", "merged", "mixed_multishard", "pkl_unsafe", "scalars", "text", "zero_sample_shard"]
 ZIP_DATASETS = ["mixed_br", "mixed_bz2", "mixed_gz", "mixed_snappy", "mixed_zstd", "mixed_zstd_19"]
 SHARDS_PER_DATASET = 2  # more shards of the same dataset add seeds, not new code paths
 
@@ -35,19 +34,20 @@ def shards_of(root: Path, limit: int = SHARDS_PER_DATASET) -> list[tuple[ShardIn
     return [(shard, root) for shard in shards[:limit]]
 
 
-@lru_cache(maxsize=None)
+@cache
 def raw_shard_seeds(extra_root: str | None = None) -> list[tuple[str, ShardInfo, bytes]]:
     """(name, index entry, shard bytes) of uncompressed shards: golden ones, then those under ``extra_root``."""
     roots = [GOLDEN / name for name in RAW_DATASETS] + ([Path(extra_root)] if extra_root else [])
     seeds = []
     for root in roots:
         for shard, _ in shards_of(root):
-            seeds.append((f"{root.name}/{shard.raw_data.basename}", shard,
-                          (root / shard.raw_data.basename).read_bytes()))
+            seeds.append(
+                (f"{root.name}/{shard.raw_data.basename}", shard, (root / shard.raw_data.basename).read_bytes())
+            )
     return seeds
 
 
-@lru_cache(maxsize=None)
+@cache
 def zip_shard_seeds() -> list[tuple[str, ShardInfo, bytes]]:
     """(name, index entry, compressed bytes) of every codec's golden shards."""
     seeds = []
@@ -65,21 +65,46 @@ def _images() -> dict[str, Any]:
     gray = Image.fromarray(np.arange(4 * 4, dtype=np.uint8).reshape(4, 4) * 9, "L")
     jpeg = io.BytesIO()
     rgb.save(jpeg, format="JPEG")
-    return {"pil": gray, "jpeg": rgb, "png": gray, "list[pil]": [gray, rgb], "list[jpeg]": [rgb],
-            "list[png]": [gray, gray], "jpeg_array": [jpeg.getvalue()], "jpegarray": [jpeg.getvalue()] * 2}
+    return {
+        "pil": gray,
+        "jpeg": rgb,
+        "png": gray,
+        "list[pil]": [gray, rgb],
+        "list[jpeg]": [rgb],
+        "list[png]": [gray, gray],
+        "jpeg_array": [jpeg.getvalue()],
+        "jpegarray": [jpeg.getvalue()] * 2,
+    }
 
 
 def sample_values(i: int) -> dict[str, Any]:
     """Sample ``i`` of the all-encodings dataset: one column per encoding name (plus ndarray forms)."""
     values: dict[str, Any] = {
-        "bytes": bytes(range(i + 3)), "str": "héllo" * i, "int": -(10**i), "str_int": 7 * i - 3,
-        "str_float": 1.5 / (i + 1), "str_decimal": Decimal(f"{i}.25"), "json": {"k": [i, None, "v"]},
+        "bytes": bytes(range(i + 3)),
+        "str": "héllo" * i,
+        "int": -(10**i),
+        "str_int": 7 * i - 3,
+        "str_float": 1.5 / (i + 1),
+        "str_decimal": Decimal(f"{i}.25"),
+        "json": {"k": [i, None, "v"]},
         "pkl": {"set": {i}, "t": (1, 2.0)},
-        "ndarray": np.arange(i + 2, dtype=np.int32).reshape(1, -1), "ndarray:float32": np.ones(i + 1, np.float32),
+        "ndarray": np.arange(i + 2, dtype=np.int32).reshape(1, -1),
+        "ndarray:float32": np.ones(i + 1, np.float32),
         "ndarray:uint8:2,3": np.full((2, 3), i, np.uint8),
     }
-    for dtype in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                  "float16", "float32", "float64"):
+    for dtype in (
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
+    ):
         values[dtype] = np.dtype(dtype).type(i + 1)
     values.update(_images())
     return values

@@ -7,8 +7,10 @@ from tests.fuzz.targets_format import CompressedTarget, DecodeTarget, IndexTarge
 from tests.fuzz.targets_state import ManifestTarget, ResumeTarget
 from tests.fuzz.targets_verify import VerifyTarget
 
-TARGETS: dict[str, type] = {cls.name: cls for cls in (
-    IndexTarget, ShardTarget, DecodeTarget, CompressedTarget, ResumeTarget, ManifestTarget, VerifyTarget)}
+TARGETS: dict[str, type] = {
+    cls.name: cls
+    for cls in (IndexTarget, ShardTarget, DecodeTarget, CompressedTarget, ResumeTarget, ManifestTarget, VerifyTarget)
+}
 
 _READY: dict[str, Target] = {}
 

@@ -73,8 +73,9 @@ def read_all_ways(reader: ShardReader, base: np.ndarray) -> None:
     ordered = outcome(lambda: list(reader))
     for name, got in (("take", many), ("iteration", ordered)):
         if errors and got != errors[0]:
-            raise PropertyFailure(f"{name} disagrees", f"{reader.path}: {name} gave {str(got)[:80]}, "
-                                  f"random access {errors[0]}")
+            raise PropertyFailure(
+                f"{name} disagrees", f"{reader.path}: {name} gave {str(got)[:80]}, random access {errors[0]}"
+            )
         if not errors and got != one:
             raise PropertyFailure(f"{name} disagrees", f"{reader.path}: {name} returned other values")
     try:
@@ -103,8 +104,12 @@ class ShardTarget:
         data = mutate_bytes(rng, self.datas[which], self.datas)
         # "index": sizes from the index (most mutations stop at the size check); "own": the index
         # agrees with the file's size and header count (as if rewritten together), so reads go deeper.
-        return {"seed": self.seeds[which][0], "data": data, "sizes": rng.choice(("index", "own", "own", "own")),
-                "file": rng.random() < 0.1}
+        return {
+            "seed": self.seeds[which][0],
+            "data": data,
+            "sizes": rng.choice(("index", "own", "own", "own")),
+            "file": rng.random() < 0.1,
+        }
 
     def check(self, case: dict[str, Any]) -> None:
         which = next(i for i, s in enumerate(self.seeds) if s[0] == case["seed"])
@@ -161,10 +166,13 @@ class DecodeTarget:
             buf = fill * pad + data + fill * pad
             padded = outcome(coder.decode, buf, pad, len(data))
             if padded != alone:
-                raise PropertyFailure("out-of-bounds read", f"{encoding}: decoding depends on the bytes around the value")
+                raise PropertyFailure(
+                    "out-of-bounds read", f"{encoding}: decoding depends on the bytes around the value"
+                )
             if not (isinstance(padded, tuple) and padded[0] == "error"):
-                check_views_inside(coder.decode(buf, pad, len(data)), np.frombuffer(buf, np.uint8), pad,
-                                   pad + len(data), encoding)
+                check_views_inside(
+                    coder.decode(buf, pad, len(data)), np.frombuffer(buf, np.uint8), pad, pad + len(data), encoding
+                )
 
 
 class CompressedTarget:
@@ -179,8 +187,11 @@ class CompressedTarget:
 
     def generate(self, rng: random.Random) -> dict[str, Any]:
         which = rng.randrange(len(self.seeds))
-        return {"seed": self.seeds[which][0], "data": mutate_bytes(rng, self.datas[which], self.datas),
-                "file": rng.random() < 0.1}
+        return {
+            "seed": self.seeds[which][0],
+            "data": mutate_bytes(rng, self.datas[which], self.datas),
+            "file": rng.random() < 0.1,
+        }
 
     def check(self, case: dict[str, Any]) -> None:
         info = next(s for name, s, _ in self.seeds if name == case["seed"])
@@ -195,8 +206,10 @@ class CompressedTarget:
         verify_accepts = in_memory if isinstance(in_memory, bytes) and len(in_memory) == size else None
         reader_accepts = streamed if isinstance(streamed, bytes) and len(streamed) == size else None
         if verify_accepts != reader_accepts:
-            raise PropertyFailure("decompression paths disagree",
-                                  f"{case['seed']}: in memory {_short(in_memory)}, streamed {_short(streamed)}")
+            raise PropertyFailure(
+                "decompression paths disagree",
+                f"{case['seed']}: in memory {_short(in_memory)}, streamed {_short(streamed)}",
+            )
         if case["file"]:  # the reader's real path: a zip file, decompressed through a temporary file
             zip_path, raw_path = os.path.join(self.workdir, "shard.zip"), os.path.join(self.workdir, "shard.mds")
             with open(zip_path, "wb") as file:
@@ -223,4 +236,3 @@ def _stream(codec: Any, data: bytes) -> bytes:
 
 def _short(value: Any) -> str:
     return f"{len(value)} bytes" if isinstance(value, bytes) else str(value)
-

@@ -36,12 +36,17 @@ class ResumeTarget:
         from mds_core import StreamingDataset
 
         data = _small_dataset(os.path.join(workdir, "data"))
-        self.dataset = StreamingDataset(local=data, batch_size=2, shuffle=True, job_root=os.path.join(workdir, "job"),
-                                        telemetry=False)
+        self.dataset = StreamingDataset(
+            local=data, batch_size=2, shuffle=True, job_root=os.path.join(workdir, "job"), telemetry=False
+        )
         self.world = detect_world()
         base = self.dataset.state_dict(num_samples=5, from_beginning=True)
-        self.seeds = [base, {**base, "epoch": -1, "sample_in_epoch": 0}, {**base, "fingerprint": None},
-                      {**base, "epoch": 3, "sample_in_epoch": self.dataset.epoch_size}]
+        self.seeds = [
+            base,
+            {**base, "epoch": -1, "sample_in_epoch": 0},
+            {**base, "fingerprint": None},
+            {**base, "epoch": 3, "sample_in_epoch": self.dataset.epoch_size},
+        ]
 
     def generate(self, rng: random.Random) -> dict[str, Any]:
         seed = rng.choice(self.seeds)
@@ -77,8 +82,11 @@ class ManifestTarget:
             for mode, rows in (("overwrite", 6), ("append", 4)):
                 with self.shard_set.transaction(mode) as tx:  # the append is a partition: its manifest lists it
                     _small_dataset(tx.out if mode == "overwrite" else tx.partition_out("d1"), rows, size_limit=1 << 20)
-        names = [os.path.relpath(os.path.join(d, f), self.root) for d, _, fs in os.walk(os.path.join(self.root, "_versions"))
-                 for f in fs] + ["index.json"]
+        names = [
+            os.path.relpath(os.path.join(d, f), self.root)
+            for d, _, fs in os.walk(os.path.join(self.root, "_versions"))
+            for f in fs
+        ] + ["index.json"]
         self.files = {name: open(os.path.join(self.root, name), "rb").read() for name in sorted(names)}
 
     def generate(self, rng: random.Random) -> dict[str, Any]:
@@ -104,9 +112,15 @@ class ManifestTarget:
         shard_set = self.shard_set
         for info in shard_set.versions():
             # What a manifest names is later read, listed or deleted: it must be a path inside the root.
-            if not isinstance(info.version, int) or not isinstance(info.index, str) or \
-                    PurePosixPath(info.index).is_absolute() or ".." in PurePosixPath(info.index).parts:
-                raise PropertyFailure("manifest accepted with a bad field", f"version {info.version!r} index {info.index!r}")
+            if (
+                not isinstance(info.version, int)
+                or not isinstance(info.index, str)
+                or PurePosixPath(info.index).is_absolute()
+                or ".." in PurePosixPath(info.index).parts
+            ):
+                raise PropertyFailure(
+                    "manifest accepted with a bad field", f"version {info.version!r} index {info.index!r}"
+                )
         shard_set.latest()
         shard_set.published()
         for number in (1, 2):

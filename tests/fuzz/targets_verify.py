@@ -22,7 +22,10 @@ def hashed_datasets(workdir: str) -> list[str]:
     import numpy as np
 
     roots = []
-    for name, args in (("raw", {"hashes": ["sha1", "xxh64"]}), ("zstd", {"hashes": ["md5", "xxh64"], "compression": "zstd"})):
+    for name, args in (
+        ("raw", {"hashes": ["sha1", "xxh64"]}),
+        ("zstd", {"hashes": ["md5", "xxh64"], "compression": "zstd"}),
+    ):
         root = os.path.join(workdir, f"hashed-{name}")
         roots.append(root)
         if os.path.exists(os.path.join(root, "index.json")):
@@ -46,8 +49,11 @@ class VerifyTarget:
     name = "verify"
 
     def setup(self, workdir: str) -> None:
-        self.files = {(root, name): open(os.path.join(root, name), "rb").read()
-                      for root in hashed_datasets(workdir) for name in shard_files(root)}
+        self.files = {
+            (root, name): open(os.path.join(root, name), "rb").read()
+            for root in hashed_datasets(workdir)
+            for name in shard_files(root)
+        }
         self.keys = sorted(self.files)
 
     def generate(self, rng: random.Random) -> dict[str, Any]:
@@ -81,8 +87,10 @@ def check_detected(root: str, name: str, data: bytes, original: bytes, run: Any 
     if data == original and not ok:
         raise PropertyFailure("false alarm", f"{name} unchanged but verify failed: {text[:200]}")
     if data != original and (ok or name not in text):
-        raise PropertyFailure("corruption missed", f"{root}/{name} changed ({len(data)} bytes) but verify said "
-                              f"{'OK' if ok else text[:200]}")
+        raise PropertyFailure(
+            "corruption missed",
+            f"{root}/{name} changed ({len(data)} bytes) but verify said {'OK' if ok else text[:200]}",
+        )
 
 
 def _verify(root: str) -> tuple[bool, str]:

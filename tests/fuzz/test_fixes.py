@@ -24,8 +24,15 @@ def test_deeply_nested_index_json() -> None:
         parse_index(text, "fuzz/index.json")
 
 
-@pytest.mark.parametrize("change", [{"num_canonical_nodes": 2**32}, {"initial_physical_nodes": 2**40},
-                                    {"shuffle_seed": -1}, {"initial_physical_nodes": 0}])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"num_canonical_nodes": 2**32},
+        {"initial_physical_nodes": 2**40},
+        {"shuffle_seed": -1},
+        {"initial_physical_nodes": 0},
+    ],
+)
 def test_state_dict_values_that_would_fail_mid_epoch(change: dict) -> None:
     with pytest.raises(ResumeError, match="state dict"):
         validate_state({**STATE, **change}, "f", epoch_size=10)
@@ -47,12 +54,15 @@ def shard_set(tmp_path: Path) -> ShardSet:
     return shard_set
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    (b"{", "00000001.json: not valid JSON"),
-    (b"[]", "00000001.json: expected a JSON object"),
-    (None, "00000001.json: 'rows' must be int, got '4'"),
-    (b'{"version": 1}', r"00000001.json: missing keys \['columns'"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (b"{", "00000001.json: not valid JSON"),
+        (b"[]", "00000001.json: expected a JSON object"),
+        (None, "00000001.json: 'rows' must be int, got '4'"),
+        (b'{"version": 1}', r"00000001.json: missing keys \['columns'"),
+    ],
+)
 def test_damaged_manifest(shard_set: ShardSet, tmp_path: Path, text: bytes | None, message: str) -> None:
     path = tmp_path / "set" / "_versions" / "00000001.json"
     if text is None:

@@ -13,8 +13,7 @@ from tests.fuzz.targets import TARGETS, prepared
 from tests.fuzz.targets_verify import check_detected, hashed_datasets, shard_files
 
 # Inputs per target: about 6,000 in all, a few seconds of fuzzing; a different seed from `make fuzz`.
-SLICE = {"index": 1000, "shard": 800, "decode": 1000, "compressed": 800, "resume": 1000, "manifest": 400,
-         "verify": 800}
+SLICE = {"index": 1000, "shard": 800, "decode": 1000, "compressed": 800, "resume": 1000, "manifest": 400, "verify": 800}
 SLICE_SEED = 1
 
 
@@ -32,7 +31,9 @@ def _target(name: str, workdir: Path):
 @pytest.mark.parametrize("name", sorted(TARGETS))
 def test_slice(name: str, workdir: Path) -> None:
     stats = run_range(_target(name, workdir), SLICE_SEED, 0, SLICE[name])
-    assert not stats.failures, "\n".join(f"{key}: input {ex['index']}: {ex['error']}" for key, ex in stats.failures.items())
+    assert not stats.failures, "\n".join(
+        f"{key}: input {ex['index']}: {ex['error']}" for key, ex in stats.failures.items()
+    )
 
 
 @pytest.mark.parametrize(("name", "path"), regressions(), ids=[f"{t}/{p.stem}" for t, p in regressions()])

@@ -38,9 +38,19 @@ def tag(value):
         return {"t": "decimal", "v": str(value)}
     if isinstance(value, np.ndarray):
         data = np.ascontiguousarray(value).astype(value.dtype.newbyteorder("<")).tobytes()
-        return {"t": "ndarray", "dtype": value.dtype.name, "shape": list(value.shape), "b64": base64.b64encode(data).decode()}
+        return {
+            "t": "ndarray",
+            "dtype": value.dtype.name,
+            "shape": list(value.shape),
+            "b64": base64.b64encode(data).decode(),
+        }
     if hasattr(value, "getpixel"):
-        return {"t": "image", "mode": value.mode, "size": list(value.size), "b64": base64.b64encode(value.tobytes()).decode()}
+        return {
+            "t": "image",
+            "mode": value.mode,
+            "size": list(value.size),
+            "b64": base64.b64encode(value.tobytes()).decode(),
+        }
     for kind in (list, tuple, set):
         if isinstance(value, kind):
             return {"t": kind.__name__, "v": [tag(v) for v in value]}
@@ -65,8 +75,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         if args.index:
             shutil.copyfile(args.index, os.path.join(scratch, "index.json"))
-        dataset = StreamingDataset(remote=args.path, local=scratch, batch_size=1,
-                                   allow_unsafe_types=args.allow_unsafe_types, validate_hash=args.validate_hash)
+        dataset = StreamingDataset(
+            remote=args.path,
+            local=scratch,
+            batch_size=1,
+            allow_unsafe_types=args.allow_unsafe_types,
+            validate_hash=args.validate_hash,
+        )
         for index in range(dataset.num_samples):
             print(json.dumps({col: tag(v) for col, v in dataset[index].items()}))
         del dataset

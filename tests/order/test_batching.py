@@ -22,8 +22,10 @@ from mds_core.order.traversal import to_global_batches
 
 # The small test datasets trigger the reference's advisory warnings: py1e blocks smaller than a shard,
 # and tiny partitions that repeat samples.
-pytestmark = [pytest.mark.filterwarnings("ignore:shuffle_block_size=.*smaller than some shuffle units:UserWarning"),
-              pytest.mark.filterwarnings("ignore:partitioning .* repeats many samples:UserWarning")]
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:shuffle_block_size=.*smaller than some shuffle units:UserWarning"),
+    pytest.mark.filterwarnings("ignore:partitioning .* repeats many samples:UserWarning"),
+]
 
 ORDER_GOLDEN = Path(__file__).parent.parent / "fixtures" / "order-golden"
 EPOCHS = json.loads((ORDER_GOLDEN / "epochs.json").read_text())
@@ -34,21 +36,32 @@ def _case_id(case: dict) -> str:
     kw = case["dataset_kwargs"]
     weights = "-".join(next((k for k in s if k != "name"), "none") for s in case["streams"])
     world = case["world"]
-    return (f"{kw['batching_method']}-{kw['shuffle_algo'] if kw['shuffle'] else 'noshuffle'}-{weights}-"
-            f"P{world['num_nodes']}R{world['ranks_per_node']}W{world['workers_per_rank']}B{case['batch_size']}-"
-            f"e{case['epoch']}s{case['sample_in_epoch']}")
+    return (
+        f"{kw['batching_method']}-{kw['shuffle_algo'] if kw['shuffle'] else 'noshuffle'}-{weights}-"
+        f"P{world['num_nodes']}R{world['ranks_per_node']}W{world['workers_per_rank']}B{case['batch_size']}-"
+        f"e{case['epoch']}s{case['sample_in_epoch']}"
+    )
 
 
 def _spec_of_case(case: dict) -> OrderSpec:
-    return OrderSpec(shard_sizes=[STREAM_SHARDS[s["name"]] for s in case["streams"]],
-                     weights=[{k: v for k, v in s.items() if k != "name"} for s in case["streams"]],
-                     batch_size=case["batch_size"], **case["dataset_kwargs"])
+    return OrderSpec(
+        shard_sizes=[STREAM_SHARDS[s["name"]] for s in case["streams"]],
+        weights=[{k: v for k, v in s.items() if k != "name"} for s in case["streams"]],
+        batch_size=case["batch_size"],
+        **case["dataset_kwargs"],
+    )
 
 
 def _work_of_case(case: dict) -> np.ndarray:
     world = case["world"]
-    return generate_work(_spec_of_case(case), world["num_nodes"], world["ranks_per_node"],
-                         world["workers_per_rank"], case["epoch"], case["sample_in_epoch"])
+    return generate_work(
+        _spec_of_case(case),
+        world["num_nodes"],
+        world["ranks_per_node"],
+        world["workers_per_rank"],
+        case["epoch"],
+        case["sample_in_epoch"],
+    )
 
 
 @pytest.mark.parametrize("case", EPOCHS["cases"], ids=[_case_id(c) for c in EPOCHS["cases"]])
@@ -76,8 +89,9 @@ def test_default_canonical_nodes_depend_on_the_shuffle_algorithm() -> None:
     assert OrderSpec([[10]], num_canonical_nodes=0).canonical_nodes(4) == 4  # 0 means "default", as the reference
 
 
-@pytest.mark.parametrize(("canonical_nodes", "block"), [(1, 4_000_000), (2, 2_000_000), (15, 266_666),
-                                                        (16, 262_144), (64, 262_144)])
+@pytest.mark.parametrize(
+    ("canonical_nodes", "block"), [(1, 4_000_000), (2, 2_000_000), (15, 266_666), (16, 262_144), (64, 262_144)]
+)
 def test_default_shuffle_block_size_follows_canonical_nodes(canonical_nodes, block) -> None:
     assert OrderSpec([[10]], num_canonical_nodes=canonical_nodes).block_size(1) == block
     assert OrderSpec([[10]], num_canonical_nodes=canonical_nodes, shuffle_block_size=7).block_size(1) == 7
@@ -90,25 +104,28 @@ def test_order_spec_normalizes_and_is_hashable() -> None:
     assert hash(spec) == hash(OrderSpec(((3, 4), (5,)), weights=[{"choose": 2}, {}]))
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"batching_method": "round_robin"}, "batching_method"),
-    ({"shuffle_algo": "py1b"}, "shuffle_algo"),
-    ({"partition_algo": "fast"}, "partition_algo"),
-    ({"sampling_method": "uniform"}, "sampling_method"),
-    ({"sampling_granularity": 0}, "sampling_granularity"),
-    ({"shuffle_seed": -1}, "shuffle_seed"),
-    ({"batch_size": 2.0}, "batch_size"),
-    ({"batch_size": "8"}, "batch_size"),
-    ({"batch_size": True}, "batch_size"),
-    ({"batch_size": 0}, "batch_size"),
-    ({"num_canonical_nodes": -2}, "num_canonical_nodes"),
-    ({"shuffle_block_size": 1.5}, "shuffle_block_size"),
-    ({"replication": 0}, "replication"),
-    ({"epoch_size": "lots"}, "epoch_size"),
-    ({"shuffle": "yes"}, "shuffle"),
-    ({"weights": [{"proportion": 1}, {"choose": 3}]}, "cannot be mixed"),
-    ({"weights": [{"repeat": 2}, None], "epoch_size": 10}, "epoch_size"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"batching_method": "round_robin"}, "batching_method"),
+        ({"shuffle_algo": "py1b"}, "shuffle_algo"),
+        ({"partition_algo": "fast"}, "partition_algo"),
+        ({"sampling_method": "uniform"}, "sampling_method"),
+        ({"sampling_granularity": 0}, "sampling_granularity"),
+        ({"shuffle_seed": -1}, "shuffle_seed"),
+        ({"batch_size": 2.0}, "batch_size"),
+        ({"batch_size": "8"}, "batch_size"),
+        ({"batch_size": True}, "batch_size"),
+        ({"batch_size": 0}, "batch_size"),
+        ({"num_canonical_nodes": -2}, "num_canonical_nodes"),
+        ({"shuffle_block_size": 1.5}, "shuffle_block_size"),
+        ({"replication": 0}, "replication"),
+        ({"epoch_size": "lots"}, "epoch_size"),
+        ({"shuffle": "yes"}, "shuffle"),
+        ({"weights": [{"proportion": 1}, {"choose": 3}]}, "cannot be mixed"),
+        ({"weights": [{"repeat": 2}, None], "epoch_size": 10}, "epoch_size"),
+    ],
+)
 def test_invalid_settings_raise_configuration_errors_naming_the_setting(kwargs, message) -> None:
     with pytest.raises(ConfigurationError, match=message):
         OrderSpec([[10, 5], [7]], **kwargs)
@@ -131,8 +148,10 @@ def test_device_per_stream_needs_canonical_nodes_divisible_by_nodes() -> None:
         generate_work(spec, 4, 1, 1, 0, 0)
 
 
-@pytest.mark.parametrize(("world", "epoch", "sample_in_epoch"), [((0, 1, 1), 0, 0), ((1, 1, 0), 0, 0),
-                                                                 ((1, 1, 1), -1, 0), ((1, 1, 1), 0, -8)])
+@pytest.mark.parametrize(
+    ("world", "epoch", "sample_in_epoch"),
+    [((0, 1, 1), 0, 0), ((1, 1, 0), 0, 0), ((1, 1, 1), -1, 0), ((1, 1, 1), 0, -8)],
+)
 def test_generate_work_rejects_impossible_worlds_and_positions(world, epoch, sample_in_epoch) -> None:
     with pytest.raises(ConfigurationError):
         generate_work(OrderSpec([[10]], batch_size=2), *world, epoch, sample_in_epoch)
@@ -150,10 +169,18 @@ def test_generate_work_accepts_objects_carrying_an_order_spec() -> None:
 # Replication
 
 
-@pytest.mark.parametrize(("world", "replication", "parallel"), [
-    ((2, 8), None, (2, 8)), ((2, 8), 1, (2, 8)), ((2, 8), 2, (1, 8)), ((4, 8), 2, (2, 8)),
-    ((1, 8), 4, (1, 2)), ((3, 4), 3, (1, 4)), ((2, 4), 8, (1, 1)),
-])
+@pytest.mark.parametrize(
+    ("world", "replication", "parallel"),
+    [
+        ((2, 8), None, (2, 8)),
+        ((2, 8), 1, (2, 8)),
+        ((2, 8), 2, (1, 8)),
+        ((4, 8), 2, (2, 8)),
+        ((1, 8), 4, (1, 2)),
+        ((3, 4), 3, (1, 4)),
+        ((2, 4), 8, (1, 1)),
+    ],
+)
 def test_replication_shrinks_the_world_partitioning_sees(world, replication, parallel) -> None:
     assert replicate_world(*world, replication) == parallel
 
@@ -186,24 +213,33 @@ def test_one_device_without_shuffle_and_one_canonical_node_reads_in_order() -> N
 @pytest.mark.parametrize("world", [(1, 2, 1, 2), (2, 1, 2, 2), (1, 4, 1, 1)])
 def test_appendix_example_has_the_same_global_batches_on_every_world(world) -> None:
     nodes, ranks, workers, batch = world
-    spec = OrderSpec([[3, 5, 2, 4, 6]], shuffle=True, shuffle_seed=7, num_canonical_nodes=2, shuffle_block_size=6,
-                     batch_size=batch)
+    spec = OrderSpec(
+        [[3, 5, 2, 4, 6]], shuffle=True, shuffle_seed=7, num_canonical_nodes=2, shuffle_block_size=6, batch_size=batch
+    )
     with warnings.catch_warnings():  # py1e warns that the block is smaller than some shards
         warnings.simplefilter("ignore")
         work = generate_work(spec, nodes, ranks, workers, 0, 0)
     batches = [sorted(b) for b in np.array(_global_order(work)).reshape(-1, 4).tolist()]
-    assert batches == [sorted(b) for b in [[8, 14, 3, 6], [9, 18, 4, 7], [15, 17, 5, 10], [16, 2, 12, 13],
-                                           [1, 0, 11, 19]]]
+    assert batches == [
+        sorted(b) for b in [[8, 14, 3, 6], [9, 18, 4, 7], [15, 17, 5, 10], [16, 2, 12, 13], [1, 0, 11, 19]]
+    ]
     if world == (1, 4, 1, 1):
-        assert work[0, :, 0, :, 0].tolist() == [[8, 9, 15, 16, 1], [3, 4, 5, 12, 11], [14, 18, 17, 2, 0],
-                                                [6, 7, 10, 13, 19]]
+        assert work[0, :, 0, :, 0].tolist() == [
+            [8, 9, 15, 16, 1],
+            [3, 4, 5, 12, 11],
+            [14, 18, 17, 2, 0],
+            [6, 7, 10, 13, 19],
+        ]
 
 
-@pytest.mark.parametrize(("proportions", "global_batch", "portions"), [
-    ((1 / 3, 1 / 3, 1 / 3), 4, [1, 1, 2]),  # ties go to the higher stream index
-    ((0.25, 0.25, 0.5), 6, [1, 2, 3]),
-    ((0.5, 0.2, 0.3), 8, [4, 2, 2]),
-])
+@pytest.mark.parametrize(
+    ("proportions", "global_batch", "portions"),
+    [
+        ((1 / 3, 1 / 3, 1 / 3), 4, [1, 1, 2]),  # ties go to the higher stream index
+        ((0.25, 0.25, 0.5), 6, [1, 2, 3]),
+        ((0.5, 0.2, 0.3), 8, [4, 2, 2]),
+    ],
+)
 def test_stratified_portions_round_like_the_reference(proportions, global_batch, portions) -> None:
     assert stratified_portions(proportions, global_batch).tolist() == portions
 
@@ -227,21 +263,34 @@ def epoch_settings(draw, batching_methods=("random",)):
         weights = [None] * num_streams
     nodes = draw(st.sampled_from([1, 1, 2, 4]))
     canonical = nodes * draw(st.sampled_from([1, 2])) if draw(st.booleans()) else None
-    spec = OrderSpec(shards, weights=weights, shuffle=draw(st.booleans()), shuffle_algo=draw(st.sampled_from(ALGOS)),
-                     shuffle_seed=draw(st.integers(0, 10_000)), num_canonical_nodes=canonical,
-                     shuffle_block_size=draw(st.sampled_from([None, 8, 40])),
-                     sampling_method=draw(st.sampled_from(["balanced", "fixed"])),
-                     sampling_granularity=draw(st.integers(1, 4)), batch_size=draw(st.integers(1, 4)),
-                     partition_algo=draw(st.sampled_from(["orig", "relaxed"])),
-                     batching_method=draw(st.sampled_from(batching_methods)))
+    spec = OrderSpec(
+        shards,
+        weights=weights,
+        shuffle=draw(st.booleans()),
+        shuffle_algo=draw(st.sampled_from(ALGOS)),
+        shuffle_seed=draw(st.integers(0, 10_000)),
+        num_canonical_nodes=canonical,
+        shuffle_block_size=draw(st.sampled_from([None, 8, 40])),
+        sampling_method=draw(st.sampled_from(["balanced", "fixed"])),
+        sampling_granularity=draw(st.integers(1, 4)),
+        batch_size=draw(st.integers(1, 4)),
+        partition_algo=draw(st.sampled_from(["orig", "relaxed"])),
+        batching_method=draw(st.sampled_from(batching_methods)),
+    )
     world = (nodes, draw(st.sampled_from([1, 2, 3])), draw(st.integers(1, 3)))
     return spec, world
 
 
 def _resampled(spec: OrderSpec, epoch: int) -> np.ndarray:
-    return resample_streams(spec.shard_sizes, spec.mix.choose, seed=spec.shuffle_seed, epoch=epoch,
-                            sampling_method=spec.sampling_method, sampling_granularity=spec.sampling_granularity,
-                            shuffle=spec.shuffle)[1]
+    return resample_streams(
+        spec.shard_sizes,
+        spec.mix.choose,
+        seed=spec.shuffle_seed,
+        epoch=epoch,
+        sampling_method=spec.sampling_method,
+        sampling_granularity=spec.sampling_granularity,
+        shuffle=spec.shuffle,
+    )[1]
 
 
 @settings(max_examples=120, deadline=None)
@@ -259,7 +308,7 @@ def test_random_batching_covers_the_resampled_epoch_with_repeats_only_at_the_tai
     # Repeats (short canonical rows, pad columns, node padding) and -1 sit in the last global batches.
     global_batch = nodes * ranks * spec.batch_size
     tail = global_batch * (math.ceil((canonical + nodes + nodes * ranks) / global_batch) + workers + 1)
-    head = order[:max(len(order) - tail, 0)]
+    head = order[: max(len(order) - tail, 0)]
     assert np.all(head >= 0)
     assert not Counter(head.tolist()) - expected
 
@@ -290,7 +339,7 @@ def test_resuming_after_whole_global_batches_continues_the_same_order(settings_,
     tail = global_batch * (math.ceil((spec.canonical_nodes(nodes) + nodes + nodes * ranks) / global_batch) + 1)
     assert len(resumed) >= remaining
     compared = max(remaining - tail, 0)
-    assert resumed[:compared] == full[done:done + compared]
+    assert resumed[:compared] == full[done : done + compared]
 
 
 @settings(max_examples=80, deadline=None)
@@ -313,7 +362,7 @@ def test_stream_aware_batching_resumes_at_global_batch_granularity(settings_, da
 
 def _without_trailing_padding(batches: np.ndarray) -> np.ndarray:
     real = np.flatnonzero((batches >= 0).any(axis=1))
-    return batches[:real[-1] + 1] if len(real) else batches[:0]
+    return batches[: real[-1] + 1] if len(real) else batches[:0]
 
 
 @pytest.mark.parametrize(("samples", "dropped"), [(10, 2), (8, 0), (11, 3)])
@@ -323,5 +372,8 @@ def test_device_per_stream_warns_exactly_when_real_samples_are_dropped(caplog, s
         work = generate_work(spec, 1, 1, 1, 0)
     assert int(np.count_nonzero(work >= 0)) == samples - dropped
     messages = [r.getMessage() for r in caplog.records]
-    assert messages == ([f"device_per_stream batching drops {dropped} sample(s) of stream 0 on node 0 that do not "
-                         "fill a device batch"] if dropped else [])
+    assert messages == (
+        [f"device_per_stream batching drops {dropped} sample(s) of stream 0 on node 0 that do not fill a device batch"]
+        if dropped
+        else []
+    )

@@ -10,8 +10,8 @@ import pytest
 
 from mds_core.errors import MDSError
 from mds_core.order.simulate import check_order
-from mds_core.order.world import World, parse_world
 from mds_core.order.spec import OrderSpec
+from mds_core.order.world import World, parse_world
 
 DATA = Path(__file__).resolve().parent.parent / "fixtures" / "order-golden" / "datasets"
 MDS = [str(Path(sys.executable).parent / "mds"), "check-order"]
@@ -26,9 +26,12 @@ def test_random_batching_is_elastic_across_worlds_and_resumes() -> None:
 
 
 def test_a_difference_is_reported_with_its_batch() -> None:
-    spec = OrderSpec(shard_sizes=[[109], [250]], shuffle=True, num_canonical_nodes=2,
-                     batching_method="device_per_stream")
-    results = check_order(spec, [World(num_nodes=1, ranks_per_node=2), World(num_nodes=2, ranks_per_node=2)], global_batch=8)
+    spec = OrderSpec(
+        shard_sizes=[[109], [250]], shuffle=True, num_canonical_nodes=2, batching_method="device_per_stream"
+    )
+    results = check_order(
+        spec, [World(num_nodes=1, ranks_per_node=2), World(num_nodes=2, ranks_per_node=2)], global_batch=8
+    )
     bad = results[1]
     assert not bad.ok and bad.first_difference is not None
     batch, expected, got = bad.first_difference
@@ -37,7 +40,9 @@ def test_a_difference_is_reported_with_its_batch() -> None:
 
 def test_incompatible_worlds_are_refused_not_crashed() -> None:
     spec = OrderSpec(shard_sizes=[[100]], num_canonical_nodes=2)
-    result = check_order(spec, [World(num_nodes=1, ranks_per_node=1), World(num_nodes=3, ranks_per_node=1)], global_batch=8)[1]
+    result = check_order(
+        spec, [World(num_nodes=1, ranks_per_node=1), World(num_nodes=3, ranks_per_node=1)], global_batch=8
+    )[1]
     assert result.error and "not divisible by 3 ranks" in result.error
 
 
@@ -49,8 +54,14 @@ def test_bad_world_strings(text: str) -> None:
 
 def test_cli_exit_codes_and_report() -> None:
     args = [str(DATA / "s0"), str(DATA / "s2"), "--global-batch", "8", "--num-canonical-nodes", "2"]
-    ok = subprocess.run([*MDS, *args, "--world", "1x1", "--world", "2x2x2"], capture_output=True, text=True, timeout=120)
+    ok = subprocess.run(
+        [*MDS, *args, "--world", "1x1", "--world", "2x2x2"], capture_output=True, text=True, timeout=120
+    )
     assert ok.returncode == 0 and ok.stdout.count("same") == 4
-    bad = subprocess.run([*MDS, *args, "--world", "1x2", "--world", "2x2", "--batching-method", "device_per_stream"],
-                         capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [*MDS, *args, "--world", "1x2", "--world", "2x2", "--batching-method", "device_per_stream"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 1 and "DIFFERS  2 node(s) x 2 rank(s)" in bad.stdout and "global batch 0 has" in bad.stdout

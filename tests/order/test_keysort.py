@@ -68,10 +68,13 @@ def test_exactly_equal_keys_come_in_numpys_own_order() -> None:
 
 @pytest.mark.parametrize("use_c", [True, False])
 @settings(max_examples=20, deadline=None)
-@given(n=st.integers(2, 5000), reach=st.sampled_from([0.5, 3.0, 200.0]), seed=st.integers(0, 2**32),
-       fraction=st.integers(8, 30))
-def test_collisions_are_found_alike_in_c_and_numpy(use_c: bool, n: int, reach: float, seed: int,
-                                                   fraction: int) -> None:
+@given(
+    n=st.integers(2, 5000),
+    reach=st.sampled_from([0.5, 3.0, 200.0]),
+    seed=st.integers(0, 2**32),
+    fraction=st.integers(8, 30),
+)
+def test_collisions_are_found_alike_in_c_and_numpy(use_c: bool, n: int, reach: float, seed: int, fraction: int) -> None:
     from mds_core.order.shuffle import keysort
 
     # Few fraction bits make many fixed-point collisions; both passes must find them all.

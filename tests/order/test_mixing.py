@@ -20,17 +20,50 @@ SIZES = [109, 61, 250]
 # epoch_size
 
 
-@pytest.mark.parametrize(("given_size", "expected"), [
-    (None, None), (0, 0), (100, 100), (np.int64(7), 7), (1.9, 1), ("100", 100), (" 100 ", 100),
-    ("100k", 100_000), ("64M", 64_000_000), ("1.5k", 1500), ("0.2k", 200), ("2b", 2_000_000_000),
-    ("1t", 10**12), (" 7K ", 7000),
-])
+@pytest.mark.parametrize(
+    ("given_size", "expected"),
+    [
+        (None, None),
+        (0, 0),
+        (100, 100),
+        (np.int64(7), 7),
+        (1.9, 1),
+        ("100", 100),
+        (" 100 ", 100),
+        ("100k", 100_000),
+        ("64M", 64_000_000),
+        ("1.5k", 1500),
+        ("0.2k", 200),
+        ("2b", 2_000_000_000),
+        ("1t", 10**12),
+        (" 7K ", 7000),
+    ],
+)
 def test_parse_epoch_size_accepts_integers_and_abbreviations(given_size, expected) -> None:
     assert parse_epoch_size(given_size) == expected
 
 
-@pytest.mark.parametrize("bad", ["1.5", "abc", "-5", "10x", "100kb", "k", "infk", "nank", "", True, -1, -2.0,
-                                 float("nan"), float("inf"), [100], "²"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "1.5",
+        "abc",
+        "-5",
+        "10x",
+        "100kb",
+        "k",
+        "infk",
+        "nank",
+        "",
+        True,
+        -1,
+        -2.0,
+        float("nan"),
+        float("inf"),
+        [100],
+        "²",
+    ],
+)
 def test_parse_epoch_size_rejects_what_the_reference_rejects(bad) -> None:
     with pytest.raises(ConfigurationError, match="epoch_size"):
         parse_epoch_size(bad)
@@ -40,10 +73,20 @@ def test_parse_epoch_size_rejects_what_the_reference_rejects(bad) -> None:
 # StreamWeights
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"proportion": 0.5, "repeat": 2}, {"repeat": 1, "choose": 3}, {"proportion": -0.1}, {"repeat": -1},
-    {"choose": -1}, {"choose": 2.5}, {"proportion": float("nan")}, {"repeat": "2"}, {"choose": True},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"proportion": 0.5, "repeat": 2},
+        {"repeat": 1, "choose": 3},
+        {"proportion": -0.1},
+        {"repeat": -1},
+        {"choose": -1},
+        {"choose": 2.5},
+        {"proportion": float("nan")},
+        {"repeat": "2"},
+        {"choose": True},
+    ],
+)
 def test_stream_weights_reject_invalid_combinations_and_values(kwargs) -> None:
     with pytest.raises(ConfigurationError):
         StreamWeights(**kwargs)
@@ -98,8 +141,9 @@ def test_unweighted_streams_without_epoch_size_take_every_sample_once() -> None:
 
 
 def test_absolute_weights_truncate_repeat_and_take_choose_as_given() -> None:
-    mix = apply_weights(SIZES, [StreamWeights(repeat=2), StreamWeights(repeat=0.5), StreamWeights(repeat=1.3)],
-                        None, seed=0)
+    mix = apply_weights(
+        SIZES, [StreamWeights(repeat=2), StreamWeights(repeat=0.5), StreamWeights(repeat=1.3)], None, seed=0
+    )
     assert mix.choose == (218, 30, 325)  # 0.5 * 61 = 30.5 -> 30
     mix = apply_weights(SIZES, [StreamWeights(choose=40), None, StreamWeights(repeat=0.01)], None, seed=0)
     assert mix.choose == (40, 61, 2)
@@ -111,14 +155,17 @@ def test_epoch_size_zero_means_not_given() -> None:
     assert apply_weights(SIZES, [None] * 3, 0, seed=0).epoch_size == sum(SIZES)
 
 
-@pytest.mark.parametrize(("weights", "epoch_size", "message"), [
-    ([StreamWeights(proportion=0.5), StreamWeights(repeat=2), None], None, "cannot be mixed"),
-    ([None, StreamWeights(proportion=0.5), None], None, "cannot be mixed"),
-    ([StreamWeights(repeat=2), None, None], 100, "epoch_size"),
-    ([StreamWeights(choose=0)] * 3, None, "no samples"),
-    ([StreamWeights(proportion=0)] * 3, 100, "sum to 0"),
-    ([None, None], None, "2 streams but there are 3"),
-])
+@pytest.mark.parametrize(
+    ("weights", "epoch_size", "message"),
+    [
+        ([StreamWeights(proportion=0.5), StreamWeights(repeat=2), None], None, "cannot be mixed"),
+        ([None, StreamWeights(proportion=0.5), None], None, "cannot be mixed"),
+        ([StreamWeights(repeat=2), None, None], 100, "epoch_size"),
+        ([StreamWeights(choose=0)] * 3, None, "no samples"),
+        ([StreamWeights(proportion=0)] * 3, 100, "sum to 0"),
+        ([None, None], None, "2 streams but there are 3"),
+    ],
+)
 def test_invalid_weightings_raise_configuration_errors(weights, epoch_size, message) -> None:
     with pytest.raises(ConfigurationError, match=message):
         apply_weights(SIZES, weights, epoch_size, seed=0)
@@ -130,11 +177,14 @@ def test_a_stream_without_samples_is_refused() -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(sizes=st.lists(st.integers(1, 10_000), min_size=1, max_size=6),
-       proportions=st.lists(st.floats(0.01, 10), min_size=6, max_size=6),
-       epoch_size=st.integers(1, 10**7), seed=st.integers(0, 2**32))
+@given(
+    sizes=st.lists(st.integers(1, 10_000), min_size=1, max_size=6),
+    proportions=st.lists(st.floats(0.01, 10), min_size=6, max_size=6),
+    epoch_size=st.integers(1, 10**7),
+    seed=st.integers(0, 2**32),
+)
 def test_relative_weights_always_add_up_to_the_epoch_size(sizes, proportions, epoch_size, seed) -> None:
-    weights = [StreamWeights(proportion=p) for p in proportions[:len(sizes)]]
+    weights = [StreamWeights(proportion=p) for p in proportions[: len(sizes)]]
     mix = apply_weights(sizes, weights, epoch_size, seed)
     assert mix.epoch_size == epoch_size
     exact = epoch_size * np.array(mix.proportion)
@@ -151,10 +201,16 @@ def test_whole_repeats_take_every_shard_equally_without_randomness() -> None:
     assert get_sampling(sizes, 0, 4, 0, 0, True).tolist() == [0, 0, 0, 0]
 
 
-@pytest.mark.parametrize(("sizes", "granularity", "expected"), [
-    ([7, 0, 5], 1, [5, 0, 3]), ([7, 0, 5], 5, [3, 0, 5]), ([0, 7, 5], 2, [0, 4, 4]),
-    ([3, 0, 0, 9], 2, [2, 0, 0, 6]), ([3, 0, 0, 9], 5, [0, 0, 0, 8]),
-])
+@pytest.mark.parametrize(
+    ("sizes", "granularity", "expected"),
+    [
+        ([7, 0, 5], 1, [5, 0, 3]),
+        ([7, 0, 5], 5, [3, 0, 5]),
+        ([0, 7, 5], 2, [0, 4, 4]),
+        ([3, 0, 0, 9], 2, [2, 0, 0, 6]),
+        ([3, 0, 0, 9], 5, [0, 0, 0, 8]),
+    ],
+)
 def test_sampling_matches_the_reference_including_the_empty_shard_quirk(sizes, granularity, expected) -> None:
     # Values produced by the reference (choose=8, seed=3, epoch=0, no per-epoch seed). An empty shard
     # overwrites the size of the previous granule, which changes the draw; we keep that.
@@ -175,17 +231,23 @@ def test_sampling_varies_per_epoch_only_when_asked() -> None:
     assert varying[0] == fixed[0]  # seed + 0 == seed
 
 
-@pytest.mark.parametrize(("choose", "granularity", "seed", "epoch"), [(-1, 1, 0, 0), (5, 0, 0, 0), (5, 1, -1, 0),
-                                                                     (5, 1, 0, -1)])
+@pytest.mark.parametrize(
+    ("choose", "granularity", "seed", "epoch"), [(-1, 1, 0, 0), (5, 0, 0, 0), (5, 1, -1, 0), (5, 1, 0, -1)]
+)
 def test_sampling_rejects_negative_arguments(choose, granularity, seed, epoch) -> None:
     with pytest.raises(ConfigurationError):
         get_sampling(np.array([4, 4]), choose, granularity, seed, epoch, True)
 
 
 @settings(max_examples=150, deadline=None)
-@given(sizes=st.lists(st.integers(0, 60), min_size=1, max_size=8).filter(lambda s: sum(s) > 0),
-       choose=st.integers(0, 500), granularity=st.integers(1, 9), seed=st.integers(0, 1000),
-       epoch=st.integers(0, 5), use_epoch=st.booleans())
+@given(
+    sizes=st.lists(st.integers(0, 60), min_size=1, max_size=8).filter(lambda s: sum(s) > 0),
+    choose=st.integers(0, 500),
+    granularity=st.integers(1, 9),
+    seed=st.integers(0, 1000),
+    epoch=st.integers(0, 5),
+    use_epoch=st.booleans(),
+)
 def test_sampling_hands_out_exactly_choose_samples(sizes, choose, granularity, seed, epoch, use_epoch) -> None:
     counts = get_sampling(np.array(sizes), choose, granularity, seed, epoch, use_epoch)
     whole = choose // sum(sizes)
@@ -224,7 +286,7 @@ def test_upsampling_repeats_shards_in_place_and_adds_sorted_partial_repeats() ->
 
 
 def test_each_shard_contributes_whole_repeats_plus_at_most_one_partial() -> None:
-    units, small = _resample([40, 100, 7], sampling_granularity=5)
+    _, small = _resample([40, 100, 7], sampling_granularity=5)
     counts = Counter(small.tolist())
     flat_sizes = [n for s in SHARDS for n in s]
     for shard, n in enumerate(flat_sizes):
@@ -235,8 +297,14 @@ def test_each_shard_contributes_whole_repeats_plus_at_most_one_partial() -> None
 
 def test_sampling_method_fixed_draws_the_same_samples_every_epoch() -> None:
     for shuffle in (False, True):
-        epochs = [sorted(_resample([40, 100, 7], epoch, sampling_method="fixed", shuffle=shuffle,
-                                   sampling_granularity=3)[1].tolist()) for epoch in range(3)]
+        epochs = [
+            sorted(
+                _resample([40, 100, 7], epoch, sampling_method="fixed", shuffle=shuffle, sampling_granularity=3)[
+                    1
+                ].tolist()
+            )
+            for epoch in range(3)
+        ]
         assert epochs[0] == epochs[1] == epochs[2]
 
 
@@ -268,12 +336,19 @@ def test_resampling_rejects_unknown_sampling_methods() -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(shards=st.lists(st.lists(st.integers(0, 40), min_size=1, max_size=4).filter(lambda s: sum(s) > 0),
-                       min_size=1, max_size=3),
-       data=st.data(), epoch=st.integers(0, 3), method=st.sampled_from(["balanced", "fixed"]),
-       shuffle=st.booleans(), granularity=st.integers(1, 6))
-def test_resampling_is_a_deterministic_multiset_of_each_shards_samples(shards, data, epoch, method, shuffle,
-                                                                       granularity) -> None:
+@given(
+    shards=st.lists(
+        st.lists(st.integers(0, 40), min_size=1, max_size=4).filter(lambda s: sum(s) > 0), min_size=1, max_size=3
+    ),
+    data=st.data(),
+    epoch=st.integers(0, 3),
+    method=st.sampled_from(["balanced", "fixed"]),
+    shuffle=st.booleans(),
+    granularity=st.integers(1, 6),
+)
+def test_resampling_is_a_deterministic_multiset_of_each_shards_samples(
+    shards, data, epoch, method, shuffle, granularity
+) -> None:
     choose = [data.draw(st.integers(0, 3 * sum(s))) for s in shards]
     kwargs = dict(seed=11, epoch=epoch, sampling_method=method, shuffle=shuffle, sampling_granularity=granularity)
     units, small = resample_streams(shards, choose, **kwargs)

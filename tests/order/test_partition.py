@@ -204,15 +204,18 @@ def test_drop_first_rounds_down_to_physical_nodes(caplog: pytest.LogCaptureFixtu
     ],
 )
 def test_invalid_arguments(kwargs: dict, match: str) -> None:
-    args = dict(
-        algo="relaxed",
-        num_samples=10,
-        num_canonical_nodes=1,
-        num_physical_nodes=1,
-        ranks_per_node=1,
-        workers_per_rank=1,
-        batch_size=1,
-    ) | kwargs
+    args = (
+        dict(
+            algo="relaxed",
+            num_samples=10,
+            num_canonical_nodes=1,
+            num_physical_nodes=1,
+            ranks_per_node=1,
+            workers_per_rank=1,
+            batch_size=1,
+        )
+        | kwargs
+    )
     with pytest.raises(ConfigurationError, match=match):
         get_partitions(**args)
 
@@ -339,6 +342,7 @@ def test_relaxed_reproduces_the_initial_traversal(data: st.DataObject, c: int, n
 @given(n=st.integers(1, 400), c=st.integers(1, 8), p=st.sampled_from([1, 2, 4, 8]), first=st.integers(0, 500))
 def test_canonical_rows_from_a_column_are_the_tail_of_all_rows(n: int, c: int, p: int, first: int) -> None:
     from mds_core.order.partition import canonical_rows
+
     if c % p and p % c:
         return
     with warnings.catch_warnings():

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from mds_core.errors import ConfigurationError
 from mds_core.order import get_shuffle
-from mds_core.order.shuffle import fisher_yates, py1e
 from mds_core.order.remap import first_read_per_node
+from mds_core.order.shuffle import fisher_yates, py1e
 from mds_core.order.shuffle.keysort import sort_packed_tail
 from mds_core.order.shuffle.py1e_keys import PackedKeys
 from mds_core.order.shuffle.spans import block_bounds, prologue
@@ -60,8 +60,14 @@ def _quiet_reference(*args) -> np.ndarray:
 
 
 @settings(max_examples=60, deadline=None)
-@given(sizes=st.lists(st.integers(0, 400), min_size=1, max_size=12), c=st.integers(1, 4),
-       seed=st.integers(0, 2**31), epoch=st.integers(0, 3), block=st.integers(2, 1500), data=st.data())
+@given(
+    sizes=st.lists(st.integers(0, 400), min_size=1, max_size=12),
+    c=st.integers(1, 4),
+    seed=st.integers(0, 2**31),
+    epoch=st.integers(0, 3),
+    block=st.integers(2, 1500),
+    data=st.data(),
+)
 def test_full_and_resumed_epochs_match_the_reference(sizes, c, seed, epoch, block, data) -> None:
     n = sum(sizes)
     if n < c:
@@ -152,8 +158,12 @@ def test_the_c_shuffle_is_built() -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(n=st.integers(0, 3000), dtype=st.sampled_from([np.int32, np.int64, np.float64]),
-       seed=st.integers(0, 2**32), pre_draw=st.booleans())
+@given(
+    n=st.integers(0, 3000),
+    dtype=st.sampled_from([np.int32, np.int64, np.float64]),
+    seed=st.integers(0, 2**32),
+    pre_draw=st.booleans(),
+)
 def test_c_shuffle_and_skip_equal_numpys_shuffle(n: int, dtype, seed: int, pre_draw: bool) -> None:
     ours, theirs, skipped = (np.random.default_rng(seed) for _ in range(3))
     if pre_draw:  # leaves half of a 64-bit output buffered for the next 32-bit draw
@@ -211,8 +221,11 @@ def test_colliding_fixed_point_keys_are_drawn_again_and_ordered(monkeypatch: pyt
 
 
 @settings(max_examples=30, deadline=None)
-@given(lengths=st.lists(st.integers(0, 100_000), min_size=1, max_size=5), seed=st.integers(0, 2**32),
-       block=st.integers(2, 300_000))
+@given(
+    lengths=st.lists(st.integers(0, 100_000), min_size=1, max_size=5),
+    seed=st.integers(0, 2**32),
+    block=st.integers(2, 300_000),
+)
 def test_keys_packed_in_c_equal_keys_packed_by_numpy(lengths, seed, block) -> None:
     import mds_core.order.shuffle.py1e_keys as py1e_keys
 

@@ -243,8 +243,11 @@ def test_epochs_differ() -> None:
 
 
 @settings(max_examples=25, deadline=None)
-@given(lengths=st.lists(st.integers(0, 3 * (1 << 16)), min_size=1, max_size=6), seed=st.integers(0, 2**32),
-       workers=st.sampled_from([1, 2, 3]))
+@given(
+    lengths=st.lists(st.integers(0, 3 * (1 << 16)), min_size=1, max_size=6),
+    seed=st.integers(0, 2**32),
+    workers=st.sampled_from([1, 2, 3]),
+)
 def test_unit_shuffler_equals_shuffling_one_slice_after_another(lengths: list[int], seed: int, workers: int) -> None:
     from mds_core.order.shuffle.fisher_yates import UnitShuffler, shuffle_slices
 

@@ -8,8 +8,14 @@ from pathlib import Path
 import pytest
 
 from pipelines.registry import DatasetSpec, Source
-from pipelines.resources import (LandingZone, ShardStore, SmokeTestSettings, SparkResource, TableCatalog,
-                                 TrainingWorldSettings)
+from pipelines.resources import (
+    LandingZone,
+    ShardStore,
+    SmokeTestSettings,
+    SparkResource,
+    TableCatalog,
+    TrainingWorldSettings,
+)
 
 # pyspark.pandas (imported by pandera.pyspark) warns about pandas and timezones on import.
 warnings.filterwarnings("ignore", category=FutureWarning, module="pyspark")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from dagster import SensorResult, build_schedule_context, build_sensor_context, materialize
@@ -19,8 +19,9 @@ from pipelines.resources import LandingZone, ShardStore
 def test_schedule_requests_the_day_that_just_ended():
     defs = build_definitions()
     schedule = defs.resolve_schedule_def("digits_daily_schedule")  # resolved against the job's assets
-    context = build_schedule_context(scheduled_execution_time=datetime(2026, 3, 5, 1, 30, tzinfo=timezone.utc),
-                                     repository_def=defs.get_repository_def())
+    context = build_schedule_context(
+        scheduled_execution_time=datetime(2026, 3, 5, 1, 30, tzinfo=UTC), repository_def=defs.get_repository_def()
+    )
     [request] = schedule.evaluate_tick(context).run_requests
     assert request.partition_key == "2026-03-04"
     assert schedule.job_name == "digits_daily"
@@ -40,8 +41,10 @@ def skipped(result: SensorResult) -> bool:
 
 def evaluate(spec: DatasetSpec, landing: Path, cursor: str | None = None) -> SensorResult:
     """The dataset's sensor on the landing zone ``landing`` (its day folders are under ``landing/<dataset>/``)."""
-    resources = {"landing": LandingZone(path=str(landing)),
-                 "shard_store": ShardStore(root=str(landing.parent / "shard-sets"))}
+    resources = {
+        "landing": LandingZone(path=str(landing)),
+        "shard_store": ShardStore(root=str(landing.parent / "shard-sets")),
+    }
     sensor = landing_sensor(spec, daily_job(spec))
     return sensor(build_sensor_context(cursor=cursor, resources=resources))
 
@@ -101,8 +104,9 @@ def test_each_dataset_watches_its_own_folder(tmp_path, spec):
     land(landing / "other", "2026-02-01", "a.csv")
     assert skipped(evaluate(spec, landing))
     [request] = evaluate(other, landing).run_requests
-    assert request.run_config["ops"] == {"other__raw_table": {"config": {
-        "kind": "path", "path": str(landing / "other" / "2026-02-01"), "format": "csv"}}}
+    assert request.run_config["ops"] == {
+        "other__raw_table": {"config": {"kind": "path", "path": str(landing / "other" / "2026-02-01"), "format": "csv"}}
+    }
 
 
 def test_the_sensor_watches_a_landing_zone_on_s3(tmp_path, spec, s3_server):
@@ -113,13 +117,16 @@ def test_the_sensor_watches_a_landing_zone_on_s3(tmp_path, spec, s3_server):
     fs = fsspec.filesystem("s3", client_kwargs={"endpoint_url": s3_server.endpoint})
     fs.pipe(f"{bucket}/landing/digits/2026-02-01/part-0.parquet", b"not read by the sensor")
     fs.pipe(f"{bucket}/landing/digits/2026-02-02/a.csv", b"id\n1\n")
-    resources = {"landing": LandingZone(path=f"s3://{bucket}/landing"),
-                 "shard_store": ShardStore(root=str(tmp_path / "shard-sets"))}
+    resources = {
+        "landing": LandingZone(path=f"s3://{bucket}/landing"),
+        "shard_store": ShardStore(root=str(tmp_path / "shard-sets")),
+    }
     result = landing_sensor(spec, daily_job(spec))(build_sensor_context(resources=resources))
     requests = {r.partition_key: r.run_config["ops"]["digits__raw_table"]["config"] for r in result.run_requests}
     assert requests == {
         "2026-02-01": {"kind": "path", "path": f"s3://{bucket}/landing/digits/2026-02-01", "format": "parquet"},
-        "2026-02-02": {"kind": "path", "path": f"s3://{bucket}/landing/digits/2026-02-02", "format": "csv"}}
+        "2026-02-02": {"kind": "path", "path": f"s3://{bucket}/landing/digits/2026-02-02", "format": "csv"},
+    }
     again = landing_sensor(spec, daily_job(spec))(build_sensor_context(cursor=result.cursor, resources=resources))
     assert skipped(again)
     fs.pipe(f"{bucket}/landing/digits/2026-02-02/a.csv", b"id\n1\n2\n")  # rewritten: a new ETag and size
@@ -131,9 +138,12 @@ def test_sensor_run_config_drives_the_raw_asset(tmp_path, resources, spec, spark
     landing = tmp_path / "landing"
     land(landing / spec.name, "2026-02-01", "part.csv", "id,label,score\n1,3,0.5\n2,4,0.25\n")
     [request] = evaluate(spec, landing).run_requests
-    result = materialize([build_raw_table(spec)], partition_key=request.partition_key, run_config=request.run_config,
-                         resources=resources)
+    result = materialize(
+        [build_raw_table(spec)], partition_key=request.partition_key, run_config=request.run_config, resources=resources
+    )
     assert result.success
     rows = resources["catalog"].read_days(spark_session, "digits_raw", ["2026-02-01"]).orderBy("id").collect()
-    assert [(r["id"], r["label"], r["score"], r["day"]) for r in rows] == [(1, 3, 0.5, "2026-02-01"),
-                                                                            (2, 4, 0.25, "2026-02-01")]
+    assert [(r["id"], r["label"], r["score"], r["day"]) for r in rows] == [
+        (1, 3, 0.5, "2026-02-01"),
+        (2, 4, 0.25, "2026-02-01"),
+    ]

@@ -15,7 +15,9 @@ from pipelines.resources import resources_from_env
 def test_small_machine_defaults_only_for_local_masters() -> None:
     for master in ("local[*]", "local[2,2]", "local"):
         assert defaults_for(master)["spark.sql.shuffle.partitions"] == "4"
-        assert defaults_for(master)["spark.ui.enabled"] == "false" and defaults_for(master)["spark.driver.memory"] == "2g"
+        assert (
+            defaults_for(master)["spark.ui.enabled"] == "false" and defaults_for(master)["spark.driver.memory"] == "2g"
+        )
     for master in ("spark://h:7077", "yarn", "k8s://https://api:6443"):
         settings = defaults_for(master)
         assert not {"spark.sql.shuffle.partitions", "spark.ui.enabled", "spark.driver.memory"} & set(settings)
@@ -23,8 +25,9 @@ def test_small_machine_defaults_only_for_local_masters() -> None:
 
 
 def test_settings_from_the_environment() -> None:
-    spark = resources_from_env({"MDS_SPARK_MASTER": "spark://h:7077", "MDS_WRITER_TASKS": "16",
-                                "MDS_SPARK_MASTER_TIMEOUT": "12.5"})["spark"]
+    spark = resources_from_env(
+        {"MDS_SPARK_MASTER": "spark://h:7077", "MDS_WRITER_TASKS": "16", "MDS_SPARK_MASTER_TIMEOUT": "12.5"}
+    )["spark"]
     assert (spark.master, spark.writer_tasks, spark.master_timeout) == ("spark://h:7077", 16, 12.5)
     spark = resources_from_env({})["spark"]
     assert (spark.writer_tasks, spark.master_timeout) == (0, 30.0)
@@ -42,8 +45,11 @@ def test_unreachable_master_fails_within_the_timeout_and_one_live_master_is_enou
         closed.bind(("127.0.0.1", 0))
         dead = closed.getsockname()[1]
     started = time.perf_counter()
-    with pytest.raises(ConfigurationError, match=rf"cannot reach the Spark master spark://127.0.0.1:{dead} .*"
-                                                  r"Connection refused.*MDS_SPARK_MASTER"):
+    with pytest.raises(
+        ConfigurationError,
+        match=rf"cannot reach the Spark master spark://127.0.0.1:{dead} .*"
+        r"Connection refused.*MDS_SPARK_MASTER",
+    ):
         check_master_reachable(f"spark://127.0.0.1:{dead}", 2.0)
     assert time.perf_counter() - started < 2.0
     with socket.socket() as live:

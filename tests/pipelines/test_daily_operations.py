@@ -77,8 +77,9 @@ def test_rollback_and_publish_from_the_job(resources, spec):
     rolled = job.execute_in_process()  # the Launchpad's default: roll back
     assert rolled.success and rolled.output_for_node("digits_publish_or_rollback") == 1
     assert shard_set.published() == 1
-    again = job.execute_in_process(run_config={"ops": {"digits_publish_or_rollback": {
-        "config": {"action": "publish", "version": 2}}}})
+    again = job.execute_in_process(
+        run_config={"ops": {"digits_publish_or_rollback": {"config": {"action": "publish", "version": 2}}}}
+    )
     assert again.success and shard_set.published() == 2
 
 
@@ -111,4 +112,5 @@ def test_two_datasets_keep_separate_histories(resources, spec, tmp_path):
     assert stream_ids({"shard_store": store}, 1, tmp_path / "s", dataset="synthetic")[:1] == [3100]
     warehouse = Path(resources["catalog"].location("x")).parent
     assert {"digits_raw", "synthetic_raw", "digits_validated", "synthetic_validated"} <= {
-        p.name for p in warehouse.iterdir()}
+        p.name for p in warehouse.iterdir()
+    }

@@ -38,11 +38,18 @@ def test_definitions_hold_each_datasets_graph_checks_and_automation():
     from pipelines.definitions import defs
 
     assert {key.to_user_string() for key in defs.resolve_all_asset_keys()} == {
-        f"{name}/{asset}" for name in DATASETS for asset in ASSETS}
+        f"{name}/{asset}" for name in DATASETS for asset in ASSETS
+    }
     checks = {(key.asset_key.to_user_string(), key.name) for key in defs.resolve_asset_graph().asset_check_keys}
-    assert checks == {check for name in DATASETS for check in (
-        (f"{name}/validated_table", "quarantine_counts"), (f"{name}/shard_set", "loader_smoke_test"),
-        (f"{name}/shard_set", "training_plan"))}
+    assert checks == {
+        check
+        for name in DATASETS
+        for check in (
+            (f"{name}/validated_table", "quarantine_counts"),
+            (f"{name}/shard_set", "loader_smoke_test"),
+            (f"{name}/shard_set", "training_plan"),
+        )
+    }
     for name, start in DATASETS.items():
         daily = defs.resolve_job_def(f"{name}_daily")
         assert daily.partitions_def is not None and daily.partitions_def.start.strftime("%Y-%m-%d") == start
@@ -76,7 +83,10 @@ def test_an_existing_dagster_yaml_is_never_overwritten(tmp_path: Path) -> None:
     from pipelines.instance import prepare_home
 
     fresh = tmp_path / "fresh"
-    assert prepare_home(fresh) == [] and (fresh / "dagster.yaml").read_text() == (ROOT / "deploy" / "dagster.yaml").read_text()
+    assert (
+        prepare_home(fresh) == []
+        and (fresh / "dagster.yaml").read_text() == (ROOT / "deploy" / "dagster.yaml").read_text()
+    )
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "dagster.yaml").write_text("telemetry:\n  enabled: true\n")  # a user's own instance settings

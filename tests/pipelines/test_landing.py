@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -58,13 +59,25 @@ def test_days_formats_and_names_that_do_not_count(zone: Any) -> None:
     zone.land("2026-02-03/a.parquet", b"PAR1")
     zone.land("2026-02-03/b.csv")  # two formats in one day: mixed
     zone.land("2026-02-04/PART.CSV")  # suffixes in any case
-    for ignored in ["not-a-day/c.csv", "2026-02-05/notes.txt", "2026-02-06/_SUCCESS", "2026-02-06/_tmp.csv",
-                    "2026-02-06/.a.csv.crc", "_staging/x.csv", "2026-02-07/sub/x.csv", "top.csv",
-                    "2026-02-08x/a.csv"]:
+    for ignored in [
+        "not-a-day/c.csv",
+        "2026-02-05/notes.txt",
+        "2026-02-06/_SUCCESS",
+        "2026-02-06/_tmp.csv",
+        "2026-02-06/.a.csv.crc",
+        "_staging/x.csv",
+        "2026-02-07/sub/x.csv",
+        "top.csv",
+        "2026-02-08x/a.csv",
+    ]:
         zone.land(ignored)
     found = landed_days(zone.url, zone.options)
     assert {day: fmt for day, (fmt, _) in found.items()} == {
-        "2026-02-01": "csv", "2026-02-02": "json", "2026-02-03": "mixed", "2026-02-04": "csv"}
+        "2026-02-01": "csv",
+        "2026-02-02": "json",
+        "2026-02-03": "mixed",
+        "2026-02-04": "csv",
+    }
     assert list(found) == sorted(found)
     assert all(len(signature) == 16 for _, signature in found.values())
 
@@ -113,7 +126,7 @@ def test_signatures_do_not_depend_on_the_time_zone() -> None:
 
     from pipelines.landing import _file_version
 
-    utc = datetime(2026, 2, 1, 12, tzinfo=timezone.utc)
+    utc = datetime(2026, 2, 1, 12, tzinfo=UTC)
     local = utc.astimezone(timezone(timedelta(hours=2)))  # the same instant, printed differently
     assert _file_version({"size": 3, "LastModified": utc}) == _file_version({"size": 3, "LastModified": local})
 
@@ -137,13 +150,16 @@ def test_unreachable_store_is_a_clear_error(s3_server: MotoServer) -> None:
 
 
 def test_missing_bucket_is_a_clear_error(s3_server: MotoServer) -> None:
-    with pytest.raises(StorageError, match="landing zone s3://no-such-bucket-here/landing: the bucket "
-                                           "'no-such-bucket-here' does not exist"):
+    with pytest.raises(
+        StorageError,
+        match="landing zone s3://no-such-bucket-here/landing: the bucket 'no-such-bucket-here' does not exist",
+    ):
         landed_days("s3://no-such-bucket-here/landing", {"endpoint_url": s3_server.endpoint})
 
 
-def test_refused_credentials_are_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                               s3_server: MotoServer) -> None:
+def test_refused_credentials_are_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, s3_server: MotoServer
+) -> None:
     # moto checks credentials against its IAM once this many unauthenticated calls have passed (none).
     monkeypatch.setenv("INITIAL_NO_AUTH_ACTION_COUNT", "0")
     strict = MotoServer(tmp_path)

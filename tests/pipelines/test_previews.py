@@ -18,22 +18,37 @@ from mds_core.versions import ShardSet
 from pipelines.previews import GAP, GAP_SHADE, grid_png, picture_columns, sample_preview
 from tests.s3 import MotoServer, object_gets
 
-COLUMNS = {"id": "int64", "label": "str", "pixels": "ndarray:int8", "glyph": "ndarray:float32:12,10",
-           "photo": "png", "vector": "ndarray:float32:32"}
+COLUMNS = {
+    "id": "int64",
+    "label": "str",
+    "pixels": "ndarray:int8",
+    "glyph": "ndarray:float32:12,10",
+    "photo": "png",
+    "vector": "ndarray:float32:32",
+}
 
 
 def make_samples(count: int, seed: int) -> list[dict[str, Any]]:
     rng = np.random.default_rng(seed)
-    return [{"id": i, "label": str(i % 10), "pixels": rng.integers(0, 17, 64).astype(np.int8),
-             "glyph": rng.normal(size=(12, 10)).astype(np.float32),
-             "photo": Image.fromarray(rng.integers(0, 256, (12, 16, 3)).astype(np.uint8)),
-             "vector": rng.normal(size=32).astype(np.float32)} for i in range(count)]
+    return [
+        {
+            "id": i,
+            "label": str(i % 10),
+            "pixels": rng.integers(0, 17, 64).astype(np.int8),
+            "glyph": rng.normal(size=(12, 10)).astype(np.float32),
+            "photo": Image.fromarray(rng.integers(0, 256, (12, 16, 3)).astype(np.uint8)),
+            "vector": rng.normal(size=32).astype(np.float32),
+        }
+        for i in range(count)
+    ]
 
 
 def write_version(root: str, samples: list[dict[str, Any]], publish: bool = True) -> int:
     """One overwrite version in small zstd shards (a few samples each), so the head is a few shards."""
-    with ShardSet(root).transaction(mode="overwrite", publish=publish) as tx, \
-            MDSWriter(out=tx.out, columns=COLUMNS, compression="zstd", size_limit="4kb") as writer:
+    with (
+        ShardSet(root).transaction(mode="overwrite", publish=publish) as tx,
+        MDSWriter(out=tx.out, columns=COLUMNS, compression="zstd", size_limit="4kb") as writer,
+    ):
         for sample in samples:
             writer.write(sample)
     return tx.version.number
@@ -69,7 +84,7 @@ def test_flat_column_with_a_declared_shape_is_drawn_as_8x8_tiles(digits) -> None
     assert grid.shape == (64, 8 * 64 + 7 * GAP)  # eight 8x8 digits enlarged 8x, grey, two pixels apart
     tiles = scaled([s["pixels"].reshape(8, 8) for s in samples[:8]])
     assert np.array_equal(grid[:, :64], np.kron(tiles[0], np.ones((8, 8), np.uint8)))
-    assert np.array_equal(grid[:, 7 * 66:], np.kron(tiles[7], np.ones((8, 8), np.uint8)))
+    assert np.array_equal(grid[:, 7 * 66 :], np.kron(tiles[7], np.ones((8, 8), np.uint8)))
     assert (grid[:, 64:66] == GAP_SHADE).all()
 
 
@@ -91,7 +106,7 @@ def test_more_samples_wrap_into_rows(digits) -> None:
     root, _ = digits
     grid = decode(sample_preview(root, 1, None, {"pixels": (8, 8)}, count=50)["preview_pixels"], "pixels")
     assert grid.shape == (3 * 64 + 2 * GAP, 8 * 64 + 7 * GAP)  # all 20 samples: rows of 8, 8 and 4
-    assert (grid[-64:, 4 * 66:] == GAP_SHADE).all()  # the last row's empty places
+    assert (grid[-64:, 4 * 66 :] == GAP_SHADE).all()  # the last row's empty places
 
 
 def test_nothing_to_draw_is_an_empty_dict(digits) -> None:
@@ -134,10 +149,23 @@ def test_only_the_shards_of_the_first_samples_are_downloaded(s3_server: MotoServ
 
 
 def test_picture_columns_from_encodings() -> None:
-    encodings = {"id": "int64", "text": "str", "img": "pil", "jpg": "jpeg", "frames": "list[png]", "arr": "jpeg_array",
-                 "digit": "ndarray:uint8:8,8", "rgb": "ndarray:uint8:32,32,3", "mask": "ndarray:uint16:4,4",
-                 "flat": "ndarray:int8:64", "big": "ndarray:uint8:65,10", "cube": "ndarray:uint8:4,4,4",
-                 "free": "ndarray:float32", "any": "ndarray", "odd": "ndarray:nope"}
+    encodings = {
+        "id": "int64",
+        "text": "str",
+        "img": "pil",
+        "jpg": "jpeg",
+        "frames": "list[png]",
+        "arr": "jpeg_array",
+        "digit": "ndarray:uint8:8,8",
+        "rgb": "ndarray:uint8:32,32,3",
+        "mask": "ndarray:uint16:4,4",
+        "flat": "ndarray:int8:64",
+        "big": "ndarray:uint8:65,10",
+        "cube": "ndarray:uint8:4,4,4",
+        "free": "ndarray:float32",
+        "any": "ndarray",
+        "odd": "ndarray:nope",
+    }
     assert picture_columns(encodings) == ["img", "jpg", "frames", "arr", "digit", "rgb", "mask"]
     declared = picture_columns(encodings, {"flat": (8, 8), "free": None, "big": (10, 65), "digit": (4, 4)})
     assert declared == ["img", "jpg", "frames", "arr", "rgb", "mask", "flat", "free"]  # digit: 16 values are not 64

@@ -56,8 +56,13 @@ def write_landing_parquet(spark_session, folder: Path, day: str, bad_label: int 
     rows = [(i, i % 10, [i % 17] * 64) for i in range(5)]
     if bad_label is not None:
         rows.append((99, bad_label, [1, 2, 3]))
-    schema = T.StructType([T.StructField("id", T.LongType()), T.StructField("label", T.IntegerType()),
-                           T.StructField("pixels", T.ArrayType(T.ByteType()))])
+    schema = T.StructType(
+        [
+            T.StructField("id", T.LongType()),
+            T.StructField("label", T.IntegerType()),
+            T.StructField("pixels", T.ArrayType(T.ByteType())),
+        ]
+    )
     spark_session.createDataFrame(rows, schema).coalesce(1).write.mode("overwrite").parquet(str(folder / day))
 
 
@@ -91,8 +96,9 @@ def test_threshold_is_configurable_and_a_rerun_replaces_the_day(resources, spark
 
 
 def test_wrong_column_type_is_a_clear_error(resources, spark_session, tmp_path):
-    spark_session.createDataFrame([(1, "seven", [0] * 64)], "id long, label string, pixels array<tinyint>") \
-        .write.parquet(str(tmp_path / "src"))
+    spark_session.createDataFrame(
+        [(1, "seven", [0] * 64)], "id long, label string, pixels array<tinyint>"
+    ).write.parquet(str(tmp_path / "src"))
     spec = digits(kind="path", path=str(tmp_path / "src"))
     result = materialize(raw_and_validated(spec), partition_key=DAY, resources=resources, raise_on_error=False)
     assert not result.success

@@ -28,8 +28,9 @@ def test_reexecute_from_failure_publishes_the_failed_runs_version(monkeypatch, t
     monkeypatch.setenv("MDS_DATA_DIR", str(tmp_path / "data"))
     with DagsterInstance.ephemeral() as instance:
         job = reconstructable(digits_daily)
-        with execute_job(job, instance, tags={"dagster/partition": DAY}, raise_on_error=False,
-                         run_config=smoke_demand(1e12)) as first:  # the first run's smoke test fails
+        with execute_job(
+            job, instance, tags={"dagster/partition": DAY}, raise_on_error=False, run_config=smoke_demand(1e12)
+        ) as first:  # the first run's smoke test fails
             assert not first.success
             failed_steps = {e.step_key for e in first.all_events if e.is_step_failure}
         shard_set = ShardSet(str(tmp_path / "data" / "shard-sets" / "digits"))
@@ -37,8 +38,9 @@ def test_reexecute_from_failure_publishes_the_failed_runs_version(monkeypatch, t
 
         options = ReexecutionOptions.from_failure(first.run_id, instance)
         # The demand fixed in the re-execution's config, as the UI's re-execute Launchpad allows.
-        with execute_job(job, instance, reexecution_options=options, run_config=smoke_demand(0),
-                         tags={"dagster/partition": DAY}) as second:  # the UI copies the parent's tags
+        with execute_job(
+            job, instance, reexecution_options=options, run_config=smoke_demand(0), tags={"dagster/partition": DAY}
+        ) as second:  # the UI copies the parent's tags
             assert second.success
             ran = {e.step_key for e in second.all_events if e.is_step_success}
     assert "digits__shard_set" not in ran and "digits__published_version" in ran, (failed_steps, ran)

@@ -30,8 +30,9 @@ def materialization(result, asset: str, dataset: str = "digits"):
 
 
 def files(root: Path) -> dict[str, tuple[int, int]]:
-    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
-            for p in root.rglob("*.zstd") if p.is_file()}  # the compressed shards the writer wrote
+    return {
+        str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*.zstd") if p.is_file()
+    }  # the compressed shards the writer wrote
 
 
 def stream_ids(resources: dict, version: int, cache: Path, dataset: str = "digits") -> list[int]:
@@ -72,10 +73,17 @@ def test_full_graph_backfill_on_the_embedded_default(resources, spec, tmp_path):
     assert shards_meta["bytes"] > 0 and shards_meta["compression_ratio"] > 1 and shards_meta["rows_per_second"] > 0
     assert shards_meta["store_url"] == resources["shard_store"].url("digits")
     assert shards_meta["lineage"]["days"] == DAYS[:2] and shards_meta["lineage"]["dagster_run_id"] == result.run_id
-    assert shards_meta["lineage"]["source"]["kind"] == "digits" and shards_meta["lineage"]["source"]["rows_per_day"] == 60
+    assert (
+        shards_meta["lineage"]["source"]["kind"] == "digits" and shards_meta["lineage"]["source"]["rows_per_day"] == 60
+    )
     assert len(shards_meta["preview"].records) == 5
     assert shards_meta["dagster/row_count"] == 120 and shards_meta["dagster/uri"] == shards_meta["store_url"]
-    assert [c.name for c in shards_meta["dagster/column_schema"].columns] == ["day", "id", "label", "pixels"]  # MDS order
+    assert [c.name for c in shards_meta["dagster/column_schema"].columns] == [
+        "day",
+        "id",
+        "label",
+        "pixels",
+    ]  # MDS order
     assert shards_meta["preview_pixels"].startswith("![pixels](data:image/png;base64,")
     assert resources["shard_store"].shard_set("digits").version(1).partitions.keys() == set(DAYS[:2])
 
@@ -142,8 +150,9 @@ def test_quarantine_above_threshold_blocks_the_shards(resources, spark_session, 
 
 
 def test_a_day_with_no_valid_rows_is_a_clear_failure(resources, spark_session, tmp_path):
-    spark_session.createDataFrame([(1, 12, [0] * 64)], "id long, label int, pixels array<tinyint>") \
-        .write.parquet(str(tmp_path / "src"))
+    spark_session.createDataFrame([(1, 12, [0] * 64)], "id long, label int, pixels array<tinyint>").write.parquet(
+        str(tmp_path / "src")
+    )
     spec = digits(kind="path", path=str(tmp_path / "src"))
     lenient = {"ops": {"digits__validated_table": {"config": {"max_quarantined_fraction": 1.0}}}}
     result = materialize_days(spec, DAYS[:1], resources, run_config=lenient, raise_on_error=False)

@@ -28,8 +28,14 @@ def publish_digits(root: Path, rows: int) -> None:
     with shard_set.transaction(mode="overwrite", publish=False) as tx:
         with MDSWriter(out=tx.out, columns=COLUMNS, compression="zstd", size_limit="16kb") as writer:
             for i in range(rows):
-                writer.write({"id": i, "label": int(digits.target[i]), "day": "2026-01-01",
-                              "pixels": digits.images[i].ravel().astype(np.int8)})
+                writer.write(
+                    {
+                        "id": i,
+                        "label": int(digits.target[i]),
+                        "day": "2026-01-01",
+                        "pixels": digits.images[i].ravel().astype(np.int8),
+                    }
+                )
     # A second, unpublished version: training must pick the published one, not the latest.
     with shard_set.transaction(mode="append", publish=False) as tx:
         with MDSWriter(out=tx.out, columns=COLUMNS) as writer:
@@ -38,8 +44,13 @@ def publish_digits(root: Path, rows: int) -> None:
 
 
 def run(args: list[str]) -> list[dict]:
-    done = subprocess.run([sys.executable, str(ROOT / "examples" / "train_digits.py"), *args],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "train_digits.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
@@ -47,8 +58,7 @@ def run(args: list[str]) -> list[dict]:
 def test_train_digits_resumes_and_its_loss_decreases(tmp_path):
     remote = tmp_path / "shard-sets" / "digits"
     publish_digits(remote, rows=600)
-    common = ["--remote", str(remote), "--checkpoint", str(tmp_path / "ckpt.pt"), "--epochs", "4",
-              "--batch-size", "32"]
+    common = ["--remote", str(remote), "--checkpoint", str(tmp_path / "ckpt.pt"), "--epochs", "4", "--batch-size", "32"]
 
     stopped = run([*common, "--stop-after-steps", "5"])
     assert stopped == [{"stopped_after_steps": 5, "epoch": 0}]

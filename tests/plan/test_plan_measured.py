@@ -31,16 +31,24 @@ def _shard_files(cache: Path) -> dict[str, int]:
 
 
 @pytest.mark.parametrize(("nodes", "ranks_per_node"), [(1, 2), (2, 1)])
-def test_downloads_and_cache_per_node_are_exactly_the_plans(s3_server, tmp_path: Path, nodes: int,
-                                                            ranks_per_node: int) -> None:
+def test_downloads_and_cache_per_node_are_exactly_the_plans(
+    s3_server, tmp_path: Path, nodes: int, ranks_per_node: int
+) -> None:
     bucket = s3_server.new_bucket()
     url = f"s3://{bucket}/data"
     _write(url, samples=480, payload=1000, size_limit=12_000)
-    plan = plan_training(load_streams([url]), World(num_nodes=nodes, ranks_per_node=ranks_per_node,
-                                                    workers_per_rank=2), 4, **ORDER)
+    plan = plan_training(
+        load_streams([url]), World(num_nodes=nodes, ranks_per_node=ranks_per_node, workers_per_rank=2), 4, **ORDER
+    )
     since = s3_server.log_position()
-    config = {"remote": url, "local": str(tmp_path / "cache-{node}"), "batch_size": 4, "num_workers": 2,
-              "job_root": str(tmp_path / "jobs-{node}"), "dataset_kwargs": ORDER}
+    config = {
+        "remote": url,
+        "local": str(tmp_path / "cache-{node}"),
+        "batch_size": 4,
+        "num_workers": 2,
+        "job_root": str(tmp_path / "jobs-{node}"),
+        "dataset_kwargs": ORDER,
+    }
     outputs = _run_ranks(tmp_path, nodes * ranks_per_node, ranks_per_node, config)
     assert Counter(i for out in outputs for batch in out["batches"] for i in batch) == Counter(range(480))
     cached = [_shard_files(tmp_path / f"cache-{node}") for node in range(nodes)]
@@ -63,24 +71,33 @@ def test_the_recommended_cache_limit_downloads_every_shard_once(s3_server, tmp_p
     limit = next(r.value for r in plan.recommendations if r.setting == "cache_limit")
     total = sum(s.raw_data.bytes for s in streams[0])
     assert limit < total  # a real limit, so eviction happens
-    limited = plan_training(streams, World(num_nodes=1, ranks_per_node=1, workers_per_rank=2), 4, cache_limit=limit,
-                            **ORDER)
+    limited = plan_training(
+        streams, World(num_nodes=1, ranks_per_node=1, workers_per_rank=2), 4, cache_limit=limit, **ORDER
+    )
     assert limited.epochs[0].nodes[0].refetched_shards == 0
     since = s3_server.log_position()
-    config = {"remote": url, "local": str(tmp_path / "cache"), "batch_size": 4, "num_workers": 2,
-              "job_root": str(tmp_path / "jobs"), "dataset_kwargs": {**ORDER, "cache_limit": limit}}
+    config = {
+        "remote": url,
+        "local": str(tmp_path / "cache"),
+        "batch_size": 4,
+        "num_workers": 2,
+        "job_root": str(tmp_path / "jobs"),
+        "dataset_kwargs": {**ORDER, "cache_limit": limit},
+    }
     outputs = _run_ranks(tmp_path, 1, 1, config)
     assert sorted(i for batch in outputs[0]["batches"] for i in batch) == list(range(1200))
     gets = object_gets(s3_server.requests(since), bucket)
     assert {k: v for k, v in gets.items() if k != "data/index.json"} == {
-        f"data/{s.raw_data.basename}": 1 for s in streams[0]}
+        f"data/{s.raw_data.basename}": 1 for s in streams[0]
+    }
     assert sum(_shard_files(tmp_path / "cache").values()) <= limit
 
 
 @pytest.mark.timing
 @pytest.mark.parametrize("rate", [1_000_000, 2_000_000])
-def test_modelled_first_batch_and_throughput_are_within_a_quarter_of_measured(s3_server, fault_proxy,
-                                                                               tmp_path: Path, rate: int) -> None:
+def test_modelled_first_batch_and_throughput_are_within_a_quarter_of_measured(
+    s3_server, fault_proxy, tmp_path: Path, rate: int
+) -> None:
     bucket = s3_server.new_bucket()
     url = f"s3://{bucket}/data"
     _write(url, samples=600, payload=10_000, size_limit=520_000)  # 12 shards of 50 samples, ~0.5 MB each
@@ -98,8 +115,9 @@ def test_modelled_first_batch_and_throughput_are_within_a_quarter_of_measured(s3
 
 def _timed_epoch(url: str, folder: Path, order: dict) -> tuple[float, float]:
     """(seconds to the first batch, samples per second) of one epoch through StreamingDataLoader."""
-    dataset = StreamingDataset(remote=url, local=str(folder / "cache"), batch_size=16, job_root=str(folder / "jobs"),
-                               **order)
+    dataset = StreamingDataset(
+        remote=url, local=str(folder / "cache"), batch_size=16, job_root=str(folder / "jobs"), **order
+    )
     loader = StreamingDataLoader(dataset, batch_size=16, num_workers=0)
     began = time.perf_counter()
     first_batch, samples = None, 0

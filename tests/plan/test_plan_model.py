@@ -24,8 +24,12 @@ ORDER = Path(__file__).resolve().parents[1] / "fixtures" / "order-golden" / "dat
 
 
 def _shards(sizes: list[int], bytes_per_sample: int = 100) -> list[ShardInfo]:
-    return [ShardInfo(["x"], ["bytes"], [None], None, [], FileInfo(f"shard.{i:05}.mds", n * bytes_per_sample), n, None,
-                      None) for i, n in enumerate(sizes)]
+    return [
+        ShardInfo(
+            ["x"], ["bytes"], [None], None, [], FileInfo(f"shard.{i:05}.mds", n * bytes_per_sample), n, None, None
+        )
+        for i, n in enumerate(sizes)
+    ]
 
 
 def _reads(sizes: list[int], world: World, batch: int, **order):
@@ -48,10 +52,15 @@ def test_node_reads_hold_exactly_the_samples_each_node_reads_per_step() -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(sizes=st.lists(st.integers(1, 40), min_size=4, max_size=12), seed=st.integers(0, 1000),
-       nodes=st.integers(1, 2), block=st.integers(40, 120))
-def test_without_a_limit_every_read_shard_is_fetched_once_and_the_smallest_limit_is_tight(sizes, seed, nodes,
-                                                                                          block) -> None:
+@given(
+    sizes=st.lists(st.integers(1, 40), min_size=4, max_size=12),
+    seed=st.integers(0, 1000),
+    nodes=st.integers(1, 2),
+    block=st.integers(40, 120),
+)
+def test_without_a_limit_every_read_shard_is_fetched_once_and_the_smallest_limit_is_tight(
+    sizes, seed, nodes, block
+) -> None:
     world = World(num_nodes=nodes, ranks_per_node=2, workers_per_rank=1)
     work, ends = _reads(sizes, world, 2, shuffle=True, shuffle_seed=seed, shuffle_block_size=block)
     cached = np.array(sizes, np.int64) * 10
@@ -97,12 +106,19 @@ def test_the_time_model_is_compute_bound_or_link_bound() -> None:
 
 def test_plan_figures_add_up_over_nodes_and_epochs() -> None:
     shards = _shards([50] * 16)
-    one_node = plan_training([shards], World(num_nodes=1, ranks_per_node=2, workers_per_rank=2), 5, epochs=2,
-                             shuffle=True)
+    one_node = plan_training(
+        [shards], World(num_nodes=1, ranks_per_node=2, workers_per_rank=2), 5, epochs=2, shuffle=True
+    )
     assert [n.shards_downloaded for e in one_node.epochs for n in e.nodes] == [16, 0]  # all cached after epoch 0
     assert one_node.epochs[1].nodes[0].peak_cache_bytes == 16 * 5000
-    plan = plan_training([shards], World(num_nodes=2, ranks_per_node=2, workers_per_rank=2), 5, epochs=2,
-                         shuffle=True, environment=Environment(bandwidth=1e6, consume_seconds=1e-3))
+    plan = plan_training(
+        [shards],
+        World(num_nodes=2, ranks_per_node=2, workers_per_rank=2),
+        5,
+        epochs=2,
+        shuffle=True,
+        environment=Environment(bandwidth=1e6, consume_seconds=1e-3),
+    )
     first, second = plan.epochs
     assert sum(n.shards_downloaded for n in first.nodes) >= 16  # every shard is read by some node
     for before, after in zip(first.nodes, second.nodes):  # without a limit nothing leaves the cache
@@ -116,8 +132,19 @@ def test_plan_figures_add_up_over_nodes_and_epochs() -> None:
 
 def test_mds_plan_prints_a_table_json_and_a_plot(tmp_path: Path) -> None:
     runner = CliRunner()
-    args = ["plan", str(ORDER / "s0"), str(ORDER / "s1"), "--world", "2x2x2", "--batch-size", "4",
-            "--bandwidth", "10mb", "--consume-time", "0.001"]
+    args = [
+        "plan",
+        str(ORDER / "s0"),
+        str(ORDER / "s1"),
+        "--world",
+        "2x2x2",
+        "--batch-size",
+        "4",
+        "--bandwidth",
+        "10mb",
+        "--consume-time",
+        "0.001",
+    ]
     text = runner.invoke(main, args)
     assert text.exit_code == 0, text.output
     assert "smallest cache_limit without repeated downloads" in text.output and "epoch 0:" in text.output
@@ -130,11 +157,14 @@ def test_mds_plan_prints_a_table_json_and_a_plot(tmp_path: Path) -> None:
     assert (tmp_path / "plan.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--world", "2xfoo"], "must look like NODESxRANKS"),
-    (["--cache-limit", "lots"], "--cache-limit: cannot parse size 'lots'"),
-    (["--shuffle-algo", "nope"], "shuffle_algo"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--world", "2xfoo"], "must look like NODESxRANKS"),
+        (["--cache-limit", "lots"], "--cache-limit: cannot parse size 'lots'"),
+        (["--shuffle-algo", "nope"], "shuffle_algo"),
+    ],
+)
 def test_mds_plan_bad_arguments_name_what_to_fix(args, message) -> None:
     out = CliRunner().invoke(main, ["plan", str(ORDER / "s0"), "--batch-size", "4", *args])
     assert out.exit_code == 2 and message in out.output

@@ -52,8 +52,10 @@ def summary(report: dict[str, Any]) -> str:
     ]
     for row in report["flatness"]:
         if "first" in row:
-            lines.append(f"  {'ok ' if row['ok'] else 'BAD'} {row['role']:<10} {row['metric']:<9} "
-                         f"{row['first']:>10} -> {row['last']:>10} (limit {row['limit']})")
+            lines.append(
+                f"  {'ok ' if row['ok'] else 'BAD'} {row['role']:<10} {row['metric']:<9} "
+                f"{row['first']:>10} -> {row['last']:>10} (limit {row['limit']})"
+            )
         else:
             lines.append(f"  ok  {row['role']:<10} {row['metric']:<9} {row['note']}")
     lines += ["", "checks:"] + [f"  {'ok ' if ok else 'BAD'} {name}" for name, ok in report["checks"].items()]
@@ -73,8 +75,11 @@ def plot(path: Path, samples: list[Sample], disk: list[DiskSample], limit: int) 
     colors = plt.get_cmap("tab20").colors  # a dozen processes: the default cycle of 10 would repeat
     for (role, points), color in zip(sorted(series.items()), colors * 4):
         ts = [p.t for p in points]
-        for ax, values in ((axes[0, 0], [p.rss_kb / 1024 for p in points]), (axes[0, 1], [p.fds for p in points]),
-                           (axes[0, 2], [p.threads for p in points])):
+        for ax, values in (
+            (axes[0, 0], [p.rss_kb / 1024 for p in points]),
+            (axes[0, 1], [p.fds for p in points]),
+            (axes[0, 2], [p.threads for p in points]),
+        ):
             ax.plot(ts, values, label=role, lw=0.8, color=color)
     ts = [d.t for d in disk]
     axes[1, 0].plot(ts, [d.cache_bytes / _MIB for d in disk], label="complete shards", lw=0.8)
@@ -82,8 +87,14 @@ def plot(path: Path, samples: list[Sample], disk: list[DiskSample], limit: int) 
     axes[1, 0].axhline(limit / _MIB, color="red", ls="--", label="cache_limit")
     axes[1, 1].plot(ts, [d.tmp_files for d in disk], lw=0.8)
     axes[1, 2].plot(ts, [d.job_files for d in disk], lw=0.8)
-    titles = ["RSS (MiB)", "open fds", "threads", "cache (MiB)", "temp files (cache *.tmp + TMPDIR)",
-              "job directory files"]
+    titles = [
+        "RSS (MiB)",
+        "open fds",
+        "threads",
+        "cache (MiB)",
+        "temp files (cache *.tmp + TMPDIR)",
+        "job directory files",
+    ]
     for ax, title in zip(axes.flat, titles):
         ax.set_title(title)
         ax.set_xlabel("seconds")

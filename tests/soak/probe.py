@@ -39,8 +39,9 @@ class DiskSample:
 def proc_stats(pid: int) -> tuple[int, int, int, int] | None:
     """(rss kB, anonymous rss kB, open fds, threads) of a live process, or None once it is gone."""
     try:
-        fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-                      if ":" in line)
+        fields = dict(
+            line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line
+        )
         fds = len(os.listdir(f"/proc/{pid}/fd"))
     except (FileNotFoundError, ProcessLookupError):
         return None
@@ -63,7 +64,7 @@ def children_of(parents: set[int]) -> dict[int, int]:
             stat = Path(f"/proc/{entry.name}/stat").read_text()
         except (FileNotFoundError, ProcessLookupError):
             continue
-        ppid = int(stat[stat.rindex(")") + 2:].split()[1])  # the name may hold spaces and parentheses
+        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])  # the name may hold spaces and parentheses
         if ppid in parents:
             found[int(entry.name)] = ppid
     return found

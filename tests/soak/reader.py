@@ -31,21 +31,37 @@ def run(config: dict[str, Any]) -> int:
     out = Path(config["out"])
     dist.init_process_group("gloo", timeout=timedelta(seconds=config["barrier_timeout"]))
     stream = Stream(remote=config["root"], local=config["local"], version=config["version"])
-    dataset = StreamingDataset(streams=[stream], batch_size=config["batch_size"], shuffle=True,
-                               shuffle_algo=config["shuffle_algo"],
-                               num_canonical_nodes=config["num_canonical_nodes"], cache_limit=config["cache_limit"],
-                               download_retry=config["download_retry"], download_timeout=config["download_timeout"],
-                               job_root=config["job_root"])
-    loader = StreamingDataLoader(dataset, batch_size=config["batch_size"], num_workers=config["num_workers"],
-                                 persistent_workers=config["num_workers"] > 0)
+    dataset = StreamingDataset(
+        streams=[stream],
+        batch_size=config["batch_size"],
+        shuffle=True,
+        shuffle_algo=config["shuffle_algo"],
+        num_canonical_nodes=config["num_canonical_nodes"],
+        cache_limit=config["cache_limit"],
+        download_retry=config["download_retry"],
+        download_timeout=config["download_timeout"],
+        job_root=config["job_root"],
+    )
+    loader = StreamingDataLoader(
+        dataset,
+        batch_size=config["batch_size"],
+        num_workers=config["num_workers"],
+        persistent_workers=config["num_workers"] > 0,
+    )
     epoch = 0
     while True:
         started = time.monotonic()
         ids: list[int] = []
         for batch in loader:
             ids.extend(batch["id"].tolist())
-        record = {"rank": rank, "epoch": epoch, "seconds": time.monotonic() - started, "finished": time.time(),
-                  "ids": ids, "metrics": loader.metrics()}
+        record = {
+            "rank": rank,
+            "epoch": epoch,
+            "seconds": time.monotonic() - started,
+            "finished": time.time(),
+            "ids": ids,
+            "metrics": loader.metrics(),
+        }
         (out / f"rank{rank}-epoch{epoch}.json").write_text(json.dumps(record))
         epoch += 1
         # Wall-clock deadline: the same instant for every rank, so they (almost always) agree anyway.

@@ -51,10 +51,14 @@ def epochs(out: Path, num_ranks: int, num_samples: int) -> dict[str, Any]:
             first_end = max(record["finished"] for record in ranks.values())
         for record in ranks.values():
             telemetry.update({k: record["metrics"]["totals"][k] for k in TELEMETRY})
-    return {"epochs": len(by_epoch), "bad_epochs": bad, "epoch_seconds": [round(s, 1) for s in seconds],
-            "samples_read": sum(len(r["ids"]) for ranks in by_epoch.values() for r in ranks.values()),
-            "first_epoch_end": first_end,
-            "telemetry": dict(telemetry)}
+    return {
+        "epochs": len(by_epoch),
+        "bad_epochs": bad,
+        "epoch_seconds": [round(s, 1) for s in seconds],
+        "samples_read": sum(len(r["ids"]) for ranks in by_epoch.values() for r in ranks.values()),
+        "first_epoch_end": first_end,
+        "telemetry": dict(telemetry),
+    }
 
 
 def _thirds(values: list[float]) -> tuple[float, float] | None:
@@ -71,12 +75,18 @@ def _flat(name: str, values: list[float], rel: float, allowed: float) -> dict[st
         return {"metric": name, "samples": len(values), "ok": True, "note": "too few samples to judge"}
     first, last = thirds
     limit = first * (1 + rel) + allowed
-    return {"metric": name, "first": round(first, 1), "last": round(last, 1), "limit": round(limit, 1),
-            "ok": last <= limit}
+    return {
+        "metric": name,
+        "first": round(first, 1),
+        "last": round(last, 1),
+        "limit": round(limit, 1),
+        "ok": last <= limit,
+    }
 
 
-def flatness(samples: list[Sample], disk: list[DiskSample], judged: set[str], tol: Flatness,
-             warmup: float) -> list[dict[str, Any]]:
+def flatness(
+    samples: list[Sample], disk: list[DiskSample], judged: set[str], tol: Flatness, warmup: float
+) -> list[dict[str, Any]]:
     """Per judged process: RSS, fds and threads flat after ``warmup`` (probe seconds); and the temp files."""
     series: dict[tuple[str, int], list[Sample]] = defaultdict(list)
     for sample in samples:
@@ -87,29 +97,47 @@ def flatness(samples: list[Sample], disk: list[DiskSample], judged: set[str], to
         if not any(role == j or role.startswith(j + "-") for j in judged):
             continue
         for name, values, rel, allowed in (
-                ("rss_kb", [p.rss_kb for p in points], tol.rss_rel, tol.rss_abs_kb),
-                ("fds", [p.fds for p in points], 0.0, tol.fds_abs),
-                ("threads", [p.threads for p in points], 0.0, tol.threads_abs)):
+            ("rss_kb", [p.rss_kb for p in points], tol.rss_rel, tol.rss_abs_kb),
+            ("fds", [p.fds for p in points], 0.0, tol.fds_abs),
+            ("threads", [p.threads for p in points], 0.0, tol.threads_abs),
+        ):
             rows.append({"role": role, "pid": pid, **_flat(name, values, rel, allowed)})
     # The last disk sample is taken after the readers exit; judge the run itself.
-    rows.append({"role": "disk", "pid": 0, **_flat("tmp_files", [d.tmp_files for d in disk[:-1] if d.t >= warmup],
-                                                   0.0, tol.tmp_files_abs)})
+    rows.append(
+        {
+            "role": "disk",
+            "pid": 0,
+            **_flat("tmp_files", [d.tmp_files for d in disk[:-1] if d.t >= warmup], 0.0, tol.tmp_files_abs),
+        }
+    )
     return rows
 
 
-def analyse(out: Path, params: dict[str, Any], samples: list[Sample], disk: list[DiskSample],
-            faults: dict[str, Any], outcome: dict[str, Any], judged: set[str], tol: Flatness,
-            probe_start: float) -> dict[str, Any]:
+def analyse(
+    out: Path,
+    params: dict[str, Any],
+    samples: list[Sample],
+    disk: list[DiskSample],
+    faults: dict[str, Any],
+    outcome: dict[str, Any],
+    judged: set[str],
+    tol: Flatness,
+    probe_start: float,
+) -> dict[str, Any]:
     """``probe_start``: the wall-clock time of the probe's t = 0, to place the epochs on its clock."""
     run = epochs(out, params["ranks"], params["samples"])
     warmup = (run["first_epoch_end"] or probe_start) - probe_start
     run["warmup_seconds"] = round(warmup, 1)
     run["download_amplification"] = round(
-        run["telemetry"].get("bytes_downloaded", 0) / max(1, run["epochs"] * params["dataset_bytes"]), 2)
+        run["telemetry"].get("bytes_downloaded", 0) / max(1, run["epochs"] * params["dataset_bytes"]), 2
+    )
     flat = flatness(samples, disk, judged, tol, warmup)
     limit = params["cache_limit_bytes"]
-    cache = {"limit": limit, "max_bytes": max((d.cache_bytes for d in disk), default=0),
-             "max_bytes_with_staged": max((d.cache_bytes + d.staged_bytes for d in disk), default=0)}
+    cache = {
+        "limit": limit,
+        "max_bytes": max((d.cache_bytes for d in disk), default=0),
+        "max_bytes_with_staged": max((d.cache_bytes + d.staged_bytes for d in disk), default=0),
+    }
     writer = outcome.get("writer", {})
     checks = {
         "readers_exited_cleanly": not outcome["reader_errors"],
@@ -121,5 +149,13 @@ def analyse(out: Path, params: dict[str, Any], samples: list[Sample], disk: list
         "resources_flat": all(row["ok"] for row in flat),
         "no_temp_files_left": bool(disk) and disk[-1].tmp_files == 0,
     }
-    return {"params": params, "checks": checks, "passed": all(checks.values()), "run": run, "cache": cache,
-            "faults": faults, "outcome": outcome, "flatness": flat}
+    return {
+        "params": params,
+        "checks": checks,
+        "passed": all(checks.values()),
+        "run": run,
+        "cache": cache,
+        "faults": faults,
+        "outcome": outcome,
+        "flatness": flat,
+    }

@@ -70,13 +70,15 @@ class _Dirs:
     def __init__(self, out: Path) -> None:
         self.out = out
         self.epochs, self.cache, self.jobs, self.tmp, self.logs = (
-            out / name for name in ("epochs", "cache", "jobs", "tmp", "logs"))
+            out / name for name in ("epochs", "cache", "jobs", "tmp", "logs")
+        )
         for folder in (self.epochs, self.cache, self.jobs, self.tmp, self.logs):
             folder.mkdir(parents=True, exist_ok=True)
 
 
-def run_soak(config: SoakConfig, out: Path, server: MotoServer | None = None,
-             tolerances: Flatness = Flatness()) -> dict[str, Any]:
+def run_soak(
+    config: SoakConfig, out: Path, server: MotoServer | None = None, tolerances: Flatness = Flatness()
+) -> dict[str, Any]:
     """Run the whole scenario, write the report into ``out`` and return it (``report["passed"]``)."""
     dirs = _Dirs(out)
     own_server = server is None
@@ -90,8 +92,9 @@ def run_soak(config: SoakConfig, out: Path, server: MotoServer | None = None,
         params["cache_limit_bytes"] = int(params["dataset_bytes"] * config.cache_fraction)
         proxy = FaultProxy(server.endpoint)
         actions = {"drop": 0, "status": 503, "delay": config.delay_seconds, "truncate": 100}
-        proxy.random = RandomFaults(config.fault_rate, {k: actions[k] for k in config.faults.split(",")},
-                                    seed=config.seed, path=f"^/{bucket}/")
+        proxy.random = RandomFaults(
+            config.fault_rate, {k: actions[k] for k in config.faults.split(",")}, seed=config.seed, path=f"^/{bucket}/"
+        )
         env = {**os.environ, **s3_env(proxy.endpoint), "TMPDIR": str(dirs.tmp), "PYTHONPATH": str(ROOT)}
         started = time.monotonic()
         outcome = _run_processes(config, params, root, dirs, env, server)
@@ -99,11 +102,15 @@ def run_soak(config: SoakConfig, out: Path, server: MotoServer | None = None,
         probe = outcome.pop("probe")
         with proxy.lock:
             injected = dict(proxy.random.injected)
-            faults = {"matched": proxy.random.matched, "injected": injected,
-                      "retried": sum(n for kind, n in injected.items() if kind in FAILING)}
+            faults = {
+                "matched": proxy.random.matched,
+                "injected": injected,
+                "retried": sum(n for kind, n in injected.items() if kind in FAILING),
+            }
         judged = {f"rank{r}" for r in range(config.ranks)} | {"writer"}
-        report = analyse(dirs.epochs, params, probe.samples, probe.disk, faults, outcome, judged, tolerances,
-                         probe.wall_start)
+        report = analyse(
+            dirs.epochs, params, probe.samples, probe.disk, faults, outcome, judged, tolerances, probe.wall_start
+        )
         write_report(out, report, probe.samples, probe.disk)
         return report
     finally:
@@ -130,36 +137,68 @@ def _start(module: str, config: dict[str, Any], name: str, dirs: _Dirs, env: dic
     path = dirs.logs / f"{name}.json"
     path.write_text(json.dumps(config))
     log = open(dirs.logs / f"{name}.log", "wb")
-    return subprocess.Popen([sys.executable, "-m", module, str(path)], cwd=ROOT, env=env, stdout=log,
-                            stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        [sys.executable, "-m", module, str(path)], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
+    )
 
 
-def _run_processes(config: SoakConfig, params: dict[str, Any], root: str, dirs: _Dirs, env: dict[str, str],
-                   server: MotoServer) -> dict[str, Any]:
+def _run_processes(
+    config: SoakConfig, params: dict[str, Any], root: str, dirs: _Dirs, env: dict[str, str], server: MotoServer
+) -> dict[str, Any]:
     stop = dirs.out / "writer.stop"
     stop.unlink(missing_ok=True)
-    writer = _start("tests.soak.writer", {"root": root, "retry": config.download_retry, "stop": str(stop),
-                                          "out": str(dirs.out), "seed": config.seed + 1,
-                                          "shard_bytes": config.shard_bytes, "sample_bytes": config.sample_bytes,
-                                          "samples_per_commit": config.writer_samples,
-                                          "interval": config.writer_interval}, "writer", dirs, env)
+    writer = _start(
+        "tests.soak.writer",
+        {
+            "root": root,
+            "retry": config.download_retry,
+            "stop": str(stop),
+            "out": str(dirs.out),
+            "seed": config.seed + 1,
+            "shard_bytes": config.shard_bytes,
+            "sample_bytes": config.sample_bytes,
+            "samples_per_commit": config.writer_samples,
+            "interval": config.writer_interval,
+        },
+        "writer",
+        dirs,
+        env,
+    )
     deadline = time.time() + config.minutes * 60
-    reader = {"root": root, "version": 1, "local": str(dirs.cache), "job_root": str(dirs.jobs),
-              "out": str(dirs.epochs), "batch_size": config.batch_size, "num_workers": config.workers,
-              "shuffle_algo": config.shuffle_algo, "num_canonical_nodes": config.canonical_nodes or None,
-              "cache_limit": params["cache_limit_bytes"],
-              "download_retry": config.download_retry, "download_timeout": config.download_timeout,
-              "deadline": deadline, "min_epochs": config.min_epochs, "max_epochs": config.max_epochs,
-              "barrier_timeout": 600}
+    reader = {
+        "root": root,
+        "version": 1,
+        "local": str(dirs.cache),
+        "job_root": str(dirs.jobs),
+        "out": str(dirs.epochs),
+        "batch_size": config.batch_size,
+        "num_workers": config.workers,
+        "shuffle_algo": config.shuffle_algo,
+        "num_canonical_nodes": config.canonical_nodes or None,
+        "cache_limit": params["cache_limit_bytes"],
+        "download_retry": config.download_retry,
+        "download_timeout": config.download_timeout,
+        "deadline": deadline,
+        "min_epochs": config.min_epochs,
+        "max_epochs": config.max_epochs,
+        "barrier_timeout": 600,
+    }
     port, ranks = free_port(), []
     for rank in range(config.ranks):
-        world = {"RANK": str(rank), "WORLD_SIZE": str(config.ranks), "LOCAL_RANK": str(rank),
-                 "LOCAL_WORLD_SIZE": str(config.ranks), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+        world = {
+            "RANK": str(rank),
+            "WORLD_SIZE": str(config.ranks),
+            "LOCAL_RANK": str(rank),
+            "LOCAL_WORLD_SIZE": str(config.ranks),
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+        }
         ranks.append(_start("tests.soak.reader", reader, f"rank{rank}", dirs, {**env, **world}))
     roles = {proc.pid: f"rank{r}" for r, proc in enumerate(ranks)}
     roles.update({writer.pid: "writer", server.process.pid: "moto", os.getpid(): "proxy"})
-    probe = Probe(roles, {proc.pid: r for r, proc in enumerate(ranks)}, dirs.cache, dirs.tmp, dirs.jobs,
-                  config.probe_interval)
+    probe = Probe(
+        roles, {proc.pid: r for r, proc in enumerate(ranks)}, dirs.cache, dirs.tmp, dirs.jobs, config.probe_interval
+    )
     hard_stop = deadline + 900  # epochs that never finish are a finding too, not a hang
     errors: dict[str, str] = {}
     try:

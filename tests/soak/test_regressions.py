@@ -18,7 +18,11 @@ def test_resolving_a_pinned_version_gets_the_streams_download_retry(s3_server, f
             for i in range(100):
                 writer.write({"id": i})
     fault = fault_proxy.add(Fault("status", path=r"_versions/00000001\.json$", value=503, times=3))
-    dataset = StreamingDataset(streams=[Stream(remote=root, local=str(tmp_path / "cache"), version=1)],
-                               download_retry=4, batch_size=4, job_root=str(tmp_path / "jobs"))
+    dataset = StreamingDataset(
+        streams=[Stream(remote=root, local=str(tmp_path / "cache"), version=1)],
+        download_retry=4,
+        batch_size=4,
+        job_root=str(tmp_path / "jobs"),
+    )
     assert sorted(int(sample["id"]) for sample in dataset) == list(range(100))
     assert fault.hits == 3

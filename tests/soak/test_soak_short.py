@@ -10,8 +10,17 @@ from pathlib import Path
 
 from tests.soak.soak import SoakConfig, run_soak
 
-SHORT = SoakConfig(min_epochs=3, samples=2048, sample_bytes=300, shard_bytes=16 << 10, cache_fraction=0.4,
-                   fault_rate=0.1, writer_interval=1.0, writer_samples=64, probe_interval=0.5)
+SHORT = SoakConfig(
+    min_epochs=3,
+    samples=2048,
+    sample_bytes=300,
+    shard_bytes=16 << 10,
+    cache_fraction=0.4,
+    fault_rate=0.1,
+    writer_interval=1.0,
+    writer_samples=64,
+    probe_interval=0.5,
+)
 
 
 def test_a_short_soak_reads_every_epoch_exactly_once_with_flat_resources(s3_server, tmp_path: Path) -> None:

@@ -35,8 +35,9 @@ def main() -> None:
     while not stop.exists():
         try:
             with shard_set.transaction("append") as tx:
-                with MDSWriter(out=tx.out, columns=COLUMNS, size_limit=config["shard_bytes"],
-                               retry=config["retry"]) as writer:
+                with MDSWriter(
+                    out=tx.out, columns=COLUMNS, size_limit=config["shard_bytes"], retry=config["retry"]
+                ) as writer:
                     for _ in range(config["samples_per_commit"]):
                         writer.write({"id": next_id, "payload": rng.bytes(config["sample_bytes"])})
                         next_id += 1

@@ -18,10 +18,12 @@ T = pytest.importorskip("pyspark.sql.types")
 
 def _frame(spark, rows: int = 400, partitions: int = 8):
     """Mixed columns, ``partitions`` partitions of deterministic content."""
-    return (spark.range(rows, numPartitions=partitions)
-            .withColumn("label", (F.col("id") % 7).cast("int"))
-            .withColumn("text", F.concat(F.lit("row "), F.col("id").cast("string")))
-            .withColumn("vec", F.array(*[(F.col("id") * k).cast("float") for k in range(4)])))
+    return (
+        spark.range(rows, numPartitions=partitions)
+        .withColumn("label", (F.col("id") % 7).cast("int"))
+        .withColumn("text", F.concat(F.lit("row "), F.col("id").cast("string")))
+        .withColumn("vec", F.array(*[(F.col("id") * k).cast("float") for k in range(4)]))
+    )
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -96,7 +98,8 @@ def _crash_after_writing(frame, crash_partition: int, out: str, seen: str):
 def test_a_killed_attempt_leaves_no_orphans(spark, tmp_path: Path) -> None:
     out, seen = tmp_path / "out", tmp_path / "seen.json"
     result = dataframe_to_mds(
-        _frame(spark, rows=200, partitions=4), merge_index=True,
+        _frame(spark, rows=200, partitions=4),
+        merge_index=True,
         mds_kwargs={"out": str(out), "columns": {"id": "int", "text": "str"}, "size_limit": "256b"},
         udf_iterable=_crash_after_writing,
         udf_kwargs={"crash_partition": 1, "out": str(out), "seen": str(seen)},
@@ -128,23 +131,28 @@ def test_columns_select_and_retype(spark, tmp_path: Path) -> None:
 
 def test_nulls_name_the_column_and_first_row(spark, tmp_path: Path) -> None:
     frame = _frame(spark, rows=20, partitions=1).withColumn(
-        "maybe", F.when(F.col("id").isin(7, 9), F.lit(None)).otherwise(F.col("id").cast("short")))
+        "maybe", F.when(F.col("id").isin(7, 9), F.lit(None)).otherwise(F.col("id").cast("short"))
+    )
     with pytest.raises(ConversionError, match=r"column 'maybe' \(smallint\) has a null at row 7 of partition 0"):
         dataframe_to_mds(frame, mds_kwargs={"out": str(tmp_path / "error")})
     assert not (tmp_path / "error" / "index.json").exists() and not (tmp_path / "error" / "_staging").exists()
     skipped = dataframe_to_mds(frame, mds_kwargs={"out": str(tmp_path / "skip")}, null_policy="skip")
     assert (skipped.stats.rows, skipped.stats.skipped_rows) == (18, 2)
-    filled = dataframe_to_mds(frame, mds_kwargs={"out": str(tmp_path / "fill")}, null_policy="fill",
-                              fill_values={"maybe": -1})
+    filled = dataframe_to_mds(
+        frame, mds_kwargs={"out": str(tmp_path / "fill")}, null_policy="fill", fill_values={"maybe": -1}
+    )
     assert filled.stats.rows == 20 and LocalDataset(tmp_path / "fill")[9]["maybe"] == np.int16(-1)
 
 
-@pytest.mark.parametrize("mds_kwargs,message", [
-    ({}, "mds_kwargs must contain 'out'"),
-    ({"out": "X", "columns": {"nope": "int"}}, r"columns \['nope'\] are not in the data"),
-    ({"out": "X", "columns": {"label": "int64"}}, r"column 'label' \(int\) cannot be written as 'int64'; accepted"),
-    ({"out": "X", "columns": {"vec": "ndarray:float32:5"}}, r"column 'vec' row 0: array of shape \(4,\)"),
-])
+@pytest.mark.parametrize(
+    "mds_kwargs,message",
+    [
+        ({}, "mds_kwargs must contain 'out'"),
+        ({"out": "X", "columns": {"nope": "int"}}, r"columns \['nope'\] are not in the data"),
+        ({"out": "X", "columns": {"label": "int64"}}, r"column 'label' \(int\) cannot be written as 'int64'; accepted"),
+        ({"out": "X", "columns": {"vec": "ndarray:float32:5"}}, r"column 'vec' row 0: array of shape \(4,\)"),
+    ],
+)
 def test_argument_errors(spark, tmp_path: Path, mds_kwargs: dict, message: str) -> None:
     if "out" in mds_kwargs:
         mds_kwargs = {**mds_kwargs, "out": str(tmp_path / "out")}
@@ -177,8 +185,10 @@ def test_a_shape_guessed_from_the_first_row_is_verified(spark, tmp_path: Path) -
     dataframe_to_mds(uniform, mds_kwargs={"out": str(tmp_path / "uniform")})
     odd = uniform.withColumn("v", F.when(F.col("id") == 25, F.array(F.lit(1.0).cast("float"))).otherwise(F.col("v")))
     result = dataframe_to_mds(odd, mds_kwargs={"out": str(tmp_path / "odd")})
-    encodings = {name: json.loads((tmp_path / name / "index.json").read_text())["shards"][0]["column_encodings"]
-                 for name in ("uniform", "odd")}
+    encodings = {
+        name: json.loads((tmp_path / name / "index.json").read_text())["shards"][0]["column_encodings"]
+        for name in ("uniform", "odd")
+    }
     assert encodings == {"uniform": ["int64", "ndarray:float32:3"], "odd": ["int64", "ndarray:float32"]}
     assert result.stats.rows == 30 and not (tmp_path / "odd" / "_staging").exists()
     samples = list(LocalDataset(tmp_path / "odd"))
@@ -186,7 +196,8 @@ def test_a_shape_guessed_from_the_first_row_is_verified(spark, tmp_path: Path) -
 
 
 def test_progress_bar_counts_partitions(spark, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    dataframe_to_mds(_frame(spark, rows=40, partitions=4), mds_kwargs={"out": str(tmp_path / "out"),
-                                                                        "progress_bar": True})
+    dataframe_to_mds(
+        _frame(spark, rows=40, partitions=4), mds_kwargs={"out": str(tmp_path / "out"), "progress_bar": True}
+    )
     err = capsys.readouterr().err
     assert f"partitions -> {tmp_path / 'out'}" in err and "4/4" in err

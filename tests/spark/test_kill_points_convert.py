@@ -25,7 +25,8 @@ class _Stop(Exception):
 
 def _frame(spark, rows: int, partitions: int = 3):
     return spark.range(0, rows, numPartitions=partitions).select(
-        F.col("id"), F.concat(F.lit("day-"), (F.col("id") / 10).cast("int").cast("string")).alias("day"))
+        F.col("id"), F.concat(F.lit("day-"), (F.col("id") / 10).cast("int").cast("string")).alias("day")
+    )
 
 
 def _ids(out: Path) -> list[int]:
@@ -84,8 +85,11 @@ def test_a_conversion_killed_at_any_step_of_its_driver_side(spark, tmp_path: Pat
 
     def committing_copy(name: str) -> dict:
         shutil.copytree(pristine, tmp_path / name)
-        return {"out": str(tmp_path / name), "manifests": captured["manifests"],
-                "staging": captured["staging"].replace(str(pristine), str(tmp_path / name))}
+        return {
+            "out": str(tmp_path / name),
+            "manifests": captured["manifests"],
+            "staging": captured["staging"].replace(str(pristine), str(tmp_path / name)),
+        }
 
     commit_steps = steps_of("convert_commit", committing_copy("listing-commit"), tmp_path)
     _check(tmp_path / "listing-commit", [list(range(new_rows))], "no kill")

@@ -19,7 +19,9 @@ def test_num_tasks_repartitions_and_auto_is_the_default_parallelism(spark, tmp_p
 
     cores = default_parallelism(spark)  # the fixture sets spark.default.parallelism
     assert cores == int(spark.conf.get("spark.default.parallelism"))
-    result = dataframe_to_mds(_frame(spark, partitions=1), mds_kwargs={"out": str(tmp_path / "auto"), "num_tasks": "auto"})
+    result = dataframe_to_mds(
+        _frame(spark, partitions=1), mds_kwargs={"out": str(tmp_path / "auto"), "num_tasks": "auto"}
+    )
     assert len(result.stats.rows_per_partition) == cores
 
 

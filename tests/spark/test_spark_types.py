@@ -15,64 +15,163 @@ from mds_core import LocalDataset, dataframe_to_mds
 from tests.golden import assert_same
 
 T = pytest.importorskip("pyspark.sql.types")
-UTC = datetime.timezone.utc
+UTC = datetime.UTC
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _schema():
     from pyspark.ml.linalg import VectorUDT
 
-    return T.StructType([
-        T.StructField("id", T.LongType(), False),
-        T.StructField("byte", T.ByteType()),
-        T.StructField("short", T.ShortType()),
-        T.StructField("int", T.IntegerType()),
-        T.StructField("float", T.FloatType()),
-        T.StructField("double", T.DoubleType()),
-        T.StructField("decimal", T.DecimalType(12, 3)),
-        T.StructField("string", T.StringType()),
-        T.StructField("binary", T.BinaryType()),
-        T.StructField("boolean", T.BooleanType()),
-        T.StructField("date", T.DateType()),
-        T.StructField("timestamp", T.TimestampType()),
-        T.StructField("timestamp_ntz", T.TimestampNTZType()),
-        T.StructField("floats_fixed", T.ArrayType(T.FloatType(), False)),
-        T.StructField("longs_ragged", T.ArrayType(T.LongType(), True)),
-        T.StructField("bytes_array", T.ArrayType(T.ByteType(), True)),
-        T.StructField("matrix", T.ArrayType(T.ArrayType(T.ShortType(), False), False)),
-        T.StructField("vector", VectorUDT()),
-        T.StructField("struct", T.StructType([T.StructField("a", T.IntegerType()), T.StructField("b", T.StringType())])),
-        T.StructField("map", T.MapType(T.StringType(), T.DoubleType())),
-    ])
+    return T.StructType(
+        [
+            T.StructField("id", T.LongType(), False),
+            T.StructField("byte", T.ByteType()),
+            T.StructField("short", T.ShortType()),
+            T.StructField("int", T.IntegerType()),
+            T.StructField("float", T.FloatType()),
+            T.StructField("double", T.DoubleType()),
+            T.StructField("decimal", T.DecimalType(12, 3)),
+            T.StructField("string", T.StringType()),
+            T.StructField("binary", T.BinaryType()),
+            T.StructField("boolean", T.BooleanType()),
+            T.StructField("date", T.DateType()),
+            T.StructField("timestamp", T.TimestampType()),
+            T.StructField("timestamp_ntz", T.TimestampNTZType()),
+            T.StructField("floats_fixed", T.ArrayType(T.FloatType(), False)),
+            T.StructField("longs_ragged", T.ArrayType(T.LongType(), True)),
+            T.StructField("bytes_array", T.ArrayType(T.ByteType(), True)),
+            T.StructField("matrix", T.ArrayType(T.ArrayType(T.ShortType(), False), False)),
+            T.StructField("vector", VectorUDT()),
+            T.StructField(
+                "struct", T.StructType([T.StructField("a", T.IntegerType()), T.StructField("b", T.StringType())])
+            ),
+            T.StructField("map", T.MapType(T.StringType(), T.DoubleType())),
+        ]
+    )
 
 
 def _rows():
     from pyspark.ml.linalg import Vectors
 
-    stamp = [datetime.datetime(2024, 2, 29, 23, 59, 59, 999999, tzinfo=UTC),
-             datetime.datetime(1900, 1, 1, 0, 0, 0, 1, tzinfo=UTC), EPOCH, datetime.datetime(2038, 1, 19, tzinfo=UTC)]
+    stamp = [
+        datetime.datetime(2024, 2, 29, 23, 59, 59, 999999, tzinfo=UTC),
+        datetime.datetime(1900, 1, 1, 0, 0, 0, 1, tzinfo=UTC),
+        EPOCH,
+        datetime.datetime(2038, 1, 19, tzinfo=UTC),
+    ]
     return [
-        (0, -128, -32768, -(1 << 31), 1.5, 0.1, Decimal("-123456789.123"), "héllo 😀", b"\x00\xff", True,
-         datetime.date(1, 1, 1), stamp[0], stamp[0].replace(tzinfo=None), [1.0, -2.0, 3.5], [1, 2, 3], [-1, 127],
-         [[1, 2], [3, 4], [5, 6]], Vectors.dense([1.0, 2.0]), {"a": 1, "b": "x"}, {"k": 1.5}),
-        (1, 127, 32767, (1 << 31) - 1, float("inf"), float("nan"), Decimal("0.000"), "", b"", False,
-         datetime.date(9999, 12, 31), stamp[1], stamp[1].replace(tzinfo=None), [0.0, 0.0, -0.0], [-(1 << 63)], [0],
-         [[-7, 8]], Vectors.sparse(4, [1, 3], [5.0, -6.0]), {"a": None, "b": "y"}, {}),
-        (2, -1, -2, 0, -0.0, -1e308, Decimal("1.100"), "x" * 1000, b"\x00" * 5, True,
-         datetime.date(1970, 1, 1), stamp[2], stamp[2].replace(tzinfo=None), [7.0, 8.0, 9.0], [(1 << 63) - 1, 0], [5, 6, 7],
-         [[9], [10]], Vectors.dense([3.0]), None, None),
-        (3, 0, 0, 1, 2.0, 2.0, Decimal("999999999.999"), "plain", b"abc", False,
-         datetime.date(2000, 2, 29), stamp[3], stamp[3].replace(tzinfo=None), [1.0, 1.0, 1.0], [4], [1],
-         [[1, 1, 1]], Vectors.sparse(2, [], []), {"a": 3, "b": None}, {"z": -1.0}),
+        (
+            0,
+            -128,
+            -32768,
+            -(1 << 31),
+            1.5,
+            0.1,
+            Decimal("-123456789.123"),
+            "héllo 😀",
+            b"\x00\xff",
+            True,
+            datetime.date(1, 1, 1),
+            stamp[0],
+            stamp[0].replace(tzinfo=None),
+            [1.0, -2.0, 3.5],
+            [1, 2, 3],
+            [-1, 127],
+            [[1, 2], [3, 4], [5, 6]],
+            Vectors.dense([1.0, 2.0]),
+            {"a": 1, "b": "x"},
+            {"k": 1.5},
+        ),
+        (
+            1,
+            127,
+            32767,
+            (1 << 31) - 1,
+            float("inf"),
+            float("nan"),
+            Decimal("0.000"),
+            "",
+            b"",
+            False,
+            datetime.date(9999, 12, 31),
+            stamp[1],
+            stamp[1].replace(tzinfo=None),
+            [0.0, 0.0, -0.0],
+            [-(1 << 63)],
+            [0],
+            [[-7, 8]],
+            Vectors.sparse(4, [1, 3], [5.0, -6.0]),
+            {"a": None, "b": "y"},
+            {},
+        ),
+        (
+            2,
+            -1,
+            -2,
+            0,
+            -0.0,
+            -1e308,
+            Decimal("1.100"),
+            "x" * 1000,
+            b"\x00" * 5,
+            True,
+            datetime.date(1970, 1, 1),
+            stamp[2],
+            stamp[2].replace(tzinfo=None),
+            [7.0, 8.0, 9.0],
+            [(1 << 63) - 1, 0],
+            [5, 6, 7],
+            [[9], [10]],
+            Vectors.dense([3.0]),
+            None,
+            None,
+        ),
+        (
+            3,
+            0,
+            0,
+            1,
+            2.0,
+            2.0,
+            Decimal("999999999.999"),
+            "plain",
+            b"abc",
+            False,
+            datetime.date(2000, 2, 29),
+            stamp[3],
+            stamp[3].replace(tzinfo=None),
+            [1.0, 1.0, 1.0],
+            [4],
+            [1],
+            [[1, 1, 1]],
+            Vectors.sparse(2, [], []),
+            {"a": 3, "b": None},
+            {"z": -1.0},
+        ),
     ]
 
 
 ENCODINGS = {
-    "id": "int64", "byte": "int8", "short": "int16", "int": "int32", "float": "float32", "double": "float64",
-    "decimal": "str_decimal", "string": "str", "binary": "bytes", "boolean": "uint8", "date": "int32",
-    "timestamp": "int64", "timestamp_ntz": "int64", "floats_fixed": "ndarray:float32:3",
-    "longs_ragged": "ndarray:int64", "bytes_array": "ndarray:int8", "matrix": "ndarray:int16",
-    "vector": "ndarray:float64", "struct": "json", "map": "json",
+    "id": "int64",
+    "byte": "int8",
+    "short": "int16",
+    "int": "int32",
+    "float": "float32",
+    "double": "float64",
+    "decimal": "str_decimal",
+    "string": "str",
+    "binary": "bytes",
+    "boolean": "uint8",
+    "date": "int32",
+    "timestamp": "int64",
+    "timestamp_ntz": "int64",
+    "floats_fixed": "ndarray:float32:3",
+    "longs_ragged": "ndarray:int64",
+    "bytes_array": "ndarray:int8",
+    "matrix": "ndarray:int16",
+    "vector": "ndarray:float64",
+    "struct": "json",
+    "map": "json",
 }
 
 
@@ -120,13 +219,30 @@ def test_each_type_round_trips_exactly(all_types, name: str) -> None:
         assert_same(samples[row[0]][name], _expected(name, row[index]), f"{name}[{row[0]}]")
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(rows=st.lists(st.tuples(
-    st.integers(-128, 127), st.integers(-(1 << 15), (1 << 15) - 1), st.text(max_size=30),
-    st.lists(st.floats(width=32, allow_nan=False), min_size=1, max_size=6)), min_size=1, max_size=30))
+@settings(
+    max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.integers(-128, 127),
+            st.integers(-(1 << 15), (1 << 15) - 1),
+            st.text(max_size=30),
+            st.lists(st.floats(width=32, allow_nan=False), min_size=1, max_size=6),
+        ),
+        min_size=1,
+        max_size=30,
+    )
+)
 def test_generated_frames_round_trip(spark, tmp_path_factory, rows) -> None:
-    schema = T.StructType([T.StructField("b", T.ByteType()), T.StructField("s", T.ShortType()),
-                           T.StructField("t", T.StringType()), T.StructField("v", T.ArrayType(T.FloatType()))])
+    schema = T.StructType(
+        [
+            T.StructField("b", T.ByteType()),
+            T.StructField("s", T.ShortType()),
+            T.StructField("t", T.StringType()),
+            T.StructField("v", T.ArrayType(T.FloatType())),
+        ]
+    )
     out = tmp_path_factory.mktemp("generated") / "out"
     dataframe_to_mds(spark.createDataFrame(rows, schema).coalesce(1), mds_kwargs={"out": str(out)})
     samples = list(LocalDataset(out))
@@ -144,17 +260,26 @@ def test_vectors_declared_with_a_fixed_size(spark, tmp_path) -> None:
     from mds_core.errors import ConversionError
 
     schema = T.StructType([T.StructField("id", T.LongType()), T.StructField("v", VectorUDT())])
-    rows = [(0, Vectors.dense([1.0, 2.0, 3.0])), (1, Vectors.sparse(3, [0, 2], [-4.0, 5.0])),
-            (2, Vectors.dense([0.5, 0.0, -0.5]))]
+    rows = [
+        (0, Vectors.dense([1.0, 2.0, 3.0])),
+        (1, Vectors.sparse(3, [0, 2], [-4.0, 5.0])),
+        (2, Vectors.dense([0.5, 0.0, -0.5])),
+    ]
     columns = {"id": "int64", "v": "ndarray:float64:3"}
-    dataframe_to_mds(spark.createDataFrame(rows, schema).coalesce(1),
-                     mds_kwargs={"out": str(tmp_path / "ok"), "columns": columns})
+    dataframe_to_mds(
+        spark.createDataFrame(rows, schema).coalesce(1), mds_kwargs={"out": str(tmp_path / "ok"), "columns": columns}
+    )
     got = {int(s["id"]): s["v"] for s in LocalDataset(tmp_path / "ok")}
     for row_id, vector in rows:
         assert_same(got[row_id], vector.toArray().astype(np.float64), f"v[{row_id}]")
     wrong = [(0, Vectors.dense([1.0, 2.0, 3.0])), (1, Vectors.sparse(4, [0], [1.0]))]
-    with pytest.raises(ConversionError, match=r"column 'v' \(vector\): row 1 holds a vector of 4 values, but the "
-                                              r"column is declared 'ndarray:float64:3'"):
-        dataframe_to_mds(spark.createDataFrame(wrong, schema).coalesce(1),
-                         mds_kwargs={"out": str(tmp_path / "wrong"), "columns": columns})
+    with pytest.raises(
+        ConversionError,
+        match=r"column 'v' \(vector\): row 1 holds a vector of 4 values, but the "
+        r"column is declared 'ndarray:float64:3'",
+    ):
+        dataframe_to_mds(
+            spark.createDataFrame(wrong, schema).coalesce(1),
+            mds_kwargs={"out": str(tmp_path / "wrong"), "columns": columns},
+        )
     assert not (tmp_path / "wrong" / "index.json").exists()

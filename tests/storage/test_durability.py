@@ -115,8 +115,9 @@ def _write(out: str, samples: int = 60) -> None:
 def _index_complete(tracer: Tracer, disk: Disk, index_path: str, root: str) -> bool:
     """Every shard the surviving index at ``index_path`` names (relative to ``root``) survives whole."""
     shards = tracer.json_at(disk, index_path)["shards"]
-    return all(disk.survives_whole(os.path.join(root, (s.get("zip_data") or s["raw_data"])["basename"]))
-               for s in shards)
+    return all(
+        disk.survives_whole(os.path.join(root, (s.get("zip_data") or s["raw_data"])["basename"])) for s in shards
+    )
 
 
 def test_a_power_loss_at_any_step_of_a_write_never_leaves_an_index_without_its_shards(tmp_path, monkeypatch):
@@ -184,8 +185,11 @@ with ShardSet(os.path.join(sys.argv[1], "set")).transaction("append") as tx:
 @pytest.mark.parametrize("umask", [0o022, 0o027])
 def test_published_files_get_the_usual_permissions(tmp_path: Path, umask: int) -> None:
     """Readable by a training job running as another user, as the umask allows (mkstemp's 0600 was not)."""
-    subprocess.run([sys.executable, "-c", _WRITE_WITH_UMASK, str(tmp_path), oct(umask)], check=True,
-                   cwd=Path(__file__).resolve().parents[2])
+    subprocess.run(
+        [sys.executable, "-c", _WRITE_WITH_UMASK, str(tmp_path), oct(umask)],
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert len(files) > 8 and any(p.name == "published.json" for p in files)
     assert {p.stat().st_mode & 0o777 for p in files} == {0o666 & ~umask}

@@ -17,7 +17,6 @@ from pathlib import Path
 import boto3
 import numpy as np
 import pytest
-
 from click.testing import CliRunner
 
 from mds_core import MDSWriter, StreamingDataset, cli, merge_index
@@ -28,8 +27,8 @@ from mds_core.errors import (
     OutputExistsError,
     StorageError,
 )
-from mds_core.streaming.jobdir import user_dir
 from mds_core.storage.remote import open_store
+from mds_core.streaming.jobdir import user_dir
 from tests.s3 import Fault, object_gets
 from tests.streaming.test_distributed import _run_ranks
 
@@ -81,8 +80,9 @@ def store_url(request, tmp_path: Path) -> str:
         return str(tmp_path / "store")
     if request.param == "s3":
         return f"s3://{request.getfixturevalue('s3_server').new_bucket()}/store"
-    server = request.getfixturevalue({"gcs": "gcs_server", "azure": "azurite_server",
-                                      "volumes": "volumes_server"}[request.param])
+    server = request.getfixturevalue(
+        {"gcs": "gcs_server", "azure": "azurite_server", "volumes": "volumes_server"}[request.param]
+    )
     return f"{server.new_root()}/store"
 
 
@@ -106,8 +106,15 @@ def test_store_operations(store_url: str, tmp_path: Path) -> None:
     assert not (tmp_path / "never").exists() and _no_temporary_files(tmp_path)
 
 
-@pytest.mark.parametrize("url, extra", [("hf://datasets/org/repo", "hf"), ("gs://bucket/x", "gcs"),
-                                        ("az://container/x", "azure"), ("dbfs:/Volumes/c/s/v", "databricks")])
+@pytest.mark.parametrize(
+    "url, extra",
+    [
+        ("hf://datasets/org/repo", "hf"),
+        ("gs://bucket/x", "gcs"),
+        ("az://container/x", "azure"),
+        ("dbfs:/Volumes/c/s/v", "databricks"),
+    ],
+)
 def test_a_missing_backend_names_the_extra(url: str, extra: str, monkeypatch) -> None:
     from mds_core.storage.remote import BACKENDS
 
@@ -120,8 +127,10 @@ def test_dbfs_needs_databricks_credentials(monkeypatch, tmp_path: Path) -> None:
     for name in ("DATABRICKS_HOST", "DATABRICKS_TOKEN", "DATABRICKS_CONFIG_PROFILE", "DATABRICKS_CLIENT_ID"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("DATABRICKS_CONFIG_FILE", str(tmp_path / "no.databrickscfg"))
-    with pytest.raises(ConfigurationError, match="dbfs:/Volumes/cat/sch/vol: no usable Databricks credentials: "
-                                                 "set DATABRICKS_HOST with DATABRICKS_TOKEN"):
+    with pytest.raises(
+        ConfigurationError,
+        match="dbfs:/Volumes/cat/sch/vol: no usable Databricks credentials: set DATABRICKS_HOST with DATABRICKS_TOKEN",
+    ):
         open_store("dbfs:/Volumes/cat/sch/vol")
 
 
@@ -134,8 +143,9 @@ def test_write_to_s3_then_stream_it_back(s3_server, tmp_path: Path) -> None:
     samples = _write(url, compression="zstd", hashes=["sha1", "xxh64"])
     keys = open_store(url).list()
     assert keys[0] == "index.json" and all(k.endswith(".mds.zstd") for k in keys[1:]) and len(keys) > 5
-    dataset = StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=8, validate_hash="sha1",
-                               job_root=str(tmp_path / "jobs"))
+    dataset = StreamingDataset(
+        remote=url, local=str(tmp_path / "cache"), batch_size=8, validate_hash="sha1", job_root=str(tmp_path / "jobs")
+    )
     got = {int(s["id"]): s["payload"] for s in dataset}
     assert got == {s["id"]: s["payload"] for s in samples}
     cached = sorted(p.name for p in (tmp_path / "cache").iterdir() if p.is_file())
@@ -149,8 +159,14 @@ def test_two_ranks_two_workers_fetch_each_shard_once_per_node(s3_server, tmp_pat
     _write(url, n=400)
     shard_keys = [k for k in open_store(url).list() if k != "index.json"]
     since = s3_server.log_position()
-    config = {"remote": url, "local": str(tmp_path / "cache"), "batch_size": 4, "num_workers": 2,
-              "job_root": str(tmp_path / "jobs"), "dataset_kwargs": {"shuffle": True, "num_canonical_nodes": 2}}
+    config = {
+        "remote": url,
+        "local": str(tmp_path / "cache"),
+        "batch_size": 4,
+        "num_workers": 2,
+        "job_root": str(tmp_path / "jobs"),
+        "dataset_kwargs": {"shuffle": True, "num_canonical_nodes": 2},
+    }
     outputs = _run_ranks(tmp_path / "ranks", 2, 2, config)
     seen = Counter(i for out in outputs for batch in out["batches"] for i in batch)
     assert seen == Counter(range(400))  # every sample exactly once over the node
@@ -167,8 +183,13 @@ def test_cache_limit_evicts_over_a_whole_epoch(s3_server, tmp_path: Path) -> Non
     largest = max(store.fs.size(f"{bucket}/data/{k}") for k in shards)
     limit = 4 * largest + 20_000
     cache = tmp_path / "cache"
-    order = {"batch_size": 4, "shuffle": True, "shuffle_algo": "py1s", "num_canonical_nodes": 1,
-             "job_root": str(tmp_path / "jobs")}
+    order = {
+        "batch_size": 4,
+        "shuffle": True,
+        "shuffle_algo": "py1s",
+        "num_canonical_nodes": 1,
+        "job_root": str(tmp_path / "jobs"),
+    }
     expected = _ids(StreamingDataset(remote=url, local=str(tmp_path / "unlimited"), **order))
     since = s3_server.log_position()
     dataset = StreamingDataset(remote=url, local=str(cache), cache_limit=limit, **order)
@@ -187,8 +208,14 @@ def test_a_cache_limit_too_small_for_the_order_fails_at_construction(s3_server, 
     url = f"s3://{s3_server.new_bucket()}/data"
     _write(url, n=300)
     with pytest.raises(ConfigurationError, match=r"cache_limit=5,000 bytes is too small for this order: .*py1e"):
-        StreamingDataset(remote=url, local=str(tmp_path / "c"), batch_size=4, shuffle=True, cache_limit=5000,
-                         job_root=str(tmp_path / "jobs"))
+        StreamingDataset(
+            remote=url,
+            local=str(tmp_path / "c"),
+            batch_size=4,
+            shuffle=True,
+            cache_limit=5000,
+            job_root=str(tmp_path / "jobs"),
+        )
 
 
 def test_validate_hash_detects_a_corrupted_object(s3_server, tmp_path: Path) -> None:
@@ -199,8 +226,14 @@ def test_validate_hash_detects_a_corrupted_object(s3_server, tmp_path: Path) -> 
     body = bytearray(client.get_object(Bucket=bucket, Key="data/shard.00001.mds")["Body"].read())
     body[-1] ^= 0xFF  # same size, one flipped bit pattern
     client.put_object(Bucket=bucket, Key="data/shard.00001.mds", Body=bytes(body))
-    dataset = StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=4, validate_hash="sha1",
-                               download_retry=1, job_root=str(tmp_path / "jobs"))
+    dataset = StreamingDataset(
+        remote=url,
+        local=str(tmp_path / "cache"),
+        batch_size=4,
+        validate_hash="sha1",
+        download_retry=1,
+        job_root=str(tmp_path / "jobs"),
+    )
     with pytest.raises(HashMismatchError, match=rf"s3://{bucket}/data/shard.00001.mds: sha1 checksum mismatch"):
         _ids(dataset)
     assert not (tmp_path / "cache" / "shard.00001.mds").exists() and _no_temporary_files(tmp_path / "cache")
@@ -210,8 +243,9 @@ def test_validate_hash_needs_a_recorded_algorithm(s3_server, tmp_path: Path) -> 
     url = f"s3://{s3_server.new_bucket()}/data"
     _write(url, hashes=["sha1"])
     with pytest.raises(ConfigurationError, match=r"validate_hash='md5' but shard.00000.mds records only \['sha1'\]"):
-        StreamingDataset(remote=url, local=str(tmp_path / "c"), batch_size=4, validate_hash="md5",
-                         job_root=str(tmp_path / "jobs"))
+        StreamingDataset(
+            remote=url, local=str(tmp_path / "c"), batch_size=4, validate_hash="md5", job_root=str(tmp_path / "jobs")
+        )
 
 
 def test_local_none_picks_a_cache_per_remote_and_user(s3_server, tmp_path: Path, monkeypatch) -> None:
@@ -260,13 +294,25 @@ def test_the_cli_reads_urls(s3_server, tmp_path: Path) -> None:
 def test_an_epoch_survives_dropped_slow_failing_and_truncated_responses(s3_server, fault_proxy, tmp_path: Path) -> None:
     url = f"s3://{s3_server.new_bucket()}/data"
     _write(url, n=300)
-    expected = _ids(StreamingDataset(remote=url, local=str(tmp_path / "clean"), batch_size=4, shuffle=True,
-                                     job_root=str(tmp_path / "jobs")))
-    faults = [fault_proxy.add(Fault(action, path=rf"shard\.0000{i}\.mds", value=value))
-              for i, (action, value) in enumerate([("drop", 0), ("status", 503), ("status", 500),
-                                                   ("truncate", 1000), ("delay", 0.5)])]
-    dataset = StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=4, shuffle=True,
-                               download_retry=3, job_root=str(tmp_path / "jobs"))
+    expected = _ids(
+        StreamingDataset(
+            remote=url, local=str(tmp_path / "clean"), batch_size=4, shuffle=True, job_root=str(tmp_path / "jobs")
+        )
+    )
+    faults = [
+        fault_proxy.add(Fault(action, path=rf"shard\.0000{i}\.mds", value=value))
+        for i, (action, value) in enumerate(
+            [("drop", 0), ("status", 503), ("status", 500), ("truncate", 1000), ("delay", 0.5)]
+        )
+    ]
+    dataset = StreamingDataset(
+        remote=url,
+        local=str(tmp_path / "cache"),
+        batch_size=4,
+        shuffle=True,
+        download_retry=3,
+        job_root=str(tmp_path / "jobs"),
+    )
     assert _ids(dataset) == expected
     assert all(f.hits == 1 for f in faults)
     assert _no_temporary_files(tmp_path / "cache")
@@ -276,8 +322,9 @@ def test_past_the_retry_budget_a_storage_error_names_the_url(s3_server, fault_pr
     url = f"s3://{s3_server.new_bucket()}/data"
     _write(url, n=100)
     fault_proxy.add(Fault("status", path=r"shard\.00002\.mds", value=503, times=10))
-    dataset = StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=4, download_retry=2,
-                               job_root=str(tmp_path / "jobs"))
+    dataset = StreamingDataset(
+        remote=url, local=str(tmp_path / "cache"), batch_size=4, download_retry=2, job_root=str(tmp_path / "jobs")
+    )
     with pytest.raises(StorageError, match=rf"download of {url}/shard.00002.mds failed after 2 attempt\(s\)"):
         _ids(dataset)
     assert not (tmp_path / "cache" / "shard.00002.mds").exists() and _no_temporary_files(tmp_path / "cache")
@@ -288,8 +335,14 @@ def test_download_timeout_is_a_deadline_per_file(s3_server, fault_proxy, tmp_pat
     _write(url, n=100)
     # The margins are wide: on a busy 2-core machine the undelayed index.json can take over a second.
     fault_proxy.add(Fault("delay", path=r"shard\.00000\.mds", value=10, times=5))
-    dataset = StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=4, download_retry=1,
-                               download_timeout=4, job_root=str(tmp_path / "jobs"))
+    dataset = StreamingDataset(
+        remote=url,
+        local=str(tmp_path / "cache"),
+        batch_size=4,
+        download_retry=1,
+        download_timeout=4,
+        job_root=str(tmp_path / "jobs"),
+    )
     with pytest.raises(StorageError, match=r"shard.00000.mds failed after 1 attempt\(s\): .*within the 4 s timeout"):
         _ids(dataset)
     assert _no_temporary_files(tmp_path / "cache")
@@ -314,8 +367,10 @@ def test_retried_uploads_complete_the_dataset(s3_server, fault_proxy, tmp_path: 
     fault_proxy.add(Fault("drop", method="PUT", path=r"shard\.00002\.mds"))
     samples = _write(url, n=200, retry=3, keep_local=False)
     fault_proxy.clear()
-    got = {int(s["id"]): s["payload"] for s in StreamingDataset(remote=url, local=str(tmp_path / "c"), batch_size=4,
-                                                                job_root=str(tmp_path / "jobs"))}
+    got = {
+        int(s["id"]): s["payload"]
+        for s in StreamingDataset(remote=url, local=str(tmp_path / "c"), batch_size=4, job_root=str(tmp_path / "jobs"))
+    }
     assert got == {s["id"]: s["payload"] for s in samples}
 
 
@@ -344,8 +399,7 @@ writer.finish()
 def test_a_writer_killed_mid_upload_leaves_no_index(s3_server, fault_proxy, tmp_path: Path) -> None:
     url = f"s3://{s3_server.new_bucket()}/data"
     fault_proxy.add(Fault("delay", method="PUT", path=r"shard\.", value=0.2, times=1000))
-    proc = subprocess.Popen([sys.executable, "-c", _KILLED_WRITER, url], stdout=subprocess.PIPE, text=True,
-                            cwd=ROOT)
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_WRITER, url], stdout=subprocess.PIPE, text=True, cwd=ROOT)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "writing"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
@@ -360,8 +414,9 @@ def test_spawned_loader_workers_stream_from_s3(s3_server, tmp_path: Path) -> Non
 
     url = f"s3://{s3_server.new_bucket()}/data"
     _write(url, n=200, compression="zstd")
-    dataset = StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=8, shuffle=True,
-                               job_root=str(tmp_path / "jobs"))
+    dataset = StreamingDataset(
+        remote=url, local=str(tmp_path / "cache"), batch_size=8, shuffle=True, job_root=str(tmp_path / "jobs")
+    )
     loader = StreamingDataLoader(dataset, batch_size=8, num_workers=2, multiprocessing_context="spawn")
     ids = [int(i) for batch in loader for i in batch["id"]]
     assert sorted(ids) == list(range(200))

@@ -39,8 +39,9 @@ def proxy(server):
 
 
 def _dataset(url: str, tmp_path: Path, name: str = "cache", **kwargs) -> StreamingDataset:
-    return StreamingDataset(remote=url, local=str(tmp_path / name), batch_size=4, job_root=str(tmp_path / "jobs"),
-                            **kwargs)
+    return StreamingDataset(
+        remote=url, local=str(tmp_path / name), batch_size=4, job_root=str(tmp_path / "jobs"), **kwargs
+    )
 
 
 def test_write_then_stream_every_sample_back(server, tmp_path: Path) -> None:
@@ -59,28 +60,38 @@ def test_two_ranks_two_workers_fetch_each_file_once_per_node(server, proxy, tmp_
     _write(url, n=400)
     shard_keys = [k for k in open_store(url).list() if k != "index.json"]
     proxy.requests.clear()
-    config = {"remote": url, "local": str(tmp_path / "cache"), "batch_size": 4, "num_workers": 2,
-              "job_root": str(tmp_path / "jobs"), "dataset_kwargs": {"shuffle": True, "num_canonical_nodes": 2}}
+    config = {
+        "remote": url,
+        "local": str(tmp_path / "cache"),
+        "batch_size": 4,
+        "num_workers": 2,
+        "job_root": str(tmp_path / "jobs"),
+        "dataset_kwargs": {"shuffle": True, "num_canonical_nodes": 2},
+    }
     outputs = _run_ranks(tmp_path / "ranks", 2, 2, config)  # the ranks reach the emulator through the proxy
     seen = Counter(i for out in outputs for batch in out["batches"] for i in batch)
     assert seen == Counter(range(400))  # every sample exactly once over the node
     assert server.object_gets(proxy.requests, root) == {f"data/{key}": 1 for key in ["index.json", *shard_keys]}
 
 
-def test_uploads_and_downloads_survive_dropped_failing_and_truncated_responses(server, proxy,
-                                                                                tmp_path: Path) -> None:
+def test_uploads_and_downloads_survive_dropped_failing_and_truncated_responses(server, proxy, tmp_path: Path) -> None:
     url = f"{server.new_root()}/data"
-    uploads = [proxy.add(server.upload_fault("status", r"shard\.00001\.mds", value=503)),
-               proxy.add(server.upload_fault("drop", r"shard\.00002\.mds")),
-               proxy.add(server.upload_fault("lose", r"shard\.00003\.mds"))]
+    uploads = [
+        proxy.add(server.upload_fault("status", r"shard\.00001\.mds", value=503)),
+        proxy.add(server.upload_fault("drop", r"shard\.00002\.mds")),
+        proxy.add(server.upload_fault("lose", r"shard\.00003\.mds")),
+    ]
     samples = _write(url, n=300, retry=3, keep_local=False)
     assert all(f.hits == 1 for f in uploads)
     expected = _ids(_dataset(url, tmp_path, "clean", shuffle=True))
-    downloads = [proxy.add(server.download_fault(action, rf"shard\.0000{i}\.mds", value=value))
-                 for i, (action, value) in enumerate([("drop", 0), ("status", 503), ("status", 500),
-                                                      ("truncate", 1000), ("delay", 0.5)])]
+    downloads = [
+        proxy.add(server.download_fault(action, rf"shard\.0000{i}\.mds", value=value))
+        for i, (action, value) in enumerate(
+            [("drop", 0), ("status", 503), ("status", 500), ("truncate", 1000), ("delay", 0.5)]
+        )
+    ]
     dataset = _dataset(url, tmp_path, shuffle=True, download_retry=3)
-    got = [sample for sample in dataset]
+    got = list(dataset)
     assert [int(s["id"]) for s in got] == expected and sorted(expected) == list(range(300))
     assert {int(s["id"]): s["payload"] for s in got} == {s["id"]: s["payload"] for s in samples}
     assert all(f.hits == 1 for f in downloads)

@@ -74,8 +74,11 @@ def test_an_error_answer_that_is_not_json_is_a_failed_attempt(volumes_server, pr
     """A proxy's XML 503 to an upload: the SDK slips describing it (TypeError); that is reported as the failure."""
     store = open_store(f"{volumes_server.new_root()}/store", retry=2)
     fault = proxy.add(volumes_server.upload_fault("status", r"b\.bin", value=503, times=2))
-    with pytest.raises(StorageError, match=r"write of .*b\.bin failed after 2 attempt\(s\): OSError: .*could not "
-                                           r"parse"):
+    with pytest.raises(
+        StorageError,
+        match=r"write of .*b\.bin failed after 2 attempt\(s\): OSError: .*could not "
+        r"parse",
+    ):
         store.write_bytes("b.bin", b"b")
     assert fault.hits == 2
     store.write_bytes("b.bin", b"b")
@@ -87,8 +90,11 @@ def test_a_wrong_token_is_one_clear_error_at_once(volumes_server, monkeypatch) -
     monkeypatch.setenv("DATABRICKS_TOKEN", "dapi-revoked")
     store = open_store(root, retry=5)
     before, start = len(volumes_server.requests), time.monotonic()
-    with pytest.raises(StorageError, match=rf"read of {root}/index.json failed: PermissionError: .*403 "
-                                           r"PERMISSION_DENIED: Invalid access token.*DATABRICKS_TOKEN") as caught:
+    with pytest.raises(
+        StorageError,
+        match=rf"read of {root}/index.json failed: PermissionError: .*403 "
+        r"PERMISSION_DENIED: Invalid access token.*DATABRICKS_TOKEN",
+    ) as caught:
         store.read_bytes("index.json")
     assert isinstance(caught.value, MDSError) and "failed after" not in str(caught.value)
     assert len(volumes_server.requests) - before == 1 and time.monotonic() - start < 2  # not retried
@@ -97,8 +103,11 @@ def test_a_wrong_token_is_one_clear_error_at_once(volumes_server, monkeypatch) -
 def test_a_volume_without_grants_names_the_privileges(volumes_server) -> None:
     root = volumes_server.new_root()
     volumes_server.denied.add(root.split(":", 1)[1])
-    with pytest.raises(StorageError, match=r"403 PERMISSION_DENIED: User does not have READ VOLUME.*READ VOLUME on "
-                                           r"the volume, WRITE VOLUME to write"):
+    with pytest.raises(
+        StorageError,
+        match=r"403 PERMISSION_DENIED: User does not have READ VOLUME.*READ VOLUME on "
+        r"the volume, WRITE VOLUME to write",
+    ):
         open_store(root).list()
 
 
@@ -106,18 +115,26 @@ def test_a_missing_token_is_one_clear_error_at_once(volumes_server, monkeypatch,
     monkeypatch.delenv("DATABRICKS_TOKEN")
     monkeypatch.setenv("DATABRICKS_CONFIG_FILE", str(tmp_path / "none"))
     start = time.monotonic()
-    with pytest.raises(ConfigurationError, match=r"dbfs:/Volumes/main/default/x: no usable Databricks credentials: "
-                                                 r"set DATABRICKS_HOST with DATABRICKS_TOKEN .* The Databricks SDK "
-                                                 r"said"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"dbfs:/Volumes/main/default/x: no usable Databricks credentials: "
+        r"set DATABRICKS_HOST with DATABRICKS_TOKEN .* The Databricks SDK "
+        r"said",
+    ):
         open_store("dbfs:/Volumes/main/default/x")
     assert time.monotonic() - start < 5
 
 
-@pytest.mark.parametrize("url", ["dbfs:/FileStore/train", "dbfs:/mnt/bucket/train", "dbfs:/Volumes/main/default",
-                                 "dbfs://Volumes/main/default/v"])
+@pytest.mark.parametrize(
+    "url",
+    ["dbfs:/FileStore/train", "dbfs:/mnt/bucket/train", "dbfs:/Volumes/main/default", "dbfs://Volumes/main/default/v"],
+)
 def test_only_volume_paths_are_accepted(url: str) -> None:
-    with pytest.raises(ConfigurationError, match=rf"{url}: only Unity Catalog volumes are supported on dbfs:, as "
-                                                 r"dbfs:/Volumes/<catalog>/<schema>/<volume>/<path>"):
+    with pytest.raises(
+        ConfigurationError,
+        match=rf"{url}: only Unity Catalog volumes are supported on dbfs:, as "
+        r"dbfs:/Volumes/<catalog>/<schema>/<volume>/<path>",
+    ):
         open_store(url)
 
 
@@ -139,7 +156,7 @@ def test_vacuum_ages_files_by_their_modification_time(volumes_server, monkeypatc
     assert shard_set.vacuum(keep_last=1, grace=dt.timedelta(hours=1)).removed_versions == [1]
     assert any(abandoned.id in name for name in shard_set.store.list())  # younger than the grace: kept
     modified = shard_set.store.fs.info(f"{shard_set.store.path}/data/{abandoned.id}/shard.00000.mds")["LastModified"]
-    assert abs((modified - dt.datetime.now(dt.timezone.utc)).total_seconds()) < 60
+    assert abs((modified - dt.datetime.now(dt.UTC)).total_seconds()) < 60
     shard_set.vacuum(keep_last=1, grace=dt.timedelta(0))
     assert not any(abandoned.id in name for name in shard_set.store.list())
     assert [v.version for v in shard_set.versions()] == [2]

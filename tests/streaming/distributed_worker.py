@@ -23,14 +23,17 @@ ORDER = Path(__file__).resolve().parents[1] / "fixtures" / "order-golden"
 
 def main() -> None:
     node = int(os.environ.get("RANK", "0")) // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
-    config = {key: value.replace("{node}", str(node)) if isinstance(value, str) else value
-              for key, value in json.loads(Path(sys.argv[1]).read_text()).items()}
+    config = {
+        key: value.replace("{node}", str(node)) if isinstance(value, str) else value
+        for key, value in json.loads(Path(sys.argv[1]).read_text()).items()
+    }
     if config.get("remote"):  # one stream downloaded from a remote store into a node-local cache
         streams = [Stream(remote=config["remote"], local=config["local"])]
     else:
         streams = [Stream(local=str(ORDER / "datasets" / name), **weights) for name, weights in config["streams"]]
-    dataset = StreamingDataset(streams=streams, batch_size=config["batch_size"], job_root=config["job_root"],
-                               **config["dataset_kwargs"])
+    dataset = StreamingDataset(
+        streams=streams, batch_size=config["batch_size"], job_root=config["job_root"], **config["dataset_kwargs"]
+    )
     loader = StreamingDataLoader(dataset, batch_size=config["batch_size"], num_workers=config["num_workers"])
     if config.get("state"):
         loader.load_state_dict(config["state"])

@@ -15,8 +15,19 @@ from torch.utils.data import default_collate
 from mds_core import LocalDataset, MDSWriter, StreamingDataLoader, StreamingDataset
 from mds_core.streaming.collate import PIPE_BYTES, NumpyBatch, collate_for_transit, collate_samples, finish_batch
 
-NUMBER_ENCODINGS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                    "float16", "float32", "float64"]
+NUMBER_ENCODINGS = [
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+]
 
 
 def assert_same_batch(got: object, want: object) -> None:
@@ -49,11 +60,25 @@ def test_decoded_samples_collate_as_default_collate(tmp_path_factory, data, size
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     dtype = np.dtype(encoding)
     numbers = rng.integers(0, 100, size).astype(dtype)
-    samples = [{"id": i, "number": numbers[i], "text": "é" * i, "blob": bytes([i]) * i,
-                "fixed": rng.integers(0, 100, (2, 3)).astype(dtype),
-                "free": rng.integers(0, 100, 4).astype(dtype)} for i in range(size)]
-    columns = {"id": "int", "number": encoding, "text": "str", "blob": "bytes",
-               "fixed": f"ndarray:{encoding}:2,3", "free": "ndarray"}
+    samples = [
+        {
+            "id": i,
+            "number": numbers[i],
+            "text": "é" * i,
+            "blob": bytes([i]) * i,
+            "fixed": rng.integers(0, 100, (2, 3)).astype(dtype),
+            "free": rng.integers(0, 100, 4).astype(dtype),
+        }
+        for i in range(size)
+    ]
+    columns = {
+        "id": "int",
+        "number": encoding,
+        "text": "str",
+        "blob": "bytes",
+        "fixed": f"ndarray:{encoding}:2,3",
+        "free": "ndarray",
+    }
     ds = written(tmp_path_factory.mktemp("ds"), columns, samples)
     batch = [ds[i] for i in range(size)]
     with warnings.catch_warnings():

@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from mds_core import Stream, StreamingDataLoader, StreamingDataset
-from mds_core.errors import ConfigurationError, MDSError
-from mds_core.errors import ResumeError
+from mds_core.errors import ConfigurationError, MDSError, ResumeError
 
 ORDER = Path(__file__).resolve().parents[1] / "fixtures" / "order-golden"
 EPOCHS = json.loads((ORDER / "epochs.json").read_text())["cases"]
@@ -18,13 +17,16 @@ SINGLE = [c for c in EPOCHS if c["world"] == {"num_nodes": 1, "ranks_per_node": 
 
 
 def _streams(case: dict) -> list[Stream]:
-    return [Stream(local=str(ORDER / "datasets" / s["name"]), **{k: v for k, v in s.items() if k != "name"})
-            for s in case["streams"]]
+    return [
+        Stream(local=str(ORDER / "datasets" / s["name"]), **{k: v for k, v in s.items() if k != "name"})
+        for s in case["streams"]
+    ]
 
 
 def _dataset(case: dict, tmp_path: Path) -> StreamingDataset:
-    return StreamingDataset(streams=_streams(case), batch_size=case["batch_size"], job_root=str(tmp_path),
-                            **case["dataset_kwargs"])
+    return StreamingDataset(
+        streams=_streams(case), batch_size=case["batch_size"], job_root=str(tmp_path), **case["dataset_kwargs"]
+    )
 
 
 def _resume_at(ds: StreamingDataset, case: dict) -> None:
@@ -33,7 +35,9 @@ def _resume_at(ds: StreamingDataset, case: dict) -> None:
     ds.load_state_dict(state)
 
 
-@pytest.mark.parametrize("case", SINGLE, ids=lambda c: f"{c['dataset_kwargs']['batching_method']}-{c['dataset_kwargs']['shuffle_algo']}")
+@pytest.mark.parametrize(
+    "case", SINGLE, ids=lambda c: f"{c['dataset_kwargs']['batching_method']}-{c['dataset_kwargs']['shuffle_algo']}"
+)
 def test_single_device_order_matches_the_reference(case: dict, tmp_path: Path) -> None:
     if "error" in case:
         with pytest.raises(ConfigurationError):
@@ -109,14 +113,17 @@ def test_resuming_on_other_data_is_refused(tmp_path: Path) -> None:
         other.load_state_dict({"epoch": 0})
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"streams": [], "local": "x"}, "not both"),
-    ({}, "pass streams"),
-    ({"local": str(ORDER / "datasets/s0"), "stream_name": "foo"}, "stream_name=.foo. is not registered"),
-    ({"local": str(ORDER / "datasets/s0"), "shuffle_algo": "py1b"}, "shuffle_algo"),
-    ({"local": str(ORDER / "datasets/s0"), "remote": "ftp://bucket/x"}, "unsupported URL scheme 'ftp'"),
-    ({"local": str(ORDER / "datasets/s0"), "cache_limit": "lots"}, "cache_limit: cannot parse size 'lots'"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"streams": [], "local": "x"}, "not both"),
+        ({}, "pass streams"),
+        ({"local": str(ORDER / "datasets/s0"), "stream_name": "foo"}, "stream_name=.foo. is not registered"),
+        ({"local": str(ORDER / "datasets/s0"), "shuffle_algo": "py1b"}, "shuffle_algo"),
+        ({"local": str(ORDER / "datasets/s0"), "remote": "ftp://bucket/x"}, "unsupported URL scheme 'ftp'"),
+        ({"local": str(ORDER / "datasets/s0"), "cache_limit": "lots"}, "cache_limit: cannot parse size 'lots'"),
+    ],
+)
 def test_bad_arguments(tmp_path: Path, kwargs: dict, message: str) -> None:
     with pytest.raises(MDSError, match=message):
         StreamingDataset(job_root=str(tmp_path), **kwargs)
@@ -132,18 +139,21 @@ def test_batch_size_is_needed_to_iterate(tmp_path: Path) -> None:
 RESUME = json.loads((ORDER / "resume.json").read_text())["cases"]
 
 
-@pytest.mark.parametrize("case", RESUME, ids=lambda c: f"{c['dataset_kwargs'].get('shuffle_algo', 'noshuffle')}-w{c['num_workers']}")
+@pytest.mark.parametrize(
+    "case", RESUME, ids=lambda c: f"{c['dataset_kwargs'].get('shuffle_algo', 'noshuffle')}-w{c['num_workers']}"
+)
 def test_a_reference_state_dict_continues_the_reference_order(case: dict, tmp_path: Path) -> None:
     def loader() -> StreamingDataLoader:
-        ds = StreamingDataset(streams=_streams(case), batch_size=case["batch_size"], job_root=str(tmp_path),
-                              **case["dataset_kwargs"])
+        ds = StreamingDataset(
+            streams=_streams(case), batch_size=case["batch_size"], job_root=str(tmp_path), **case["dataset_kwargs"]
+        )
         return StreamingDataLoader(ds, batch_size=case["batch_size"], num_workers=case["num_workers"])
 
     fresh = loader()
     assert [b["id"].tolist() for b in fresh] == case["epoch0_batches"]
     resumed = loader()
     resumed.load_state_dict(case["state_dict"])
-    assert [b["id"].tolist() for b in resumed] == case["epoch0_batches"][case["resume_after_batches"]:]
+    assert [b["id"].tolist() for b in resumed] == case["epoch0_batches"][case["resume_after_batches"] :]
     next_epoch = [b["id"].tolist() for b in resumed][: len(case["epoch1_first_batches"])]
     assert next_epoch == case["epoch1_first_batches"]
 
@@ -194,15 +204,25 @@ def test_a_killed_run_leaves_nothing_that_breaks_the_next(tmp_path: Path) -> Non
     import sys
 
     def run(mode: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-c", _ITERATE, str(ORDER / "datasets"), str(tmp_path), mode],
-                              capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-c", _ITERATE, str(ORDER / "datasets"), str(tmp_path), mode],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     killed = run("kill")
     assert killed.returncode == -9
     stale = Path(killed.stdout.split()[0])
     assert stale.exists()  # SIGKILL: no clean-up ran
-    both = [subprocess.Popen([sys.executable, "-c", _ITERATE, str(ORDER / "datasets"), str(tmp_path), "full"],
-                             stdout=subprocess.PIPE, text=True) for _ in range(2)]  # two jobs on one host at once
+    both = [
+        subprocess.Popen(
+            [sys.executable, "-c", _ITERATE, str(ORDER / "datasets"), str(tmp_path), "full"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]  # two jobs on one host at once
     outputs = [proc.communicate(timeout=120)[0].split() for proc in both]
     assert all(proc.returncode == 0 for proc in both) and [o[1] for o in outputs] == ["420", "420"]
     assert outputs[0][0] != outputs[1][0]  # separate job directories
@@ -236,7 +256,11 @@ def test_torch_is_imported_only_when_the_caller_uses_it(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", _LAZY_TORCH, str(ORDER / "datasets" / "s0"), str(tmp_path)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", _LAZY_TORCH, str(ORDER / "datasets" / "s0"), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["ok", str(len(StreamingDataset(local=str(ORDER / "datasets" / "s0"))))]

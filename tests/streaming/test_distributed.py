@@ -30,21 +30,42 @@ def _run_ranks(tmp_path: Path, num_ranks: int, ranks_per_node: int, config: dict
     for rank in range(num_ranks):
         config_path, out = tmp_path / f"config{rank}.json", tmp_path / f"out{rank}-{port}.json"
         config_path.write_text(json.dumps(config))
-        env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": str(num_ranks), "LOCAL_RANK": str(rank % ranks_per_node),
-               "LOCAL_WORLD_SIZE": str(ranks_per_node), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
-        procs.append(subprocess.Popen([sys.executable, str(ROOT / "tests/streaming/distributed_worker.py"), str(config_path), str(out)],
-                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        env = {
+            **os.environ,
+            "RANK": str(rank),
+            "WORLD_SIZE": str(num_ranks),
+            "LOCAL_RANK": str(rank % ranks_per_node),
+            "LOCAL_WORLD_SIZE": str(ranks_per_node),
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+        }
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, str(ROOT / "tests/streaming/distributed_worker.py"), str(config_path), str(out)],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
         outs.append(out)
     logs = [proc.communicate(timeout=300)[0] for proc in procs]
     # Every rank's log: the rank that fails first is usually not the one that reports the failure.
     assert [proc.returncode for proc in procs] == [0] * num_ranks, "\n".join(
-        f"--- rank {rank} ---\n{log[-3000:]}" for rank, log in enumerate(logs))
+        f"--- rank {rank} ---\n{log[-3000:]}" for rank, log in enumerate(logs)
+    )
     return [json.loads(out.read_text()) for out in outs]
 
 
 def _config(tmp_path: Path, batch_size: int, num_workers: int, **extra) -> dict:
-    return {"streams": [["s0", {}], ["s1", {}], ["s2", {}]], "batch_size": batch_size, "num_workers": num_workers,
-            "job_root": str(tmp_path / "jobs"), "dataset_kwargs": {"shuffle": True, "num_canonical_nodes": 2}, **extra}
+    return {
+        "streams": [["s0", {}], ["s1", {}], ["s2", {}]],
+        "batch_size": batch_size,
+        "num_workers": num_workers,
+        "job_root": str(tmp_path / "jobs"),
+        "dataset_kwargs": {"shuffle": True, "num_canonical_nodes": 2},
+        **extra,
+    }
 
 
 def _global_batches(outputs: list[dict]) -> list[list[int]]:
@@ -53,18 +74,27 @@ def _global_batches(outputs: list[dict]) -> list[list[int]]:
     return [sum((o["batches"][t] for o in outputs if t < len(o["batches"])), []) for t in range(steps)]
 
 
-TWO_NODE_CASE = next(c for c in EPOCHS if c["world"] == {"num_nodes": 2, "ranks_per_node": 1, "workers_per_rank": 1}
-                     and "error" not in c)
+TWO_NODE_CASE = next(
+    c for c in EPOCHS if c["world"] == {"num_nodes": 2, "ranks_per_node": 1, "workers_per_rank": 1} and "error" not in c
+)
 
 
 def test_two_nodes_get_the_reference_rows(tmp_path: Path) -> None:
     case = TWO_NODE_CASE
-    config = {"streams": [[s["name"], {k: v for k, v in s.items() if k != "name"}] for s in case["streams"]],
-              "batch_size": case["batch_size"], "num_workers": 0, "job_root": str(tmp_path / "jobs"),
-              "dataset_kwargs": case["dataset_kwargs"],
-              "state": {"epoch": case["epoch"], "sample_in_epoch": case["sample_in_epoch"],
-                        "num_canonical_nodes": case["dataset_kwargs"]["num_canonical_nodes"],
-                        "shuffle_seed": case["dataset_kwargs"]["shuffle_seed"], "initial_physical_nodes": 2}}
+    config = {
+        "streams": [[s["name"], {k: v for k, v in s.items() if k != "name"}] for s in case["streams"]],
+        "batch_size": case["batch_size"],
+        "num_workers": 0,
+        "job_root": str(tmp_path / "jobs"),
+        "dataset_kwargs": case["dataset_kwargs"],
+        "state": {
+            "epoch": case["epoch"],
+            "sample_in_epoch": case["sample_in_epoch"],
+            "num_canonical_nodes": case["dataset_kwargs"]["num_canonical_nodes"],
+            "shuffle_seed": case["dataset_kwargs"]["shuffle_seed"],
+            "initial_physical_nodes": 2,
+        },
+    }
     outputs = _run_ranks(tmp_path, 2, 1, config)  # LOCAL_WORLD_SIZE=1: each rank is its own node
     work = np.array(case["ids"]).reshape(case["shape"])
     for node, output in enumerate(outputs):
@@ -103,7 +133,9 @@ def test_state_from_2_ranks_resumes_on_1_and_on_4_ranks_exactly_once(tmp_path: P
     state = first[0]["state"]
     for ranks, batch_size, workers in ((1, 8, 2), (4, 2, 0)):
         where = f"rest{ranks}"
-        rest = _global_batches(_run_ranks(tmp_path / where, ranks, ranks, config(where, batch_size, workers, state=state)))
+        rest = _global_batches(
+            _run_ranks(tmp_path / where, ranks, ranks, config(where, batch_size, workers, state=state))
+        )
         combined = _global_batches(first) + rest
         assert [Counter(b) for b in combined] == [Counter(b) for b in full], f"resumed on {ranks} ranks"
         assert sorted(sum(combined, [])) == sorted(sum(full, []))  # the union covers the epoch exactly once

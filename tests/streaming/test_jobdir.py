@@ -43,15 +43,19 @@ def test_shared_array_is_computed_once_across_processes(tmp_path: Path) -> None:
 
 
 def test_job_dirs_are_per_user_and_removed_with_their_creator(tmp_path: Path) -> None:
-    code = ("import sys; from mds_core.streaming.jobdir import JobDir; "
-            f"job = JobDir.create({str(tmp_path)!r}, 'tok'); print(job.path)")
+    code = (
+        "import sys; from mds_core.streaming.jobdir import JobDir; "
+        f"job = JobDir.create({str(tmp_path)!r}, 'tok'); print(job.path)"
+    )
     path = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert path.startswith(user_dir(str(tmp_path))) and not os.path.exists(path)
 
 
 def test_a_crashed_jobs_directory_is_swept_by_the_next_job(tmp_path: Path) -> None:
-    code = ("import os; from mds_core.streaming.jobdir import JobDir; "
-            f"job = JobDir.create({str(tmp_path)!r}, 'crashed'); os._exit(0)")  # no clean-up: a crash
+    code = (
+        "import os; from mds_core.streaming.jobdir import JobDir; "
+        f"job = JobDir.create({str(tmp_path)!r}, 'crashed'); os._exit(0)"
+    )  # no clean-up: a crash
     subprocess.run([sys.executable, "-c", code], check=True)
     crashed = Path(user_dir(str(tmp_path))) / "crashed"
     assert (crashed / OWNER_FILE).exists()
@@ -71,8 +75,10 @@ def test_forked_children_do_not_remove_the_parents_directory(tmp_path: Path) -> 
 
 def test_the_directory_outlives_its_creator_while_another_rank_uses_it(tmp_path: Path) -> None:
     leader = JobDir.create(str(tmp_path), "shared")
-    code = (f"import sys; from mds_core.streaming.jobdir import JobDir; j = JobDir.attach({str(tmp_path)!r}, 'shared'); "
-            "sys.stdin.readline(); j.write_json('late.json', {'ok': True})")
+    code = (
+        f"import sys; from mds_core.streaming.jobdir import JobDir; j = JobDir.attach({str(tmp_path)!r}, 'shared'); "
+        "sys.stdin.readline(); j.write_json('late.json', {'ok': True})"
+    )
     other = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, text=True)
     while not any(name.endswith(f"-{other.pid}") for name in os.listdir(Path(leader.path) / "users")):
         other.poll()
@@ -99,8 +105,16 @@ print(len(lost))
 
 def test_jobs_starting_side_by_side_never_sweep_each_other(tmp_path: Path) -> None:
     # Every create sweeps crashed jobs first; a job that is still starting must not look crashed.
-    procs = [subprocess.Popen([sys.executable, "-c", _CREATE_MANY, str(tmp_path), "150"], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CREATE_MANY, str(tmp_path), "150"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
     results = [proc.communicate(timeout=120) for proc in procs]
-    assert [(proc.returncode, out.strip()) for proc, (out, _) in zip(procs, results)] == [(0, "0")] * 3, \
-        [err[-2000:] for _, err in results]
+    assert [(proc.returncode, out.strip()) for proc, (out, _) in zip(procs, results)] == [(0, "0")] * 3, [
+        err[-2000:] for _, err in results
+    ]

@@ -35,8 +35,14 @@ def test_a_good_dataset_passes(tmp_path: Path, num_workers: int) -> None:
 
 def test_failures_are_reported_not_raised(tmp_path: Path) -> None:
     _write(str(tmp_path / "d"), 30)
-    report = check_loader(local=str(tmp_path / "d"), batch_size=4, num_workers=0, samples_expected=31,
-                          min_samples_per_second=1e12, job_root=str(tmp_path))
+    report = check_loader(
+        local=str(tmp_path / "d"),
+        batch_size=4,
+        num_workers=0,
+        samples_expected=31,
+        min_samples_per_second=1e12,
+        job_root=str(tmp_path),
+    )
     assert not report.passed and not report.exactly_once and report.continuation_matches
     assert report.problems == [
         "streamed 30 samples (30 distinct), expected each of 31 exactly once",
@@ -49,26 +55,37 @@ def test_a_version_of_a_remote_shard_set_through_a_temporary_cache(tmp_path: Pat
     for count in (20, 15):
         with shard_set.transaction("append") as tx:
             _write(tx.out, count)
-    report = check_loader(remote=str(tmp_path / "set"), version=1, batch_size=4, num_workers=0,
-                          job_root=str(tmp_path))
+    report = check_loader(remote=str(tmp_path / "set"), version=1, batch_size=4, num_workers=0, job_root=str(tmp_path))
     assert report.passed and report.samples_streamed == 20 and report.version == 1
 
 
 def test_the_command(tmp_path: Path) -> None:
     _write(str(tmp_path / "d"), 50)
-    ok = subprocess.run([MDS, "check-loader", str(tmp_path / "d"), "--batch-size", "5", "--workers", "2"],
-                        capture_output=True, text=True, timeout=300)
+    ok = subprocess.run(
+        [MDS, "check-loader", str(tmp_path / "d"), "--batch-size", "5", "--workers", "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert ok.returncode == 0, ok.stderr
-    assert ok.stdout.startswith("OK: 50 samples streamed by 2 worker(s) (50 distinct, 50 expected), resumed at "
-                                "sample 25: continuation matches")
-    as_json = subprocess.run([MDS, "check-loader", str(tmp_path / "d"), "--workers", "0", "--json"],
-                             capture_output=True, text=True, timeout=300)
+    assert ok.stdout.startswith(
+        "OK: 50 samples streamed by 2 worker(s) (50 distinct, 50 expected), resumed at sample 25: continuation matches"
+    )
+    as_json = subprocess.run(
+        [MDS, "check-loader", str(tmp_path / "d"), "--workers", "0", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert json.loads(as_json.stdout)["exactly_once"] is True
-    slow = subprocess.run([MDS, "check-loader", str(tmp_path / "d"), "--workers", "0",
-                           "--min-samples-per-second", "1e12"], capture_output=True, text=True, timeout=300)
+    slow = subprocess.run(
+        [MDS, "check-loader", str(tmp_path / "d"), "--workers", "0", "--min-samples-per-second", "1e12"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert slow.returncode == 1 and slow.stdout.startswith("FAILED (1 problems)") and "FAIL throughput" in slow.stderr
-    missing = subprocess.run([MDS, "check-loader", str(tmp_path / "nope")], capture_output=True, text=True,
-                             timeout=300)
+    missing = subprocess.run([MDS, "check-loader", str(tmp_path / "nope")], capture_output=True, text=True, timeout=300)
     assert missing.returncode == 2 and "nope/index.json" in missing.stderr
 
 
@@ -76,7 +93,11 @@ def test_python_dash_m_runs_every_subcommand(tmp_path: Path) -> None:
     shard_set = ShardSet(str(tmp_path / "set"))
     with shard_set.transaction("overwrite") as tx:
         _write(tx.out, 10)
-    listed = subprocess.run([sys.executable, "-m", "mds_core.cli", "versions", "list", str(tmp_path / "set")],
-                            capture_output=True, text=True, timeout=120)
+    listed = subprocess.run(
+        [sys.executable, "-m", "mds_core.cli", "versions", "list", str(tmp_path / "set")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.startswith("*    1 ") and "10 rows" in listed.stdout

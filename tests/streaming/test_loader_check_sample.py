@@ -78,8 +78,9 @@ def test_a_bounded_check_passes_and_reads_only_the_subset(three_days, tmp_path: 
     root, _ = three_days
     cache = tmp_path / "cache"
     subset = select_subset(ShardSet(root), 3, seed=5, sample_rows=50)
-    report = check_version(root, 3, local=str(cache), seed=5, sample_rows=50, batch_size=4, num_workers=2,
-                           job_root=str(tmp_path))
+    report = check_version(
+        root, 3, local=str(cache), seed=5, sample_rows=50, batch_size=4, num_workers=2, job_root=str(tmp_path)
+    )
     assert report.passed, report.problems
     assert report.exactly_once and report.continuation_matches and report.version == 3
     assert report.samples_expected == report.samples_streamed == subset.rows < 3 * ROWS_PER_DAY
@@ -110,8 +111,9 @@ def test_a_damaged_new_shard_fails_the_check_naming_it(three_days, tmp_path: Pat
     root, transactions = three_days
     damaged = sorted((Path(root) / "data" / transactions[2]).glob("shard.*"))[1]
     damaged.write_bytes(damaged.read_bytes()[:-10])  # truncated on the store
-    report = check_version(root, 3, local=str(tmp_path / "cache"), sample_rows=50, batch_size=4, num_workers=2,
-                           job_root=str(tmp_path))
+    report = check_version(
+        root, 3, local=str(tmp_path / "cache"), sample_rows=50, batch_size=4, num_workers=2, job_root=str(tmp_path)
+    )
     assert not report.passed
     assert any(damaged.name in problem and transactions[2] in problem for problem in report.problems), report.problems
 
@@ -121,8 +123,9 @@ def test_a_damaged_sampled_shard_fails_the_check_naming_it(three_days, tmp_path:
     subset = select_subset(ShardSet(root), 3, sample_rows=None)
     damaged = Path(root) / subset.sampled[0].raw_data.basename
     damaged.write_bytes(damaged.read_bytes()[:-10])
-    report = check_version(root, 3, local=str(tmp_path / "cache"), sample_rows=None, batch_size=4, num_workers=0,
-                           job_root=str(tmp_path))
+    report = check_version(
+        root, 3, local=str(tmp_path / "cache"), sample_rows=None, batch_size=4, num_workers=0, job_root=str(tmp_path)
+    )
     assert not report.passed and subset.sampled[0].raw_data.basename in report.problems[0], report.problems
     assert report.problems[0].startswith("fetching the sample failed")
 
@@ -149,14 +152,36 @@ def test_a_cache_limit_bounds_the_sample(three_days, tmp_path: Path) -> None:
 
 def test_the_command(three_days, tmp_path: Path) -> None:
     root, _ = three_days
-    ok = subprocess.run([MDS, "check-loader", root, "--version", "3", "--sample-rows", "30", "--seed", "2",
-                         "--workers", "0", "--batch-size", "4"], capture_output=True, text=True, timeout=300)
+    ok = subprocess.run(
+        [
+            MDS,
+            "check-loader",
+            root,
+            "--version",
+            "3",
+            "--sample-rows",
+            "30",
+            "--seed",
+            "2",
+            "--workers",
+            "0",
+            "--batch-size",
+            "4",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert ok.returncode == 0, ok.stderr
     lines = ok.stdout.splitlines()
     assert lines[0].startswith("OK: ") and lines[1].startswith("checked ")
     assert f"({ROWS_PER_DAY} rows) and" in lines[1] and "seed 2" in lines[1]
-    as_json = subprocess.run([MDS, "check-loader", root, "--version", "2", "--sample", "--workers", "0", "--json"],
-                             capture_output=True, text=True, timeout=300)
+    as_json = subprocess.run(
+        [MDS, "check-loader", root, "--version", "2", "--sample", "--workers", "0", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     checked = json.loads(as_json.stdout)["subset"]
     assert checked["sample_rows"] == 20_000 and checked["sampled_rows"] == ROWS_PER_DAY  # all of day 1 fits
     no_version = subprocess.run([MDS, "check-loader", root, "--sample"], capture_output=True, text=True, timeout=300)
@@ -171,8 +196,15 @@ def test_storage_options_reach_every_read_on_s3(s3_server, tmp_path: Path, monke
         _day(shard_set, day)
     # the environment now points nowhere: only the storage options know the endpoint
     monkeypatch.setenv("S3_ENDPOINT_URL", "http://127.0.0.1:9")
-    report = check_version(root, 2, storage_options={"endpoint_url": s3_server.endpoint}, sample_rows=40,
-                           batch_size=4, num_workers=2, job_root=str(tmp_path))
+    report = check_version(
+        root,
+        2,
+        storage_options={"endpoint_url": s3_server.endpoint},
+        sample_rows=40,
+        batch_size=4,
+        num_workers=2,
+        job_root=str(tmp_path),
+    )
     assert report.passed, report.problems
     assert report.subset["new_rows"] == ROWS_PER_DAY and 0 < report.subset["sampled_rows"] <= 40
     assert report.telemetry["totals"]["shards_downloaded"] == len(report.subset["new_shards"])

@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 
 from mds_core import MDSWriter, Stream, StreamingDataLoader, StreamingDataset, streams_registry
-from mds_core.errors import ConfigurationError, StorageError
-from mds_core.errors import ResumeError
+from mds_core.errors import ConfigurationError, ResumeError, StorageError
 
 GOLDEN_EMPTY = Path(__file__).resolve().parent.parent / "fixtures" / "mds-golden" / "datasets" / "empty"
 
@@ -61,8 +60,13 @@ class TaggedStream(Stream):
 def test_a_registered_stream_subclass_is_built_by_name(tmp_path: Path) -> None:
     streams_registry.register("tagged-for-test", func=TaggedStream)
     local = str(_write(tmp_path / "d", 10))
-    ds = StreamingDataset(local=local, stream_name="tagged-for-test", stream_config={"tag": "blue", "repeat": 2},
-                          batch_size=4, job_root=str(tmp_path))
+    ds = StreamingDataset(
+        local=local,
+        stream_name="tagged-for-test",
+        stream_config={"tag": "blue", "repeat": 2},
+        batch_size=4,
+        job_root=str(tmp_path),
+    )
     [stream] = ds.streams
     assert type(stream) is TaggedStream and stream.tag == "blue" and stream.local == local
     assert ds.epoch_size == 20  # stream_config reached the Stream: repeat=2
@@ -78,8 +82,12 @@ def test_a_registered_stream_subclass_is_built_by_name(tmp_path: Path) -> None:
 def test_streams_from_an_installed_package_are_found_by_entry_point(tmp_path: Path) -> None:
     site = tmp_path / "site"
     (site / "fancy_streams-1.0.dist-info").mkdir(parents=True)
-    (site / "fancy_streams-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: fancy-streams\nVersion: 1.0\n")
-    (site / "fancy_streams-1.0.dist-info" / "entry_points.txt").write_text("[mds_core.streams]\nfancy = fancy_streams:Fancy\n")
+    (site / "fancy_streams-1.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: fancy-streams\nVersion: 1.0\n"
+    )
+    (site / "fancy_streams-1.0.dist-info" / "entry_points.txt").write_text(
+        "[mds_core.streams]\nfancy = fancy_streams:Fancy\n"
+    )
     (site / "fancy_streams.py").write_text("from mds_core import Stream\n\nclass Fancy(Stream):\n    pass\n")
     local = _write(tmp_path / "d", 10)
     script = textwrap.dedent(f"""
@@ -99,8 +107,7 @@ def test_a_cached_shard_deleted_mid_epoch_is_fetched_again(tmp_path: Path, monke
     monkeypatch.setattr(mds_core.streaming.dataset, "DELETION_CHECK_SECONDS", 0.0)  # check at every step
     remote = _write(tmp_path / "remote", 400)  # shards of 15 samples
     cache = tmp_path / "cache"
-    ds = StreamingDataset(remote=str(remote), local=str(cache), batch_size=10, predownload=10,
-                          job_root=str(tmp_path))
+    ds = StreamingDataset(remote=str(remote), local=str(cache), batch_size=10, predownload=10, job_root=str(tmp_path))
     samples = iter(ds)
     first = [int(next(samples)["id"]) for _ in range(35)]  # in the middle of a shard
     for shard in cache.glob("shard.*.mds"):
@@ -145,7 +152,10 @@ def test_later_epochs_keep_a_resumed_states_order_settings(tmp_path: Path) -> No
     _epoch(ds)
     after_resume = _epoch(ds)  # epoch 1, not resumed
     assert {k: ds.state_dict(0, True)[k] for k in ("epoch", "num_canonical_nodes", "shuffle_seed")} == {
-        "epoch": 1, "num_canonical_nodes": 3, "shuffle_seed": 5}
+        "epoch": 1,
+        "num_canonical_nodes": 3,
+        "shuffle_seed": 5,
+    }
 
     def epoch_one(**settings) -> list[int]:
         fresh = StreamingDataset(local=local, batch_size=4, shuffle=True, job_root=str(tmp_path), **settings)

@@ -103,8 +103,9 @@ def test_the_dataset_reports_its_own_worker_without_a_loader(tmp_path: Path) -> 
 
 def test_the_callback_gets_metrics_every_n_batches_and_at_the_end(tmp_path: Path) -> None:
     calls: list[dict] = []
-    loader = StreamingDataLoader(_local(tmp_path), batch_size=4, num_workers=2, metrics_callback=calls.append,
-                                 metrics_every=10)
+    loader = StreamingDataLoader(
+        _local(tmp_path), batch_size=4, num_workers=2, metrics_callback=calls.append, metrics_every=10
+    )
     batches_seen_at_call = []
     for step, _batch in enumerate(loader):
         batches_seen_at_call.extend([step] * (len(calls) - len(batches_seen_at_call)))
@@ -127,8 +128,9 @@ def test_metrics_every_must_be_a_positive_int(tmp_path: Path, every: object) -> 
 
 def test_telemetry_off_lists_no_workers_and_writes_no_files(tmp_path: Path) -> None:
     calls: list[dict] = []
-    loader = StreamingDataLoader(_local(tmp_path, telemetry=False), batch_size=4, num_workers=2,
-                                 metrics_callback=calls.append, metrics_every=50)
+    loader = StreamingDataLoader(
+        _local(tmp_path, telemetry=False), batch_size=4, num_workers=2, metrics_callback=calls.append, metrics_every=50
+    )
     assert sum(len(batch["id"]) for batch in loader) == 420
     metrics = loader.metrics()
     assert metrics["workers"] == [] and metrics["totals"] == dict.fromkeys(WORKER_FIELDS, 0)
@@ -144,9 +146,16 @@ def test_cache_stats_are_per_process() -> None:
     stats.record_lookup(hit=False, wait_seconds=0.5)
     stats.record_lookup(hit=True, wait_seconds=0.0)
     stats.record_eviction()
-    assert stats.as_dict() == {"shards_downloaded": 2, "bytes_downloaded": 150, "download_seconds": 0.75,
-                               "download_max_seconds": 0.5, "cache_hits": 1, "cache_misses": 1, "evictions": 1,
-                               "shard_wait_seconds": 0.5}
+    assert stats.as_dict() == {
+        "shards_downloaded": 2,
+        "bytes_downloaded": 150,
+        "download_seconds": 0.75,
+        "download_max_seconds": 0.5,
+        "cache_hits": 1,
+        "cache_misses": 1,
+        "evictions": 1,
+        "shard_wait_seconds": 0.5,
+    }
     assert pickle.loads(pickle.dumps(stats)).as_dict() == dict.fromkeys(CACHE_FIELDS, 0)
     shared = np.zeros(len(CACHE_FIELDS))
     CacheStats(shared).record_eviction()
@@ -167,8 +176,14 @@ def _write_s3(url: str, n: int) -> None:
 def test_s3_downloads_each_shard_once_per_node_over_two_workers(s3_server, tmp_path: Path) -> None:
     url = f"s3://{s3_server.new_bucket()}/data"
     _write_s3(url, 400)
-    dataset = StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=4, shuffle=True,
-                               num_canonical_nodes=2, job_root=str(tmp_path / "jobs"))
+    dataset = StreamingDataset(
+        remote=url,
+        local=str(tmp_path / "cache"),
+        batch_size=4,
+        shuffle=True,
+        num_canonical_nodes=2,
+        job_root=str(tmp_path / "jobs"),
+    )
     shard_of = np.repeat(np.arange(len(dataset.shards)), [s.samples for s in dataset.shards])
     loader = StreamingDataLoader(dataset, batch_size=4, num_workers=2, collate_fn=_tag_worker)
     by_worker = _ids_by_worker(loader)
@@ -199,9 +214,16 @@ def test_s3_evictions_under_a_cache_limit_match_the_servers_gets(s3_server, tmp_
     store = open_store(url)
     sizes = {k: store.fs.size(f"{bucket}/data/{k}") for k in store.list() if k != "index.json"}
     limit = 4 * max(sizes.values()) + 20_000  # as in tests/storage: the limit bites
-    dataset = StreamingDataset(remote=url, local=str(tmp_path / "cache"), cache_limit=limit, batch_size=4,
-                               shuffle=True, shuffle_algo="py1s", num_canonical_nodes=1,
-                               job_root=str(tmp_path / "jobs"))
+    dataset = StreamingDataset(
+        remote=url,
+        local=str(tmp_path / "cache"),
+        cache_limit=limit,
+        batch_size=4,
+        shuffle=True,
+        shuffle_algo="py1s",
+        num_canonical_nodes=1,
+        job_root=str(tmp_path / "jobs"),
+    )
     loader = StreamingDataLoader(dataset, batch_size=4, num_workers=1)
     for epoch in range(2):  # the second epoch starts from what the first left in the cache
         since = s3_server.log_position()

@@ -19,12 +19,15 @@ def test_torchrun_environment() -> None:
     assert not world.is_local_leader and world.num_ranks == 8
 
 
-@pytest.mark.parametrize(("env", "message"), [
-    ({"WORLD_SIZE": "6", "LOCAL_WORLD_SIZE": "4"}, "must be a positive multiple"),
-    ({"RANK": "8", "WORLD_SIZE": "8"}, "do not fit"),
-    ({"RANK": "1", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2", "LOCAL_RANK": "0"}, "node-contiguous"),
-    ({"RANK": "x"}, "RANK='x' must be an integer"),
-])
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"WORLD_SIZE": "6", "LOCAL_WORLD_SIZE": "4"}, "must be a positive multiple"),
+        ({"RANK": "8", "WORLD_SIZE": "8"}, "do not fit"),
+        ({"RANK": "1", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2", "LOCAL_RANK": "0"}, "node-contiguous"),
+        ({"RANK": "x"}, "RANK='x' must be an integer"),
+    ],
+)
 def test_inconsistent_environments_raise(env: dict, message: str) -> None:
     with pytest.raises(ConfigurationError, match=message):
         detect_world(env)

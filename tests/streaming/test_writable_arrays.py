@@ -25,8 +25,13 @@ NUM_SAMPLES = 300
 
 
 def sample(i: int) -> dict:
-    return {"id": i, "fixed": np.full(16, i, np.float32), "free": np.full((2, 3), i, np.int64),
-            "typed": np.full(5, i, np.int16), "text": f"doc {i}"}
+    return {
+        "id": i,
+        "fixed": np.full(16, i, np.float32),
+        "free": np.full((2, 3), i, np.int64),
+        "typed": np.full(5, i, np.int16),
+        "text": f"doc {i}",
+    }
 
 
 def write_dataset(out: Path) -> Path:
@@ -80,8 +85,13 @@ LOADER_EPOCHS = textwrap.dedent("""
 
 def test_loaders_never_warn_that_an_array_is_not_writable(tmp_path: Path) -> None:
     root = write_dataset(tmp_path / "data")
-    done = subprocess.run([sys.executable, "-W", "error", "-c", LOADER_EPOCHS, str(root), str(tmp_path / "jobs"),
-                           str(NUM_SAMPLES)], capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "-c", LOADER_EPOCHS, str(root), str(tmp_path / "jobs"), str(NUM_SAMPLES)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     assert done.stdout.count("ok:") == 6, done.stdout
 

@@ -77,9 +77,17 @@ def _in_threads(shard_set: ShardSet, transactions: list[str]) -> list[object]:
 def _in_processes(shard_set: ShardSet, transactions: list[str]) -> list[object]:
     start = time.time() + 3.0  # every process has imported and opened its store by then
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs = [subprocess.Popen([sys.executable, "-c", _COMMIT_AT, shard_set.store.url, tx, str(start)],
-                              cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for tx in transactions]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _COMMIT_AT, shard_set.store.url, tx, str(start)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for tx in transactions
+    ]
     outcomes = []
     for proc in procs:
         out, err = proc.communicate(timeout=120)
@@ -99,8 +107,9 @@ def test_many_committers_one_winner_and_every_loser_commits_later(root: str, rac
     versions = shard_set.versions()
     assert [v.version for v in versions] == list(range(1, WRITERS + 2))
     assert sorted(v.transaction for v in versions[1:]) == sorted(transactions)  # each exactly once
-    dataset = StreamingDataset(remote=root, local=str(tmp_path / "read"), batch_size=1, shuffle=False,
-                               job_root=str(tmp_path / "jobs"))
+    dataset = StreamingDataset(
+        remote=root, local=str(tmp_path / "read"), batch_size=1, shuffle=False, job_root=str(tmp_path / "jobs")
+    )
     expected = list(range(10)) + [i for n in range(WRITERS) for i in range(100 * (n + 1), 100 * (n + 1) + 10)]
     assert sorted(int(s["id"]) for s in dataset) == expected
 
@@ -113,8 +122,10 @@ def test_a_store_without_an_exclusive_create_is_refused_before_anything_is_writt
     monkeypatch.delitem(EXCLUSIVE_CREATE, "s3")
     root = f"s3://{s3_server.new_bucket()}/set"
     shard_set = ShardSet(root)
-    message = (rf"{root}: s3:// cannot create a file exclusively, so two writers committing at once could both "
-               r"succeed\. Keep versioned shard sets on a store that can \(.*dbfs://.*gs://")
+    message = (
+        rf"{root}: s3:// cannot create a file exclusively, so two writers committing at once could both "
+        r"succeed\. Keep versioned shard sets on a store that can \(.*dbfs://.*gs://"
+    )
     with pytest.raises(ExclusiveCreateUnsupported, match=message):
         shard_set.transaction("append")
     with pytest.raises(ExclusiveCreateUnsupported, match=message):

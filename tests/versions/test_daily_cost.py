@@ -70,8 +70,9 @@ def upload_tree(local_root: str, endpoint: str, bucket: str, prefix: str, thread
     files = [Path(folder) / name for folder, _, names in os.walk(local_root) for name in names]
 
     def put(path: Path) -> None:
-        client.put_object(Bucket=bucket, Key=f"{prefix}/{path.relative_to(local_root).as_posix()}",
-                          Body=path.read_bytes())
+        client.put_object(
+            Bucket=bucket, Key=f"{prefix}/{path.relative_to(local_root).as_posix()}", Body=path.read_bytes()
+        )
 
     with ThreadPoolExecutor(threads) as pool:
         list(pool.map(put, files))
@@ -91,8 +92,9 @@ def seed_history(server: Any, days: int, rows: int = ROWS_PER_DAY) -> str:
     return f"s3://{bucket}/set"
 
 
-def daily_path(root: str, proxy: Any, day: int, job_root: str, rows: int = ROWS_PER_DAY,
-               num_workers: int = 2) -> DayCost:
+def daily_path(
+    root: str, proxy: Any, day: int, job_root: str, rows: int = ROWS_PER_DAY, num_workers: int = 2
+) -> DayCost:
     """Commit day ``day``, check the new version (bounded), publish it; what it cost at the proxy."""
     from mds_core.streaming.loader_check import check_version  # imports torch
 
@@ -102,16 +104,23 @@ def daily_path(root: str, proxy: Any, day: int, job_root: str, rows: int = ROWS_
     with shard_set.transaction("append", publish=False) as tx:
         write_day(tx.out, day, rows)
     marks.append(time.perf_counter())
-    report = check_version(root, tx.version.version, sample_rows=rows, batch_size=16, num_workers=num_workers,
-                           job_root=job_root)
+    report = check_version(
+        root, tx.version.version, sample_rows=rows, batch_size=16, num_workers=num_workers, job_root=job_root
+    )
     assert report.passed, report.problems
     marks.append(time.perf_counter())
     shard_set.publish(tx.version.version)
     marks.append(time.perf_counter())
     made = proxy.requests[before:]
     phases = {name: end - start for name, start, end in zip(("commit", "check", "publish"), marks, marks[1:])}
-    return DayCost(tx.version.version, len(made), marks[-1] - marks[0], Counter(_kind(m, p) for m, p in made),
-                   report.subset, phases)
+    return DayCost(
+        tx.version.version,
+        len(made),
+        marks[-1] - marks[0],
+        Counter(_kind(m, p) for m, p in made),
+        report.subset,
+        phases,
+    )
 
 
 def _kind(method: str, path: str) -> str:
@@ -135,9 +144,11 @@ def day_two(server: Any, proxy: Any, job_root: str) -> DayCost:
 def describe(label: str, costs: list[DayCost]) -> str:
     seconds = [c.seconds for c in costs]
     phases = {name: round(statistics.median(c.phases[name] for c in costs), 3) for name in costs[0].phases}
-    return (f"{label}: versions {[c.version for c in costs]}, requests {[c.requests for c in costs]}, seconds "
-            f"{[round(s, 3) for s in seconds]} (median {statistics.median(seconds):.3f}; {phases}); "
-            f"{dict(sorted(costs[-1].kinds.items()))}")
+    return (
+        f"{label}: versions {[c.version for c in costs]}, requests {[c.requests for c in costs]}, seconds "
+        f"{[round(s, 3) for s in seconds]} (median {statistics.median(seconds):.3f}; {phases}); "
+        f"{dict(sorted(costs[-1].kinds.items()))}"
+    )
 
 
 # ------------------------------------------------------------------------------------------------

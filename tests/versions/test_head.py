@@ -24,7 +24,7 @@ def _commit(shard_set: ShardSet, ids: range, **kwargs):
 def _grow(shard_set: ShardSet, versions: int) -> None:
     """Two real versions, then manifests up to ``versions`` written directly (each a copy of version 2,
     with its own number), as years of daily commits would leave them; the hint names the newest."""
-    _commit(shard_set, range(0, 10))
+    _commit(shard_set, range(10))
     _commit(shard_set, range(10, 20))
     second = json.loads(shard_set.store.read_bytes(manifest_name(2)))
     for number in range(3, versions + 1):
@@ -47,8 +47,12 @@ def _day(shard_set: ShardSet, server) -> tuple[Counter, Counter, list]:
 
 def _history_listings(requests: list) -> list:
     """Listings of ``_versions/`` itself (a probe for an absent file may list its name as a folder)."""
-    return [r for r in requests if "list-type" in r.query and parse_qs(r.query).get("prefix") in (
-        ["set/_versions/"], ["set/_versions"], ["set/"], ["set"])]
+    return [
+        r
+        for r in requests
+        if "list-type" in r.query
+        and parse_qs(r.query).get("prefix") in (["set/_versions/"], ["set/_versions"], ["set/"], ["set"])
+    ]
 
 
 def test_a_day_costs_the_same_requests_after_2_or_300_versions(s3_server) -> None:
@@ -119,7 +123,7 @@ def test_vacuum_keeps_the_hint_and_the_newest_and_repairs_a_stale_hint(root: str
     for n in range(4):
         _commit(shard_set, range(5 * n, 5 * n + 5), publish=n == 0)
     shard_set.store.write_bytes(HEAD, json.dumps({"version": 1}).encode())
-    future = dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1)
+    future = dt.datetime.now(dt.UTC) + dt.timedelta(days=1)
     report = shard_set.vacuum(newer_than=future, grace=dt.timedelta(0))
     assert report.kept_versions == [1, 4] and report.removed_versions == [2, 3]  # published and newest
     assert json.loads(shard_set.store.read_bytes(HEAD)) == {"version": 4}

@@ -24,8 +24,11 @@ def _commit(shard_set: ShardSet, mode: str, columns: dict[str, str], ids: range,
 def test_an_append_with_other_columns_is_refused_and_its_shards_kept(tmp_path: Path) -> None:
     shard_set = ShardSet(str(tmp_path / "set"))
     _commit(shard_set, "overwrite", {"id": "int"}, range(5))
-    with pytest.raises(MergeError, match=r"version 1 and transaction .* have different columns.*"
-                                         r"\{id: int\}; \{id: str\}.*'overwrite'\) to start afresh"):
+    with pytest.raises(
+        MergeError,
+        match=r"version 1 and transaction .* have different columns.*"
+        r"\{id: int\}; \{id: str\}.*'overwrite'\) to start afresh",
+    ):
         _commit(shard_set, "append", {"id": "str"}, range(5, 10))
     assert [v.version for v in shard_set.versions()] == [1] and shard_set.published() == 1
     [pending] = [p for p in (tmp_path / "set" / "data").iterdir() if p.name != shard_set.version(1).transaction]
@@ -58,7 +61,10 @@ def test_published_agrees_with_the_root_index_after_a_publish_dies_halfway(tmp_p
     assert shard_set.published() == 2
     shard_set.publish(2)  # publishing again repairs the record
     assert json.loads((root / "_versions" / "published.json").read_text()) == {
-        "version": 2, "fingerprint": shard_set.version(2).fingerprint, "history": [1]}
+        "version": 2,
+        "fingerprint": shard_set.version(2).fingerprint,
+        "history": [1],
+    }
     assert shard_set.published() == 2
 
 

@@ -15,6 +15,7 @@ from mds_core.versions import ShardSet
 from mds_core.versions.manifest import parse_manifest
 from tests.versions.conftest import write_day
 
+
 def _days(shard_set: ShardSet, mode: str, days: dict[str, range], **kwargs):
     """One transaction writing each day as a partition."""
     with shard_set.transaction(mode, lineage={"days": sorted(days)}, **kwargs) as tx:
@@ -30,27 +31,38 @@ def _plain(shard_set: ShardSet, mode: str, ids: range, **kwargs):
 
 
 def _read(root: str, tmp_path: Path, version: int | None = None) -> list[int]:
-    dataset = StreamingDataset(remote=root, local=str(tmp_path / f"cache-{time.monotonic_ns()}"), version=version,
-                               batch_size=4, shuffle=False, job_root=str(tmp_path / "jobs"))
+    dataset = StreamingDataset(
+        remote=root,
+        local=str(tmp_path / f"cache-{time.monotonic_ns()}"),
+        version=version,
+        batch_size=4,
+        shuffle=False,
+        job_root=str(tmp_path / "jobs"),
+    )
     return [int(sample["id"]) for sample in dataset]
 
 
 def test_a_day_is_replaced_whole_and_the_others_are_carried_forward(root: str, tmp_path: Path) -> None:
     shard_set = ShardSet(root)
-    v1 = _days(shard_set, "append", {"2026-11-01": range(0, 30), "2026-11-02": range(100, 130)})
+    v1 = _days(shard_set, "append", {"2026-11-01": range(30), "2026-11-02": range(100, 130)})
     v2 = _days(shard_set, "append", {"2026-11-03": range(200, 220)})
     assert sorted(v2.partitions) == ["2026-11-01", "2026-11-02", "2026-11-03"]
     assert v2.partitions["2026-11-01"] == v1.partitions["2026-11-01"]  # carried forward, not rewritten
     assert all(name.startswith(f"data/{v1.transaction}/part-2026-11-01/") for name in v1.partitions["2026-11-01"])
     v3 = _days(shard_set, "replace", {"2026-11-02": range(500, 510)})
-    assert (v3.version, v3.parent, v3.mode, v3.rows, v3.new_shards) == (3, 2, "replace", 60, len(
-        v3.partitions["2026-11-02"]))
+    assert (v3.version, v3.parent, v3.mode, v3.rows, v3.new_shards) == (
+        3,
+        2,
+        "replace",
+        60,
+        len(v3.partitions["2026-11-02"]),
+    )
     assert all(name.startswith(f"data/{v3.transaction}/part-2026-11-02/") for name in v3.partitions["2026-11-02"])
     assert v3.partitions["2026-11-03"] == v2.partitions["2026-11-03"]
     # The base's shards less the replaced day's, then the new ones.
-    expected = list(range(0, 30)) + list(range(200, 220)) + list(range(500, 510))
+    expected = list(range(30)) + list(range(200, 220)) + list(range(500, 510))
     assert _read(root, tmp_path, 3) == expected and _read(root, tmp_path) == expected
-    assert _read(root, tmp_path, 2) == list(range(0, 30)) + list(range(100, 130)) + list(range(200, 220))
+    assert _read(root, tmp_path, 2) == list(range(30)) + list(range(100, 130)) + list(range(200, 220))
     diff = shard_set.diff(2, 3)
     assert (diff.removed_rows, diff.added_rows) == (30, 10)
     assert sorted(diff.removed_shards) == sorted(v1.partitions["2026-11-02"])
@@ -98,7 +110,7 @@ def test_a_partition_may_hold_a_merged_index_over_sub_folders(tmp_path: Path) ->
     shard_set = ShardSet(root)
     with shard_set.transaction("append") as tx:
         out = tx.partition_out("2026-11-30")
-        write_day(f"{out}/0", "a", range(0, 20))
+        write_day(f"{out}/0", "a", range(20))
         write_day(f"{out}/1", "b", range(20, 40))
         merge_index(out)  # what dataframe_to_mds(merge_index=True) leaves at the partition's root
     names = tx.version.partitions["2026-11-30"]
@@ -125,9 +137,23 @@ def test_partition_mistakes_are_refused_with_the_reason(tmp_path: Path) -> None:
 
 
 def test_the_manifest_s_partitions_are_validated_strictly() -> None:
-    good = {"version": 1, "parent": None, "created": "2026-12-01T00:00:00+00:00", "mode": "append",
-            "transaction": "t", "index": "_versions/00000001.t.index.json", "rows": 1, "shards": 1, "raw_bytes": 1,
-            "stored_bytes": 1, "new_shards": 1, "columns": {}, "fingerprint": "f", "writer": {}, "lineage": {}}
+    good = {
+        "version": 1,
+        "parent": None,
+        "created": "2026-12-01T00:00:00+00:00",
+        "mode": "append",
+        "transaction": "t",
+        "index": "_versions/00000001.t.index.json",
+        "rows": 1,
+        "shards": 1,
+        "raw_bytes": 1,
+        "stored_bytes": 1,
+        "new_shards": 1,
+        "columns": {},
+        "fingerprint": "f",
+        "writer": {},
+        "lineage": {},
+    }
     assert parse_manifest(json.dumps(good).encode(), "m").partitions == {}  # older manifests have none
     ok = parse_manifest(json.dumps({**good, "partitions": {"d1": ["data/t/part-d1/shard.00000.mds"]}}).encode(), "m")
     assert ok.partitions == {"d1": ["data/t/part-d1/shard.00000.mds"]}
@@ -168,8 +194,11 @@ def test_two_writers_on_the_published_base_one_wins_and_the_other_retries_on_it(
     write_day(second.out, "b", range(200, 205))
     with first:
         pass
-    with pytest.raises(VersionConflictError, match=rf"version 3 was committed by another writer first.*"
-                                                   rf"ShardSet.commit\('{second.id}', 'append', parent=1, seen=3\)"):
+    with pytest.raises(
+        VersionConflictError,
+        match=rf"version 3 was committed by another writer first.*"
+        rf"ShardSet.commit\('{second.id}', 'append', parent=1, seen=3\)",
+    ):
         with second:
             pass
     again = shard_set.commit(second.id, "append", parent=1, seen=3)

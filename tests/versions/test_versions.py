@@ -12,13 +12,14 @@ import pytest
 from click.testing import CliRunner
 
 from mds_core import StreamingDataset, cli
-from mds_core.errors import ConfigurationError, VersionConflictError
-from mds_core.errors import ResumeError
+from mds_core.errors import ConfigurationError, ResumeError, VersionConflictError
 from mds_core.versions import ShardSet
 from tests.versions.conftest import COLUMNS, write_day
 
 ROOT = Path(__file__).resolve().parents[2]
 REF_PYTHON = ROOT / "benchmarks" / ".venv" / "bin" / "python"
+
+
 def _commit(shard_set: ShardSet, mode: str, day: str, ids: range, **kwargs):
     with shard_set.transaction(mode, lineage={"day": day}, **kwargs) as tx:
         write_day(tx.out, day, ids)
@@ -27,8 +28,9 @@ def _commit(shard_set: ShardSet, mode: str, day: str, ids: range, **kwargs):
 
 def _read(root: str, tmp_path: Path, version: int | None = None) -> list[int]:
     cache = tmp_path / f"cache-{version}-{time.monotonic_ns()}"
-    dataset = StreamingDataset(remote=root, local=str(cache), version=version, batch_size=4,
-                               job_root=str(tmp_path / "jobs"))
+    dataset = StreamingDataset(
+        remote=root, local=str(cache), version=version, batch_size=4, job_root=str(tmp_path / "jobs")
+    )
     return [int(sample["id"]) for sample in dataset]
 
 
@@ -39,7 +41,7 @@ def _files(shard_set: ShardSet, prefix: str = "") -> set[str]:
 def test_commit_append_list_show_diff_and_checkout(root: str, tmp_path: Path) -> None:
     shard_set = ShardSet(root)
     assert shard_set.versions() == [] and shard_set.published() is None
-    v1 = _commit(shard_set, "overwrite", "2026-11-01", range(0, 100))
+    v1 = _commit(shard_set, "overwrite", "2026-11-01", range(100))
     before = _files(shard_set, "data")
     v2 = _commit(shard_set, "append", "2026-11-02", range(100, 150))
     written = _files(shard_set, "data") - before
@@ -79,7 +81,7 @@ def test_two_writers_from_the_same_version_exactly_one_wins(root: str, tmp_path:
 
 def test_vacuum_keeps_what_retained_versions_need(root: str, tmp_path: Path) -> None:
     shard_set = ShardSet(root)
-    _commit(shard_set, "overwrite", "d1", range(0, 40))
+    _commit(shard_set, "overwrite", "d1", range(40))
     _commit(shard_set, "append", "d2", range(40, 80))
     v3 = _commit(shard_set, "overwrite", "d3", range(80, 90))
     v4 = _commit(shard_set, "append", "d4", range(90, 100))
@@ -97,12 +99,14 @@ def test_resuming_on_another_version_is_refused_unless_allowed(tmp_path: Path) -
     shard_set = ShardSet(root)
     _commit(shard_set, "overwrite", "d1", range(40))
     _commit(shard_set, "append", "d2", range(40, 80))
-    one = StreamingDataset(remote=root, local=str(tmp_path / "c1"), version=1, batch_size=4,
-                           job_root=str(tmp_path / "jobs"))
+    one = StreamingDataset(
+        remote=root, local=str(tmp_path / "c1"), version=1, batch_size=4, job_root=str(tmp_path / "jobs")
+    )
     state = one.state_dict(8, from_beginning=True)
     assert state["versions"] == [1]
-    two = StreamingDataset(remote=root, local=str(tmp_path / "c2"), version=2, batch_size=4,
-                           job_root=str(tmp_path / "jobs"))
+    two = StreamingDataset(
+        remote=root, local=str(tmp_path / "c2"), version=2, batch_size=4, job_root=str(tmp_path / "jobs")
+    )
     with pytest.raises(ResumeError, match=r"taken on shard-set version\(s\) \[1\], but this dataset reads \[2\]"):
         two.load_state_dict(state)
     two.load_state_dict(state, allow_other_data=True)
@@ -137,8 +141,12 @@ def test_the_reference_reads_any_version(tmp_path: Path) -> None:
     for number, expected in ((1, list(range(30))), (2, list(range(45)))):
         index = tmp_path / f"index-{number}.json"
         index.write_bytes(shard_set.index_bytes(number))
-        result = subprocess.run([str(REF_PYTHON), str(ROOT / "tests/interop/ref_dump.py"), str(root),
-                                 "--index", str(index)], capture_output=True, text=True, timeout=600)
+        result = subprocess.run(
+            [str(REF_PYTHON), str(ROOT / "tests/interop/ref_dump.py"), str(root), "--index", str(index)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert result.returncode == 0, result.stderr[-3000:]
         ids = [int(json.loads(line)["id"]["v"]) for line in result.stdout.splitlines()]
         assert ids == expected

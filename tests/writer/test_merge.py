@@ -24,7 +24,7 @@ def _ids(root: Path) -> list[int]:
 
 def test_root_form_merges_sorted_partitions(tmp_path: Path) -> None:
     _part(tmp_path / "b", range(10, 20))
-    _part(tmp_path / "a", range(0, 10))
+    _part(tmp_path / "a", range(10))
     merge_index(str(tmp_path))
     text = (tmp_path / "index.json").read_text()
     assert text.startswith('{"version": 2, "shards": [')
@@ -33,7 +33,7 @@ def test_root_form_merges_sorted_partitions(tmp_path: Path) -> None:
 
 
 def test_list_form_keeps_the_given_order_and_drops_duplicates(tmp_path: Path) -> None:
-    a, b = _part(tmp_path / "a", range(0, 5)), _part(tmp_path / "b", range(5, 9))
+    a, b = _part(tmp_path / "a", range(5)), _part(tmp_path / "b", range(5, 9))
     merge_index([str(b), str(a), str(b)], str(tmp_path))
     assert _ids(tmp_path) == [5, 6, 7, 8, 0, 1, 2, 3, 4]
     merge_index([(str(a), ""), (str(b), "")], (str(tmp_path), ""))
@@ -41,7 +41,7 @@ def test_list_form_keeps_the_given_order_and_drops_duplicates(tmp_path: Path) ->
 
 
 def test_nested_prefixes_survive(tmp_path: Path) -> None:
-    _part(tmp_path / "p0" / "x", range(0, 4))
+    _part(tmp_path / "p0" / "x", range(4))
     _part(tmp_path / "p0" / "y", range(4, 8))
     merge_index(str(tmp_path / "p0"))
     _part(tmp_path / "p1", range(8, 12))

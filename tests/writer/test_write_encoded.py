@@ -28,12 +28,22 @@ def _files(out: Path) -> dict[str, bytes]:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(lengths=st.lists(st.integers(0, 300), max_size=120), cuts=st.lists(st.integers(0, 120), max_size=6),
-       size_limit=st.sampled_from([None, 1, 200, 700, 4000]), compression=st.sampled_from([None, "zstd", "gz"]),
-       hashes=st.sampled_from([[], ["sha1"]]))
-def test_bulk_writes_give_the_per_sample_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lengths: list[int],
-                                               cuts: list[int], size_limit: int | None, compression: str | None,
-                                               hashes: list[str]) -> None:
+@given(
+    lengths=st.lists(st.integers(0, 300), max_size=120),
+    cuts=st.lists(st.integers(0, 120), max_size=6),
+    size_limit=st.sampled_from([None, 1, 200, 700, 4000]),
+    compression=st.sampled_from([None, "zstd", "gz"]),
+    hashes=st.sampled_from([[], ["sha1"]]),
+)
+def test_bulk_writes_give_the_per_sample_files(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    lengths: list[int],
+    cuts: list[int],
+    size_limit: int | None,
+    compression: str | None,
+    hashes: list[str],
+) -> None:
     # Small compression chunks, so chunk cuts fall inside bulk runs and must match the per-sample ones.
     monkeypatch.setattr(mds_core.writer.mds_writer, "CHUNK_BYTES", 500)
     monkeypatch.setattr(mds_core.writer.mds_writer, "ZSTD_CHUNK_BYTES", 500)
@@ -64,7 +74,9 @@ def test_write_encoded_takes_one_sample_as_is(tmp_path: Path) -> None:
 
 def test_sizes_that_do_not_add_up_are_refused(tmp_path: Path) -> None:
     with MDSWriter(out=str(tmp_path / "d"), columns=COLUMNS) as writer:
-        with pytest.raises(WriterError, match=r"10 bytes of data do not split into the given 2 sample sizes \(total 12\)"):
+        with pytest.raises(
+            WriterError, match=r"10 bytes of data do not split into the given 2 sample sizes \(total 12\)"
+        ):
             writer.write_encoded_many(bytes(10), [6, 6])
         with pytest.raises(WriterError, match="do not split"):
             writer.write_encoded_many(bytes(10), [12, -2])

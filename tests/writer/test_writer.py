@@ -12,8 +12,8 @@ import pytest
 from mds_core import LocalDataset, MDSWriter
 from mds_core.errors import (
     EncodeError,
-    MDSError,
     HashAlgorithmError,
+    MDSError,
     MissingColumnError,
     OutputExistsError,
     ShardTooLargeError,
@@ -32,9 +32,10 @@ def _write(out: Path, samples: list[dict], **kwargs) -> list[dict]:
     return json.loads((out / "index.json").read_text())["shards"]
 
 
-@pytest.mark.parametrize(("text", "value"), [
-    ("64mb", 67108864), ("1.5kb", 1536), ("100b", 100), ("100", 100), (" 2KB ", 2048), (1024.9, 1024), (7, 7),
-])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("64mb", 67108864), ("1.5kb", 1536), ("100b", 100), ("100", 100), (" 2KB ", 2048), (1024.9, 1024), (7, 7)],
+)
 def test_sizes_parse_like_the_reference(text, value) -> None:
     assert bytes_to_int(text) == value
 
@@ -64,8 +65,16 @@ def test_raw_shards_fill_up_to_exactly_the_limit(tmp_path: Path) -> None:
 
 
 def _config_for(size_limit: int) -> dict:
-    return {"column_encodings": ["int", "bytes"], "column_names": ["id", "payload"], "column_sizes": [8, None],
-            "compression": None, "format": "mds", "hashes": [], "size_limit": size_limit, "version": 2}
+    return {
+        "column_encodings": ["int", "bytes"],
+        "column_names": ["id", "payload"],
+        "column_sizes": [8, None],
+        "compression": None,
+        "format": "mds",
+        "hashes": [],
+        "size_limit": size_limit,
+        "version": 2,
+    }
 
 
 def test_a_sample_bigger_than_the_limit_gets_its_own_shard_and_no_empty_shard(tmp_path: Path) -> None:
@@ -147,7 +156,9 @@ def test_write_after_finish_raises(tmp_path: Path) -> None:
 
 
 def test_an_unknown_url_scheme_is_refused_clearly(tmp_path: Path) -> None:
-    with pytest.raises(MDSError, match=r"ftp://bucket/x: unsupported URL scheme 'ftp'; use a local path, file://.*s3://"):
+    with pytest.raises(
+        MDSError, match=r"ftp://bucket/x: unsupported URL scheme 'ftp'; use a local path, file://.*s3://"
+    ):
         MDSWriter(out="ftp://bucket/x", columns=COLUMNS)
 
 
@@ -162,10 +173,17 @@ def test_a_shard_over_4_gib_raises_instead_of_wrapping_offsets(tmp_path: Path) -
 
 
 def test_compressed_output_holds_only_compressed_files(tmp_path: Path) -> None:
-    shards = _write(tmp_path / "d", [{"id": i, "payload": b"z" * 100} for i in range(50)],
-                    compression="zstd:7", size_limit=2000, hashes=["sha1", "xxh3_64"])
+    shards = _write(
+        tmp_path / "d",
+        [{"id": i, "payload": b"z" * 100} for i in range(50)],
+        compression="zstd:7",
+        size_limit=2000,
+        hashes=["sha1", "xxh3_64"],
+    )
     files = sorted(os.listdir(tmp_path / "d"))
     assert files == ["index.json"] + [f"shard.{i:05}.mds.zstd" for i in range(len(shards))]
-    assert all(s["zip_data"]["basename"].endswith(".mds.zstd") and set(s["zip_data"]["hashes"]) == {"sha1", "xxh3_64"}
-               for s in shards)
+    assert all(
+        s["zip_data"]["basename"].endswith(".mds.zstd") and set(s["zip_data"]["hashes"]) == {"sha1", "xxh3_64"}
+        for s in shards
+    )
     assert [s["id"] for s in LocalDataset(tmp_path / "d")] == list(range(50))

@@ -17,14 +17,20 @@ over units or blocks and exist only because the reference draws once per unit or
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from mds_core.errors import ConfigurationError
 from mds_core.order.arguments import as_int
-from mds_core.order.shuffle.fisher_yates import UnitShuffler, ids_dtype, shuffle_in_place, shuffle_slices, shuffled_ranges
+from mds_core.order.shuffle.fisher_yates import (
+    UnitShuffler,
+    ids_dtype,
+    shuffle_in_place,
+    shuffle_slices,
+    shuffled_ranges,
+)
 from mds_core.order.shuffle.py1e import shuffle_py1e
 from mds_core.order.shuffle.spans import block_bounds, concat_ranges, cut_at_cn_boundaries, prologue, unit_spans
 
@@ -187,9 +193,7 @@ def get_shuffle(
     try:
         shuffle = SHUFFLE_FUNCTIONS[algo]
     except (KeyError, TypeError):
-        raise ConfigurationError(
-            f"unknown shuffle_algo {algo!r}; expected one of {', '.join(SHUFFLE_ALGOS)}"
-        ) from None
+        raise ConfigurationError(f"unknown shuffle_algo {algo!r}; expected one of {', '.join(SHUFFLE_ALGOS)}") from None
     sizes = _as_sizes(shard_sizes)
     num_canonical_nodes = as_int("num_canonical_nodes", num_canonical_nodes, 1)
     seed = as_int("shuffle_seed", seed, 0)
@@ -200,6 +204,7 @@ def get_shuffle(
     if starts is not None and shuffle is shuffle_py1e:
         if len(starts) != num_canonical_nodes:
             raise ConfigurationError(f"starts has {len(starts)} entries for {num_canonical_nodes} canonical nodes")
-        return shuffle_py1e(sizes, num_canonical_nodes, seed, epoch, block_size,
-                            starts=[as_int("starts", start, 0) for start in starts])
+        return shuffle_py1e(
+            sizes, num_canonical_nodes, seed, epoch, block_size, starts=[as_int("starts", start, 0) for start in starts]
+        )
     return shuffle(sizes, num_canonical_nodes, seed, epoch, block_size)

@@ -15,8 +15,9 @@ needed (before a resumption point) is never really shuffled at all.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -54,8 +55,13 @@ def shuffle_in_place(rng: np.random.Generator, ids: NDArray[np.integer]) -> None
 
 
 def _native_can_shuffle(ids: NDArray[np.integer]) -> bool:
-    return (type(ids) is np.ndarray and ids.ndim == 1 and ids.dtype.itemsize in (4, 8)
-            and ids.flags.c_contiguous and ids.flags.writeable)
+    return (
+        type(ids) is np.ndarray
+        and ids.ndim == 1
+        and ids.dtype.itemsize in (4, 8)
+        and ids.flags.c_contiguous
+        and ids.flags.writeable
+    )
 
 
 def skip_shuffle(rng: np.random.Generator, length: int) -> GeneratorState:
@@ -126,15 +132,16 @@ class UnitShuffler:
         if self._pool is not None:
             self._pool.shutdown()
 
-    def __enter__(self) -> "UnitShuffler":
+    def __enter__(self) -> UnitShuffler:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def shuffle_slices(ids: NDArray[np.integer], lengths: NDArray[np.int64], rng: np.random.Generator,
-                   shuffler: UnitShuffler | None = None) -> None:
+def shuffle_slices(
+    ids: NDArray[np.integer], lengths: NDArray[np.int64], rng: np.random.Generator, shuffler: UnitShuffler | None = None
+) -> None:
     """Shuffle consecutive slices of ``ids`` of the given lengths, one ``rng.shuffle`` call each.
 
     With a ``shuffler`` big slices may still be in progress on return (``shuffler.wait()``).
@@ -152,8 +159,13 @@ def shuffle_slices(ids: NDArray[np.integer], lengths: NDArray[np.int64], rng: np
 _CHUNK = 1 << 16  # elements filled at a time, so each span is shuffled while still in cache
 
 
-def shuffled_ranges(begins: NDArray[np.int64], ends: NDArray[np.int64], rng: np.random.Generator,
-                    shuffler: UnitShuffler | None = None, dtype: type[np.integer] = np.int64) -> NDArray[np.integer]:
+def shuffled_ranges(
+    begins: NDArray[np.int64],
+    ends: NDArray[np.int64],
+    rng: np.random.Generator,
+    shuffler: UnitShuffler | None = None,
+    dtype: type[np.integer] = np.int64,
+) -> NDArray[np.integer]:
     """``concat_ranges`` with each span shuffled by ``rng``, span by span in order.
 
     With a ``shuffler`` the big spans may still be shuffling on return (``shuffler.wait()``).

@@ -18,8 +18,8 @@ holds an N-sized float array.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -39,8 +39,13 @@ def packing_bits(n: int, largest: float) -> tuple[int, int]:
     return index_bits, 64 - index_bits - value_bits
 
 
-def sort_packed_tail(packed: NDArray[np.uint64], first: int, index_bits: int, keys_at: KeysAt,
-                     on_cut: Callable[[int], None] | None = None) -> NDArray[np.int64] | None:
+def sort_packed_tail(
+    packed: NDArray[np.uint64],
+    first: int,
+    index_bits: int,
+    keys_at: KeysAt,
+    on_cut: Callable[[int], None] | None = None,
+) -> NDArray[np.int64] | None:
     """The indices packed in ``packed``, from rank ``first`` on, in order of their full keys.
 
     ``packed[i]`` is ``floor(key) << index_bits | i`` for fixed-point keys; ``keys_at(indices)``

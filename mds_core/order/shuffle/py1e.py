@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -28,8 +28,14 @@ from mds_core.order.shuffle.spans import block_bounds, prologue
 _GATHER_CHUNK = 1 << 20  # elements per step of the final gather, so no N-sized temporary is made
 
 
-def shuffle_py1e(sizes: NDArray[np.int64], num_canonical_nodes: int, seed: int, epoch: int, block_size: int,
-                 starts: Sequence[int] | None = None) -> NDArray[np.int64]:
+def shuffle_py1e(
+    sizes: NDArray[np.int64],
+    num_canonical_nodes: int,
+    seed: int,
+    epoch: int,
+    block_size: int,
+    starts: Sequence[int] | None = None,
+) -> NDArray[np.int64]:
     """Prologue, then spread each span's samples uniformly over a window of about ``block_size``.
 
     With ``starts``, only positions ``>= starts[c]`` (counted from CN ``c``'s first position) are
@@ -64,8 +70,15 @@ def shuffle_py1e(sizes: NDArray[np.int64], num_canonical_nodes: int, seed: int, 
 class _CanonicalNodes:
     """py1e's per-CN work, CN after CN, into ``ids``."""
 
-    def __init__(self, ids: NDArray[np.int64], num_canonical_nodes: int, rng: np.random.Generator, lo_size: int,
-                 hi_size: int, shuffler: UnitShuffler) -> None:
+    def __init__(
+        self,
+        ids: NDArray[np.int64],
+        num_canonical_nodes: int,
+        rng: np.random.Generator,
+        lo_size: int,
+        hi_size: int,
+        shuffler: UnitShuffler,
+    ) -> None:
         self.ids, self.num_canonical_nodes = ids, num_canonical_nodes
         self.rng, self.lo_size, self.hi_size, self.shuffler = rng, lo_size, hi_size, shuffler
         self.dtype = ids_dtype(len(ids))  # the ids are 0..len-1
@@ -100,12 +113,14 @@ class _CanonicalNodes:
         def shuffle_units_reaching(smallest: int) -> None:
             # Starts the real shuffles of the units the tail reads, on threads, while it is sorted.
             started.append(True)
-            for unit in keys.units_reaching(smallest):
-                begin, length = keys.units[unit].offset, keys.units[unit].size
+            # (called before ``del keys`` below frees the keys; ruff cannot see that order)
+            for unit in keys.units_reaching(smallest):  # noqa: F821
+                begin, length = keys.units[unit].offset, keys.units[unit].size  # noqa: F821
                 self.shuffler.shuffle_range_from(values[begin : begin + length], int(begins[unit]), states[unit])
 
-        order = sort_packed_tail(keys.packed, first, keys.index_bits, keys.keys_at,
-                                 on_cut=shuffle_units_reaching if first else None)
+        order = sort_packed_tail(
+            keys.packed, first, keys.index_bits, keys.keys_at, on_cut=shuffle_units_reaching if first else None
+        )
         if order is None:  # exact ties: numpy's own argsort decides, as in the reference
             all_keys = keys.all_keys()
             order = np.argsort(all_keys)[first:]
@@ -122,13 +137,15 @@ def _packed_value(scaled_key: float, index_bits: int) -> int:
     return int(scaled_key) << index_bits
 
 
-def _gather(table: NDArray[np.integer], index: NDArray[np.int64], out: NDArray[np.int64],
-            shuffler: UnitShuffler) -> None:
+def _gather(
+    table: NDArray[np.integer], index: NDArray[np.int64], out: NDArray[np.int64], shuffler: UnitShuffler
+) -> None:
     """``out[:] = table[index]`` in chunks on the shuffler's threads (numpy releases the GIL).
 
     ``np.take`` wants ``out`` of the table's dtype, and random reads overlap their cache misses
     better from several cores.
     """
+
     def gather(start: int) -> None:
         stop = start + _GATHER_CHUNK
         out[start:stop] = table[index[start:stop]]

@@ -69,8 +69,15 @@ class PackedKeys:
     def _draw_unit(self, rng: np.random.Generator, low: float, high: float, offset: int, size: int) -> int:
         if native is not None and size:
             with rng.bit_generator.lock:
-                largest = native.pack_uniform_keys(rng.bit_generator.capsule, self.packed[offset : offset + size],
-                                                   offset, low, high, self.scale, self.index_bits)
+                largest = native.pack_uniform_keys(
+                    rng.bit_generator.capsule,
+                    self.packed[offset : offset + size],
+                    offset,
+                    low,
+                    high,
+                    self.scale,
+                    self.index_bits,
+                )
             if largest is None:
                 raise AssertionError(f"a py1e key of unit at {offset} fell outside [0, {self.cn_size})")
             return largest
@@ -122,8 +129,9 @@ class PackedKeys:
         """Every scaled key as one float array, for numpy's own argsort (exact ties)."""
         keys = np.arange(self.cn_size, dtype=np.float64)
         for unit in self.units:
-            keys[unit.offset : unit.offset + unit.size] += generator_at(unit.state).uniform(unit.low, unit.high,
-                                                                                              unit.size)
+            keys[unit.offset : unit.offset + unit.size] += generator_at(unit.state).uniform(
+                unit.low, unit.high, unit.size
+            )
         keys *= self.scale
         return keys
 

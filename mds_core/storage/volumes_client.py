@@ -1,0 +1,114 @@
+"""The Databricks SDK client behind ``VolumesFileSystem``: its configuration, and its errors as the builtin
+exceptions ``RemoteStore`` sorts by (404 ``FileNotFoundError``, 401/403 ``PermissionError``, timeouts
+``TimeoutError``; anything else is retried).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+from mds_core.errors import ConfigurationError
+
+# fsspec options that RemoteStore passes to every filesystem; they mean nothing here
+_FSSPEC_OPTIONS = ("use_listings_cache", "listings_expiry_time", "max_paths", "skip_instance_cache")
+_CREDENTIALS_HINT = (
+    "set DATABRICKS_HOST with DATABRICKS_TOKEN (a personal access token) or with DATABRICKS_CLIENT_ID and "
+    "DATABRICKS_CLIENT_SECRET (an OAuth service principal), or pick a ~/.databrickscfg profile with "
+    "DATABRICKS_CONFIG_PROFILE (storage_options host=, token=, profile= do the same)"
+)
+
+
+class OneAttemptClock:
+    """A ``databricks.sdk.clock.Clock`` for the SDK's retry loop: its first sleep jumps past every
+    deadline, so no call retries.
+
+    The loop (``databricks.sdk.retries.retried``) re-checks ``time() < deadline`` after sleeping and then
+    raises ``TimeoutError`` from the error it gave up on; ``translate_error`` unwraps that.
+    """
+
+    def __init__(self) -> None:
+        self._ahead = 0.0
+        self._lock = threading.Lock()
+
+    def time(self) -> float:
+        return time.time() + self._ahead
+
+    def sleep(self, seconds: float) -> None:
+        with self._lock:
+            self._ahead += 10**7  # about four months: far past any retry_timeout_seconds
+
+
+def workspace_client(url: str, timeout: float | None, options: dict[str, Any]) -> Any:
+    from databricks.sdk import WorkspaceClient
+    from databricks.sdk.config import Config
+
+    options = {k: v for k, v in options.items() if k not in _FSSPEC_OPTIONS}
+    if "instance" in options:  # the name fsspec's old DatabricksFileSystem used
+        options.setdefault("host", options.pop("instance"))
+    known = {attr.name for attr in Config.attributes()}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ConfigurationError(
+            f"{url}: unknown storage option(s) {unknown} for Databricks; use fields of "
+            f"databricks.sdk.config.Config such as host, token, profile"
+        )
+    options.setdefault("disable_experimental_files_api_client", True)
+    # Bounds the host-metadata probe the SDK makes when the client is created (our clock does not reach it).
+    options.setdefault("retry_timeout_seconds", 1)
+    if timeout is not None:
+        options.setdefault("http_timeout_seconds", timeout)
+    try:
+        config = Config(clock=OneAttemptClock(), **options)
+    except ValueError as err:
+        raise ConfigurationError(
+            f"{url}: no usable Databricks credentials: {_CREDENTIALS_HINT}. The Databricks SDK said: {err}"
+        ) from None
+    if not config.host:
+        raise ConfigurationError(f"{url}: no Databricks workspace: {_CREDENTIALS_HINT}")
+    return WorkspaceClient(config=config)
+
+
+def translate_error(err: Exception, url: str, timeout: float | None, operation: Any, host: str) -> Exception:
+    """The SDK's errors as the builtin ones ``RemoteStore`` sorts by; others are returned unchanged."""
+    import requests
+    from databricks.sdk.errors import NotFound, PermissionDenied, ResourceConflict, Unauthenticated
+
+    if isinstance(err, TimeoutError) and isinstance(err.__cause__, Exception) and "Timed out after" in str(err):
+        err = err.__cause__  # the SDK's retry loop gave up after one attempt (see _OneAttemptClock)
+    if isinstance(err, NotFound):
+        return FileNotFoundError(f"{url}: not found ({_message(err)})")
+    if isinstance(err, (Unauthenticated, PermissionDenied)):
+        status = 401 if isinstance(err, Unauthenticated) else 403
+        return PermissionError(
+            f"{url}: the Databricks Files API of {host} refused the request ({status} {err.error_code}: "
+            f"{_message(err)}). Check the credentials (a valid, unexpired DATABRICKS_TOKEN, or the profile or "
+            f"service principal in use, for the workspace in DATABRICKS_HOST) and that they hold READ VOLUME on "
+            f"the volume, WRITE VOLUME to write, and USE CATALOG and USE SCHEMA on its catalog and schema"
+        )
+    if isinstance(err, ResourceConflict) and getattr(operation, "__name__", "") == "upload":
+        return FileExistsError(f"{url}: already exists ({_message(err)})")
+    if isinstance(err, requests.Timeout):
+        return TimeoutError(f"no answer within the {timeout} s timeout from the Databricks Files API ({err})")
+    if isinstance(err, TypeError) and _raised_in_sdk(err):
+        # databricks-sdk 0.162 fails so while describing an error response that is not JSON (from a
+        # proxy or load balancer, say) to a request with a body: report the failure, not the SDK's slip.
+        return OSError(
+            f"{url}: the request failed with a response the Databricks SDK could not parse "
+            f"(not JSON; a proxy or load balancer answering?): {type(err).__name__}: {err}"
+        )
+    return err
+
+
+def _raised_in_sdk(err: BaseException) -> bool:
+    frame = err.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    return frame is not None and f"{os.sep}databricks{os.sep}sdk{os.sep}" in frame.tb_frame.f_code.co_filename
+
+
+def _message(err: Exception) -> str:
+    """The service's message, without the configuration dump the SDK appends to 401s and 403s."""
+    return str(err).split(" Config: ", 1)[0].split("\n", 1)[0][:500]

@@ -1,0 +1,58 @@
+"""Which number a commit takes, and when a transaction id says it started.
+
+A commit follows the newest version its writer saw (``seen``); a retried commit looks for its own earlier
+success among the versions after that floor, or, when the floor is unknown, among those created since
+its transaction id's time stamp (less ``CLOCK_SKEW``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Any
+
+from mds_core.errors import ConfigurationError
+from mds_core.versions.manifest import MODES, VersionInfo
+
+# How far another machine's clock may lag the one that named a transaction: a retried commit looks for
+# its earlier success among the versions created since the transaction started, less this much.
+CLOCK_SKEW = dt.timedelta(hours=1)
+STAMP_FORMAT = "%Y%m%dT%H%M%S"
+_STAMP = re.compile(r"(\d{8}T\d{6})-")
+
+
+def check_mode(mode: str) -> None:
+    if mode not in MODES:
+        raise ConfigurationError(f"mode must be one of {MODES}, got {mode!r}")
+
+
+def seen_floor(parent: Any, seen: Any) -> int | None:
+    """The newest version the writer saw, if the arguments say it (None: unknown)."""
+    if seen == "parent":
+        seen = parent
+    if seen is None:
+        return 0
+    return seen if isinstance(seen, int) and not isinstance(seen, bool) else None
+
+
+def follows(parent: Any, seen: Any, base: VersionInfo | None, newest: int | None) -> int:
+    """The version the new one follows: ``seen``, resolved (0: none)."""
+    if seen == "parent":
+        seen = parent if parent is None or isinstance(parent, int) else "latest"
+    if seen == "latest":
+        return newest or 0
+    if seen is not None and (not isinstance(seen, int) or isinstance(seen, bool) or seen < 1):
+        raise ConfigurationError(f"seen must be 'parent', 'latest', a version number or None, got {seen!r}")
+    if base is not None and base.version > (seen or 0):
+        raise ConfigurationError(f"the base version {base.version} is newer than seen={seen!r}")
+    return seen or 0
+
+
+def transaction_started(transaction: str) -> dt.datetime | None:
+    match = _STAMP.match(transaction)
+    if match is None:
+        return None
+    try:
+        return dt.datetime.strptime(match[1], STAMP_FORMAT).replace(tzinfo=dt.UTC)
+    except ValueError:
+        return None
