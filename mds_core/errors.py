@@ -75,6 +75,10 @@ class ShardTooLargeError(WriterError):
     """A shard would pass 4 GiB, which its 32-bit offsets cannot address."""
 
 
+class SizeError(MDSError, ValueError):
+    """A size that is neither a byte count nor a string like ``"64mb"``."""
+
+
 class SampleIndexError(MDSError, IndexError):
     """A sample index outside the dataset."""
 

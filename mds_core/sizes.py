@@ -1,10 +1,11 @@
-"""Human-friendly sizes: ``"64mb"`` -> 67108864 (powers of 1024, as the reference's ``bytes_to_int``)."""
+"""Sizes for people: ``"64mb"`` -> 67108864 (powers of 1024, as the reference's ``bytes_to_int``), and
+67108864 -> ``"64.0 MiB"`` for every report and command."""
 
 from __future__ import annotations
 
 import re
 
-from mds_core.errors import WriterError
+from mds_core.errors import SizeError, WriterError
 
 _BYTE_SUFFIXES = {"b": 0, "kb": 1, "mb": 2, "gb": 3, "tb": 4, "pb": 5, "eb": 6, "zb": 7, "yb": 8}
 _SIZE_RE = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)$")
@@ -29,7 +30,22 @@ def parse_size_limit(size_limit: int | float | str | None) -> int | None:
     """A writer's shard size limit in bytes; any falsy value means no limit."""
     if not size_limit:
         return None
-    limit = bytes_to_int(size_limit)
+    try:
+        limit = bytes_to_int(size_limit)
+    except SizeError as err:  # a writer argument: WriterError, as for the writer's other arguments
+        raise WriterError(f"size_limit: {err}") from None
     if limit < 0 or limit >= 1 << 32:
         raise WriterError(f"size_limit must be between 0 and 4 GiB (exclusive), got {size_limit!r}")
     return limit or None
+
+
+def format_bytes(num_bytes: int | None) -> str:
+    """``"512 B"``, ``"1.5 KiB"``, ``"64.0 MiB"``, ``"1,024.0 TiB"``; ``"-"`` for None."""
+    if num_bytes is None:
+        return "-"
+    size = float(num_bytes)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(size) < 1024:
+            return f"{size:,.0f} {unit}" if unit == "B" else f"{size:,.1f} {unit}"
+        size /= 1024
+    return f"{size:,.1f} TiB"

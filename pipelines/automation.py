@@ -25,8 +25,8 @@ from dagster import (
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 from pipelines.assets.shards import days_of
+from pipelines.conventions import daily, op_name
 from pipelines.landing import day_url, landed_days
-from pipelines.partitions import daily, op_name
 from pipelines.registry import DatasetSpec
 from pipelines.resources import LandingZone, ShardStore
 

@@ -18,8 +18,8 @@ from dagster import DagsterInstance
 
 from pipelines.assets.plan import PLAN_CHECK
 from pipelines.assets.smoke import SMOKE_CHECK
+from pipelines.conventions import daily
 from pipelines.instance import prepare_home
-from pipelines.partitions import daily
 from pipelines.registry import load_registry
 from pipelines.resources import PROJECT_ROOT, resources_from_env
 from pipelines.runs import materialize_days

@@ -49,7 +49,7 @@ class DatasetSpec(BaseModel):
     source: Source = Field(default_factory=Source)
     schema_ref: str = Field(
         default="pipelines.schemas:DIGITS",
-        description="module:attribute of a pipelines.schemas.TableSchema, or 'not_null'.",
+        description="module:attribute of a pipelines.schemas.ValidationSchema, or 'not_null'.",
     )
     start_date: str = Field(default="2026-01-01", description="First daily partition (YYYY-MM-DD).")
     compression: str = "zstd"

@@ -9,8 +9,8 @@ from typing import Any
 
 from dagster import DagsterInstance, ExecuteInProcessResult, materialize
 
+from pipelines.conventions import op_name
 from pipelines.factory import graph_for
-from pipelines.partitions import op_name
 from pipelines.registry import DatasetSpec
 
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"

@@ -31,7 +31,7 @@ class RowRule:
 
 
 @dataclass(frozen=True)
-class TableSchema:
+class ValidationSchema:
     """A pandera.pyspark schema plus the per-row rules it cannot express."""
 
     name: str
@@ -69,10 +69,10 @@ def _digits_pixel_rules() -> list[RowRule]:
     ]
 
 
-DIGITS = TableSchema("digits", digits_schema, _digits_pixel_rules)
+DIGITS = ValidationSchema("digits", digits_schema, _digits_pixel_rules)
 
 
-def not_null_schema(frame: DataFrame) -> TableSchema:
+def not_null_schema(frame: DataFrame) -> ValidationSchema:
     """For a user's own table with no schema of its own: its columns and types, nothing null."""
     import pandera.pyspark as pa
 
@@ -80,7 +80,7 @@ def not_null_schema(frame: DataFrame) -> TableSchema:
         columns = {f.name: pa.Column(f.dataType, nullable=False) for f in frame.schema.fields}
         return pa.DataFrameSchema(name="source", columns=columns)
 
-    return TableSchema("source", build)
+    return ValidationSchema("source", build)
 
 
 _CHECK_EXPRESSIONS: dict[str, Callable[[Column, dict[str, Any]], Column]] = {
@@ -140,7 +140,7 @@ def _describe(stats: dict[str, Any]) -> str:
     return ", ".join(f"{key}={getattr(value, 'pattern', value)}" for key, value in stats.items())
 
 
-def split_rows(frame: DataFrame, table_schema: TableSchema) -> tuple[DataFrame, DataFrame]:
+def split_rows(frame: DataFrame, table_schema: ValidationSchema) -> tuple[DataFrame, DataFrame]:
     """(valid rows, quarantined rows with a ``reason`` column naming every rule the row breaks).
 
     A missing column or a column of the wrong type is not a row problem: that raises, naming it.

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import click
 
+from mds_core.cli.common import CommandGroup
 from mds_core.cli.datasets import head, inspect, verify
 from mds_core.cli.loader import check_loader_command
 from mds_core.cli.order import check_order_command
@@ -14,7 +15,7 @@ from mds_core.cli.plan import plan_command
 from mds_core.cli.versions import versions
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=CommandGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="mds-pipelines")
 def main() -> None:
     """Inspect, verify and read MDS (Mosaic Data Shard) datasets; check sample orders and loaders; manage

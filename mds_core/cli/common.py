@@ -1,15 +1,14 @@
-"""What every ``mds`` command shares: turning errors into one line and an exit status, rendering values,
+"""What every ``mds`` command shares: one error path (an ``MDSError`` becomes one line and exit status 2), rendering values,
 and a local copy of a remote dataset's index (and shards) for the commands that read files."""
 
 from __future__ import annotations
 
 import json
 import os
-import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import IO, Any, NoReturn
 
 import click
 import numpy as np
@@ -18,17 +17,6 @@ from mds_core.errors import MDSError
 from mds_core.format.index import INDEX_BASENAME, parse_index
 from mds_core.storage.remote import open_store
 from mds_core.storage.urls import is_remote
-
-
-def human(num_bytes: int | None) -> str:
-    if num_bytes is None:
-        return "-"
-    size = float(num_bytes)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return str(num_bytes)
 
 
 def show(value: Any, limit: int = 80) -> str:
@@ -47,17 +35,27 @@ def show(value: Any, limit: int = 80) -> str:
     )
 
 
-def fail(message: str) -> None:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(2)
+class CommandError(click.ClickException):
+    """What every ``mds`` command reports on a failure: one line, ``error: ...``, and exit status 2."""
+
+    exit_code = 2
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
 
 
-def or_exit(func: Any, *args: Any, **kwargs: Any) -> Any:
-    """Turn an MDSError into a one-line message and exit status 2 instead of a traceback."""
-    try:
-        return func(*args, **kwargs)
-    except MDSError as err:
-        fail(str(err))
+class CommandGroup(click.Group):
+    """A group whose commands report an ``MDSError`` as a ``CommandError`` instead of a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MDSError as err:
+            raise CommandError(str(err)) from err
+
+
+def fail(message: str) -> NoReturn:
+    raise CommandError(message)
 
 
 def emit(obj: Any, as_json: bool, lines: list[str]) -> None:
@@ -74,10 +72,10 @@ def local_copy(path: str, shards: bool) -> Iterator[str]:
         return
     with tempfile.TemporaryDirectory(prefix="mds-cli-") as local:
         store = open_store(path)
-        or_exit(store.download, INDEX_BASENAME, os.path.join(local, INDEX_BASENAME))
+        store.download(INDEX_BASENAME, os.path.join(local, INDEX_BASENAME))
         if shards:
-            index = or_exit(parse_index, open(os.path.join(local, INDEX_BASENAME), "rb").read(), path)
+            index = parse_index(open(os.path.join(local, INDEX_BASENAME), "rb").read(), path)
             for shard in index:
                 info = shard.zip_data or shard.raw_data  # a compressed shard exists remotely only as its zip
-                or_exit(store.download, info.basename, os.path.join(local, info.basename))
+                store.download(info.basename, os.path.join(local, info.basename))
         yield local

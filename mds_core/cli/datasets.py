@@ -7,8 +7,9 @@ import sys
 
 import click
 
-from mds_core.cli.common import human, local_copy, or_exit, show
+from mds_core.cli.common import local_copy, show
 from mds_core.format.verify import summarize, verify_dataset
+from mds_core.sizes import format_bytes
 from mds_core.storage.remote import open_store
 from mds_core.storage.shard_cache import ShardCache
 from mds_core.storage.urls import is_remote
@@ -21,7 +22,7 @@ from mds_core.streaming.local import LocalDataset
 def inspect(path: str, as_json: bool) -> None:
     """Columns, shards, samples and sizes of the dataset at PATH (a directory or a URL)."""
     with local_copy(path, shards=False) as local:
-        summary = or_exit(summarize, local)
+        summary = summarize(local)
     summary.root = path
     if as_json:
         click.echo(json.dumps(summary.to_json(), indent=2))
@@ -29,10 +30,10 @@ def inspect(path: str, as_json: bool) -> None:
     click.echo(f"dataset      {summary.root}")
     click.echo(f"samples      {summary.samples}")
     click.echo(f"shards       {summary.shards}")
-    click.echo(f"raw bytes    {summary.raw_bytes} ({human(summary.raw_bytes)})")
+    click.echo(f"raw bytes    {summary.raw_bytes} ({format_bytes(summary.raw_bytes)})")
     if summary.zip_bytes is not None:
         click.echo(
-            f"compressed   {summary.zip_bytes} ({human(summary.zip_bytes)}) with {', '.join(summary.compression)}"
+            f"compressed   {summary.zip_bytes} ({format_bytes(summary.zip_bytes)}) with {', '.join(summary.compression)}"
         )
         click.echo(f"ratio        {summary.ratio:.2f}x")
     else:
@@ -72,7 +73,7 @@ def verify(path: str, decode: bool, allow_unsafe_types: bool) -> None:
 def head(path: str, num: int, allow_unsafe_types: bool) -> None:
     """Print the first samples of the dataset at PATH (a directory or a URL)."""
     with local_copy(path, shards=False) as local:
-        dataset = or_exit(LocalDataset, local, allow_unsafe_types=allow_unsafe_types)
+        dataset = LocalDataset(local, allow_unsafe_types=allow_unsafe_types)
         if is_remote(path):
             dataset.shard_cache = ShardCache(open_store(path), local, dataset.shards)  # only what is shown
         _print_head(dataset, num)
@@ -81,7 +82,7 @@ def head(path: str, num: int, allow_unsafe_types: bool) -> None:
 def _print_head(dataset: LocalDataset, num: int) -> None:
     with dataset:
         for index in range(min(num, len(dataset))):
-            sample = or_exit(dataset.get_item, index)
+            sample = dataset.get_item(index)
             click.echo(f"[{index}]")
             for name, value in sample.items():
                 click.echo(f"  {name}: {show(value)}")

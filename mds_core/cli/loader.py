@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from mds_core.cli.common import fail, or_exit
+from mds_core.cli.common import fail
 from mds_core.storage.urls import is_remote
 from mds_core.streaming.version_sample import DEFAULT_SAMPLE_ROWS, DEFAULT_SAMPLE_SECONDS, describe_subset
 
@@ -79,9 +79,7 @@ def check_loader_command(
         from mds_core.streaming.loader_check import check_loader  # imports torch
 
         remote = path if version is not None or is_remote(path) else None
-        report = or_exit(
-            check_loader, remote=remote, local=path if remote is None else cache, version=version, **common
-        )
+        report = check_loader(remote=remote, local=path if remote is None else cache, version=version, **common)
     _print(report, num_workers, as_json)
     sys.exit(0 if report.passed else 1)
 
@@ -101,8 +99,7 @@ def _bounded(
         )
     from mds_core.streaming.loader_check import check_version  # imports torch
 
-    return or_exit(
-        check_version,
+    return check_version(
         path,
         version,
         local=cache,

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from mds_core.cli.common import or_exit, show
+from mds_core.cli.common import show
 from mds_core.format.index import load_index
 from mds_core.order.simulate import check_order
 from mds_core.order.spec import OrderSpec
@@ -60,22 +60,18 @@ def check_order_command(
     Reports whether every global batch holds the same samples as on the first world, and the first
     difference where not. Exits 1 on any difference.
     """
-
-    def run() -> list:
-        sizes = [[shard.samples for shard in load_index(f"{path}/index.json")] for path in paths]
-        spec = OrderSpec(
-            shard_sizes=sizes,
-            shuffle=shuffle,
-            shuffle_algo=shuffle_algo,
-            shuffle_seed=shuffle_seed,
-            num_canonical_nodes=num_canonical_nodes,
-            shuffle_block_size=shuffle_block_size,
-            partition_algo=partition_algo,
-            batching_method=batching_method,
-        )
-        return check_order(spec, [parse_world(w) for w in worlds], global_batch, epoch, resumes)
-
-    results = or_exit(run)
+    sizes = [[shard.samples for shard in load_index(f"{path}/index.json")] for path in paths]
+    spec = OrderSpec(
+        shard_sizes=sizes,
+        shuffle=shuffle,
+        shuffle_algo=shuffle_algo,
+        shuffle_seed=shuffle_seed,
+        num_canonical_nodes=num_canonical_nodes,
+        shuffle_block_size=shuffle_block_size,
+        partition_algo=partition_algo,
+        batching_method=batching_method,
+    )
+    results = check_order(spec, [parse_world(w) for w in worlds], global_batch, epoch, resumes)
     for result in results:
         where = f"{result.world}, resumed at sample {result.resume_at}"
         if result.error:

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from mds_core.cli.common import fail, or_exit
+from mds_core.cli.common import fail
 from mds_core.errors import MDSError
 from mds_core.order.world import parse_world
 from mds_core.plan import Environment, plan_training
@@ -86,7 +86,7 @@ def plan_command(
     worst-case estimate. Time to first batch, throughput and waiting are modelled from --bandwidth,
     --latency and --consume-time (or --probe).
     """
-    measured = or_exit(probe, sources[0]) if run_probe else Environment()
+    measured = probe(sources[0]) if run_probe else Environment()
     environment = Environment(
         bandwidth=_size(bandwidth, "--bandwidth") or measured.bandwidth,
         latency=latency if latency is not None else measured.latency,
@@ -94,10 +94,9 @@ def plan_command(
         decode_seconds=measured.decode_seconds,
         startup_seconds=measured.startup_seconds,
     )
-    plan = or_exit(
-        plan_training,
-        or_exit(load_streams, list(sources)),
-        or_exit(parse_world, world),
+    plan = plan_training(
+        load_streams(list(sources)),
+        parse_world(world),
         batch_size,
         epochs=epochs,
         predownload=predownload,
@@ -113,5 +112,5 @@ def plan_command(
         batching_method=batching_method,
     )
     if plot:
-        or_exit(save_plot, plan, plot)
+        save_plot(plan, plot)
     click.echo(json.dumps(plan.to_json(), indent=2) if as_json else render_text(plan))

@@ -7,7 +7,8 @@ from typing import Any
 
 import click
 
-from mds_core.cli.common import emit, human, or_exit
+from mds_core.cli.common import emit
+from mds_core.sizes import format_bytes
 from mds_core.versions import ShardSet
 
 
@@ -17,7 +18,7 @@ def versions() -> None:
 
 
 def _shard_set(root: str) -> ShardSet:
-    return or_exit(ShardSet, root)
+    return ShardSet(root)
 
 
 @versions.command("list")
@@ -26,10 +27,10 @@ def _shard_set(root: str) -> ShardSet:
 def versions_list(root: str, as_json: bool) -> None:
     """Every committed version, oldest first; * marks the published one."""
     shard_set = _shard_set(root)
-    found, published = or_exit(shard_set.versions), or_exit(shard_set.published)
+    found, published = shard_set.versions(), shard_set.published()
     lines = [
         f"{'*' if v.version == published else ' '} {v.version:>4}  {v.created[:19]}  {v.mode:<9} "
-        f"{v.rows:>10} rows  {v.shards:>6} shards  {human(v.stored_bytes):>10}  parent {v.parent}"
+        f"{v.rows:>10} rows  {v.shards:>6} shards  {format_bytes(v.stored_bytes):>10}  parent {v.parent}"
         for v in found
     ] or [f"no versions in {root}"]
     emit({"published": published, "versions": [v.to_json() for v in found]}, as_json, lines)
@@ -41,7 +42,7 @@ def versions_list(root: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 def versionsshow(root: str, version: int, as_json: bool) -> None:
     """The manifest of one version: rows, columns, writer settings, fingerprint, lineage."""
-    info = or_exit(_shard_set(root).version, version)
+    info = _shard_set(root).version(version)
     emit(info.to_json(), as_json, [f"{key:<13} {value}" for key, value in info.to_json().items()])
 
 
@@ -52,7 +53,7 @@ def versionsshow(root: str, version: int, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 def versions_diff(root: str, old: int, new: int, as_json: bool) -> None:
     """Shards and rows added and removed from version OLD to version NEW."""
-    diff = or_exit(_shard_set(root).diff, old, new)
+    diff = _shard_set(root).diff(old, new)
     lines = [
         f"{old} -> {new}: +{len(diff.added_shards)} shards (+{diff.added_rows} rows), "
         f"-{len(diff.removed_shards)} shards (-{diff.removed_rows} rows)"
@@ -79,12 +80,8 @@ def versions_vacuum(
 ) -> None:
     """Delete versions outside the retention and every file no kept version needs."""
     when = newer_than.replace(tzinfo=dt.UTC) if newer_than else None
-    report = or_exit(
-        _shard_set(root).vacuum,
-        keep_last=keep_last,
-        newer_than=when,
-        grace=dt.timedelta(hours=grace_hours),
-        dry_run=dry_run,
+    report = _shard_set(root).vacuum(
+        keep_last=keep_last, newer_than=when, grace=dt.timedelta(hours=grace_hours), dry_run=dry_run
     )
     verb = "would delete" if dry_run else "deleted"
     lines = [
@@ -100,8 +97,8 @@ def versions_vacuum(
 def versions_publish(root: str, version: int) -> None:
     """Point ROOT's index.json (what training reads by default) at VERSION: publish it, or roll back to it."""
     shard_set = _shard_set(root)
-    before = or_exit(shard_set.published)
-    or_exit(shard_set.publish, version)
+    before = shard_set.published()
+    shard_set.publish(version)
     click.echo(f"published version {version} of {root} (was {before if before is not None else 'none'})")
 
 
@@ -111,8 +108,8 @@ def versions_publish(root: str, version: int) -> None:
 def versions_rollback(root: str, as_json: bool) -> None:
     """Publish again the version published before the current one (versions vacuumed since are skipped)."""
     shard_set = _shard_set(root)
-    before = or_exit(shard_set.published)
-    number = or_exit(shard_set.rollback)
+    before = shard_set.published()
+    number = shard_set.rollback()
     emit(
         {"root": root, "published": number, "was": before},
         as_json,

@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from mds_core.errors import ConfigurationError
-from mds_core.order.plan import EpochPlan
+from mds_core.order.epoch import EpochSettings
 from mds_core.order.remap import take_keeping_padding
 from mds_core.order.traversal import from_global_batches, to_global_batches
 
@@ -30,13 +30,13 @@ def _count_full_rows(rows: NDArray[np.int64]) -> int:
 
 
 def _resume_and_shape(
-    batches: NDArray[np.int64], plan: EpochPlan, sample_in_epoch: int, method: str
+    batches: NDArray[np.int64], settings: EpochSettings, sample_in_epoch: int, method: str
 ) -> NDArray[np.int64]:
     """Drop the global batches already consumed, pad to whole worker rounds, shape as work.
 
     The stream-aware methods resume only at global-batch granularity.
     """
-    global_batch = plan.global_batch_size
+    global_batch = settings.global_batch_size
     if sample_in_epoch % global_batch:
         logger.warning(
             "%s batching resumes only at a multiple of the global batch size (%d); resuming "
@@ -47,10 +47,10 @@ def _resume_and_shape(
         )
     batches = batches[sample_in_epoch // global_batch :]
     # Every worker of every rank must get the same number of batches.
-    missing = -batches.shape[0] % plan.world.workers_per_rank
+    missing = -batches.shape[0] % settings.world.workers_per_rank
     if missing:
         batches = np.concatenate([batches, np.full((missing, global_batch), -1, np.int64)])
-    return from_global_batches(batches, plan.world, plan.batch_size)
+    return from_global_batches(batches, settings.world, settings.batch_size)
 
 
 def _stream_batch_order(batches_per_stream: list[int], rng: np.random.Generator) -> NDArray[np.int64]:
@@ -71,29 +71,31 @@ def _stream_batch_order(batches_per_stream: list[int], rng: np.random.Generator)
 # The four batching methods
 
 
-def _random_batching(plan: EpochPlan, sample_in_epoch: int) -> NDArray[np.int64]:
+def _random_batching(settings: EpochSettings, sample_in_epoch: int) -> NDArray[np.int64]:
     """Streams mixed sample by sample: one resampling, partition and shuffle over all streams."""
-    if plan.takes_every_sample_once():
+    if settings.takes_every_sample_once():
         # small_per_big would be the identity: skip building and applying an N-sized table.
-        sizes = np.concatenate([np.asarray(s, np.int64) for s in plan.spec.shard_sizes])
-        positions = plan.positions(int(sizes.sum()), plan.world.num_nodes, plan.batch_size, sample_in_epoch)
-        return plan.shuffled(positions, sizes[sizes > 0], plan.block_size, resumed=sample_in_epoch > 0)
-    units, small_per_big = plan.resample()
-    positions = plan.positions(len(small_per_big), plan.world.num_nodes, plan.batch_size, sample_in_epoch)
-    positions = plan.shuffled(positions, units, plan.block_size, resumed=sample_in_epoch > 0)
+        sizes = np.concatenate([np.asarray(s, np.int64) for s in settings.spec.shard_sizes])
+        positions = settings.positions(int(sizes.sum()), settings.world.num_nodes, settings.batch_size, sample_in_epoch)
+        return settings.shuffled(positions, sizes[sizes > 0], settings.block_size, resumed=sample_in_epoch > 0)
+    units, small_per_big = settings.resample()
+    positions = settings.positions(len(small_per_big), settings.world.num_nodes, settings.batch_size, sample_in_epoch)
+    positions = settings.shuffled(positions, units, settings.block_size, resumed=sample_in_epoch > 0)
     return take_keeping_padding(small_per_big, positions)
 
 
-def _per_stream_batching(plan: EpochPlan, sample_in_epoch: int) -> NDArray[np.int64]:
+def _per_stream_batching(settings: EpochSettings, sample_in_epoch: int) -> NDArray[np.int64]:
     """Every global batch from one stream; streams' batches interleaved at random."""
-    global_batch = plan.global_batch_size
+    global_batch = settings.global_batch_size
     kept, counts = [], []
-    for stream_id in range(plan.spec.num_streams):
-        rows = to_global_batches(plan.stream_work(stream_id, plan.world.num_nodes, plan.batch_size), global_batch)
+    for stream_id in range(settings.spec.num_streams):
+        rows = to_global_batches(
+            settings.stream_work(stream_id, settings.world.num_nodes, settings.batch_size), global_batch
+        )
         full = _count_full_rows(rows)
         if full == 0:
             raise ConfigurationError(
-                f"stream {stream_id} has too few samples this epoch ({plan.spec.mix.choose[stream_id]}) for one "
+                f"stream {stream_id} has too few samples this epoch ({settings.spec.mix.choose[stream_id]}) for one "
                 f"complete global batch of {global_batch} with per_stream batching: raise its weight or "
                 "lower the batch size"
             )
@@ -103,8 +105,8 @@ def _per_stream_batching(plan: EpochPlan, sample_in_epoch: int) -> NDArray[np.in
             )
         kept.append(rows[:full])
         counts.append(full)
-    batches = np.concatenate(kept)[_stream_batch_order(counts, plan.shuffle_rng())]
-    return _resume_and_shape(batches, plan, sample_in_epoch, "per_stream")
+    batches = np.concatenate(kept)[_stream_batch_order(counts, settings.shuffle_rng())]
+    return _resume_and_shape(batches, settings, sample_in_epoch, "per_stream")
 
 
 def stratified_portions(proportions: tuple[float, ...], global_batch_size: int) -> NDArray[np.int64]:
@@ -123,10 +125,10 @@ def stratified_portions(proportions: tuple[float, ...], global_batch_size: int) 
     return portions
 
 
-def _stratified_batching(plan: EpochPlan, sample_in_epoch: int) -> NDArray[np.int64]:
+def _stratified_batching(settings: EpochSettings, sample_in_epoch: int) -> NDArray[np.int64]:
     """Every global batch holds a fixed number of samples of each stream, in stream order."""
-    global_batch = plan.global_batch_size
-    portions = stratified_portions(plan.spec.mix.proportion, global_batch)
+    global_batch = settings.global_batch_size
+    portions = stratified_portions(settings.spec.mix.proportion, global_batch)
     for stream_id, portion in enumerate(portions):
         if portion <= 0:
             raise ConfigurationError(
@@ -136,7 +138,7 @@ def _stratified_batching(plan: EpochPlan, sample_in_epoch: int) -> NDArray[np.in
     parts, full_counts = [], []
     for stream_id, portion in enumerate(portions):
         # Partitioned as one node with batch size 1: only the traversal order matters here.
-        flat = to_global_batches(plan.stream_work(stream_id, 1, 1), 1).ravel()
+        flat = to_global_batches(settings.stream_work(stream_id, 1, 1), 1).ravel()
         flat = np.concatenate([flat, np.full(-flat.size % portion, -1, np.int64)])
         rows = flat.reshape(-1, portion)
         full = _count_full_rows(rows)
@@ -148,23 +150,23 @@ def _stratified_batching(plan: EpochPlan, sample_in_epoch: int) -> NDArray[np.in
         full_counts.append(full)
     num_batches = min(full_counts)
     batches = np.concatenate([rows[:num_batches] for rows in parts], axis=1)
-    return _resume_and_shape(batches, plan, sample_in_epoch, "stratified")
+    return _resume_and_shape(batches, settings, sample_in_epoch, "stratified")
 
 
-def _device_per_stream_batching(plan: EpochPlan, sample_in_epoch: int) -> NDArray[np.int64]:
+def _device_per_stream_batching(settings: EpochSettings, sample_in_epoch: int) -> NDArray[np.int64]:
     """Every device batch from one stream; each node draws from its own canonical nodes' rows."""
-    world, batch_size = plan.world, plan.batch_size
-    canonical = plan.canonical_nodes
+    world, batch_size = settings.world, settings.batch_size
+    canonical = settings.canonical_nodes
     stream_works = []
-    for stream_id in range(plan.spec.num_streams):
-        if plan.spec.shuffle and plan.stream_block_size(stream_id) == 0:
+    for stream_id in range(settings.spec.num_streams):
+        if settings.spec.shuffle and settings.stream_block_size(stream_id) == 0:
             raise ConfigurationError(
-                f"stream {stream_id}'s shuffle block (shuffle_block_size {plan.block_size} x its proportion "
-                f"{plan.spec.mix.proportion[stream_id]:.4g}) is 0 with device_per_stream batching: raise "
+                f"stream {stream_id}'s shuffle block (shuffle_block_size {settings.block_size} x its proportion "
+                f"{settings.spec.mix.proportion[stream_id]:.4g}) is 0 with device_per_stream batching: raise "
                 "shuffle_block_size or the stream's proportion"
             )
         # Partitioned as if every canonical node were a physical node, one sample per batch.
-        stream_works.append(plan.stream_work(stream_id, canonical, 1))
+        stream_works.append(settings.stream_work(stream_id, canonical, 1))
     per_node = canonical // world.num_nodes
     node_batches, node_counts = [], []
     for node in range(world.num_nodes):
@@ -178,15 +180,15 @@ def _device_per_stream_batching(plan: EpochPlan, sample_in_epoch: int) -> NDArra
     # reference does) to the next multiple of the device count.
     longest = max(len(rows) for rows in node_batches)
     longest += world.num_ranks - longest % world.num_ranks
-    rng = plan.shuffle_rng()  # one generator for all nodes, in node order
+    rng = settings.shuffle_rng()  # one generator for all nodes, in node order
     for node in range(world.num_nodes):
         ordered = node_batches[node][_stream_batch_order(node_counts[node], rng)]
         padding = np.full((longest - len(ordered), batch_size), -1, np.int64)
         node_batches[node] = np.concatenate([ordered, padding])
     # Node-interleaved device batches, cut into global batches. Device (p, r) gets element p*R + r of
     # each round, which is not node p's canonical nodes (reference issue #726); kept for the order.
-    batches = np.stack(node_batches, axis=1).reshape(-1, plan.global_batch_size)
-    return _resume_and_shape(batches, plan, sample_in_epoch, "device_per_stream")
+    batches = np.stack(node_batches, axis=1).reshape(-1, settings.global_batch_size)
+    return _resume_and_shape(batches, settings, sample_in_epoch, "device_per_stream")
 
 
 def _device_batches_of_node(
@@ -215,7 +217,7 @@ def _device_batches_of_node(
     return batches[:full]
 
 
-BATCHING: dict[str, Callable[[EpochPlan, int], NDArray[np.int64]]] = {
+BATCHING: dict[str, Callable[[EpochSettings, int], NDArray[np.int64]]] = {
     "random": _random_batching,
     "stratified": _stratified_batching,
     "per_stream": _per_stream_batching,

@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 from mds_core.errors import ConfigurationError
 from mds_core.order.arguments import as_int
 from mds_core.order.batching import BATCHING
-from mds_core.order.plan import EpochPlan
+from mds_core.order.epoch import EpochSettings
 from mds_core.order.spec import OrderSpec, check_batch_size
 from mds_core.order.world import World, replicate_world
 
@@ -44,7 +44,7 @@ def generate_work(
             "batch_size is needed to order samples: pass batch_size to StreamingDataset (the per-device "
             "batch size, the same as the DataLoader's)"
         )
-    plan = EpochPlan(
+    settings = EpochSettings(
         spec=spec,
         world=world,
         epoch=as_int("epoch", epoch, 0),
@@ -53,13 +53,13 @@ def generate_work(
         block_size=spec.block_size(nodes),
     )
     sample_in_epoch = as_int("sample_in_epoch", sample_in_epoch, 0)
-    if spec.batching_method == "device_per_stream" and plan.canonical_nodes % nodes:
+    if spec.batching_method == "device_per_stream" and settings.canonical_nodes % nodes:
         raise ConfigurationError(
             f"device_per_stream batching needs num_canonical_nodes divisible by the number of physical "
-            f"nodes; got {plan.canonical_nodes} canonical and {nodes} physical nodes: set "
+            f"nodes; got {settings.canonical_nodes} canonical and {nodes} physical nodes: set "
             f"num_canonical_nodes to a multiple of {nodes}"
         )
-    return BATCHING[spec.batching_method](plan, sample_in_epoch)
+    return BATCHING[spec.batching_method](settings, sample_in_epoch)
 
 
 def _order_spec_of(source: Any) -> OrderSpec:

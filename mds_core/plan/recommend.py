@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mds_core.plan.figures import Recommendation, TrainingPlan
-from mds_core.plan.report import size_text
+from mds_core.sizes import format_bytes
 
 PREDOWNLOAD_BATCHES = (1, 2, 4, 8, 16, 32)  # predownload candidates, in batches
 _GOOD_ENOUGH = 1.02  # within 2% of the fastest modelled epoch
@@ -22,22 +22,20 @@ def _cache_limit(plan: TrainingPlan) -> Recommendation:
     given = plan.settings["cache_limit"]
     reason = (
         f"the least per node with which no shard is downloaded twice in an epoch (least-recently-used "
-        f"eviction, with every prefetch complete as soon as it is asked for: the worst case), and at least the {size_text(loader_minimum)} StreamingDataset "
-        f"requires for this order; the shards being read at once take {size_text(plan.working_set_bytes)}. "
+        f"eviction, with every prefetch complete as soon as it is asked for: the worst case), and at least the {format_bytes(loader_minimum)} StreamingDataset "
+        f"requires for this order; the shards being read at once take {format_bytes(plan.working_set_bytes)}. "
     )
     if given is None:
-        reason += (
-            f"Without a limit each node keeps everything it reads: {size_text(peak)} after {len(plan.epochs)} epoch(s)."
-        )
+        reason += f"Without a limit each node keeps everything it reads: {format_bytes(peak)} after {len(plan.epochs)} epoch(s)."
     else:
         refetched = plan.refetched_shards
         reason += (
-            f"With cache_limit={size_text(given)}, {refetched:,} shard download(s) repeat over the planned epochs."
+            f"With cache_limit={format_bytes(given)}, {refetched:,} shard download(s) repeat over the planned epochs."
             if refetched
-            else f"cache_limit={size_text(given)} is enough."
+            else f"cache_limit={format_bytes(given)} is enough."
         )
         if given < loader_minimum:
-            reason += f" StreamingDataset refuses cache_limit={size_text(given)} for this order at construction."
+            reason += f" StreamingDataset refuses cache_limit={format_bytes(given)} for this order at construction."
     reason += " A lower limit saves disk and pays for it in repeated downloads."
     return Recommendation("cache_limit", need, reason)
 
@@ -76,7 +74,7 @@ def _block_size(plan: TrainingPlan) -> Recommendation:
             "shuffle_block_size",
             smaller,
             (
-                f"cache_limit={size_text(limit)} is below the {size_text(plan.smallest_cache_limit)} this block needs; the cache "
+                f"cache_limit={format_bytes(limit)} is below the {format_bytes(plan.smallest_cache_limit)} this block needs; the cache "
                 "need grows about in proportion to the block, so this block fits. Smaller blocks mix samples from "
                 "fewer shards at a time (a weaker shuffle); raising cache_limit keeps the shuffle."
             ),
@@ -85,7 +83,7 @@ def _block_size(plan: TrainingPlan) -> Recommendation:
         "shuffle_block_size",
         block,
         (
-            f"keep {block:,}: each node then reads {size_text(plan.working_set_bytes)} of shards at once. Doubling the block "
+            f"keep {block:,}: each node then reads {format_bytes(plan.working_set_bytes)} of shards at once. Doubling the block "
             "mixes samples from about twice as many shards and about doubles that cache need; halving it does the "
             "reverse."
         ),

@@ -4,15 +4,9 @@ from __future__ import annotations
 
 from mds_core.errors import ConfigurationError
 from mds_core.plan.figures import TrainingPlan
+from mds_core.sizes import format_bytes
 
-_MIB = 1 << 20
-
-
-def size_text(num_bytes: int | None) -> str:
-    """Bytes as MiB, or KiB below one MiB; ``-`` for None."""
-    if num_bytes is None:
-        return "-"
-    return f"{num_bytes / _MIB:,.1f} MiB" if num_bytes >= _MIB else f"{num_bytes / 1024:,.1f} KiB"
+_MIB = 1 << 20  # the plot's unit
 
 
 def _seconds(value: float | None) -> str:
@@ -27,12 +21,12 @@ def render_text(plan: TrainingPlan) -> str:
     s = plan.settings
     title = (
         f"Plan for {s['world']}, batch {s['batch_size']} per rank, {s['epochs']} epoch(s) of "
-        f"{s['samples_per_epoch']:,} samples; {s['shards']:,} shards, {size_text(s['dataset_bytes'])}"
+        f"{s['samples_per_epoch']:,} samples; {s['shards']:,} shards, {format_bytes(s['dataset_bytes'])}"
     )
     order = (
         f"order: shuffle={s['shuffle']} {s['shuffle_algo']}, block {s['shuffle_block_size']:,}, "
         f"{s['num_canonical_nodes']} canonical node(s); predownload {s['predownload']}, cache_limit "
-        f"{size_text(s['cache_limit']) if s['cache_limit'] else 'none'}"
+        f"{format_bytes(s['cache_limit']) if s['cache_limit'] else 'none'}"
     )
     lines = [title, order, ""]
     header = ("node", "shards", "downloaded", "fetched again", "peak cache", "first batch", "waiting")
@@ -41,9 +35,9 @@ def render_text(plan: TrainingPlan) -> str:
             (
                 str(n.node),
                 f"{n.shards_downloaded:,}",
-                size_text(n.bytes_downloaded),
+                format_bytes(n.bytes_downloaded),
                 f"{n.refetched_shards:,}",
-                size_text(n.peak_cache_bytes),
+                format_bytes(n.peak_cache_bytes),
                 _seconds(n.first_batch_seconds),
                 _percent(n.data_wait_fraction),
             )
@@ -55,8 +49,8 @@ def render_text(plan: TrainingPlan) -> str:
         lines += ["  " + "  ".join(cell.rjust(width) for cell, width in zip(row, widths)) for row in rows]
         lines.append("")
     lines.append(
-        f"smallest cache_limit without repeated downloads: {size_text(plan.smallest_cache_limit)} per node "
-        f"(shards in use at once: {size_text(plan.working_set_bytes)})"
+        f"smallest cache_limit without repeated downloads: {format_bytes(plan.smallest_cache_limit)} per node "
+        f"(shards in use at once: {format_bytes(plan.working_set_bytes)})"
     )
     lines.append("recommendations:")
     lines += [f"  {r.setting} = {r.value if r.value is not None else '-'}: {r.reason}" for r in plan.recommendations]

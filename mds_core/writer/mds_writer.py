@@ -22,7 +22,7 @@ from mds_core.format.index import ShardInfo, dumps_index
 from mds_core.format.shard import MAX_SHARD_BYTES, Schema
 from mds_core.sizes import parse_size_limit
 from mds_core.storage.output import open_output
-from mds_core.writer.shard_store import ShardStore
+from mds_core.writer.finisher import ShardFinisher
 
 _WRITER_KWARGS = {"progress_bar", "max_workers", "retry", "exist_ok"}
 CHUNK_BYTES = 4 << 20  # compress this much at a time while the shard is still filling
@@ -82,8 +82,8 @@ class MDSWriter:
             retry=kwargs.get("retry", 2),
             max_workers=kwargs.get("max_workers"),
         )
-        self._store = ShardStore(output, self.get_config(), bool(kwargs.get("progress_bar", False)))
-        self._shard_base = 8 + len(self._store.header)  # sample count + first offset + header
+        self._finisher = ShardFinisher(output, self.get_config(), bool(kwargs.get("progress_bar", False)))
+        self._shard_base = 8 + len(self._finisher.header)  # sample count + first offset + header
         family = self.compression.partition(":")[0] if self.compression else None
         self._chunk_limit = ZSTD_CHUNK_BYTES if family == "zstd" else CHUNK_BYTES
         self._start_shard()
@@ -92,7 +92,7 @@ class MDSWriter:
     @property
     def shards(self) -> list[ShardInfo]:
         """Index entries of the shards stored so far."""
-        return self._store.shards
+        return self._finisher.shards
 
     def get_config(self) -> dict[str, Any]:
         """The per-shard config, which every shard file carries as its JSON header."""
@@ -153,7 +153,7 @@ class MDSWriter:
 
     def _check_open(self) -> None:
         if self._finished:
-            raise WriterError(f"writer for {self._store.output.location} is finished; create a new MDSWriter")
+            raise WriterError(f"writer for {self._finisher.output.location} is finished; create a new MDSWriter")
 
     def _add_encoded(self, parts: list[bytes]) -> None:
         size = sum(map(len, parts))
@@ -171,7 +171,7 @@ class MDSWriter:
             self.flush_shard()  # never flush an empty shard: a big sample gets a shard of its own
         if self._shard_bytes + need > MAX_SHARD_BYTES:
             raise ShardTooLargeError(
-                f"shard {self._store.next_index} in {self._store.output.location} would pass 4 GiB "
+                f"shard {self._finisher.next_index} in {self._finisher.output.location} would pass 4 GiB "
                 f"({self._shard_bytes + need} bytes), which MDS offsets cannot address; set a smaller "
                 "size_limit such as '64mb'"
             )
@@ -203,8 +203,8 @@ class MDSWriter:
             first = last + 1
 
     def _compress_chunk(self) -> None:
-        if self._store.compresses_chunks and self._chunk_start < len(self._parts):
-            self._chunks.append(self._store.compress(self._parts[self._chunk_start :]))
+        if self._finisher.compresses_chunks and self._chunk_start < len(self._parts):
+            self._chunks.append(self._finisher.compress(self._parts[self._chunk_start :]))
         self._chunk_start, self._chunk_bytes = len(self._parts), 0
 
     def flush_shard(self) -> None:
@@ -212,7 +212,7 @@ class MDSWriter:
         if not self._sizes:
             return
         self._compress_chunk()
-        self._store.submit(self._sizes, self._parts, self._chunks)
+        self._finisher.submit(self._sizes, self._parts, self._chunks)
         self._start_shard()
 
     def finish(self) -> None:
@@ -221,13 +221,13 @@ class MDSWriter:
             return
         try:
             self.flush_shard()
-            self._store.wait()
-            self._store.output.publish_index(dumps_index(self.shards).encode("utf-8"))
+            self._finisher.wait()
+            self._finisher.output.publish_index(dumps_index(self.shards).encode("utf-8"))
         except BaseException:
             self.abort()
             raise
         self._finished = True
-        self._store.close()
+        self._finisher.close()
 
     def abort(self) -> None:
         """Stop without publishing an index, and remove the shards written so far."""
@@ -235,7 +235,7 @@ class MDSWriter:
             return
         self._finished = True
         self._start_shard()
-        self._store.close(discard=True)
+        self._finisher.close(discard=True)
 
     def __enter__(self) -> MDSWriter:
         return self

@@ -21,7 +21,8 @@ from dagster import (
 )
 
 from pipelines.assets.smoke import version_to_check
-from pipelines.partitions import dagster_features_we_pin, daily, key
+from pipelines.conventions import daily, key
+from pipelines.notices import dagster_features_we_pin
 from pipelines.registry import DatasetSpec
 from pipelines.resources import ShardStore, TrainingWorldSettings
 

@@ -17,7 +17,8 @@ from dagster import (
 from pipelines.assets.run_family import check_passed_in_this_run, written_in_this_run
 from pipelines.assets.shards import WRITER_POOL
 from pipelines.assets.smoke import SMOKE_CHECK
-from pipelines.partitions import conventions, dagster_features_we_pin, key
+from pipelines.conventions import conventions, key
+from pipelines.notices import dagster_features_we_pin
 from pipelines.registry import DatasetSpec
 from pipelines.resources import ShardStore
 from pipelines.retries import RETRY

@@ -7,7 +7,8 @@ from dagster import AssetExecutionContext, AssetsDefinition, Config, Materialize
 from pydantic import Field
 
 from pipelines.assets.metadata import standard_metadata
-from pipelines.partitions import conventions, dagster_features_we_pin
+from pipelines.conventions import conventions
+from pipelines.notices import dagster_features_we_pin
 from pipelines.registry import DatasetSpec, Source
 from pipelines.resources import SparkResource, TableCatalog
 from pipelines.retries import RETRY, failures_are_final

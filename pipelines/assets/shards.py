@@ -33,7 +33,8 @@ from mds_core.errors import MDSError
 from pipelines.assets.metadata import standard_metadata
 from pipelines.assets.raw import RawConfig, effective_source
 from pipelines.cluster import writer_partitions
-from pipelines.partitions import conventions, dagster_features_we_pin, key, op_name
+from pipelines.conventions import conventions, key, op_name
+from pipelines.notices import dagster_features_we_pin
 from pipelines.previews import sample_preview
 from pipelines.registry import DatasetSpec
 from pipelines.resources import ShardStore, SparkResource, TableCatalog

@@ -20,7 +20,8 @@ from dagster import (
 )
 
 from pipelines.assets.run_family import written_in_this_run
-from pipelines.partitions import dagster_features_we_pin, daily, key
+from pipelines.conventions import daily, key
+from pipelines.notices import dagster_features_we_pin
 from pipelines.registry import DatasetSpec
 from pipelines.resources import ShardStore, SmokeTestSettings
 

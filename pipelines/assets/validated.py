@@ -18,11 +18,12 @@ from dagster import (
 from pydantic import Field
 
 from pipelines.assets.metadata import standard_metadata
-from pipelines.partitions import conventions, dagster_features_we_pin, daily, key
+from pipelines.conventions import conventions, daily, key
+from pipelines.notices import dagster_features_we_pin
 from pipelines.registry import DatasetSpec
 from pipelines.resources import SparkResource, TableCatalog
 from pipelines.retries import RETRY, failures_are_final
-from pipelines.schemas import TableSchema, not_null_schema, pandera_errors, split_rows
+from pipelines.schemas import ValidationSchema, not_null_schema, pandera_errors, split_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -38,7 +39,7 @@ class ValidateConfig(Config):
         description="The counts check fails when more than this fraction of rows is quarantined.",
     )
     schema_ref: str = Field(
-        default="", description="module:attribute of a TableSchema, or 'not_null'; empty keeps the dataset's schema."
+        default="", description="module:attribute of a ValidationSchema, or 'not_null'; empty keeps the dataset's schema."
     )
 
 
@@ -103,8 +104,8 @@ def validate(
     )
 
 
-def load_schema(reference: str, frame: "DataFrame") -> TableSchema:
-    """``module:attribute`` naming a TableSchema, or ``not_null`` for the source's own columns."""
+def load_schema(reference: str, frame: "DataFrame") -> ValidationSchema:
+    """``module:attribute`` naming a ValidationSchema, or ``not_null`` for the source's own columns."""
     if reference == "not_null":
         return not_null_schema(frame)
     module_name, _, attribute = reference.partition(":")
@@ -113,10 +114,10 @@ def load_schema(reference: str, frame: "DataFrame") -> TableSchema:
     except (ImportError, AttributeError) as error:
         raise ValueError(
             f"schema {reference!r} cannot be loaded ({error}); give module:attribute of a "
-            "pipelines.schemas.TableSchema, or 'not_null'"
+            "pipelines.schemas.ValidationSchema, or 'not_null'"
         ) from error
-    if not isinstance(schema, TableSchema):
-        raise ValueError(f"schema {reference!r} is a {type(schema).__name__}, not a pipelines.schemas.TableSchema")
+    if not isinstance(schema, ValidationSchema):
+        raise ValueError(f"schema {reference!r} is a {type(schema).__name__}, not a pipelines.schemas.ValidationSchema")
     return schema
 
 

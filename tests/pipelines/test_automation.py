@@ -10,8 +10,8 @@ from dagster import SensorResult, build_schedule_context, build_sensor_context, 
 
 from pipelines.assets.raw import build_raw_table
 from pipelines.automation import daily_job, landing_sensor
+from pipelines.conventions import op_name
 from pipelines.definitions import build_definitions
-from pipelines.partitions import op_name
 from pipelines.registry import DatasetSpec
 from pipelines.resources import LandingZone, ShardStore
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from dagster import AssetCheckKey, AssetSelection, DagsterInstance
 
 from pipelines.assets.smoke import SMOKE_CHECK
+from pipelines.conventions import key
 from pipelines.definitions import build_definitions
-from pipelines.partitions import key
 from pipelines.registry import DatasetSpec, Source
 from pipelines.resources import SmokeTestSettings
 from pipelines.runs import materialize_days

@@ -9,7 +9,7 @@ from dagster import materialize
 
 from pipelines.assets.raw import build_raw_table
 from pipelines.assets.validated import COUNTS_CHECK, build_validated_table
-from pipelines.partitions import op_name
+from pipelines.conventions import op_name
 from pipelines.registry import DatasetSpec
 from tests.pipelines.conftest import digits
 

@@ -182,7 +182,7 @@ def test_shard_set_on_s3(resources, spec, s3_server, tmp_path):
 def test_no_publication_in_a_run_without_the_smoke_test(resources, spec):
     from dagster import AssetCheckKey, AssetSelection
 
-    from pipelines.partitions import key
+    from pipelines.conventions import key
 
     without_smoke = AssetSelection.all() - AssetSelection.checks(AssetCheckKey(key(spec, "shard_set"), SMOKE_CHECK))
     result = materialize_days(spec, DAYS[:1], resources, selection=without_smoke, raise_on_error=False)
@@ -200,7 +200,7 @@ def test_the_training_plan_warns_about_a_small_cache_limit_and_runs_on_its_own(r
     """Executed alone (no shard set in the run), the check plans the latest version; it warns, never blocks."""
     from dagster import AssetCheckKey, AssetSelection, DagsterInstance
 
-    from pipelines.partitions import key
+    from pipelines.conventions import key
     from pipelines.resources import TrainingWorldSettings
 
     instance = DagsterInstance.ephemeral()

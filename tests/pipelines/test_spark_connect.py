@@ -17,7 +17,7 @@ from mds_core.errors import ConfigurationError
 from pipelines.assets.raw import build_raw_table
 from pipelines.assets.shards import build_shard_set
 from pipelines.assets.validated import COUNTS_CHECK, build_validated_table
-from pipelines.partitions import op_name
+from pipelines.conventions import op_name
 from pipelines.resources import SparkResource, resources_from_env
 
 pytest.importorskip("pyspark.sql.connect.session", reason="Spark Connect needs the 'connect' extra")

@@ -1,16 +1,14 @@
-"""Each dataset's daily partitions, the backfill policy that makes a range one run, and the
-conventions every asset of a dataset carries (key prefix, group, owners, tags, kinds, code version)."""
+"""What every asset of a dataset carries: its key under the dataset's prefix, its step name, its daily
+partitions, the backfill policy that makes a range one run, and its group, owners, tags, kinds and code
+version."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
-from dagster import AssetKey, BackfillPolicy, BetaWarning, DailyPartitionsDefinition, PreviewWarning
+from dagster import AssetKey, BackfillPolicy, DailyPartitionsDefinition
 
 from pipelines.registry import DatasetSpec
 
@@ -51,16 +49,3 @@ def conventions(
         "partitions_def": daily(spec),
         "backfill_policy": BackfillPolicy.single_run(),  # a backfill of many days reads and commits once
     }
-
-
-@contextmanager
-def dagster_features_we_pin() -> Iterator[None]:
-    """Silence Dagster's notices that single-run backfills and partitioned checks are beta/preview.
-
-    The project pins Dagster exactly (pyproject.toml), and a user loading the definitions can do
-    nothing about these notices, so they are not shown on every load.
-    """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", BetaWarning)
-        warnings.simplefilter("ignore", PreviewWarning)
-        yield

@@ -19,7 +19,7 @@ from mds_core.format.shard import shard_head
 from mds_core.storage.output import Output
 
 
-class ShardStore:
+class ShardFinisher:
     """The background half of the writer: compress chunks, then hash and write whole shards."""
 
     def __init__(self, output: Output, config: dict[str, Any], progress: bool) -> None:

@@ -1,4 +1,4 @@
-"""One epoch's plan: the order settings with every default resolved for a world, and the steps all
+"""One epoch's settings: the order settings with every default resolved for a world, and the steps all
 batching methods share (resampling, partitioning, shuffling one stream or all of them)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from mds_core.order.world import World
 
 
 @dataclass(frozen=True)
-class EpochPlan:
+class EpochSettings:
     """Everything one epoch's batching needs, with the defaults resolved for this world."""
 
     spec: OrderSpec

@@ -1,0 +1,22 @@
+"""Dagster notices a user can do nothing about, silenced where the definitions use those features."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from dagster import BetaWarning, PreviewWarning
+
+
+@contextmanager
+def dagster_features_we_pin() -> Iterator[None]:
+    """Silence Dagster's notices that single-run backfills and partitioned checks are beta/preview.
+
+    The project pins Dagster exactly (pyproject.toml), and a user loading the definitions can do
+    nothing about these notices, so they are not shown on every load.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BetaWarning)
+        warnings.simplefilter("ignore", PreviewWarning)
+        yield
