@@ -4,7 +4,52 @@ from pathlib import Path
 import pytest
 
 from tests.golden import GOLDEN
+from tests.heavy import GroupScheduling, check_groups
 from tests.spark_connect import spark_connect_server  # noqa: F401  (a session fixture)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--fail-on-skip",
+        action="store_true",
+        help="fail the run if any test was skipped (make test and CI: a skipped test is an untested path)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--fail-on-skip") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(SkipsFail(), "skips-fail")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> GroupScheduling:
+    return GroupScheduling(config, log)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    check_groups(items)
+
+
+class SkipsFail:
+    """Fails the run if a test was skipped; in the xdist controller, which receives every worker's reports."""
+
+    def __init__(self) -> None:
+        self.skipped: list[str] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.skipped and not hasattr(report, "wasxfail"):
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+            self.skipped.append(f"{report.nodeid}: {reason}")
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.skipped:
+            terminalreporter.section("--fail-on-skip: skipped tests fail the run", red=True)
+            terminalreporter.line("\n".join(self.skipped))
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.skipped:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture

@@ -32,32 +32,54 @@ def _reference_reads(path: Path, *flags: str) -> list[dict]:
     return [{k: untag(v) for k, v in json.loads(line).items()} for line in result.stdout.splitlines()]
 
 
-def _assert_reference_matches_us(path: Path, *flags: str) -> None:
+def reference_reads_many(jobs: dict[str, dict]) -> dict[str, list[dict]]:
+    """What the reference reads from each dataset, in one reference process (its imports take seconds).
+
+    ``jobs``: name -> {"path", and optionally "allow_unsafe_types", "validate_hash", "index"}."""
+    listing, outs = [], {}
+    for name, job in jobs.items():
+        outs[name] = Path(job["path"]).parent / f"{Path(job['path']).name}.reference.jsonl"
+        listing.append({**job, "path": str(job["path"]), "out": str(outs[name])})
+    spec = outs[next(iter(outs))].parent / "reference-jobs.json"
+    spec.write_text(json.dumps(listing))
+    result = subprocess.run(
+        [str(REF_PYTHON), str(ROOT / "tests/interop/ref_dump.py"), "--many", str(spec)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return {
+        name: [{k: untag(v) for k, v in json.loads(line).items()} for line in out.read_text().splitlines()]
+        for name, out in outs.items()
+    }
+
+
+def _assert_same_as_ours(path: Path, theirs: list[dict]) -> None:
     ours = list(LocalDataset(path, allow_unsafe_types=True, cache_dir=path.parent / f"{path.name}-cache"))
-    theirs = _reference_reads(path, *flags)
     assert len(theirs) == len(ours)
     for i, (a, b) in enumerate(zip(theirs, ours)):
         assert_same(a, b, f"{path.name}[{i}]")
 
 
-@pytest.mark.parametrize(
-    "case", [c for c in CASES if c["num_samples"] and c["name"] != "merged"], ids=lambda c: c["name"]
-)
-def test_reference_reads_every_golden_case_we_write(tmp_path: Path, case: dict) -> None:
-    out = tmp_path / case["name"]
+GOLDEN_CASES = [c for c in CASES if c["num_samples"] and c["name"] != "merged"]
+MULTI_FRAME = ["zstd", "gz", "bz2"]
+
+
+def _write_case(out: Path, case: dict) -> dict:
     with MDSWriter(out=str(out), columns=case["columns"], **case["writer_kwargs"]) as writer:
         for sample in read_jsonl("samples", case["name"]):
             writer.write(sample)
-    flags = ["--allow-unsafe-types"] if case["allow_unsafe_types"] else []
-    if case["writer_kwargs"].get("hashes"):
-        flags += ["--validate-hash", case["writer_kwargs"]["hashes"][0]]
-    _assert_reference_matches_us(out, *flags)
+    hashes = case["writer_kwargs"].get("hashes")
+    return {
+        "path": out,
+        "allow_unsafe_types": case["allow_unsafe_types"],
+        "validate_hash": hashes[0] if hashes else None,
+    }
 
 
-@pytest.mark.parametrize("compression", ["zstd", "gz", "bz2"])
-def test_reference_reads_our_multi_frame_shards(tmp_path: Path, compression: str) -> None:
+def _write_multi_frame(out: Path, compression: str) -> dict:
     """Shards bigger than one compression chunk hold several concatenated frames/members/streams."""
-    out = tmp_path / compression
     rng = np.random.default_rng(0)
     with MDSWriter(
         out=str(out),
@@ -70,4 +92,24 @@ def test_reference_reads_our_multi_frame_shards(tmp_path: Path, compression: str
             writer.write({"id": i, "tokens": rng.integers(0, 1000, 2048, dtype=np.uint16)})
     index = json.loads((out / "index.json").read_text())["shards"]
     assert index[0]["raw_data"]["bytes"] > 2 * (4 << 20)  # several chunks per shard
-    _assert_reference_matches_us(out, "--validate-hash", "xxh64")
+    return {"path": out, "validate_hash": "xxh64"}
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, list[dict]]]:
+    """Every dataset below written by us, then read by the reference in one process: name -> (path, its samples)."""
+    base = tmp_path_factory.mktemp("interop")
+    jobs = {case["name"]: _write_case(base / case["name"], case) for case in GOLDEN_CASES}
+    jobs |= {f"multi-{c}": _write_multi_frame(base / f"multi-{c}", c) for c in MULTI_FRAME}
+    theirs = reference_reads_many(jobs)
+    return {name: (Path(job["path"]), theirs[name]) for name, job in jobs.items()}
+
+
+@pytest.mark.parametrize("case", GOLDEN_CASES, ids=lambda c: c["name"])
+def test_reference_reads_every_golden_case_we_write(written: dict, case: dict) -> None:
+    _assert_same_as_ours(*written[case["name"]])
+
+
+@pytest.mark.parametrize("compression", MULTI_FRAME)
+def test_reference_reads_our_multi_frame_shards(written: dict, compression: str) -> None:
+    _assert_same_as_ours(*written[f"multi-{compression}"])

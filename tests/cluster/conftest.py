@@ -1,9 +1,7 @@
 """A Spark standalone cluster (a master and two workers on 127.0.0.1) for the session, and its drivers.
 
-The cluster's processes are started once per test session by ``spark_cluster`` and stopped at its end.
-Every test here carries ``xdist_group("spark-cluster")``, which would keep them on one xdist worker under
-``--dist loadgroup``; pytest 9.2 with xdist 3.8 ignores groups, so each worker that runs one of these
-tests starts its own cluster (7 to 17 s). Each application's driver
+The cluster's processes are started once per run by ``spark_cluster`` and stopped at its end: every test
+here runs on the same xdist worker (``tests/heavy.py``). Each application's driver
 is its own process (``tests/cluster/driver.py``): the suite's other Spark tests hold a ``local[...]``
 SparkContext in the worker processes, and a process has one.
 
@@ -29,12 +27,6 @@ pytest.importorskip("pyspark", reason="the cluster tests need the 'spark' extra"
 from tests.spark_cluster import StandaloneCluster, executor_python, package_zip
 
 ROOT = Path(__file__).resolve().parents[2]
-GROUP = "spark-cluster"
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    # Registered here too, so `-p no:xdist` with --strict-markers still knows the marker.
-    config.addinivalue_line("markers", "xdist_group(name): run in one xdist worker with --dist loadgroup")
 
 
 @pytest.fixture(scope="session")

@@ -10,10 +10,10 @@ import socket
 
 import pytest
 
-from tests.cluster.conftest import GROUP, run_driver
+from tests.cluster.conftest import run_driver
 from tests.registry import write_registry
 
-pytestmark = pytest.mark.xdist_group(GROUP)
+pytestmark = pytest.mark.slow  # a master and two workers, and the whole graph on them: make test-all
 
 
 @pytest.fixture(scope="module")

@@ -55,7 +55,7 @@ def _assert_clean(root: str) -> None:
     assert set(shard_set.store.list()) == needed_files(shard_set)
 
 
-@pytest.mark.parametrize("kind", ["local", "s3"])
+@pytest.mark.parametrize("kind", ["local", pytest.param("s3", marks=pytest.mark.slow)])
 def test_a_commit_killed_at_any_step(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     old, new = (OLD, NEW) if kind == "local" else (OLD[:20], NEW[:20])  # fewer steps over HTTP
 
@@ -132,6 +132,7 @@ def test_a_vacuum_killed_at_any_step(tmp_path: Path) -> None:
     assert sum(s.startswith("deleted") for s in steps) == len(steps) >= 8, steps
 
 
+@pytest.mark.slow  # every step over HTTP (a minute and a half): make test-all
 def test_an_upload_killed_at_any_step(s3_server, tmp_path: Path) -> None:
     new = range(100, 160)
 
@@ -161,6 +162,7 @@ def _download_index(store, tmp: Path) -> str:
     return path
 
 
+@pytest.mark.slow  # a StreamingDataset epoch over S3 per step: make test-all
 def test_a_cache_killed_at_any_download_or_eviction(s3_server, tmp_path: Path) -> None:
     remote = f"s3://{s3_server.new_bucket()}/data"
     operations.write_rows(remote, range(1600), size_limit=4000)  # shards large beside the index

@@ -9,6 +9,8 @@ import pytest
 
 from tests.e2e.conftest import DagsterDev
 
+pytestmark = pytest.mark.slow  # a real webserver and its runs: make test-all
+
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 GROUPS = ("digits", "synthetic")  # one asset group per dataset in the registry
 GROUP = "digits"

@@ -5,7 +5,11 @@ from __future__ import annotations
 import time
 from datetime import date
 
+import pytest
+
 from tests.e2e.conftest import DagsterDev
+
+pytestmark = pytest.mark.slow  # a real webserver and its runs: make test-all
 
 DAY = "2026-01-02"
 

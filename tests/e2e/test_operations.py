@@ -23,6 +23,8 @@ import pytest
 from tests.e2e.conftest import SECRET, DagsterDev
 from tests.e2e.test_dagster_dev import LAUNCH, day_ids, failure_messages, wait_for
 
+pytestmark = pytest.mark.slow  # a real webserver and its runs: make test-all
+
 FAILED_DAY, NEXT_DAY = "2026-01-05", "2026-01-06"  # days no other e2e test runs
 SYNTHETIC_DAY = "2026-01-05"
 FAILING_SMOKE = {"resources": {"smoke_settings": {"config": {"min_rows_per_second": 1e12}}}}

@@ -11,8 +11,12 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.e2e.conftest import ROOT, DagsterDev
 from tests.registry import write_registry
+
+pytestmark = pytest.mark.slow  # a real webserver and its runs: make test-all
 
 WARNING = re.compile(r"Warning|WARNING")
 # Printed by the JVM itself, not by us or by Spark's loggers: Spark 4.3's launcher always passes

@@ -1,4 +1,4 @@
-"""One real local Spark session per test session (per xdist worker); fresh folders per test."""
+"""The pipelines' Spark session: the same local session as tests/spark (one per run, see tests/heavy.py); fresh folders per test."""
 
 from __future__ import annotations
 

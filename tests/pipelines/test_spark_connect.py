@@ -21,7 +21,6 @@ from pipelines.conventions import op_name
 from pipelines.resources import SparkResource, resources_from_env
 
 pytest.importorskip("pyspark.sql.connect.session", reason="Spark Connect needs the 'connect' extra")
-pytestmark = pytest.mark.xdist_group("spark-connect")  # the worker that runs tests/spark's Connect tests
 DAY = "2026-01-01"
 
 

@@ -1,9 +1,14 @@
-"""Real Spark sessions, per test session (per xdist worker): a classic one and a Spark Connect one.
+"""Real Spark sessions for the whole run: a classic local one and, where a test asks, a Spark Connect one.
 
-``spark`` is parametrised: every test that takes it runs once on a classic local session and once on a
-Spark Connect session (``tests/spark_connect.py``: a real Connect server from pyspark's distribution on
-127.0.0.1). A test that needs the classic API for its own setup (``sparkContext``, RDDs) takes
-``classic_spark`` instead. Each kind is started on first use and kept to the end of the session.
+``spark`` is a classic local session. A test of a path that differs on Spark Connect (the job's tag
+and progress, errors coming back from the server, expressions built with the Connect functions, the
+reachability check) carries ``@pytest.mark.connect_too`` and runs once on each: the classic session,
+then a Spark Connect session (``tests/spark_connect.py``: a real Connect server from pyspark's
+distribution on 127.0.0.1). The converter's other behaviour (types, bytes, kill points, retries) is the
+same code on both, so those tests run on the classic session only. A test that needs the classic API
+for its own setup (``sparkContext``, RDDs) takes ``classic_spark``. Each kind is started on first use
+and kept to the end of the run; every test using one runs on the same xdist worker (``tests/heavy.py``),
+so each starts once per run.
 
 ``local[2,2]``: two cores and up to two attempts per task, so a task that fails once is retried
 as it would be on a cluster. The S3 test server, when the suite provides it, is started first so the
@@ -12,9 +17,7 @@ JVMs and their Python workers inherit its environment (``S3_ENDPOINT_URL`` and c
 ``pyspark.sql.functions`` builds classic or Connect columns depending on a process-wide flag
 (``SPARK_CONNECT_MODE_ENABLED``, which pyspark sets when a Connect session is created). Both kinds live in
 one process here, so ``_spark_api_mode`` sets the flag for the duration of each Connect test and clears
-it otherwise. The Connect tests carry ``xdist_group("spark-connect")``, which would put them on one xdist
-worker under ``--dist loadgroup``; pytest 9.2 with xdist 3.8 ignores groups, so ``make test`` does not
-ask for it, and each worker that runs a Connect test starts its own server (about 10 s).
+it otherwise.
 """
 
 from __future__ import annotations
@@ -28,18 +31,16 @@ pytest.importorskip("pyspark", reason="the Spark tests need the 'spark' extra")
 
 MODES = ["classic", "connect"]
 CONNECT_FLAG = "SPARK_CONNECT_MODE_ENABLED"
-CONNECT_GROUP = "spark-connect"  # with `--dist loadgroup` (make test), one xdist worker starts the server
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "xdist_group(name): run in one xdist worker with --dist loadgroup")
+    config.addinivalue_line("markers", "connect_too: also run on a Spark Connect session (a Connect-specific path)")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        callspec = getattr(item, "callspec", None)
-        if callspec is not None and callspec.params.get("spark") == "connect":
-            item.add_marker(pytest.mark.xdist_group(CONNECT_GROUP))
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "spark" in metafunc.fixturenames:
+        modes = MODES if metafunc.definition.get_closest_marker("connect_too") else MODES[:1]
+        metafunc.parametrize("spark", modes, indirect=True, scope="session")
 
 
 class _Sessions:
@@ -99,9 +100,9 @@ def _spark_sessions(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
     sessions.stop()
 
 
-@pytest.fixture(scope="session", params=MODES)
+@pytest.fixture(scope="session")
 def spark(request: pytest.FixtureRequest, _spark_sessions: _Sessions):
-    """A classic local session, then a Spark Connect session: each test taking it runs on both."""
+    """The classic local session; for tests marked ``connect_too``, also a Spark Connect session."""
     return _spark_sessions.get(request.param)
 
 

@@ -37,6 +37,7 @@ def _indexed_files(root: Path) -> set[str]:
     return names | {f"{p}/index.json" for p in partitions} | {"index.json"}
 
 
+@pytest.mark.connect_too
 def test_eight_partitions_to_a_local_path(spark, tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = dataframe_to_mds(_frame(spark), mds_kwargs={"out": str(out), "size_limit": "1kb"})
@@ -72,6 +73,7 @@ def _fail_first_attempt(value):  # no type hints: pyspark would read them as a p
     return value
 
 
+@pytest.mark.connect_too
 def test_a_failed_first_attempt_still_gives_exactly_once_output(spark, tmp_path: Path) -> None:
     flaky = F.udf(_fail_first_attempt, T.LongType())
     frame = _frame(spark, rows=200, partitions=4).withColumn("id", flaky("id"))
@@ -129,6 +131,7 @@ def test_columns_select_and_retype(spark, tmp_path: Path) -> None:
     assert LocalDataset(out)[3]["label"] == 3
 
 
+@pytest.mark.connect_too
 def test_nulls_name_the_column_and_first_row(spark, tmp_path: Path) -> None:
     frame = _frame(spark, rows=20, partitions=1).withColumn(
         "maybe", F.when(F.col("id").isin(7, 9), F.lit(None)).otherwise(F.col("id").cast("short"))
@@ -160,6 +163,7 @@ def test_argument_errors(spark, tmp_path: Path, mds_kwargs: dict, message: str) 
         dataframe_to_mds(_frame(spark, rows=4, partitions=1), mds_kwargs=mds_kwargs)
 
 
+@pytest.mark.connect_too
 def test_unsupported_types_and_empty_frames(spark, tmp_path: Path) -> None:
     interval = spark.range(2).select(F.expr("INTERVAL '1' DAY").alias("gap"))
     with pytest.raises(ConversionError, match=r"column 'gap' has type interval day, which has no MDS encoding"):
@@ -179,6 +183,7 @@ def test_existing_output_is_refused_unless_exist_ok(spark, tmp_path: Path) -> No
     assert sorted(os.listdir(out)) == ["00000", "index.json"] and len(LocalDataset(out)) == 6
 
 
+@pytest.mark.connect_too
 def test_a_shape_guessed_from_the_first_row_is_verified(spark, tmp_path: Path) -> None:
     """The fixed-shape form is guessed from the first row; a later row of another shape means dynamic."""
     uniform = spark.range(30, numPartitions=3).select("id", F.array_repeat(F.col("id").cast("float"), 3).alias("v"))
@@ -195,6 +200,7 @@ def test_a_shape_guessed_from_the_first_row_is_verified(spark, tmp_path: Path) -
     assert samples[25]["v"].tolist() == [1.0] and samples[24]["v"].tolist() == [24.0] * 3
 
 
+@pytest.mark.connect_too
 def test_progress_bar_counts_partitions(spark, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     dataframe_to_mds(
         _frame(spark, rows=40, partitions=4), mds_kwargs={"out": str(tmp_path / "out"), "progress_bar": True}

@@ -40,6 +40,7 @@ def test_a_dead_connect_server_is_one_clear_error_within_the_timeout(tmp_path, m
         session.client.close()  # else its clean-up at exit would retry against the dead address
 
 
+@pytest.mark.connect_too
 def test_a_conversion_leaves_the_session_as_it_found_it(spark, tmp_path) -> None:
     """Classic: the job group is restored. Connect: the job's tag and the progress handler are removed."""
     dataframe_to_mds(spark.range(20, numPartitions=2), mds_kwargs={"out": str(tmp_path / "out"), "progress_bar": True})

@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from mds_core import LocalDataset, dataframe_to_mds
 from tests.spark.test_dataframe_to_mds import _frame
 
 
+@pytest.mark.connect_too
 def test_eight_partitions_to_s3(spark, s3_server, tmp_path: Path) -> None:
     from mds_core.storage.remote import open_store
 

@@ -203,6 +203,7 @@ def all_types(spark, tmp_path_factory):
     return out, result, samples
 
 
+@pytest.mark.connect_too
 def test_the_index_holds_the_documented_encodings(all_types) -> None:
     out, result, samples = all_types
     shard = json.loads((out / "index.json").read_text())["shards"][0]
@@ -212,6 +213,7 @@ def test_the_index_holds_the_documented_encodings(all_types) -> None:
 
 
 @pytest.mark.parametrize("name", [n for n in ENCODINGS if n != "id"])
+@pytest.mark.connect_too
 def test_each_type_round_trips_exactly(all_types, name: str) -> None:
     _, _, samples = all_types
     index = list(ENCODINGS).index(name)
@@ -254,6 +256,7 @@ def test_generated_frames_round_trip(spark, tmp_path_factory, rows) -> None:
         assert_same(np.asarray(sample["v"]), np.asarray(v, np.float32), "v")
 
 
+@pytest.mark.connect_too
 def test_vectors_declared_with_a_fixed_size(spark, tmp_path) -> None:
     from pyspark.ml.linalg import Vectors, VectorUDT
 
