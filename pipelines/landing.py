@@ -1,5 +1,8 @@
 """The landing zone: ``<root>/<YYYY-MM-DD>/*.parquet|csv|json`` on a local disk or any fsspec URL.
 
+The zone is opened through ``mds_core.storage`` like the shard store: a store of its registry gets its
+set-up (``S3_ENDPOINT_URL``, one-attempt clients, no listing cache), and any other fsspec URL its fallback.
+
 ``landed_days`` answers "which days have files, and did they change?" with one listing of the whole
 zone (a recursive ``find``: on object stores a few paged LIST requests, not one request per file),
 so a sensor that asks every minute stays cheap for years of day folders.
@@ -14,11 +17,10 @@ import re
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
-from urllib.parse import urlparse
 
 from mds_core.errors import MDSError, StorageError
-from mds_core.storage.remote import BACKENDS, open_store
-from mds_core.storage.urls import is_remote, join
+from mds_core.storage.remote import RemoteStore, open_store
+from mds_core.storage.urls import join
 
 T = TypeVar("T")
 
@@ -42,7 +44,6 @@ _VERSION_KEYS = (
     "updated",
     "modified",
 )
-_BUCKET_SCHEMES = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss"})
 # Seconds for one listing; the sensor asks again at its next tick, so one attempt is enough.
 LIST_TIMEOUT = 60.0
 
@@ -92,14 +93,14 @@ def _stamp(value: Any) -> Any:
 
 def _listing(url: str, storage_options: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     """Every file under ``url`` with its ``info()``, keyed by the path relative to ``url``."""
-    fs, root = _guarded(url, lambda: _filesystem(url, storage_options or {}))
-    root = root.rstrip("/")
+    store = _guarded(url, lambda: _open(url, storage_options))
+    fs, root = store.fs, store.path.rstrip("/")
     try:
         found = _guarded(url, lambda: fs.find(root, detail=True))
     except FileNotFoundError:  # nothing has landed yet (or the folder was removed): no days
-        if urlparse(url).scheme in _BUCKET_SCHEMES:
-            _require_bucket(fs, root, url)
-        return {}
+        found = {}
+    if not found and store.kind.bucket is not None:  # adlfs lists a missing container as empty
+        _require_bucket(fs, root, url, store.kind.bucket)
     prefix = f"{root}/"
     return {
         path[len(prefix) :]: info
@@ -108,14 +109,15 @@ def _listing(url: str, storage_options: dict[str, Any] | None) -> dict[str, dict
     }
 
 
-def _require_bucket(fs: Any, root: str, url: str) -> None:
-    """A misspelt bucket must not read as "nothing landed yet" for ever: only a missing folder means that."""
+def _require_bucket(fs: Any, root: str, url: str, what: str) -> None:
+    """A misspelt bucket (or container) must not read as "nothing landed yet" for ever: only a missing
+    folder means that."""
     bucket = root.split("/", 1)[0]
     try:
         _guarded(url, lambda: fs.info(bucket))
     except FileNotFoundError:
         raise StorageError(
-            f"landing zone {url}: the bucket {bucket!r} does not exist (or these credentials "
+            f"landing zone {url}: the {what} {bucket!r} does not exist (or these credentials "
             "cannot see it); check the URL"
         ) from None
 
@@ -133,14 +135,6 @@ def _guarded(url: str, call: Callable[[], T]) -> T:
         ) from err
 
 
-def _filesystem(url: str, options: dict[str, Any]) -> tuple[Any, str]:
-    """(filesystem, path in it); the stores mds_core knows get its set-up (S3_ENDPOINT_URL, no listing cache)."""
-    if not is_remote(url) or urlparse(url).scheme in BACKENDS:
-        store = open_store(url, retry=1, timeout=LIST_TIMEOUT, storage_options=options)
-        return store.fs, store.path
-    import fsspec
-
-    fs, root = fsspec.core.url_to_fs(url, **options)
-    # A long-lived sensor process must not answer from a listing cached at an earlier tick.
-    fs.invalidate_cache()
-    return fs, root
+def _open(url: str, options: dict[str, Any] | None) -> RemoteStore:
+    """The zone as a store: the registry's set-up for its scheme, fsspec's own filesystem for others."""
+    return open_store(url, retry=1, timeout=LIST_TIMEOUT, storage_options=options, any_fsspec=True)

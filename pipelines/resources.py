@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 from dagster import ConfigurableResource, EnvVar
 from pydantic import Field
 
-from mds_core.errors import ConfigurationError
+from mds_core.errors import ConfigurationError, StoreFileNotFoundError
+from mds_core.storage.remote import RemoteStore, open_store
 from mds_core.storage.urls import join
 from pipelines import cluster
 
@@ -109,7 +110,9 @@ class TableCatalog(ConfigurableResource):
     """Spark tables kept as Parquet folders partitioned by ``day`` under one warehouse folder.
 
     Path-based tables survive across run processes without a Hive metastore (whose embedded Derby
-    database admits one JVM at a time, so concurrent runs would fail).
+    database admits one JVM at a time, so concurrent runs would fail). Spark reads and writes the rows;
+    everything else (clearing days, the schema file) goes through ``mds_core.storage`` like the shard
+    store, so a warehouse on a store gets its set-up: retries, ``S3_ENDPOINT_URL``, no listing cache.
     """
 
     warehouse: str = Field(default="", description="Warehouse folder or URL; default <data dir>/warehouse.")
@@ -117,24 +120,22 @@ class TableCatalog(ConfigurableResource):
     def location(self, table: str) -> str:
         return join(self.warehouse or str(data_dir() / "warehouse"), table)
 
+    def folder(self, table: str) -> RemoteStore:
+        """The table's folder as a store; an fsspec URL that mds_core does not know goes to its fallback."""
+        return open_store(self.location(table), any_fsspec=True)
+
     def write_days(self, frame: DataFrame, table: str, days: list[str]) -> None:
         """Replace the table's rows for ``days`` with ``frame``'s; other days stay as they are.
 
         The days' folders are removed first rather than relying on Spark's dynamic partition
         overwrite, which keeps a day's old rows when the new frame has none for that day.
         """
-        import fsspec
-
         location = self.location(table)
-        fs, root = fsspec.core.url_to_fs(location)
-        for day in days:
-            if fs.exists(f"{root}/day={day}"):
-                fs.rm(f"{root}/day={day}", recursive=True)
+        self.clear_days(table, days)
         frame.write.mode("append").partitionBy("day").parquet(location)
         # Spark cannot infer the schema of a table with no rows yet; keep it beside the data (Spark
         # skips files whose names start with '_').
-        with fs.open(f"{root}/{SCHEMA_FILE}", "w") as schema_file:
-            schema_file.write(frame.schema.json())
+        self.folder(table).write_bytes(SCHEMA_FILE, frame.schema.json().encode())
         # Name it in the session's catalog too, so SQL in the same run can say `SELECT ... FROM <table>`.
         frame.sparkSession.read.schema(frame.schema).parquet(location).createOrReplaceTempView(table)
 
@@ -145,30 +146,28 @@ class TableCatalog(ConfigurableResource):
         from pyspark.sql import functions as F
 
         location = self.location(table)
-        if not _exists(location):
+        if not self.folder(table).exists(""):
             raise FileNotFoundError(f"table {table!r} has no data at {location}; materialise its asset first")
-        schema = schema or _stored_schema(location)
+        schema = schema or self.stored_schema(table)
         reader = spark.read.schema(schema) if schema is not None else spark.read
         frame = reader.parquet(location)
         return frame.where(F.col("day").isin(days))
 
+    def clear_days(self, table: str, days: list[str]) -> None:
+        """Remove the table's folders of ``days``; a day with no folder is fine."""
+        folder = self.folder(table)
+        for day in days:
+            folder.delete_tree(f"day={day}")
 
-def _stored_schema(location: str) -> StructType | None:
-    import fsspec
-    from pyspark.sql.types import StructType
+    def stored_schema(self, table: str) -> StructType | None:
+        """The schema ``write_days`` kept beside the table's data, or None if there is none."""
+        from pyspark.sql.types import StructType
 
-    fs, root = fsspec.core.url_to_fs(location)
-    if not fs.exists(f"{root}/{SCHEMA_FILE}"):
-        return None
-    with fs.open(f"{root}/{SCHEMA_FILE}") as schema_file:
-        return StructType.fromJson(json.load(schema_file))
-
-
-def _exists(location: str) -> bool:
-    import fsspec
-
-    fs, path = fsspec.core.url_to_fs(location)
-    return fs.exists(path)
+        try:
+            text = self.folder(table).read_bytes(SCHEMA_FILE)
+        except StoreFileNotFoundError:
+            return None
+        return StructType.fromJson(json.loads(text))
 
 
 class ShardStore(ConfigurableResource):

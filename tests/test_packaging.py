@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from mds_core.format.compression import _EXTRAS
-from mds_core.storage.remote import BACKENDS
+from mds_core.storage.stores import STORES
 
 ROOT = Path(__file__).resolve().parent.parent
 EXTRAS = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
@@ -32,7 +32,10 @@ def _names(extra: str) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize(("scheme", "module", "extra"), [(s, m, e) for s, (m, e) in sorted(BACKENDS.items())])
+@pytest.mark.parametrize(
+    ("scheme", "module", "extra"),
+    [(s, k.package, k.extra) for k in STORES.values() if k.package is not None for s in k.schemes],
+)
 def test_every_store_backend_names_an_extra_that_installs_it(scheme: str, module: str, extra: str) -> None:
     assert extra in EXTRAS, f"{scheme}:// tells users to install the missing extra [{extra}]"
     assert module.replace(".", "_") in _names(extra), f"[{extra}] does not install {module}, which {scheme}:// needs"

@@ -1,12 +1,11 @@
 """One client over fsspec for every remote store: retries with backoff, a real per-file deadline.
 
-``open_store(url)`` gives a ``RemoteStore`` rooted at ``url``: a local path or ``file://``,
-``s3://`` (s3fs; the endpoint comes from ``S3_ENDPOINT_URL`` or the storage options), ``gs://``
-(gcsfs) and ``az://``/``abfs://`` (adlfs; both set up in ``mds_core.storage.backends``), ``hf://``
-(huggingface_hub) or ``dbfs:/Volumes/...`` (Unity Catalog volumes through the Databricks SDK's Files
-API client, ``mds_core.storage.volumes``). Every failure that survives the retries is a ``StorageError`` naming
-the URL; downloads land under a unique temporary name and are renamed into place, so a failed one
-never leaves a partial file.
+``open_store(url)`` gives a ``RemoteStore`` rooted at ``url``: a local path, ``file://`` or a URL of any
+store in the registry (``mds_core.storage.stores``: S3, GCS, Azure, Hugging Face, Unity Catalog volumes),
+set up as its entry says. With ``any_fsspec=True`` a scheme the registry does not know goes to fsspec's
+own filesystem instead of being refused. Every failure that survives the retries is a ``StorageError``
+naming the URL; downloads land under a unique temporary name and are renamed into place, so a failed
+one never leaves a partial file.
 """
 
 from __future__ import annotations
@@ -24,22 +23,11 @@ from mds_core.errors import ConfigurationError, MDSError, MissingDependencyError
 from mds_core.storage.exclusive import create_if_absent
 from mds_core.storage.files import atomic_write, staged_path
 from mds_core.storage.kill_points import kill_point
+from mds_core.storage.stores import store_kind
 from mds_core.storage.urls import is_remote, local_path
 
 T = TypeVar("T")
 
-# scheme -> (module that provides it, the extra that installs it)
-BACKENDS: dict[str, tuple[str, str]] = {
-    "s3": ("s3fs", "s3"),
-    "s3a": ("s3fs", "s3"),
-    "gs": ("gcsfs", "gcs"),
-    "gcs": ("gcsfs", "gcs"),
-    "az": ("adlfs", "azure"),
-    "abfs": ("adlfs", "azure"),
-    "abfss": ("adlfs", "azure"),
-    "hf": ("huggingface_hub", "hf"),
-    "dbfs": ("databricks.sdk", "databricks"),
-}
 _COPY_CHUNK = 8 << 20
 _MAX_BACKOFF = 8.0
 
@@ -48,10 +36,18 @@ class RemoteStore:
     """Files under one root URL. ``retry`` is the total number of attempts per file, as in the reference.
 
     ``timeout`` is a deadline in seconds for each whole file transfer (not per socket read), or None.
+    ``kind`` is the store's entry in the registry (``mds_core.storage.stores``); ``any_fsspec`` lets a
+    scheme the registry does not know through to fsspec's own filesystem.
     """
 
     def __init__(
-        self, url: str, *, retry: int = 2, timeout: float | None = 60.0, storage_options: dict[str, Any] | None = None
+        self,
+        url: str,
+        *,
+        retry: int = 2,
+        timeout: float | None = 60.0,
+        storage_options: dict[str, Any] | None = None,
+        any_fsspec: bool = False,
     ) -> None:
         if not isinstance(retry, int) or retry < 1:
             raise ConfigurationError(f"retry must be an int >= 1 (total attempts per file), got {retry!r}")
@@ -60,14 +56,15 @@ class RemoteStore:
         self.url = url.rstrip("/") if is_remote(url) else os.path.abspath(local_path(url))
         self.retry, self.timeout = retry, timeout
         self.storage_options = dict(storage_options or {})
-        self._fs, self.path = _filesystem(self.url, timeout, self.storage_options)
+        self.kind = store_kind(self.url, any_fsspec=any_fsspec)
+        self._fs, self.path = self.kind.open(self.url, timeout, self.storage_options)
         self._pid = os.getpid()
 
     @property
     def fs(self) -> Any:
         """The fsspec filesystem, made anew in each process: async clients are not fork-safe."""
         if self._fs is None or self._pid != os.getpid():
-            self._fs, self.path = _filesystem(self.url, self.timeout, self.storage_options)
+            self._fs, self.path = self.kind.open(self.url, self.timeout, self.storage_options)
             self._pid = os.getpid()
         return self._fs
 
@@ -128,10 +125,10 @@ class RemoteStore:
     def write_if_absent(self, rel: str, data: bytes) -> bool:
         """Create ``rel`` only if it does not exist; False if it already did (another writer won).
 
-        ``mds_core.storage.exclusive`` says how each store makes this exclusive, and refuses stores
-        that cannot. A retried attempt that finds the file may be finding its own earlier attempt
-        (the reply was lost, not the write), so the file's bytes decide who won: ``data`` must be
-        unique to the writer (a manifest names its transaction). On object stores even a first
+        The store's registry entry says how it makes this exclusive; ``mds_core.storage.exclusive``
+        refuses stores that cannot. A retried attempt that finds the file may be finding its own
+        earlier attempt (the reply was lost, not the write), so the file's bytes decide who won:
+        ``data`` must be unique to the writer (a manifest names its transaction). On object stores even a first
         attempt may be a retry: aiohttp resends a PUT once, unseen, when a kept-alive connection drops.
         """
         scheme = self.scheme
@@ -279,69 +276,19 @@ def _describe(err: BaseException | None) -> str:
     return f"{type(err).__name__}: {text}" if type(err).__name__ not in text else text
 
 
-def _filesystem(url: str, timeout: float | None, options: dict[str, Any]) -> tuple[Any, str]:
-    """(fsspec filesystem, path inside it) for a root URL or local path."""
-    import fsspec
-
-    if not is_remote(url):
-        return fsspec.filesystem("file"), url
-    scheme = urlparse(url).scheme
-    if scheme not in BACKENDS:
-        raise ConfigurationError(
-            f"{url}: unsupported URL scheme {scheme!r}; use a local path, file://, "
-            + ", ".join(f"{s}://" for s in sorted(BACKENDS))
-        )
-    module, extra = BACKENDS[scheme]
-    try:
-        __import__(module)
-    except ImportError:
-        raise MissingDependencyError(
-            f"{url}: the {scheme}:// backend needs the {module!r} package: pip install 'mds-pipelines[{extra}]'"
-        ) from None
-    # Listings are never cached: another process commits, publishes and vacuums between two calls,
-    # and a stale listing would name files that are gone or miss ones that appeared.
-    options = {"use_listings_cache": False, **options}
-    if scheme in ("s3", "s3a"):
-        return _s3(url, timeout, options)
-    if scheme == "dbfs":
-        from mds_core.storage.volumes import volumes
-
-        return volumes(url, timeout, options)
-    if extra in ("gcs", "azure"):
-        from mds_core.storage import backends
-
-        return (backends.gcs if extra == "gcs" else backends.azure)(url, timeout, options)
-    fs, path = fsspec.core.url_to_fs(url, **options)
-    return fs, path
-
-
-def _s3(url: str, timeout: float | None, options: dict[str, Any]) -> tuple[Any, str]:
-    import s3fs
-
-    options = dict(options)
-    endpoint = options.pop("endpoint_url", None) or os.environ.get("S3_ENDPOINT_URL") or None
-    client_kwargs = dict(options.pop("client_kwargs", {}))
-    if endpoint:
-        client_kwargs.setdefault("endpoint_url", endpoint)
-    config_kwargs = dict(options.pop("config_kwargs", {}))
-    # Our own retry loop counts attempts (download_retry); botocore's and s3fs's would multiply it.
-    config_kwargs.setdefault("retries", {"total_max_attempts": 1, "mode": "standard"})
-    if timeout is not None:
-        config_kwargs.setdefault("connect_timeout", min(timeout, 30))
-        config_kwargs.setdefault("read_timeout", timeout)
-    fs = s3fs.S3FileSystem(
-        client_kwargs=client_kwargs, config_kwargs=config_kwargs, skip_instance_cache=True, **options
-    )
-    fs.retries = 1
-    return fs, url.split("://", 1)[1]
-
-
 def open_store(
     url: str | os.PathLike[str],
     *,
     retry: int = 2,
     timeout: float | None = 60.0,
     storage_options: dict[str, Any] | None = None,
+    any_fsspec: bool = False,
 ) -> RemoteStore:
-    """A ``RemoteStore`` rooted at ``url`` (a local path, ``file://`` or any supported remote URL)."""
-    return RemoteStore(os.fspath(url), retry=retry, timeout=timeout, storage_options=storage_options)
+    """A ``RemoteStore`` rooted at ``url`` (a local path, ``file://`` or any supported remote URL).
+
+    ``any_fsspec=True`` also opens URLs whose scheme only fsspec knows (``memory://``, ``sftp://``...),
+    through ``mds_core.storage.stores.fsspec_fallback``: our retries and deadlines, fsspec's clients.
+    """
+    return RemoteStore(
+        os.fspath(url), retry=retry, timeout=timeout, storage_options=storage_options, any_fsspec=any_fsspec
+    )

@@ -116,9 +116,9 @@ def test_store_operations(store_url: str, tmp_path: Path) -> None:
     ],
 )
 def test_a_missing_backend_names_the_extra(url: str, extra: str, monkeypatch) -> None:
-    from mds_core.storage.remote import BACKENDS
+    from mds_core.storage.stores import store_kind
 
-    monkeypatch.setitem(sys.modules, BACKENDS[url.split(":")[0]][0], None)  # as if not installed (dev has gcsfs, adlfs)
+    monkeypatch.setitem(sys.modules, store_kind(url).package, None)  # as if not installed (dev has gcsfs, adlfs)
     with pytest.raises(MissingDependencyError, match=rf"{url}: .*pip install 'mds-pipelines\[{extra}\]'"):
         open_store(url)
 

@@ -4,6 +4,7 @@ committable later. Threads share a process; processes race through the store alo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -116,10 +117,11 @@ def test_many_committers_one_winner_and_every_loser_commits_later(root: str, rac
 
 def test_a_store_without_an_exclusive_create_is_refused_before_anything_is_written(s3_server, monkeypatch) -> None:
     # Every store tested here has an exclusive create; hf:// has none, but huggingface_hub is not in the dev
-    # environment. So S3 stands in, with its entry taken out of the table.
-    from mds_core.storage.exclusive import EXCLUSIVE_CREATE
+    # environment. So S3 stands in, its registry entry without an exclusive create.
+    from mds_core.storage import stores
 
-    monkeypatch.delitem(EXCLUSIVE_CREATE, "s3")
+    without = dataclasses.replace(stores.STORES["s3"], exclusive_create=None)
+    monkeypatch.setattr(stores, "STORES", {**stores.STORES, "s3": without})
     root = f"s3://{s3_server.new_bucket()}/set"
     shard_set = ShardSet(root)
     message = (

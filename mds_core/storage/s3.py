@@ -1,0 +1,46 @@
+"""Set-up for Amazon S3 and S3-compatible stores (s3fs): ``s3://`` and ``s3a://``.
+
+The endpoint comes from the ``endpoint_url`` option or ``S3_ENDPOINT_URL`` (MinIO, Ceph, R2, a test
+server), as in Mosaic Streaming; the variable reaches subprocesses (ranks, DataLoader workers) too.
+The client makes one attempt per call: ``RemoteStore`` counts the attempts itself (``download_retry``),
+and botocore's and s3fs's own retries would multiply them.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+
+def filesystem(url: str, timeout: float | None, options: dict[str, Any]) -> tuple[Any, str]:
+    """(S3FileSystem, ``bucket/key``) for an ``s3://`` or ``s3a://`` URL."""
+    import s3fs
+
+    options = dict(options)
+    endpoint = options.pop("endpoint_url", None) or os.environ.get("S3_ENDPOINT_URL") or None
+    client_kwargs = dict(options.pop("client_kwargs", {}))
+    if endpoint:
+        client_kwargs.setdefault("endpoint_url", endpoint)
+    config_kwargs = dict(options.pop("config_kwargs", {}))
+    config_kwargs.setdefault("retries", {"total_max_attempts": 1, "mode": "standard"})
+    if timeout is not None:
+        config_kwargs.setdefault("connect_timeout", min(timeout, 30))
+        config_kwargs.setdefault("read_timeout", timeout)
+    fs = s3fs.S3FileSystem(
+        client_kwargs=client_kwargs, config_kwargs=config_kwargs, skip_instance_cache=True, **options
+    )
+    fs.retries = 1
+    return fs, url.split("://", 1)[1]
+
+
+def create_if_absent(fs: Any, path: str, data: bytes) -> bool:
+    """A conditional PUT (``If-None-Match: *``): False when the store answers 412, the object exists."""
+    try:
+        fs.pipe_file(path, data, mode="create")
+        return True
+    except FileExistsError:
+        return False
+    except OSError as err:
+        if "PreconditionFailed" in str(err) or "412" in str(err):
+            return False
+        raise

@@ -1,0 +1,251 @@
+"""The store registry: everything the library knows about each kind of store, in one entry per kind.
+
+An entry (``StoreKind``) holds the URL schemes that name the store, the package it needs and the extra
+that installs it, the function that opens its fsspec filesystem, how (and whether) it makes a create
+exclusive, and what the first component of its paths is. ``RemoteStore`` (``remote.py``), exclusive
+creates (``exclusive.py``), the pipelines' landing zone and warehouse, and the docs' table of stores
+(``docs/remote-storage.md``, checked by ``tests/storage/test_registry.py``) all read it.
+
+Adding a store is one entry in ``STORES``, plus a small module with its set-up if fsspec's defaults
+are not enough (``s3.py``, ``gcs.py``, ``azure.py`` and ``volumes.py`` are those of the stores here).
+A set-up module imports its client library inside its functions: this module is imported with
+``mds_core``, and a store's package is optional.
+
+Every filesystem is opened with fsspec's listing cache off: another process commits, publishes and
+vacuums between two calls, and a stale listing would name files that are gone or miss new ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+from urllib.parse import urlparse
+
+from mds_core.errors import ConfigurationError, MissingDependencyError
+from mds_core.storage import azure, gcs, s3
+from mds_core.storage.files import create_exclusive
+from mds_core.storage.urls import is_remote, local_path
+
+# (url, timeout in seconds or None, fsspec options) -> (fsspec filesystem, the url's path inside it)
+FilesystemFactory = Callable[[str, float | None, dict[str, Any]], tuple[Any, str]]
+# (filesystem, path, bytes) -> True if this call created the file, False if it already existed
+CreateIfAbsent = Callable[[Any, str, bytes], bool]
+
+
+@dataclass(frozen=True)
+class ExclusiveCreate:
+    """How a store creates a file only if it does not exist: ``how`` for the docs, ``create`` does it."""
+
+    how: str
+    create: CreateIfAbsent
+
+
+@dataclass(frozen=True)
+class StoreKind:
+    """One kind of store: every scheme that names it and everything the library does differently for it.
+
+    ``bucket`` names what the first path component is where it must exist before anything can be
+    listed or written (``"bucket"``, ``"container"``), else None. ``exclusive_create`` is None for a
+    store that cannot promise one: versioned shard sets refuse it.
+    """
+
+    name: str
+    schemes: tuple[str, ...]
+    filesystem: FilesystemFactory
+    exclusive_create: ExclusiveCreate | None
+    bucket: str | None = None
+    package: str | None = None
+    extra: str | None = None
+
+    def open(self, url: str, timeout: float | None, options: Mapping[str, Any]) -> tuple[Any, str]:
+        """(fsspec filesystem, path inside it) for ``url``, with fsspec's listing cache off."""
+        self.require_installed(url)
+        return self.filesystem(url, timeout, {"use_listings_cache": False, **options})
+
+    def require_installed(self, url: str) -> None:
+        """``MissingDependencyError`` naming the extra when the store's package is not installed."""
+        if self.package is None:
+            return
+        try:
+            importlib.import_module(self.package)
+        except ImportError:
+            scheme = urlparse(url).scheme
+            raise MissingDependencyError(
+                f"{url}: the {scheme}:// backend needs the {self.package!r} package: "
+                f"pip install 'mds-pipelines[{self.extra}]'"
+            ) from None
+
+
+# -------------------------------------------------------------------------------------------------
+# set-up small enough to live beside the registry
+
+
+def _local_filesystem(url: str, timeout: float | None, options: dict[str, Any]) -> tuple[Any, str]:
+    import fsspec
+
+    return fsspec.filesystem("file"), os.path.abspath(local_path(url))
+
+
+def _fsspec_filesystem(url: str, timeout: float | None, options: dict[str, Any]) -> tuple[Any, str]:
+    """fsspec's own filesystem for the URL, with the options as given (and no listing cache)."""
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(url, **options)
+    return fs, path
+
+
+def _volumes_filesystem(url: str, timeout: float | None, options: dict[str, Any]) -> tuple[Any, str]:
+    # Imported here, not above: VolumesFileSystem subclasses fsspec's, and fsspec is optional.
+    from mds_core.storage import volumes
+
+    return volumes.volumes(url, timeout, options)
+
+
+def _create_local(fs: Any, path: str, data: bytes) -> bool:
+    return create_exclusive(path, data)
+
+
+def _create_with_precondition(fs: Any, path: str, data: bytes) -> bool:
+    """gcsfs sends ``ifGenerationMatch=0``, adlfs ``overwrite=False`` (If-None-Match: *) and
+    ``VolumesFileSystem`` a Files API upload with ``overwrite=false`` for ``mode="create"``; each turns
+    the store's refusal (412, 409 BlobAlreadyExists, 409 Conflict) into FileExistsError."""
+    try:
+        fs.pipe_file(path, data, mode="create")
+        return True
+    except FileExistsError:
+        return False
+
+
+# -------------------------------------------------------------------------------------------------
+# the registry
+
+STORES: Mapping[str, StoreKind] = MappingProxyType(
+    {
+        "local": StoreKind(
+            name="local disk",
+            schemes=("file",),
+            filesystem=_local_filesystem,
+            exclusive_create=ExclusiveCreate(
+                "hard link of a complete temporary file; an exclusive open (`O_CREAT`, `O_EXCL`) where links "
+                "are refused (the `/Volumes` FUSE mount)",
+                _create_local,
+            ),
+        ),
+        "s3": StoreKind(
+            name="Amazon S3 and S3-compatible stores",
+            schemes=("s3", "s3a"),
+            filesystem=s3.filesystem,
+            exclusive_create=ExclusiveCreate("conditional PUT, `If-None-Match: *` (412: lost)", s3.create_if_absent),
+            bucket="bucket",
+            package="s3fs",
+            extra="s3",
+        ),
+        "gcs": StoreKind(
+            name="Google Cloud Storage",
+            schemes=("gs", "gcs"),
+            filesystem=gcs.filesystem,
+            exclusive_create=ExclusiveCreate(
+                "upload with `ifGenerationMatch=0` (412: lost)", _create_with_precondition
+            ),
+            bucket="bucket",
+            package="gcsfs",
+            extra="gcs",
+        ),
+        "azure": StoreKind(
+            name="Azure Blob Storage / ADLS",
+            schemes=("az", "abfs", "abfss"),
+            filesystem=azure.filesystem,
+            exclusive_create=ExclusiveCreate(
+                "Put Blob with `If-None-Match: *` (409 `BlobAlreadyExists`: lost)", _create_with_precondition
+            ),
+            bucket="container",
+            package="adlfs",
+            extra="azure",
+        ),
+        "hf": StoreKind(
+            name="Hugging Face Hub",
+            schemes=("hf",),
+            filesystem=_fsspec_filesystem,
+            exclusive_create=None,
+            package="huggingface_hub",
+            extra="hf",
+        ),
+        "volumes": StoreKind(
+            name="Databricks Unity Catalog volumes",
+            schemes=("dbfs",),
+            filesystem=_volumes_filesystem,
+            exclusive_create=ExclusiveCreate(
+                "Files API upload with `overwrite=false` (409: lost)", _create_with_precondition
+            ),
+            package="databricks.sdk",
+            extra="databricks",
+        ),
+    }
+)
+
+
+# -------------------------------------------------------------------------------------------------
+# finding a URL's store
+
+
+def kind_of_scheme(scheme: str) -> StoreKind | None:
+    """The registry's entry for ``scheme`` (``file`` for local paths), or None."""
+    return next((kind for kind in STORES.values() if scheme in kind.schemes), None)
+
+
+def remote_schemes() -> list[str]:
+    """Every scheme of the registry that names a remote store, sorted."""
+    return sorted(scheme for kind in STORES.values() for scheme in kind.schemes if scheme != "file")
+
+
+def store_kind(url: str, *, any_fsspec: bool = False) -> StoreKind:
+    """The kind of store ``url`` is on: a local path or ``file://`` is ``STORES["local"]``.
+
+    A scheme the registry does not know is a ``ConfigurationError`` listing the ones it does, unless
+    ``any_fsspec``: then it is ``FSSPEC_FALLBACK``, whatever fsspec itself makes of it.
+    """
+    if not is_remote(url):
+        return STORES["local"]
+    scheme = urlparse(url).scheme
+    kind = kind_of_scheme(scheme)
+    if kind is not None:
+        return kind
+    if any_fsspec:
+        return FSSPEC_FALLBACK
+    raise ConfigurationError(
+        f"{url}: unsupported URL scheme {scheme!r}; use a local path, file://, "
+        + ", ".join(f"{s}://" for s in remote_schemes())
+    )
+
+
+def fsspec_fallback(url: str, timeout: float | None, options: dict[str, Any]) -> tuple[Any, str]:
+    """fsspec's own filesystem for a scheme the registry does not know (``memory://``, ``sftp://``...).
+
+    It gets none of a registered store's set-up: its client retries and timeouts are fsspec's. A fresh
+    instance each time, so a long-lived process never reads a listing an earlier call cached.
+    """
+    import fsspec
+
+    scheme = urlparse(url).scheme
+    try:
+        fsspec.get_filesystem_class(scheme)
+    except ValueError:
+        raise ConfigurationError(
+            f"{url}: unsupported URL scheme {scheme!r}: neither a store of mds_core ("
+            + ", ".join(f"{s}://" for s in remote_schemes())
+            + ") nor a protocol fsspec knows; use one of those or a local path"
+        ) from None
+    except ImportError as err:
+        raise MissingDependencyError(f"{url}: fsspec's {scheme}:// filesystem needs a package: {err}") from None
+    fs, path = fsspec.core.url_to_fs(url, skip_instance_cache=True, **options)
+    return fs, path
+
+
+# A scheme fsspec knows and the registry does not; only for callers that ask (``any_fsspec=True``).
+FSSPEC_FALLBACK = StoreKind(
+    name="any other fsspec protocol", schemes=(), filesystem=fsspec_fallback, exclusive_create=None
+)
