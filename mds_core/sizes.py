@@ -21,7 +21,9 @@ def bytes_to_int(size: int | float | str) -> int:
         raise WriterError(f"a size must be a number or a string like '64mb', got {type(size).__name__}")
     match = _SIZE_RE.match(size.strip().lower())
     if not match or (match.group(2) not in _BYTE_SUFFIXES and match.group(2)):
-        raise WriterError(f"cannot parse size {size!r}; use bytes or a suffix {sorted(_BYTE_SUFFIXES)}, e.g. '64mb'")
+        raise WriterError(
+            f"Unsupported value/suffix {size!r}: a size is bytes or a number with a suffix {sorted(_BYTE_SUFFIXES)}, e.g. '64mb'"
+        )
     number, suffix = match.groups()
     return int(float(number) * 1024 ** _BYTE_SUFFIXES[suffix or "b"])
 
@@ -35,7 +37,12 @@ def parse_size_limit(size_limit: int | float | str | None) -> int | None:
     except SizeError as err:  # a writer argument: WriterError, as for the writer's other arguments
         raise WriterError(f"size_limit: {err}") from None
     if limit < 0 or limit >= 1 << 32:
-        raise WriterError(f"size_limit must be between 0 and 4 GiB (exclusive), got {size_limit!r}")
+        # The reference's wording first (code written against it matches on it), then the rule.
+        bound = "greater than zero" if limit < 0 else "less than 2**32"
+        raise WriterError(
+            f"`size_limit` must be {bound}, instead, found as {size_limit!r}: it must be between 0 and 4 GiB "
+            "(exclusive), as a shard's offsets are 32-bit"
+        )
     return limit or None
 
 

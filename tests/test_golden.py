@@ -30,7 +30,7 @@ def test_reads_every_case_like_the_reference(name: str, golden_copy) -> None:
 
 
 def test_pkl_is_refused_without_allow_unsafe_types(golden_copy) -> None:
-    with pytest.raises(UnsafeEncodingError, match=r"column 'obj'.*'pkl'.*allow_unsafe_types=True"):
+    with pytest.raises(UnsafeEncodingError, match=r"Column obj contains an unsafe type: pkl.*allow_unsafe_types=True"):
         LocalDataset(golden_copy("pkl_unsafe"))
 
 

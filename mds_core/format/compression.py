@@ -11,7 +11,7 @@ import gzip
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from mds_core.errors import CompressionError, MissingDependencyError
 
@@ -25,6 +25,9 @@ _LEVELS: dict[str, tuple[int, int, int] | None] = {
 }
 _EXTRAS = {"br": ("brotli", "br"), "snappy": ("cramjam", "snappy")}  # family -> (package, extra)
 _CHUNK = 1 << 20
+
+if TYPE_CHECKING:
+    import zstandard
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,7 @@ class Codec:
         sometimes doubled the writer's CPU time (when the allocator handed back fresh pages).
         """
         if self.family == "zstd":
-            return _zstd().ZstdCompressor(level=self.level, write_content_size=True).compress
+            return _zstd_compressor(_level(self.family, self.level)).compress
         return self.compress
 
     def decompress(self, data: bytes) -> bytes:
@@ -96,18 +99,22 @@ def get_codec(name: str | None) -> Codec | None:
         return None
     family, colon, level_text = str(name).partition(":")
     if family not in _LEVELS:
-        raise CompressionError(f"invalid compression {name!r}; use one of {sorted(_LEVELS)}, optionally ':<level>'")
+        raise CompressionError(
+            f"{name} is not a supported compression algorithm; use one of {sorted(_LEVELS)}, optionally ':<level>'"
+        )
     levels = _LEVELS[family]
     if levels is None:
         if colon:
-            raise CompressionError(f"invalid compression {name!r}: {family} has no levels")
+            raise CompressionError(f"{name} is not a supported compression algorithm: {family} has no levels")
         _check_installed(family)
         return Codec(family, None)
     if not colon:
         _check_installed(family)
         return Codec(family, levels[2])
     if not level_text.isdigit() or not levels[0] <= int(level_text) <= levels[1]:
-        raise CompressionError(f"invalid compression {name!r}: {family} levels are {levels[0]} to {levels[1]}")
+        raise CompressionError(
+            f"{name} is not a supported compression algorithm: {family} levels are {levels[0]} to {levels[1]}"
+        )
     _check_installed(family)
     return Codec(family, int(level_text))
 
@@ -143,10 +150,24 @@ def _snappy() -> Any:
     return _import("cramjam", "snappy")
 
 
+def _zstd_compressor(level: int) -> zstandard.ZstdCompressor:
+    # Recording the content size in each frame header is what the reference's python-zstd
+    # decompressor requires.
+    _zstd()  # names the package to install when zstandard is missing
+    import zstandard  # typed, unlike the module _zstd() returns
+
+    return zstandard.ZstdCompressor(level=level, write_content_size=True)
+
+
 def _zstd_compress(data: bytes, level: int | None) -> bytes:
-    # One-shot compression records the content size in the frame header, which the
-    # reference's python-zstd decompressor requires.
-    return _zstd().ZstdCompressor(level=level, write_content_size=True).compress(data)
+    return _zstd_compressor(_level("zstd", level)).compress(data)
+
+
+def _level(family: str, level: int | None) -> int:
+    """A levelled family's level; get_codec always gives one, a Codec made by hand may not."""
+    if level is None:
+        raise CompressionError(f"compression {family!r} needs a level")
+    return level
 
 
 _FEED_BYTES = 1 << 18
@@ -171,10 +192,10 @@ def _zstd_decompress(data: bytes) -> bytes:
 
 
 _COMPRESSORS: dict[str, Callable[[bytes, int | None], bytes]] = {
-    "br": lambda data, level: _brotli().compress(data, quality=level),
-    "bz2": lambda data, level: bz2.compress(data, level),
+    "br": lambda data, level: _brotli().compress(data, quality=_level("br", level)),
+    "bz2": lambda data, level: bz2.compress(data, _level("bz2", level)),
     # mtime=0 makes output reproducible; the reference stamps the current time.
-    "gz": lambda data, level: gzip.compress(data, level, mtime=0),
+    "gz": lambda data, level: gzip.compress(data, _level("gz", level), mtime=0),
     # The reference writes the raw snappy block format, not the framing format.
     "snappy": lambda data, level: bytes(_snappy().snappy.compress_raw(data)),
     "zstd": _zstd_compress,

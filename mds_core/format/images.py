@@ -9,9 +9,13 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from io import BytesIO
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mds_core.errors import DecodeError, EncodeError
+from mds_core.format.coder import Coder
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 _U32 = struct.Struct("<I")
 _PIL_HEAD = struct.Struct("<III")
@@ -23,9 +27,12 @@ def _image_module() -> Any:
     return Image
 
 
-def _require_image(obj: Any, encoding: str) -> None:
-    if not isinstance(obj, _image_module().Image):
+def _require_image(obj: object, encoding: str) -> Image.Image:
+    from PIL import Image
+
+    if not isinstance(obj, Image.Image):
         raise EncodeError(f"encoding {encoding!r} needs a PIL image, got {type(obj).__name__}")
+    return obj
 
 
 def _open_image(data: bytes, encoding: str) -> Any:
@@ -43,9 +50,9 @@ class PILCoder:
     size: int | None = None
 
     def encode(self, obj: Any) -> bytes:
-        _require_image(obj, self.name)
-        mode = obj.mode.encode("utf-8")
-        return _PIL_HEAD.pack(obj.width, obj.height, len(mode)) + mode + obj.tobytes()
+        image = _require_image(obj, self.name)
+        mode = image.mode.encode("utf-8")
+        return _PIL_HEAD.pack(image.width, image.height, len(mode)) + mode + image.tobytes()
 
     def decode(self, buf: Any, offset: int, size: int) -> Any:
         if size < _PIL_HEAD.size:
@@ -75,9 +82,9 @@ class SavedImageCoder:
     size: int | None = None
 
     def encode(self, obj: Any) -> bytes:
-        _require_image(obj, self.name)
-        filename = getattr(obj, "filename", None)
-        if self.format == "JPEG" and obj.format == "JPEG" and filename:
+        image = _require_image(obj, self.name)
+        filename = getattr(image, "filename", None)
+        if self.format == "JPEG" and image.format == "JPEG" and filename:
             # The reference keeps an opened JPEG's original bytes rather than re-encoding it.
             try:
                 with open(filename, "rb") as file:
@@ -85,7 +92,7 @@ class SavedImageCoder:
             except OSError:
                 pass
         out = BytesIO()
-        obj.save(out, format=self.format)
+        image.save(out, format=self.format)
         return out.getvalue()
 
     def decode(self, buf: Any, offset: int, size: int) -> Any:
@@ -118,7 +125,7 @@ def _unpack_parts(buf: Any, offset: int, size: int, encoding: str) -> list[bytes
 class ImageListCoder:
     """``list[pil|jpeg|png]``: ``u32 0`` (reserved), then count, sizes and elements."""
 
-    element: Any
+    element: Coder
     size: int | None = None
 
     @property
@@ -130,7 +137,7 @@ class ImageListCoder:
             raise EncodeError(f"encoding {self.name!r} needs a list, got {type(obj).__name__}")
         return _U32.pack(0) + _pack_parts([self.element.encode(item) for item in obj])
 
-    def decode(self, buf: Any, offset: int, size: int) -> list:
+    def decode(self, buf: Any, offset: int, size: int) -> list[Any]:
         if size < 4:
             raise DecodeError(f"{self.name!r} value is shorter than its header")
         parts = _unpack_parts(buf, offset + 4, size - 4, self.name)
@@ -147,11 +154,11 @@ class JPEGArrayCoder:
     def encode(self, obj: Any) -> bytes:
         if isinstance(obj, (str, bytes)) or not hasattr(obj, "__len__"):
             raise EncodeError(f"encoding {self.name!r} needs a sequence of JPEG bytes, got {type(obj).__name__}")
-        if not all(isinstance(item, bytes) for item in obj):
+        if not all(isinstance(item, (bytes, bytearray)) for item in obj):  # the reference takes bytearrays
             raise EncodeError(f"encoding {self.name!r} needs every element to be JPEG-encoded bytes")
         return _pack_parts(list(obj))
 
-    def decode(self, buf: Any, offset: int, size: int) -> list:
+    def decode(self, buf: Any, offset: int, size: int) -> list[Any]:
         parts = _unpack_parts(buf, offset, size, self.name)
         if not parts:
             raise DecodeError(f"{self.name!r} value holds no images")
@@ -162,7 +169,7 @@ _PIL = PILCoder()
 _JPEG = SavedImageCoder("jpeg", "JPEG")
 _PNG = SavedImageCoder("png", "PNG")
 
-IMAGE_CODERS = {
+IMAGE_CODERS: dict[str, Coder] = {
     "pil": _PIL,
     "jpeg": _JPEG,
     "png": _PNG,

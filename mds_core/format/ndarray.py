@@ -44,7 +44,12 @@ NUM_CODES = {
     for char in np.typecodes["AllInteger"] + np.typecodes["AllFloat"]
     if np.dtype(char).name in DTYPE_CODES
 }
-SHAPE_WIDTHS = [np.dtype("<u1"), np.dtype("<u2"), np.dtype("<u4"), np.dtype("<u8")]
+SHAPE_WIDTHS: list[np.dtype[np.unsignedinteger[Any]]] = [
+    np.dtype("<u1"),
+    np.dtype("<u2"),
+    np.dtype("<u4"),
+    np.dtype("<u8"),
+]
 MAX_NDIM = 63
 
 
@@ -121,7 +126,11 @@ class NDArrayCoder:
         if not isinstance(obj, np.ndarray):
             raise EncodeError(f"encoding {self.name!r} needs a numpy ndarray, got {type(obj).__name__}")
         if obj.ndim == 0 or obj.size == 0:
-            raise EncodeError(f"encoding {self.name!r} cannot store an array of shape {obj.shape}")
+            # The reference's wording first: code written against it matches on it.
+            what = "a scalar with NDArray encoding" if obj.ndim == 0 else "a numpy array with 0 elements"
+            raise EncodeError(
+                f"Attempting to encode {what}: encoding {self.name!r} cannot store an array of shape {obj.shape}"
+            )
         if obj.dtype.name not in DTYPE_CODES:
             raise EncodeError(
                 f"encoding {self.name!r}: dtype {obj.dtype} is not supported; use one of {sorted(DTYPE_CODES)}"
@@ -142,6 +151,8 @@ class NDArrayCoder:
         for the whole column, so every value is writable and a write never reaches the shard.
         """
         shape, dtype = self.shape, self.dtype
+        if shape is None or dtype is None:
+            raise DecodeError(f"decode_views needs an encoding with a fixed dtype and shape, not {self.name!r}")
         if u8.flags.writeable:
             view = np.ndarray
             return [view(shape, dtype, u8, start) for start in starts.tolist()]

@@ -132,8 +132,8 @@ def _stratified_batching(settings: EpochSettings, sample_in_epoch: int) -> NDArr
     for stream_id, portion in enumerate(portions):
         if portion <= 0:
             raise ConfigurationError(
-                f"stream {stream_id} gets {int(portion)} samples per global batch of {global_batch} with "
-                f"stratified batching: raise the global batch size or stream {stream_id}'s proportion"
+                f"Number of samples for stream {stream_id} is {int(portion)} per global batch of {global_batch} "
+                f"with stratified batching: raise the global batch size or stream {stream_id}'s proportion"
             )
     parts, full_counts = [], []
     for stream_id, portion in enumerate(portions):

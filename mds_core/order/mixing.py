@@ -64,7 +64,7 @@ def _parse_abbreviated_count(text: str) -> int:
         if normalized.isascii() and normalized.isdigit():
             return int(normalized)
     raise ConfigurationError(
-        f"cannot parse epoch_size {text!r}: use an integer number of samples or a number followed by "
+        f"Unsupported value/suffix {text!r} for epoch_size: use an integer number of samples or a number followed by "
         f"one of {list(_EPOCH_SIZE_UNITS)} (thousand, million, billion, trillion), e.g. '100k'"
     )
 
@@ -124,7 +124,7 @@ def _is_non_negative_real(value: Any) -> bool:
         isinstance(value, (int, float, np.integer, np.floating))
         and not isinstance(value, bool)
         and math.isfinite(value)
-        and value >= 0
+        and bool(value >= 0)  # a numpy number compares to a numpy bool
     )
 
 
@@ -160,7 +160,7 @@ def apply_weights(
         raise ConfigurationError(f"got weights for {len(all_weights)} streams but there are {len(sizes)} streams")
     relative = _weights_are_relative(all_weights)
     if relative:
-        proportion = _normalized([w.proportion for w in all_weights])
+        proportion = _normalized([w.proportion for w in all_weights if w.proportion is not None])  # all are
         choose = _split_by_proportion(epoch_size or int(sizes.sum()), proportion, seed)
     elif epoch_size and all(w.is_unspecified for w in all_weights):
         # Unweighted streams resized to epoch_size keep their natural proportions.
@@ -310,7 +310,7 @@ def sampling_rngs_use_epoch(sampling_method: str, shuffle: bool) -> tuple[bool, 
 def check_sampling_method(sampling_method: str) -> None:
     if sampling_method not in SAMPLING_METHODS:
         raise ConfigurationError(
-            f"invalid sampling_method {sampling_method!r}: use one of {', '.join(SAMPLING_METHODS)}"
+            f"Invalid sampling method: {sampling_method!r}; sampling_method must be one of {', '.join(SAMPLING_METHODS)}"
         )
 
 
@@ -356,7 +356,7 @@ def _sample_offsets(shard_sizes: Sequence[Sequence[int]]) -> list[NDArray[np.int
 
 
 def _full_and_partial(n: NDArray[np.int64], k: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    full = np.where(n > 0, k // np.maximum(n, 1), 0)  # a 0-sample shard is never chosen
+    full: NDArray[np.int64] = np.where(n > 0, k // np.maximum(n, 1), 0)  # a 0-sample shard is never chosen
     return full, k - full * n
 
 

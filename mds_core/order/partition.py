@@ -39,8 +39,8 @@ def nodes_compatible(num_canonical_nodes: int, num_physical_nodes: int) -> bool:
 def _require_compatible(num_canonical_nodes: int, num_physical_nodes: int) -> None:
     if not nodes_compatible(num_canonical_nodes, num_physical_nodes):
         raise ConfigurationError(
-            f"num_canonical_nodes={num_canonical_nodes} and {num_physical_nodes} physical nodes: "
-            "either must be evenly divisible by the other, otherwise every node would download "
+            "Either canonical or physical nodes must be evenly divisible by the other: "
+            f"num_canonical_nodes={num_canonical_nodes} and {num_physical_nodes} physical nodes; otherwise every node would download "
             "slices of every shard; choose num_canonical_nodes as a multiple or divisor of the node "
             "count (on a resume, partition_algo='relaxed' with the initial node count lifts this)"
         )
@@ -65,7 +65,7 @@ def canonical_rows(
     if not (n > c or (n == c and c >= p)):
         # Fewer samples than canonical nodes: the reference tiles 0..N-1 over the whole grid.
         warnings.warn(
-            f"partitioning {n} samples over {c} canonical nodes repeats many samples (and some "
+            f"Trying to partition {n} samples over {c} canonical nodes: this repeats many samples (and some "
             "batching methods drop whole batches); check the dataset size or lower "
             "num_canonical_nodes",
             UserWarning,
@@ -105,8 +105,8 @@ def _pad_to_ranks(node_ids: NDArray[np.int64], ranks_per_node: int) -> NDArray[n
         extra = node_ids[:, length - ranks_per_node - missing + 1 : length - ranks_per_node + 1]
     else:
         warnings.warn(
-            f"partitioning {length} samples per node over {ranks_per_node} ranks repeats many "
-            "samples; check the dataset size",
+            f"Attempting to partition {length} samples per physical node over {ranks_per_node} gpus: this "
+            "repeats many samples; check the dataset size",
             UserWarning,
             stacklevel=4,
         )
@@ -248,8 +248,8 @@ def get_partitions(
     limit = num_samples + world_size - num_samples % world_size
     if drop_first > limit:
         raise ConfigurationError(
-            f"resuming further into the epoch (sample {drop_first}) than it has samples "
-            f"({num_samples}, at most {limit} with padding for {world_size} devices); the resume "
+            f"Resuming further into the dataset ({drop_first}) than it has samples ({num_samples}): "
+            f"at most {limit} with padding for {world_size} devices; the resume "
             "state does not belong to this dataset or world"
         )
     return partition(

@@ -41,7 +41,7 @@ def generate_work(
     world = World(num_nodes=nodes, ranks_per_node=ranks, workers_per_rank=as_int("workers_per_rank", workers_per_rank))
     if spec.batch_size is None:
         raise ConfigurationError(
-            "batch_size is needed to order samples: pass batch_size to StreamingDataset (the per-device "
+            "Please pass `batch_size` to StreamingDataset: it is needed to order samples (the per-device "
             "batch size, the same as the DataLoader's)"
         )
     settings = EpochSettings(

@@ -64,12 +64,13 @@ def replicate_world(num_nodes: int, ranks_per_node: int, replication: int | None
     as_int("ranks_per_node", ranks_per_node)
     if replication is None:
         return num_nodes, ranks_per_node
-    as_int("replication", replication)
+    if as_int("replication", replication, None) < 1:
+        raise ConfigurationError(f"Replication factor must be positive: got replication={replication}")
     num_ranks = num_nodes * ranks_per_node
     if num_ranks % replication:
         raise ConfigurationError(
-            f"the world size ({num_ranks} ranks) must be divisible by replication={replication}: "
-            "change replication or the number of ranks"
+            f"World size must be divisible by your replication factor: {num_ranks} ranks are not divisible by "
+            f"replication={replication}; change replication or the number of ranks"
         )
     parallel_ranks = num_ranks // replication
     parallel_nodes = parallel_ranks // ranks_per_node if parallel_ranks % ranks_per_node == 0 else 1

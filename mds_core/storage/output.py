@@ -18,6 +18,7 @@ import shutil
 import tempfile
 import threading
 import warnings
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
@@ -73,7 +74,7 @@ class Output(Protocol):
 
     location: str
 
-    def write_file(self, basename: str, parts: list[bytes]) -> None: ...
+    def write_file(self, basename: str, parts: Sequence[bytes | memoryview]) -> None: ...
 
     def publish_index(self, data: bytes) -> None: ...
 
@@ -93,7 +94,7 @@ class LocalOutput:
         if os.path.isdir(directory) and os.listdir(directory):
             if not exist_ok:
                 raise OutputExistsError(
-                    f"directory is not empty: {directory}; pick a new path or pass exist_ok=True to replace it"
+                    f"Directory is not empty: {directory}; pick a new path or pass exist_ok=True to replace it"
                 )
             warnings.warn(f"exist_ok=True: removing the existing contents of {directory}", stacklevel=4)
             remove_dataset(directory)
@@ -102,7 +103,7 @@ class LocalOutput:
         except OSError as err:
             raise WriterError(f"cannot create output directory {directory}: {err}") from err
 
-    def write_file(self, basename: str, parts: list[bytes]) -> None:
+    def write_file(self, basename: str, parts: Sequence[bytes | memoryview]) -> None:
         atomic_write(os.path.join(self.location, basename), parts, durable=self.durable)
         self._written.append(basename)
 
@@ -162,7 +163,7 @@ class RemoteOutput:
         # Retract the old index first: an interrupted overwrite must not leave it pointing at new shards.
         self.store.delete(INDEX)
 
-    def write_file(self, basename: str, parts: list[bytes]) -> None:
+    def write_file(self, basename: str, parts: Sequence[bytes | memoryview]) -> None:
         self._raise_first_failure()
         self._local.write_file(basename, parts)
         self._slots.acquire()

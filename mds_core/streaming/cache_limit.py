@@ -55,12 +55,20 @@ def check_cache_limit(
     shards, need = cache_limit_needed(shard_bytes, index_bytes, in_use, readers)
     if limit < need:
         raise ConfigurationError(
+            f"{_reference_head(limit, index_bytes, need)}. "
             f"cache_limit={limit:,} bytes is too small for this order: {order} makes this node read "
             f"{readers} place(s) at once (the larger of its ranks and its canonical nodes), each working on "
             f"about {in_use} shard(s), so the cache needs {shards} x {largest:,} bytes (the largest shard) + "
             f"{index_bytes:,} bytes of index = {need:,} bytes. Raise cache_limit, lower shuffle_block_size "
             "or num_canonical_nodes, or use shuffle_algo='py1s'"
         )
+
+
+def _reference_head(limit: int, index_bytes: int, need: int) -> str:
+    """The reference's wording for the two cases it tells apart; code written against it matches on it."""
+    if limit <= index_bytes:
+        return f"Minimum cache usage ({index_bytes} bytes) is larger than the cache limit ({limit} bytes)"
+    return f"Cache limit ({limit} bytes) is too low. Increase the `cache_limit` to at least {need:,} bytes"
 
 
 def parse_cache_limit(cache_limit: int | str | None) -> int | None:

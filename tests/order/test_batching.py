@@ -23,8 +23,8 @@ from mds_core.order.traversal import to_global_batches
 # The small test datasets trigger the reference's advisory warnings: py1e blocks smaller than a shard,
 # and tiny partitions that repeat samples.
 pytestmark = [
-    pytest.mark.filterwarnings("ignore:shuffle_block_size=.*smaller than some shuffle units:UserWarning"),
-    pytest.mark.filterwarnings("ignore:partitioning .* repeats many samples:UserWarning"),
+    pytest.mark.filterwarnings("ignore:Shuffle block size was smaller than shard size:UserWarning"),
+    pytest.mark.filterwarnings("ignore:(Trying|Attempting) to partition .* repeats many samples:UserWarning"),
 ]
 
 ORDER_GOLDEN = Path(__file__).parent.parent / "fixtures" / "order-golden"

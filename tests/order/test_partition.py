@@ -161,7 +161,7 @@ def test_relaxed_resume_needs_the_same_global_batch() -> None:
 def test_drop_first_limit(num_samples: int, ranks: int, limit: int) -> None:
     work = get_partitions("orig", num_samples, 1, 1, ranks, 1, 1, limit)
     assert (work == -1).all()
-    with pytest.raises(ConfigurationError, match="further into the epoch"):
+    with pytest.raises(ConfigurationError, match="further into the dataset"):
         get_partitions("orig", num_samples, 1, 1, ranks, 1, 1, limit + 1)
 
 
@@ -303,7 +303,7 @@ def test_resume_is_a_suffix_of_the_uninterrupted_epoch(data: st.DataObject, c: i
     seen = data.draw(st.integers(0, len(full)))
     world = p * r
     if seen * g > n + world - n % world:  # only tiny epochs have that many repeats
-        with pytest.raises(ConfigurationError, match="further into the epoch"):
+        with pytest.raises(ConfigurationError, match="further into the dataset"):
             get_partitions(algo, n, c, p, r, w, b, seen * g, initial)
         return
     resumed = _steps(_partitions(algo, n, c, p, r, w, b, seen * g, initial), g)

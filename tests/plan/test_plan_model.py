@@ -161,7 +161,7 @@ def test_mds_plan_prints_a_table_json_and_a_plot(tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["--world", "2xfoo"], "must look like NODESxRANKS"),
-        (["--cache-limit", "lots"], "--cache-limit: cannot parse size 'lots'"),
+        (["--cache-limit", "lots"], "--cache-limit: Unsupported value/suffix 'lots'"),
         (["--shuffle-algo", "nope"], "shuffle_algo"),
     ],
 )

@@ -40,5 +40,5 @@ def test_replication_builds_the_parallel_world() -> None:
     assert world.replicate(8) == World(num_nodes=1, ranks_per_node=1, rank=0)
     assert World(num_nodes=4, ranks_per_node=2, rank=7).replicate(2) == World(num_nodes=2, ranks_per_node=2, rank=3)
     assert World(num_nodes=1, ranks_per_node=6, rank=5).replicate(2) == World(num_nodes=1, ranks_per_node=3, rank=2)
-    with pytest.raises(ConfigurationError, match=r"world size \(8 ranks\) must be divisible by replication=3"):
+    with pytest.raises(ConfigurationError, match=r"8 ranks are not divisible by replication=3"):
         world.replicate(3)

@@ -102,7 +102,7 @@ def test_unknown_encoding_is_a_type_error(tmp_path: Path) -> None:
 def test_exist_ok(tmp_path: Path) -> None:
     out = tmp_path / "d"
     _write(out, [{"id": 1, "payload": b""}])
-    with pytest.raises(OutputExistsError, match=f"directory is not empty: {out}") as info:
+    with pytest.raises(OutputExistsError, match=f"[Dd]irectory is not empty: {out}") as info:
         MDSWriter(out=str(out), columns=COLUMNS)
     assert isinstance(info.value, FileExistsError)
     with pytest.warns(UserWarning, match="removing the existing contents"):

@@ -58,7 +58,8 @@ def shuffle_py1e(
             node.order(cn, begins[g0:g1], ends[g0:g1], starts[cn])
     if node.block_smaller_than_unit:
         warnings.warn(
-            f"shuffle_block_size={block_size} is smaller than some shuffle units (shard parts), so "
+            f"Shuffle block size was smaller than shard size for some shards: shuffle_block_size={block_size} "
+            "is smaller than some shuffle units (shard parts), so "
             "those units are not mixed with their neighbours by the py1e shuffle; set a larger "
             "shuffle_block_size for a better shuffle",
             UserWarning,
@@ -92,7 +93,8 @@ class _CanonicalNodes:
         if cn_size == 0:
             count = self.num_canonical_nodes
             raise ConfigurationError(
-                f"canonical node {cn} of {count} would get no samples: the epoch has {len(self.ids)} "
+                f"The number of samples assigned to a canonical node is 0: canonical node {cn} of {count} would "
+                f"get no samples; the epoch has {len(self.ids)} "
                 f"samples, fewer than num_canonical_nodes={count} (or this stream's share is that small); "
                 "check the dataset's index.json or lower num_canonical_nodes"
             )

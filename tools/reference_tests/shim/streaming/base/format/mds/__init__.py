@@ -1,0 +1,5 @@
+"""``streaming.base.format.mds``."""
+
+from mds_core import MDSWriter
+
+__all__ = ["MDSWriter"]
