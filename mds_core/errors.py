@@ -95,12 +95,21 @@ class EmptyStreamError(ConfigurationError, RuntimeError):
     """A stream whose index lists no samples (the reference raised ``RuntimeError``)."""
 
 
+class EpochMemoryError(MDSError, MemoryError):
+    """An epoch's sample order that does not fit in memory: an index claiming far more samples than its
+    shard files hold (the order is computed before any shard is opened), or data too large for this host."""
+
+
 class ResumeError(MDSError, ValueError):
     """A state dict that cannot be resumed: malformed, or taken on different data or settings."""
 
 
 class StorageError(MDSError, OSError):
     """A remote store or cache operation that failed for good (after retries); the message names the URL."""
+
+
+class PlatformError(MDSError, OSError):
+    """Streaming coordination (job directories, cross-process file locks) on a system without POSIX ``fcntl``."""
 
 
 class StoreFileNotFoundError(StorageError, FileNotFoundError):

@@ -19,6 +19,8 @@ from mds_core.errors import (
     UnknownEncodingError,
     UnsafePathError,
 )
+from mds_core.format.index import MAX_SHARD_SAMPLES, MAX_ZIP_BYTES, parse_index
+from mds_core.format.shard import MAX_SHARD_BYTES, Schema, ShardReader
 from mds_core.format.verify import verify_dataset
 
 COLUMNS = {"id": "int", "text": "str", "vec": "ndarray:int16"}
@@ -75,9 +77,14 @@ def test_sample_count_larger_than_the_file_allows(tmp_path: Path) -> None:
     out = _dataset(tmp_path / "d")
     size = len(_shard(out).read_bytes())
     _patch(_shard(out), 0, struct.pack("<I", size))
+    # The index is refused first: its own raw_data.bytes cannot hold the header of that many samples.
     _edit_index(out, lambda o: o["shards"][0].update(samples=size))
-    with pytest.raises(CorruptShardError, match=f"too short for the header of {size} samples"):
-        LocalDataset(out)[0]
+    with pytest.raises(InvalidIndexError, match=rf"index.json: shard 0: 'samples' is {size:,} but the header"):
+        LocalDataset(out)
+    # The reader's own check, for a shard read without an index (the shard header agrees with the count).
+    schema = Schema.from_columns(COLUMNS)
+    with pytest.raises(CorruptShardError, match=f"{size} bytes is too short for the header of {size} samples"):
+        ShardReader.open(str(_shard(out)), schema, size)
 
 
 def test_sample_count_disagreeing_with_index(tmp_path: Path) -> None:
@@ -187,3 +194,118 @@ def test_random_corruption_never_escapes_as_another_error(tmp_path_factory, data
                 pass
     except MDSError:
         pass
+
+
+ABSURD_COUNTS = st.one_of(st.sampled_from([2**63, 10**30, 2**32, MAX_SHARD_SAMPLES + 1]), st.integers(2**30, 10**40))
+
+
+@pytest.fixture(scope="module")
+def two_shards(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    out = _dataset(tmp_path_factory.mktemp("absurd") / "d", size_limit=300)
+    return out, (out / "index.json").read_text()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(samples=ABSURD_COUNTS)
+def test_an_absurd_sample_count_is_an_invalid_index_naming_file_and_shard(two_shards, samples: int) -> None:
+    """Counts no shard file can hold (its offsets are u32) were an OverflowError from ``len()``."""
+    from mds_core import StreamingDataset
+
+    out, original = two_shards
+    (out / "index.json").write_text(original)
+    _edit_index(out, lambda o: o["shards"][1].update(samples=samples))
+    message = (
+        rf"d/index.json: shard 1: 'samples' is {samples:,} but a shard holds at most {MAX_SHARD_SAMPLES:,} samples"
+    )
+    with pytest.raises(InvalidIndexError, match=message):
+        len(LocalDataset(out))
+    with pytest.raises(InvalidIndexError, match=message):
+        StreamingDataset(local=str(out), job_root=str(out.parent / "jobs"), batch_size=2, telemetry=False)
+    cache = out.parent / "cache"
+    with pytest.raises(InvalidIndexError, match=rf"cache/index.json: shard 1: 'samples' is {samples:,} but a shard"):
+        StreamingDataset(remote=str(out), local=str(cache), job_root=str(out.parent / "jobs"), batch_size=2)
+
+
+def _entry(samples: int, raw_bytes: int, zip_bytes: int | None = None) -> bytes:
+    zip_data = None if zip_bytes is None else {"basename": "s.mds.zstd", "bytes": zip_bytes, "hashes": {}}
+    shard = {
+        "column_encodings": ["int"],
+        "column_names": ["id"],
+        "column_sizes": [8],
+        "compression": None if zip_bytes is None else "zstd",
+        "format": "mds",
+        "hashes": [],
+        "raw_data": {"basename": "s.mds", "bytes": raw_bytes, "hashes": {}},
+        "samples": samples,
+        "size_limit": None,
+        "version": 2,
+        "zip_data": zip_data,
+    }
+    return json.dumps({"shards": [shard], "version": 2}).encode()
+
+
+def test_the_bounds_are_exactly_what_the_format_allows() -> None:
+    """A shard is ``u32 N``, ``u32 offsets[N + 1]``, ...: at least 4 (N + 2) bytes, at most 2**32 - 1."""
+    assert MAX_SHARD_SAMPLES == 2**30 - 3 and 4 * (MAX_SHARD_SAMPLES + 2) <= MAX_SHARD_BYTES < 4 * (
+        MAX_SHARD_SAMPLES + 3
+    )
+    (largest,) = parse_index(_entry(MAX_SHARD_SAMPLES, MAX_SHARD_BYTES, MAX_ZIP_BYTES))
+    assert largest.samples == MAX_SHARD_SAMPLES and largest.zip_data and largest.zip_data.bytes == MAX_ZIP_BYTES
+    assert parse_index(_entry(10, 48))[0].samples == 10  # the header alone: 4 * (10 + 2) bytes
+    with pytest.raises(
+        InvalidIndexError, match=r"x.json: shard 0: 'samples' is 10 but the header of 10 samples takes 48"
+    ):
+        parse_index(_entry(10, 47), "x.json")
+    with pytest.raises(InvalidIndexError, match=rf"shard 0 raw_data: 'bytes' is {MAX_SHARD_BYTES + 1:,}, more than"):
+        parse_index(_entry(10, MAX_SHARD_BYTES + 1), "x.json")
+    with pytest.raises(InvalidIndexError, match=r"shard 0 zip_data: 'bytes' is 10,000,000,000, more than a shard"):
+        parse_index(_entry(10, 100, 10**10), "x.json")
+
+
+@settings(max_examples=200, deadline=None)
+@given(samples=st.integers(0, 10**20), raw_bytes=st.integers(0, 10**20), zip_bytes=st.none() | st.integers(0, 10**20))
+def test_whatever_counts_the_index_holds_parsing_accepts_exactly_those_in_bounds(
+    samples: int, raw_bytes: int, zip_bytes: int | None
+) -> None:
+    fits = 4 * (samples + 2) <= raw_bytes <= MAX_SHARD_BYTES and (zip_bytes or 0) <= MAX_ZIP_BYTES
+    if not fits:
+        with pytest.raises(InvalidIndexError, match=r"^index.json: shard 0.*(more than|at most)"):
+            parse_index(_entry(samples, raw_bytes, zip_bytes))
+        return
+    (shard,) = parse_index(_entry(samples, raw_bytes, zip_bytes))
+    assert shard.samples == samples <= MAX_SHARD_SAMPLES and shard.raw_data.bytes == raw_bytes
+
+
+# In a fresh interpreter whose address space is capped, as a host without that much memory would be.
+_ORDER_SCRIPT = r"""
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (3 << 30, resource.RLIM_INFINITY))
+from mds_core import StreamingDataset
+from mds_core.errors import EpochMemoryError
+dataset = StreamingDataset(local=sys.argv[1], job_root=sys.argv[2], batch_size=2, telemetry=False)
+print(len(dataset))
+try:
+    next(iter(dataset))
+except EpochMemoryError as err:
+    print(f"{type(err).__name__}: {err}")
+"""
+
+
+def test_an_index_claiming_more_samples_than_its_files_hold_fails_to_order_with_an_mds_error(tmp_path: Path) -> None:
+    """Counts within the format's bounds that agree with a false file size: the order is computed first."""
+    import subprocess
+    import sys
+
+    out = _dataset(tmp_path / "d")
+    _edit_index(out, lambda o: o["shards"][0].update(samples=MAX_SHARD_SAMPLES))
+    _edit_index(out, lambda o: o["shards"][0]["raw_data"].update(bytes=MAX_SHARD_BYTES))
+    result = subprocess.run(
+        [sys.executable, "-c", _ORDER_SCRIPT, str(out), str(tmp_path / "jobs")], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        f"{MAX_SHARD_SAMPLES}",
+        f"EpochMemoryError: epoch 0: the order of its {MAX_SHARD_SAMPLES:,} samples does not fit in memory; "
+        f"{out}/index.json: shard 0 claims the most ({MAX_SHARD_SAMPLES:,} samples). If the data is not that "
+        "large, that index is damaged: `mds verify` checks it against the shard files",
+    ]

@@ -13,6 +13,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from mds_core.errors import InvalidIndexError, MergeError, UnsafePathError
+from mds_core.format.shard import MAX_SHARD_BYTES
 
 INDEX_BASENAME = "index.json"
 INDEX_VERSION = 2
@@ -32,6 +33,13 @@ SHARD_KEYS = frozenset(
     }
 )
 FILE_KEYS = frozenset({"basename", "bytes", "hashes"})
+# A shard file is ``u32 N``, ``u32 offsets[N + 1]``, then its config and samples, and its last offset is its size:
+# so it is at least ``4 * (N + 2)`` bytes and at most MAX_SHARD_BYTES (2**32 - 1), which bounds N by 2**30 - 3.
+# Larger counts come from a damaged index, and would overflow ``len()`` and the int64 arrays readers build.
+MAX_SHARD_SAMPLES = MAX_SHARD_BYTES // 4 - 2
+# A compressed shard has no offsets to bound it, but no codec here expands data by more than a fraction
+# (snappy's worst case, 32 + n + n/6, is the largest): twice the largest raw shard is out of reach.
+MAX_ZIP_BYTES = 2 * MAX_SHARD_BYTES
 
 
 def get_index_basename() -> str:
@@ -79,10 +87,11 @@ class ShardInfo:
     def with_prefix(self, prefix: str) -> ShardInfo:
         """The same shard seen from a parent directory: basenames gain ``prefix/``."""
 
-        def moved(info: FileInfo | None) -> FileInfo | None:
-            return info and replace(info, basename=f"{prefix}/{info.basename}")
+        def moved(info: FileInfo) -> FileInfo:
+            return replace(info, basename=f"{prefix}/{info.basename}")
 
-        return replace(self, raw_data=moved(self.raw_data), zip_data=moved(self.zip_data))
+        zip_data = None if self.zip_data is None else moved(self.zip_data)
+        return replace(self, raw_data=moved(self.raw_data), zip_data=zip_data)
 
     def to_json(self) -> dict[str, Any]:
         # Keys in sorted order, so even an unsorted json.dump matches the reference's merge output.
@@ -174,16 +183,18 @@ def parse_shard(entry: Any, where: str) -> ShardInfo:
         raise InvalidIndexError(f"{where}: 'size_limit' must be a non-negative int or null")
     if entry["compression"] is not None and not isinstance(entry["compression"], str):
         raise InvalidIndexError(f"{where}: 'compression' must be a string or null")
-    zip_data = None if entry["zip_data"] is None else _file_info(entry["zip_data"], f"{where} zip_data")
+    raw_data = _file_info(entry["raw_data"], f"{where} raw_data", MAX_SHARD_BYTES)
+    zip_data = None if entry["zip_data"] is None else _file_info(entry["zip_data"], f"{where} zip_data", MAX_ZIP_BYTES)
     if (zip_data is None) != (not entry["compression"]):
         raise InvalidIndexError(f"{where}: 'zip_data' must be present exactly when 'compression' is set")
+    _check_samples_fit(entry["samples"], raw_data.bytes, where)
     return ShardInfo(
         column_encodings=encodings,
         column_names=names,
         column_sizes=sizes,
         compression=entry["compression"],
         hashes=_string_list(entry, "hashes", where),
-        raw_data=_file_info(entry["raw_data"], f"{where} raw_data"),
+        raw_data=raw_data,
         samples=entry["samples"],
         size_limit=entry["size_limit"],
         zip_data=zip_data,
@@ -200,11 +211,27 @@ def check_basename(basename: Any, where: str) -> str:
     return basename
 
 
-def _file_info(obj: Any, where: str) -> FileInfo:
+def _check_samples_fit(samples: int, raw_bytes: int, where: str) -> None:
+    """Refuse a sample count whose header alone (``4 * (samples + 2)`` bytes) would not fit in the shard file."""
+    if samples > MAX_SHARD_SAMPLES:
+        raise InvalidIndexError(
+            f"{where}: 'samples' is {samples:,} but a shard holds at most {MAX_SHARD_SAMPLES:,} samples "
+            "(its offsets are 4 bytes, so the file is under 4 GiB); the index is damaged"
+        )
+    if 4 * (samples + 2) > raw_bytes:
+        raise InvalidIndexError(
+            f"{where}: 'samples' is {samples:,} but the header of {samples:,} samples takes {4 * (samples + 2):,} "
+            f"bytes, more than the {raw_bytes:,} bytes of the shard file (raw_data.bytes); the index is damaged"
+        )
+
+
+def _file_info(obj: Any, where: str, max_bytes: int) -> FileInfo:
     if not isinstance(obj, dict) or set(obj) != FILE_KEYS:
         raise InvalidIndexError(f"{where}: must be an object with keys {sorted(FILE_KEYS)}")
     if not _is_count(obj["bytes"]):
         raise InvalidIndexError(f"{where}: 'bytes' must be a non-negative int, got {obj['bytes']!r}")
+    if obj["bytes"] > max_bytes:
+        raise InvalidIndexError(f"{where}: 'bytes' is {obj['bytes']:,}, more than a shard file can be ({max_bytes:,})")
     hashes = obj["hashes"]
     if not isinstance(hashes, dict) or not all(isinstance(v, str) for v in hashes.values()):
         raise InvalidIndexError(f"{where}: 'hashes' must map algorithm names to hex digests")

@@ -15,17 +15,22 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 import re
 import secrets
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import IO
 
+from mds_core.errors import PlatformError
 from mds_core.format.index import INDEX_BASENAME
 from mds_core.storage.kill_points import kill_point
+
+try:
+    import fcntl
+except ImportError:  # not POSIX (Windows): reading local datasets works; streaming coordination does not
+    fcntl = None  # type: ignore[assignment]
 
 
 @contextlib.contextmanager
@@ -59,7 +64,7 @@ def atomic_file(path: str, durable: bool = True) -> Iterator[IO[bytes]]:
         yield file
 
 
-def atomic_write(path: str, parts: list[bytes], durable: bool = True) -> None:
+def atomic_write(path: str, parts: Sequence[bytes | memoryview], durable: bool = True) -> None:
     """Replace ``path`` with the concatenation of ``parts``, atomically (and durably, by default)."""
     with atomic_file(path, durable) as file:
         file.writelines(parts)
@@ -218,12 +223,22 @@ def file_lock(path: str) -> Iterator[None]:
     Waiting blocks in the kernel (``flock``), never polls, and the kernel drops the lock if its
     holder dies, so a crashed process never leaves a stale lock behind.
     """
+    require_file_locks(path)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def require_file_locks(what: str) -> None:
+    """Raise ``PlatformError`` where ``fcntl.flock`` is missing: job directories and shard caches need it."""
+    if fcntl is None:
+        raise PlatformError(
+            f"{what}: streaming coordination (job directories, cross-process file locks) needs a POSIX "
+            "system (Linux or macOS), and this Python has no fcntl module; LocalDataset still reads local datasets"
+        )
 
 
 def has_size(path: str, size: int) -> bool:

@@ -11,9 +11,15 @@ processes (loader workers, a writer's uploads) share one count.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import signal
+
+from mds_core.errors import PlatformError
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: kill points are for crash tests, which run on Linux; reading works without
+    fcntl = None  # type: ignore[assignment]
 
 LOG_VARIABLE = "MDS_KILL_LOG"
 AT_VARIABLE = "MDS_KILL_AT"
@@ -24,6 +30,8 @@ def kill_point(step: str) -> None:
     log = os.environ.get(LOG_VARIABLE)
     if not log:
         return
+    if fcntl is None:
+        raise PlatformError(f"{LOG_VARIABLE}={log}: crash-point logging needs a POSIX system (Linux or macOS)")
     with open(log, "a+", encoding="utf-8") as file:
         fcntl.flock(file, fcntl.LOCK_EX)
         file.seek(0)

@@ -20,14 +20,15 @@ from typing import Any
 import numpy as np
 
 from mds_core.errors import EmptyStreamError, SampleIndexError
+from mds_core.format.index import ShardInfo
 from mds_core.order import OrderSpec, generate_work
 from mds_core.order.world import World
 from mds_core.streaming.cache_limit import apply_cache_limit, parse_cache_limit
 from mds_core.streaming.jobdir import default_root, open_job
-from mds_core.streaming.local import select
+from mds_core.streaming.local import ordering, select
 from mds_core.streaming.prefetch import Prefetch, samples_ahead
 from mds_core.streaming.registry import resolve_streams
-from mds_core.streaming.resume import STATE_KEYS, EpochLedger, check_versions, data_fingerprint, validate_state
+from mds_core.streaming.resume import EpochLedger, OrderState, check_versions, data_fingerprint, validate_state
 from mds_core.streaming.stream import Stream
 from mds_core.streaming.telemetry import WorkerMetrics, clear, read_workers, totals
 from mds_core.streaming.world import detect_world
@@ -105,7 +106,9 @@ class StreamingDataset:
         self.readers = [stream.open(allow_unsafe_types) for stream in self.streams]
         for stream, reader in zip(self.streams, self.readers):
             if not len(reader):
-                raise EmptyStreamError(f"stream {stream.local!r} contains no samples: drop it or write samples")
+                raise EmptyStreamError(
+                    f"Stream contains no samples: {stream.root}/index.json; drop it or write samples"
+                )
         self.order_spec = OrderSpec(
             shard_sizes=[[shard.samples for shard in reader.shards] for reader in self.readers],
             weights=[stream.weights for stream in self.streams],
@@ -161,7 +164,7 @@ class StreamingDataset:
         return self.num_samples
 
     @property
-    def shards(self) -> list:
+    def shards(self) -> list[ShardInfo]:
         """Index entries of every shard, streams in order."""
         return [shard for reader in self.readers for shard in reader.shards]
 
@@ -250,7 +253,7 @@ class StreamingDataset:
                 out[position] = sample
         return out
 
-    def _work_row(self, world: World, epoch: int, sample_in_epoch: int, state: dict | None) -> np.ndarray:
+    def _work_row(self, world: World, epoch: int, sample_in_epoch: int, state: OrderState | None) -> np.ndarray:
         """This worker's sample ids for the epoch, computed once per node and shared."""
         spec = self._spec_for(state, world)
         shape = f"{world.num_nodes}x{world.ranks_per_node}x{world.workers_per_rank}"
@@ -262,12 +265,13 @@ class StreamingDataset:
                 spec, world.num_nodes, world.ranks_per_node, world.workers_per_rank, epoch, sample_in_epoch
             )
 
-        work = self._job.shared_array(key, compute)
+        with ordering(self.readers, spec.samples_per_epoch, epoch):
+            work = self._job.shared_array(key, compute)
         parallel = world.replicate(self.replication)
         row = np.asarray(work[parallel.node, parallel.rank_of_node, world.worker_of_rank]).ravel()
         return row[row >= 0]
 
-    def _spec_for(self, state: dict | None, world: World) -> OrderSpec:
+    def _spec_for(self, state: OrderState | None, world: World) -> OrderSpec:
         """The order settings, with a resumed state's canonical nodes, seed and initial node count."""
         parallel_nodes = world.replicate(self.replication).num_nodes
         if state is None:
@@ -329,6 +333,7 @@ class StreamingDataset:
         parallel_nodes = world.replicate(self.replication).num_nodes
         ledger = EpochLedger(self._job, world.rank)
         pending, current = ledger.pending_state(), ledger.current()
+        base: OrderState | None
         if pending is not None:
             epoch, offset, base = pending["epoch"], pending["sample_in_epoch"], pending
         elif current is not None:
@@ -358,7 +363,7 @@ class StreamingDataset:
         state = validate_state(obj, self.fingerprint, self.epoch_size, allow_other_data)
         if state["epoch"] < 0:  # taken before any iteration: nothing to skip
             state.update(epoch=0, sample_in_epoch=0)
-        EpochLedger(self._job, detect_world().rank).load({key: state[key] for key in STATE_KEYS})
+        EpochLedger(self._job, detect_world().rank).load(state)
 
     # ----------------------------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from mds_core.errors import ConfigurationError
 from mds_core.order.world import World
-from mds_core.storage.files import atomic_file, atomic_write, file_lock, process_alive
+from mds_core.storage.files import atomic_file, atomic_write, file_lock, process_alive, require_file_locks
 
 OWNER_FILE = "owner.json"
 USERS = "users"  # one empty file per process using the job directory: <host>-<pid>
@@ -62,6 +62,7 @@ class JobDir:
     def create(cls, root: str, token: str) -> JobDir:
         """Create the directory (the local leader does this), sweeping crashed jobs' leftovers first."""
         parent = user_dir(root)
+        require_file_locks(f"job directory {parent}")  # refused up front, not at the first lock mid-epoch
         try:
             os.makedirs(parent, mode=0o700, exist_ok=True)
         except OSError as err:
@@ -79,6 +80,7 @@ class JobDir:
     def attach(cls, root: str, token: str) -> JobDir:
         """The directory another process on this node created for the same job."""
         job = cls(os.path.join(user_dir(root), token))
+        require_file_locks(f"job directory {job.path}")
         if not os.path.isdir(job.path):
             raise ConfigurationError(f"job directory {job.path} does not exist; was it created by the local leader?")
         job._join()
@@ -124,7 +126,8 @@ class JobDir:
                     array = np.ascontiguousarray(compute())
                     with atomic_file(path, durable=False) as handle:  # per job: recomputed if lost
                         np.save(handle, array)
-        return np.load(path, mmap_mode="r")
+        shared: np.ndarray = np.load(path, mmap_mode="r")  # a .npy file loads as one array (a memmap)
+        return shared
 
     def remove_files(self, prefix: str, keep: set[str]) -> None:
         """Delete ``prefix*`` files not named in ``keep`` (old epochs' work arrays)."""
@@ -187,11 +190,13 @@ def open_job(root: str, world: World, on_node_leader: Callable[[], None]) -> Job
             )
         dist.init_process_group("gloo", rank=world.rank, world_size=world.num_ranks)
     try:
-        token = [new_job_token() if world.rank == 0 else None]
-        dist.broadcast_object_list(token, src=0)
-        job = JobDir.create(root, token[0]) if world.rank_of_node == 0 else None
+        received = [new_job_token() if world.rank == 0 else None]
+        dist.broadcast_object_list(received, src=0)  # fills in rank 0's token on every rank
+        token = received[0]
+        assert token is not None
+        created = JobDir.create(root, token) if world.rank_of_node == 0 else None
         failure = None
-        if job is not None:
+        if created is not None:
             try:
                 on_node_leader()
             except Exception as err:  # reach the barrier anyway, so the other ranks do not hang
@@ -199,7 +204,7 @@ def open_job(root: str, world: World, on_node_leader: Callable[[], None]) -> Job
         dist.barrier()
         if failure is not None:
             raise failure
-        return job or JobDir.attach(root, token[0])
+        return created or JobDir.attach(root, token)
     finally:
         if started_here:
             dist.destroy_process_group()

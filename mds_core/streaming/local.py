@@ -6,16 +6,18 @@ from global sample index to (shard, index in shard), and one lazily-opened ``Sha
 
 from __future__ import annotations
 
+import contextlib
 import os
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from itertools import accumulate
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
 from mds_core.errors import (
     CorruptShardError,
+    EpochMemoryError,
     InvalidIndexError,
     SampleIndexError,
     UnknownEncodingError,
@@ -71,6 +73,12 @@ class LocalDataset:
 
     def __len__(self) -> int:
         return self.num_samples
+
+    @overload
+    def __getitem__(self, index: int | np.integer[Any]) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, index: slice | list[Any] | tuple[Any, ...] | np.ndarray) -> list[Any]: ...
 
     def __getitem__(self, index: Any) -> Any:
         if type(index) is int and 0 <= index < self._num_samples:  # the hot path, inlined
@@ -171,9 +179,27 @@ def select(get_item: Callable[[int], Any], num_samples: int, index: Any) -> Any:
     raise TypeError(f"dataset indices must be int, slice, list or numpy array, not {type(index).__name__}")
 
 
+@contextlib.contextmanager
+def ordering(readers: list[LocalDataset], samples: int, epoch: int) -> Iterator[None]:
+    """Around computing an epoch's order: a ``MemoryError`` becomes ``EpochMemoryError`` naming the largest claim.
+
+    The order takes memory in proportion to the samples the indexes claim, and is computed before
+    any shard is opened: an index whose counts are damaged, but agree with its own file sizes, shows here.
+    """
+    try:
+        yield
+    except MemoryError as err:
+        count, root, shard_id = max((s.samples, r.root, i) for r in readers for i, s in enumerate(r.shards))
+        raise EpochMemoryError(
+            f"epoch {epoch}: the order of its {samples:,} samples does not fit in memory; "
+            f"{os.path.join(root, INDEX_BASENAME)}: shard {shard_id} claims the most ({count:,} samples). If the "
+            "data is not that large, that index is damaged: `mds verify` checks it against the shard files"
+        ) from err
+
+
 def _build_schemas(shards: list[ShardInfo], root: str, allow_unsafe_types: bool) -> list[Schema]:
     """One schema per shard, shared between shards with the same columns."""
-    by_columns: dict[tuple, Schema] = {}
+    by_columns: dict[tuple[tuple[str, ...], tuple[str, ...]], Schema] = {}
     schemas = []
     for shard_id, shard in enumerate(shards):
         key = (tuple(shard.column_names), tuple(shard.column_encodings))
@@ -187,8 +213,8 @@ def _schema_for(shard: ShardInfo, where: str, allow_unsafe_types: bool) -> Schem
     for name, encoding in zip(shard.column_names, shard.column_encodings):
         if not is_mds_encoding_safe(encoding) and not allow_unsafe_types:
             raise UnsafeEncodingError(
-                f"{where}: column {name!r} uses the unsafe encoding {encoding!r}; unpickling untrusted data "
-                "can run code. Pass allow_unsafe_types=True if you trust this dataset"
+                f"Column {name} contains an unsafe type: {encoding}. {where}: unpickling untrusted data "
+                "can run code; pass allow_unsafe_types=True if you trust this dataset"
             )
     try:
         schema = Schema(shard.column_names, shard.column_encodings)

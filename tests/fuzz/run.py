@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import shutil
 import sys
@@ -40,12 +41,12 @@ def _warm(args: tuple[str, str]) -> str:
     return name
 
 
-def campaign(names: list[str], inputs: int, seed: int, jobs: int, first: int = 0) -> dict[str, tuple[Stats, float]]:
-    """Run ``inputs`` inputs of each target; per target its merged stats and wall seconds."""
+def campaign(counts: dict[str, int], seed: int, jobs: int, first: int = 0) -> dict[str, tuple[Stats, float]]:
+    """Run ``counts[name]`` inputs of each target; per target its merged stats and wall seconds."""
     results, root = {}, scratch_dir("campaign")
     # Each process caps its own address space (the pytest slice does not: other tests share its process).
     with ProcessPoolExecutor(max_workers=jobs, initializer=limit_memory) as pool:
-        for name in names:
+        for name, inputs in counts.items():
             list(pool.map(_warm, [(root, name)] * jobs))  # setup (writing seed datasets) is not timed as fuzzing
             began = time.perf_counter()
             chunks = [
@@ -70,7 +71,7 @@ def _line(stats: Stats, wall: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--inputs", type=int, default=100_000, help="inputs per target")
+    parser.add_argument("--inputs", type=int, default=100_000, help="inputs per target (a costly target runs a share)")
     parser.add_argument("--seed", type=int, default=0, help="campaign seed (input i of a target depends on it)")
     parser.add_argument("--jobs", type=int, default=None, help="processes (default: one per core)")
     parser.add_argument("--only", action="append", choices=sorted(TARGETS), help="run only this target (repeatable)")
@@ -79,9 +80,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     jobs = args.jobs or os.cpu_count() or 1
     names = args.only or list(TARGETS)
-    print(f"fuzzing {', '.join(names)}: {args.inputs} inputs each, seed {args.seed}, {jobs} processes", flush=True)
+    # A target named with --only runs exactly --inputs; in a whole campaign, a costly one runs its share of them.
+    counts = {
+        name: args.inputs if args.only else math.ceil(args.inputs * getattr(TARGETS[name], "share", 1))
+        for name in names
+    }
+    listed = ", ".join(f"{name} ({count})" if count != args.inputs else name for name, count in counts.items())
+    print(f"fuzzing {listed}: {args.inputs} inputs each, seed {args.seed}, {jobs} processes", flush=True)
     began = time.perf_counter()
-    results = campaign(names, args.inputs, args.seed, jobs, args.first)
+    results = campaign(counts, args.seed, jobs, args.first)
     total = sum(stats.inputs for stats, _ in results.values())
     print(f"total       {total:>8} inputs in {time.perf_counter() - began:.1f} s (setup included)")
     failed = 0

@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 from tests.fuzz.harness import Target, scratch_dir
+from tests.fuzz.targets_dataset import DatasetTarget
 from tests.fuzz.targets_format import CompressedTarget, DecodeTarget, IndexTarget, ShardTarget
 from tests.fuzz.targets_state import ManifestTarget, ResumeTarget
 from tests.fuzz.targets_verify import VerifyTarget
 
 TARGETS: dict[str, type] = {
     cls.name: cls
-    for cls in (IndexTarget, ShardTarget, DecodeTarget, CompressedTarget, ResumeTarget, ManifestTarget, VerifyTarget)
+    for cls in (
+        IndexTarget,
+        DatasetTarget,
+        ShardTarget,
+        DecodeTarget,
+        CompressedTarget,
+        ResumeTarget,
+        ManifestTarget,
+        VerifyTarget,
+    )
 }
 
 _READY: dict[str, Target] = {}

@@ -24,6 +24,19 @@ def test_deeply_nested_index_json() -> None:
         parse_index(text, "fuzz/index.json")
 
 
+def test_a_sample_count_no_shard_can_hold(tmp_path: Path) -> None:
+    """Was ``OverflowError: cannot fit 'int' into an index-sized integer`` from ``len(dataset)``."""
+    from mds_core import LocalDataset
+
+    root = Path(_small_dataset(str(tmp_path / "d"), 8))
+    index = json.loads((root / "index.json").read_bytes())
+    index["shards"][-1]["samples"] = 2**63
+    (root / "index.json").write_text(json.dumps(index))
+    last = len(index["shards"]) - 1
+    with pytest.raises(InvalidIndexError, match=rf"index.json: shard {last}: 'samples' is 9,223,372,036,854,775,808"):
+        len(LocalDataset(root))
+
+
 @pytest.mark.parametrize(
     "change",
     [
