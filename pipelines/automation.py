@@ -22,6 +22,7 @@ from dagster import (
     define_asset_job,
     sensor,
 )
+from dagster._core.definitions.partitions.partitioned_schedule import UnresolvedPartitionedAssetScheduleDefinition
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 from pipelines.assets.shards import days_of
@@ -53,8 +54,13 @@ def daily_job(spec: DatasetSpec) -> UnresolvedAssetJobDefinition:
     )
 
 
-def daily_schedule(spec: DatasetSpec, job: UnresolvedAssetJobDefinition) -> ScheduleDefinition:
-    """At 01:30 UTC, the day that just ended (the partitioned job's latest partition)."""
+def daily_schedule(
+    spec: DatasetSpec, job: UnresolvedAssetJobDefinition
+) -> UnresolvedPartitionedAssetScheduleDefinition | ScheduleDefinition:
+    """At 01:30 UTC, the day that just ended (the partitioned job's latest partition).
+
+    An asset job is resolved (and its partitions found) only in ``Definitions``, so this is the
+    unresolved schedule Dagster resolves with it."""
     return build_schedule_from_partitioned_job(
         job, hour_of_day=1, minute_of_hour=30, name=f"{spec.name}_daily_schedule", default_status=schedule_status()
     )

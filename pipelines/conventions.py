@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, TypedDict
 
 from dagster import AssetKey, BackfillPolicy, DailyPartitionsDefinition
 
@@ -30,22 +30,35 @@ def op_name(spec: DatasetSpec, asset: str) -> str:
     return f"{spec.name}__{asset}"
 
 
+class AssetConventions(TypedDict):
+    """The ``@asset`` keyword arguments ``conventions`` gives (named, so ``@asset(**...)`` type-checks)."""
+
+    key_prefix: list[str]
+    group_name: str
+    owners: list[str]
+    tags: dict[str, str]
+    kinds: set[str]
+    code_version: str
+    partitions_def: DailyPartitionsDefinition
+    backfill_policy: BackfillPolicy
+
+
 def conventions(
     spec: DatasetSpec, layer: str, kinds: set[str], settings: dict[str, Any] | None = None
-) -> dict[str, Any]:
+) -> AssetConventions:
     """The ``@asset`` arguments every asset of a dataset shares.
 
     ``code_version`` covers the asset's logic and the registry settings it uses, so changing a
     dataset's compression, say, shows its shard sets as changed code in the UI.
     """
     fingerprint = hashlib.sha256(json.dumps(settings or {}, sort_keys=True).encode()).hexdigest()[:8]
-    return {
-        "key_prefix": [spec.name],
-        "group_name": spec.name,
-        "owners": list(spec.owners),
-        "tags": {**spec.tags, "dataset": spec.name, "layer": layer},
-        "kinds": kinds,
-        "code_version": f"{LOGIC_VERSION}.{fingerprint}",
-        "partitions_def": daily(spec),
-        "backfill_policy": BackfillPolicy.single_run(),  # a backfill of many days reads and commits once
-    }
+    return AssetConventions(
+        key_prefix=[spec.name],
+        group_name=spec.name,
+        owners=list(spec.owners),
+        tags={**spec.tags, "dataset": spec.name, "layer": layer},
+        kinds=kinds,
+        code_version=f"{LOGIC_VERSION}.{fingerprint}",
+        partitions_def=daily(spec),
+        backfill_policy=BackfillPolicy.single_run(),  # a backfill of many days reads and commits once
+    )

@@ -7,6 +7,8 @@ starting a JVM per step.
 
 from __future__ import annotations
 
+from typing import Any
+
 from dagster import Definitions, in_process_executor
 
 from pipelines.factory import dataset_definitions
@@ -14,7 +16,7 @@ from pipelines.registry import DatasetSpec, load_registry
 from pipelines.resources import resources_from_env
 
 
-def build_definitions(specs: list[DatasetSpec] | None = None, resources: dict | None = None) -> Definitions:
+def build_definitions(specs: list[DatasetSpec] | None = None, resources: dict[str, Any] | None = None) -> Definitions:
     """The registry's datasets with the environment's resources, or the given ones (tests, scripts)."""
     parts = [dataset_definitions(spec) for spec in (load_registry() if specs is None else specs)]
     return Definitions(

@@ -13,15 +13,16 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
-from dagster import DagsterInstance
+from dagster import DagsterInstance, ExecuteInProcessResult
 
 from pipelines.assets.plan import PLAN_CHECK
 from pipelines.assets.smoke import SMOKE_CHECK
 from pipelines.conventions import daily
 from pipelines.instance import prepare_home
 from pipelines.registry import load_registry
-from pipelines.resources import PROJECT_ROOT, resources_from_env
+from pipelines.resources import PROJECT_ROOT, ShardStore, resources_from_env
 from pipelines.runs import materialize_days
 
 # The full event log is in the UI (`make ui`); the terminal gets warnings and the summary below.
@@ -36,9 +37,9 @@ def instance() -> DagsterInstance:
     return DagsterInstance.get()
 
 
-def smoke_summary(result) -> str:
+def smoke_summary(result: ExecuteInProcessResult) -> str:
     [evaluation] = [e for e in result.get_asset_check_evaluations() if e.check_name == SMOKE_CHECK]
-    meta = {key: value.value for key, value in evaluation.metadata.items()}
+    meta: dict[str, Any] = {key: value.value for key, value in evaluation.metadata.items()}  # as the check wrote it
     verdict = "passed" if evaluation.passed else f"FAILED ({evaluation.description})"
     return (
         f"{verdict}: {meta['rows_streamed']} samples streamed by 2 workers, exactly once: {meta['exactly_once']}, "
@@ -47,10 +48,10 @@ def smoke_summary(result) -> str:
     )
 
 
-def plan_summary(result) -> str:
+def plan_summary(result: ExecuteInProcessResult) -> str:
     """The training_plan check's headline: what the declared world would download and need on disk."""
     [evaluation] = [e for e in result.get_asset_check_evaluations() if e.check_name == PLAN_CHECK]
-    meta = {key: value.value for key, value in evaluation.metadata.items()}
+    meta: dict[str, Any] = {key: value.value for key, value in evaluation.metadata.items()}  # as the check wrote it
     return (
         f"{meta['world']}: {max(meta['bytes_per_node_first_epoch']):,} bytes per node in the first epoch, "
         f"recommended cache_limit {meta['plan_json']['recommendations'][0]['value']:,} bytes (mds plan for more)"
@@ -60,6 +61,7 @@ def plan_summary(result) -> str:
 def main() -> int:
     resources = resources_from_env()
     store = resources["shard_store"]
+    assert isinstance(store, ShardStore)  # what resources_from_env puts there
     spec = next(spec for spec in load_registry() if spec.name == os.environ.get("MDS_DEMO_DATASET", "digits"))
     days = daily(spec).get_partition_keys()[-3:]
     dagster = instance()

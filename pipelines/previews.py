@@ -23,6 +23,7 @@ from dagster import MetadataValue
 from mds_core.errors import ConfigurationError, StoreFileNotFoundError, UnknownEncodingError
 from mds_core.format.encodings import get_coder
 from mds_core.format.index import INDEX_BASENAME, ShardInfo, parse_index
+from mds_core.format.ndarray import NDArrayCoder
 from mds_core.storage.remote import RemoteStore, open_store
 from mds_core.streaming.local import LocalDataset
 from mds_core.streaming.version_sample import fetch_shards, write_subset_index
@@ -146,9 +147,12 @@ def _picturable(encoding: str, named: bool, declared: Shape | None) -> bool:
     if not encoding.startswith("ndarray"):
         return False
     try:
-        fixed = get_coder(encoding).shape
+        coder = get_coder(encoding)
     except UnknownEncodingError:
         return False
+    if not isinstance(coder, NDArrayCoder):  # every ndarray... encoding parses to one
+        return False
+    fixed = coder.shape
     if declared is not None and fixed is not None and math.prod(fixed) != math.prod(declared):
         return False
     shape = declared or fixed
@@ -176,7 +180,8 @@ def _as_array(value: Any, shape: Shape | None) -> np.ndarray | None:
         value = value.reshape(shape)
     if not _small_picture_shape(value.shape):
         return None
-    return value[..., 0] if value.ndim == 3 and value.shape[2] == 1 else value
+    picture: np.ndarray = value[..., 0] if value.ndim == 3 and value.shape[2] == 1 else value
+    return picture
 
 
 def _image_array(image: Image.Image) -> np.ndarray:

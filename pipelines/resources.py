@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from dagster import ConfigurableResource, EnvVar
 from pydantic import Field
@@ -31,6 +31,13 @@ if TYPE_CHECKING:
 
     from mds_core.versions import ShardSet
 
+# ConfigurableResource is generic in the value its create_resource makes (each resource here is its
+# own). The bases stay the bare class at runtime: subscripting a pydantic model makes a new class.
+if TYPE_CHECKING:
+    Resource: TypeAlias = ConfigurableResource[Any]
+else:
+    Resource = ConfigurableResource
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -39,7 +46,7 @@ def data_dir() -> Path:
     return Path(os.environ.get("MDS_DATA_DIR") or PROJECT_ROOT / "data").resolve()
 
 
-class SparkResource(ConfigurableResource):
+class SparkResource(Resource):
     """A Spark session: ``local[*]`` by default, or any master URL (``spark://host:7077``, ``yarn``).
 
     Sessions are per process (the JVM is), so the first ``session()`` call decides the settings; runs
@@ -80,7 +87,9 @@ class SparkResource(ConfigurableResource):
 
             # The pipelines' session settings (spark.sql.*); the others are the server's to choose.
             sql = {k: v for k, v in cluster.COMMON_DEFAULTS.items() if k.startswith("spark.sql.")}
-            return connect_session(remote, {**sql, **conf})
+            # cast: a Connect session is not a pyspark.sql.SparkSession but has its API; pyspark's own
+            # builder types the Connect sessions it makes as one the same way.
+            return cast("SparkSession", connect_session(remote, {**sql, **conf}))
         from pyspark import SparkContext
         from pyspark.sql import SparkSession
 
@@ -106,7 +115,7 @@ class SparkResource(ConfigurableResource):
 SCHEMA_FILE = "_schema.json"
 
 
-class TableCatalog(ConfigurableResource):
+class TableCatalog(Resource):
     """Spark tables kept as Parquet folders partitioned by ``day`` under one warehouse folder.
 
     Path-based tables survive across run processes without a Hive metastore (whose embedded Derby
@@ -170,7 +179,7 @@ class TableCatalog(ConfigurableResource):
         return StructType.fromJson(json.loads(text))
 
 
-class ShardStore(ConfigurableResource):
+class ShardStore(Resource):
     """Where versioned shard sets live: ``<data dir>/shard-sets`` by default, or ``s3://``, ``gs://``..."""
 
     root: str = Field(default="", description="Local folder or URL ($MDS_SHARD_STORE).")
@@ -198,7 +207,7 @@ class ShardStore(ConfigurableResource):
         return ShardSet(self.url(name), storage_options=self.options() or None)
 
 
-class LandingZone(ConfigurableResource):
+class LandingZone(Resource):
     """Where new files arrive, per dataset ``<root>/<dataset>/<YYYY-MM-DD>/*.parquet|csv|json``: a local
     folder or any fsspec URL (``s3://bucket/landing``); each dataset's sensor watches its own folder."""
 
@@ -214,7 +223,7 @@ class LandingZone(ConfigurableResource):
         return _json_object(self.storage_options_json, "MDS_LANDING_STORAGE_OPTIONS")
 
 
-class SmokeTestSettings(ConfigurableResource):
+class SmokeTestSettings(Resource):
     """What the loader smoke test demands before a version is published, and how much it reads.
 
     It reads the new version's new shards in full plus a seeded sample of the older ones, bounded by
@@ -235,7 +244,7 @@ class SmokeTestSettings(ConfigurableResource):
     )
 
 
-class TrainingWorldSettings(ConfigurableResource):
+class TrainingWorldSettings(Resource):
     """The training run each new version is planned for (the ``training_plan`` check, ``mds plan``)."""
 
     world: str = Field(default="1x8x4", description="NODESxRANKS_PER_NODExWORKERS_PER_RANK ($MDS_PLAN_WORLD).")
@@ -281,7 +290,7 @@ def _secret(env: Mapping[str, str], name: str) -> Any:
     return EnvVar(name) if env.get(name) else ""
 
 
-def resources_from_env(environ: Mapping[str, str] | None = None) -> dict[str, ConfigurableResource]:
+def resources_from_env(environ: Mapping[str, str] | None = None) -> dict[str, Resource]:
     """The default resources, each setting taken from its environment variable when set."""
     env = os.environ if environ is None else environ
     return {

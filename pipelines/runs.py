@@ -5,6 +5,7 @@ A range runs as one run (the assets' backfill policy), like a backfill launched 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from dagster import DagsterInstance, ExecuteInProcessResult, materialize
@@ -18,7 +19,7 @@ RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_p
 
 def materialize_days(
     spec: DatasetSpec,
-    days: list[str],
+    days: Sequence[str],
     resources: dict[str, Any],
     *,
     mode: str = "auto",

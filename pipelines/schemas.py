@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 # pyspark.pandas (imported by pandera.pyspark) warns about its own pandas support on import.
 os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
@@ -52,7 +52,9 @@ def digits_schema() -> DataFrameSchema:
         columns={
             "id": pa.Column(T.LongType(), pa.Check.ge(0), nullable=False),
             "label": pa.Column(T.IntegerType(), pa.Check.in_range(0, 9), nullable=False),
-            "pixels": pa.Column(T.ArrayType(T.ByteType(), containsNull=True), nullable=False),
+            # cast: pandera's dtype annotation lists a few pyspark types only, not ArrayType (nor DataType
+            # in general), which its pyspark engine accepts.
+            "pixels": pa.Column(cast(Any, T.ArrayType(T.ByteType(), containsNull=True)), nullable=False),
             "day": pa.Column(T.StringType(), pa.Check.str_matches(r"^\d{4}-\d{2}-\d{2}$"), nullable=False),
         },
         strict=True,
@@ -77,7 +79,8 @@ def not_null_schema(frame: DataFrame) -> ValidationSchema:
     import pandera.pyspark as pa
 
     def build() -> DataFrameSchema:
-        columns = {f.name: pa.Column(f.dataType, nullable=False) for f in frame.schema.fields}
+        # cast: any pyspark DataType, which pandera's engine accepts but its dtype annotation does not list.
+        columns = {f.name: pa.Column(cast(Any, f.dataType), nullable=False) for f in frame.schema.fields}
         return pa.DataFrameSchema(name="source", columns=columns)
 
     return ValidationSchema("source", build)
@@ -107,19 +110,19 @@ def _anchored(pattern: Any) -> str:
 
 
 def _in_range(column: Column, stats: dict[str, Any]) -> Column:
-    low = column >= stats["min_value"] if stats.get("include_min", True) else column > stats["min_value"]
-    high = column <= stats["max_value"] if stats.get("include_max", True) else column < stats["max_value"]
+    # A comparison with a value of unknown type: pyspark's overloads then give Any, though it is a Column.
+    low: Column = column >= stats["min_value"] if stats.get("include_min", True) else column > stats["min_value"]
+    high: Column = column <= stats["max_value"] if stats.get("include_max", True) else column < stats["max_value"]
     return low & high
 
 
 def column_rules(schema: DataFrameSchema) -> list[RowRule]:
     """Row rules from a schema's columns: nullability first, then every built-in check."""
-    from pyspark.sql import functions as F
 
     rules: list[RowRule] = []
     for name, column in schema.columns.items():
         if not column.nullable:
-            rules.append(RowRule(f"{name}: null", lambda n=name: F.col(n).isNull()))
+            rules.append(RowRule(f"{name}: null", _is_null(name)))
         for check in column.checks:
             if check.name not in _CHECK_EXPRESSIONS:
                 raise ValueError(
@@ -128,12 +131,20 @@ def column_rules(schema: DataFrameSchema) -> list[RowRule]:
                 )
             build = _CHECK_EXPRESSIONS[check.name]
             stats = dict(check.statistics)
-            rules.append(
-                RowRule(
-                    f"{name}: fails {check.name} {_describe(stats)}", lambda n=name, b=build, s=stats: ~b(F.col(n), s)
-                )
-            )
+            rules.append(RowRule(f"{name}: fails {check.name} {_describe(stats)}", _fails(name, build, stats)))
     return rules
+
+
+def _is_null(name: str) -> Callable[[], Column]:
+    from pyspark.sql import functions as F
+
+    return lambda: F.col(name).isNull()
+
+
+def _fails(name: str, build: Callable[[Column, dict[str, Any]], Column], stats: dict[str, Any]) -> Callable[[], Column]:
+    from pyspark.sql import functions as F
+
+    return lambda: ~build(F.col(name), stats)
 
 
 def _describe(stats: dict[str, Any]) -> str:

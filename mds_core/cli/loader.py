@@ -4,13 +4,26 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 import click
 
 from mds_core.cli.common import fail
 from mds_core.storage.urls import is_remote
 from mds_core.streaming.version_sample import DEFAULT_SAMPLE_ROWS, DEFAULT_SAMPLE_SECONDS, describe_subset
+
+if TYPE_CHECKING:
+    from mds_core.streaming.loader_check import LoaderCheckReport
+
+
+class _CommonArgs(TypedDict):
+    """The arguments check_loader and check_version share."""
+
+    batch_size: int
+    num_workers: int
+    min_samples_per_second: float
+    allow_unsafe_types: bool
+    cache_limit: str | None
 
 
 @click.command("check-loader")
@@ -66,13 +79,13 @@ def check_loader_command(
     daily check whose cost does not grow with the history.
     """
     bounded = bounded or any(value is not None for value in (sample_rows, sample_seconds, seed))
-    common = {
-        "batch_size": batch_size,
-        "num_workers": num_workers,
-        "min_samples_per_second": min_samples_per_second,
-        "allow_unsafe_types": allow_unsafe_types,
-        "cache_limit": cache_limit,
-    }
+    common = _CommonArgs(
+        batch_size=batch_size,
+        num_workers=num_workers,
+        min_samples_per_second=min_samples_per_second,
+        allow_unsafe_types=allow_unsafe_types,
+        cache_limit=cache_limit,
+    )
     if bounded:
         report = _bounded(path, version, cache, sample_rows, sample_seconds, seed, common)
     else:
@@ -91,8 +104,8 @@ def _bounded(
     sample_rows: int | None,
     sample_seconds: float | None,
     seed: int | None,
-    common: dict[str, Any],
-) -> Any:
+    common: _CommonArgs,
+) -> LoaderCheckReport:
     if version is None:
         fail(
             "--sample, --sample-rows, --sample-seconds and --seed need --version N (a version of the shard set at PATH)"
@@ -110,7 +123,7 @@ def _bounded(
     )
 
 
-def _print(report: Any, num_workers: int, as_json: bool) -> None:
+def _print(report: LoaderCheckReport, num_workers: int, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
         return

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from numpy.typing import NDArray
 
 from mds_core.convert.type_rules import ColumnPlan, is_list
 from mds_core.errors import ConversionError
@@ -189,10 +190,10 @@ def list_layout(arr: pa.Array, ndim: int) -> ListLayout:
     return ListLayout(level, bounds, dims, ragged, inner_nulls)
 
 
-def _nulls_in_ranges(items: pa.Array, bounds: np.ndarray) -> np.ndarray:
+def _nulls_in_ranges(items: pa.Array, bounds: NDArray[np.int64]) -> NDArray[np.bool_]:
     if items.null_count == 0:
         return np.zeros(len(bounds) - 1, bool)
-    cumulative = np.concatenate([[0], np.cumsum(items.is_null().to_numpy(zero_copy_only=False))])
+    cumulative: NDArray[np.int64] = np.concatenate([[0], np.cumsum(items.is_null().to_numpy(zero_copy_only=False))])
     return cumulative[bounds[1:]] > cumulative[bounds[:-1]]
 
 

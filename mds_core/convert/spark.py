@@ -41,7 +41,7 @@ from mds_core.errors import ConversionError, MissingDependencyError
 _DRIVER_KWARGS = {"out", "columns", "keep_local", "exist_ok", "progress_bar"}
 
 
-class ConversionResult(tuple):
+class ConversionResult(tuple[str, str]):
     """``(local, remote)`` as the reference returns, carrying ``.stats`` (a ``ConversionStats``)."""
 
     stats: ConversionStats
@@ -233,7 +233,8 @@ class _ClassicJob:
     def __enter__(self) -> _ClassicJob:
         self._context.setJobGroup(self._group, f"dataframe_to_mds -> {self._url}", interruptOnCancel=True)
         if self._bar is not None:
-            self._thread = threading.Thread(target=self._poll, args=(self._context.statusTracker(),), daemon=True)
+            args = (self._context.statusTracker(), self._bar)
+            self._thread = threading.Thread(target=self._poll, args=args, daemon=True)
             self._thread.start()
         return self
 
@@ -242,7 +243,7 @@ class _ClassicJob:
             self._context.cancelJobGroup(self._group)
         self._context.setLocalProperty("spark.jobGroup.id", self._previous)
 
-    def _poll(self, tracker: Any) -> None:
+    def _poll(self, tracker: Any, bar: Any) -> None:
         while not self._stop.wait(0.5):
             done = 0
             for job in tracker.getJobIdsForGroup(self._group):
@@ -250,7 +251,7 @@ class _ClassicJob:
                 if info and info.stageIds:  # the job's last stage is the one that writes
                     stage_info = tracker.getStageInfo(max(info.stageIds))
                     done += stage_info.numCompletedTasks if stage_info else 0
-            self._bar.update(max(0, min(done, self._bar.total) - self._bar.n))
+            bar.update(max(0, min(done, bar.total) - bar.n))
 
     def close(self, partitions: int | None) -> None:
         if self._thread is not None:

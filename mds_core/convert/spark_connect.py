@@ -33,9 +33,9 @@ def functions_for(dataframe: Any) -> Any:
     a Connect session is created; a process holding both kinds must build each one's columns itself.
     """
     if is_connect(dataframe):
-        from pyspark.sql.connect import functions
+        from pyspark.sql.connect import functions as connect_functions
 
-        return functions
+        return connect_functions
     from pyspark.sql import functions
 
     return functions

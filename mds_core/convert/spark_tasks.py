@@ -57,6 +57,8 @@ def convert_partition(spec: TaskSpec, batches: Iterator[pa.RecordBatch]) -> Iter
 
     started = time.perf_counter()
     context = TaskContext.get()
+    if context is None:  # mapInArrow runs this in a task, where there always is one
+        raise RuntimeError("convert_partition runs only inside a Spark task")
     partition, attempt = context.partitionId(), context.taskAttemptId()
     name = f"{partition:05}.{attempt}"
     scratch = None

@@ -66,7 +66,7 @@ class ColumnPlan:
 
 
 def is_list(dtype: pa.DataType) -> bool:
-    return pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_fixed_size_list(dtype)
+    return bool(pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_fixed_size_list(dtype))
 
 
 def array_leaf(dtype: pa.DataType) -> tuple[pa.DataType, int]:

@@ -7,25 +7,15 @@ mirror ``streaming.base.format.mds.encodings`` for code that calls them directly
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from mds_core.errors import UnknownEncodingError
+from mds_core.format.coder import Coder as Coder  # re-exported: the type get_coder returns
 from mds_core.format.images import IMAGE_CODERS
 from mds_core.format.ndarray import NDArrayCoder
 from mds_core.format.scalars import SCALAR_CODERS
 
 UNSAFE_ENCODINGS = frozenset({"pkl"})
-
-
-class Coder(Protocol):
-    name: str
-
-    @property
-    def size(self) -> int | None: ...
-
-    def encode(self, obj: Any) -> bytes: ...
-
-    def decode(self, buf: Any, offset: int, size: int) -> Any: ...
 
 
 _CODERS: dict[str, Coder] = {**SCALAR_CODERS, **IMAGE_CODERS, "ndarray": NDArrayCoder()}

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import xxhash
 
@@ -17,12 +17,24 @@ def get_hashes() -> set[str]:
     return stdlib | set(xxhash.algorithms_available)
 
 
-def hasher(algo: str) -> Callable[[], Any]:
+class Hasher(Protocol):
+    """An incremental hash object, as hashlib's and xxhash's constructors make."""
+
+    def update(self, data: bytes | memoryview, /) -> None: ...
+
+    def hexdigest(self) -> str: ...
+
+
+def hasher(algo: str) -> Callable[[], Hasher]:
     """A constructor for an incremental hash object (``update`` / ``hexdigest``)."""
+    # getattr finds the constructor by name; the annotation says what every one of them makes.
+    constructor: Callable[[], Hasher]
     if algo in xxhash.algorithms_available:
-        return getattr(xxhash, algo)
+        constructor = getattr(xxhash, algo)
+        return constructor
     if algo in get_hashes():
-        return getattr(hashlib, algo)
+        constructor = getattr(hashlib, algo)
+        return constructor
     raise HashAlgorithmError(f"unknown hash algorithm {algo!r}; supported: {', '.join(sorted(get_hashes()))}")
 
 
@@ -33,7 +45,7 @@ def get_hash(algo: str, data: bytes) -> str:
     return digest.hexdigest()
 
 
-def digests(algos: list[str], parts: list[bytes]) -> dict[str, str]:
+def digests(algos: list[str], parts: Sequence[bytes | memoryview]) -> dict[str, str]:
     """Each algorithm's hex digest of the concatenation of ``parts``."""
     result = {}
     for algo in algos:

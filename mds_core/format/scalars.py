@@ -12,23 +12,26 @@ import struct
 import sys
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
 from mds_core.errors import DecodeError, EncodeError
+from mds_core.format.coder import Coder
 
 _INT64 = struct.Struct("<q")
+_T = TypeVar("_T")
 
 
 def _type_name(obj: Any) -> str:
     return type(obj).__name__
 
 
-def _require(obj: Any, types: type | tuple[type, ...], encoding: str) -> None:
-    if not isinstance(obj, types) or (types is int and isinstance(obj, bool)):
-        names = " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
-        raise EncodeError(f"encoding {encoding!r} needs a {names}, got {_type_name(obj)}")
+def _require(obj: object, kind: type[_T], encoding: str) -> _T:
+    """``obj`` when it is a ``kind`` (a bool is not an int here), else an EncodeError."""
+    if not isinstance(obj, kind) or (kind is int and isinstance(obj, bool)):
+        raise EncodeError(f"encoding {encoding!r} needs a {kind.__name__}, got {_type_name(obj)}")
+    return obj
 
 
 @dataclass(frozen=True)
@@ -37,8 +40,7 @@ class BytesCoder:
     size: int | None = None
 
     def encode(self, obj: Any) -> bytes:
-        _require(obj, bytes, self.name)
-        return obj
+        return _require(obj, bytes, self.name)
 
     def decode(self, buf: Any, offset: int, size: int) -> bytes:
         # A slice of bytes or of a map is bytes already (bytes() returns it as is); of a memoryview, a copy.
@@ -51,8 +53,7 @@ class StrCoder:
     size: int | None = None
 
     def encode(self, obj: Any) -> bytes:
-        _require(obj, str, self.name)
-        return obj.encode("utf-8")
+        return _require(obj, str, self.name).encode("utf-8")
 
     def decode(self, buf: Any, offset: int, size: int) -> str:
         try:
@@ -77,7 +78,8 @@ class IntCoder:
             raise EncodeError(f"{obj} does not fit in the int64 of encoding 'int'") from err
 
     def decode(self, buf: Any, offset: int, size: int) -> int:
-        return _INT64.unpack_from(buf, offset)[0]
+        value: int = _INT64.unpack_from(buf, offset)[0]  # "<q" unpacks one int
+        return value
 
     def decode_many(self, u8: np.ndarray, starts: np.ndarray) -> list[int]:
         """Values at many offsets of a uint8 view, as Python ints, in one gather."""
@@ -115,7 +117,8 @@ class NumberCoder:
 
     def decode(self, buf: Any, offset: int, size: int) -> np.generic:
         # A 0-d view then [()] copies the bits exactly (NaN payloads too), faster than frombuffer.
-        return np.ndarray((), self.dtype, buf, offset)[()]
+        # numpy's stubs type indexing with () as an array; on a 0-d array it gives the scalar.
+        return cast(np.generic, np.ndarray((), self.dtype, buf, offset)[()])
 
     def decode_many(self, u8: np.ndarray, starts: np.ndarray) -> np.ndarray:
         """Values at many offsets of a uint8 view, as one array whose items are numpy scalars."""
@@ -211,7 +214,7 @@ _NUMBER_STRUCTS = {
     for name, dtype in NUMBER_DTYPES.items()
 }
 
-SCALAR_CODERS = {
+SCALAR_CODERS: dict[str, Coder] = {
     "bytes": BytesCoder(),
     "str": StrCoder(),
     "int": IntCoder(),

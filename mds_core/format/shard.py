@@ -11,7 +11,7 @@ import mmap
 import os
 import struct
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,15 +42,16 @@ class Schema:
         self.num_var = sum(c.size is None for c in self.columns)
         self.fixed_bytes = sum(c.size or 0 for c in self.columns)
         self._var_sizes = struct.Struct(f"<{self.num_var}I")
-        # (name, coder, fixed size or None, index into the variable sizes)
-        plan, var = [], 0
+        # (name, decode, fixed size, index into the variable sizes or -1 for a fixed-size column)
+        plan: list[tuple[str, Callable[[Any, int, int], Any], int, int]] = []
+        var = 0
         for col in self.columns:
-            plan.append((col.name, col.coder.decode, col.size, var if col.size is None else -1))
+            plan.append((col.name, col.coder.decode, col.size or 0, var if col.size is None else -1))
             var += col.size is None
         self._plan = plan
         self._var_columns = [i for i, c in enumerate(self.columns) if c.size is None]
         self._fixed_columns = [i for i, c in enumerate(self.columns) if c.size is not None]
-        self._fixed_sizes = [self.columns[i].size for i in self._fixed_columns]
+        self._fixed_sizes = [c.size for c in self.columns if c.size is not None]
         self._encode_plan = [(c.name, c.coder.encode, c.size, e) for c, e in zip(self.columns, self.encodings)]
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -282,7 +283,7 @@ class ShardReader:
                 # Into a new array of our own, not the bytes os.pread returns: its arrays are then
                 # writable views (torch warns on read-only ones), and a write reaches only that sample.
                 data = np.empty(block.end - block.begin, np.uint8)
-                if os.preadv(fd, [data], block.begin) != len(data):
+                if os.preadv(fd, [data.data], block.begin) != len(data):
                     raise CorruptShardError(
                         f"{self.path}: shrank while being read (wanted bytes {block.begin}-{block.end})"
                     )
@@ -311,7 +312,7 @@ class ShardReader:
         offsets = self._offsets_array()
         try:
             return self.schema.decode_block(
-                memoryview(data),
+                data.data,  # a memoryview of the array's bytes
                 data,
                 offsets[block.start : block.stop] - block.begin,
                 offsets[block.start + 1 : block.stop + 1] - block.begin,

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from mds_core.errors import MDSError
+from mds_core.errors import InvalidIndexError, MDSError
 from mds_core.format.compression import get_codec
 from mds_core.format.hashing import get_hash
 from mds_core.format.index import INDEX_BASENAME, FileInfo, ShardInfo, load_index
@@ -92,8 +92,11 @@ def verify_dataset(root: str, decode: bool = False, allow_unsafe_types: bool = F
 def _verify_shard(root: str, shard: ShardInfo, report: Report, decode: bool, allow_unsafe: bool) -> None:
     raw_path = os.path.join(root, shard.raw_data.basename)
     if shard.zip_data is not None and os.path.exists(os.path.join(root, shard.zip_data.basename)):
+        codec = get_codec(shard.compression)
+        if codec is None:  # load_index refuses this; a ShardInfo made by hand may not
+            raise InvalidIndexError(f"{shard.zip_data.basename}: 'zip_data' without a 'compression'")
         data = _checked_file(root, shard.zip_data, report)
-        raw = get_codec(shard.compression).decompress(data)
+        raw = codec.decompress(data)
         _check_digests(raw_path + " (decompressed)", raw, shard.raw_data, report)
         if os.path.exists(raw_path):  # a reader's decompressed copy: readers use it instead of the zip
             _checked_file(root, shard.raw_data, report)

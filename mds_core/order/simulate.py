@@ -32,7 +32,9 @@ class Comparison:
         return self.error is None and self.first_difference is None
 
 
-def global_batches(spec: OrderSpec, world: World, global_batch: int, epoch: int, sample_in_epoch: int) -> list[Counter]:
+def global_batches(
+    spec: OrderSpec, world: World, global_batch: int, epoch: int, sample_in_epoch: int
+) -> list[Counter[int]]:
     """The multiset of sample ids in each global batch of the epoch, for one world."""
     ranks = world.num_ranks
     if global_batch % ranks:
@@ -60,7 +62,7 @@ def check_order(
 
 
 def _compare(
-    spec: OrderSpec, world: World, global_batch: int, epoch: int, skip: int, baseline: list[Counter]
+    spec: OrderSpec, world: World, global_batch: int, epoch: int, skip: int, baseline: list[Counter[int]]
 ) -> Comparison:
     try:
         batches = global_batches(spec, world, global_batch, epoch, skip * global_batch)

@@ -104,7 +104,8 @@ class OrderSpec:
     def mix(self) -> StreamMix:
         """Per-stream choose / proportion / repeat, as the reference derives them at construction."""
         seed = self.shuffle_seed if self.weights_seed is None else self.weights_seed
-        return apply_weights(self.stream_sizes, self.weights, self.epoch_size, seed)
+        epoch_size = parse_epoch_size(self.epoch_size)  # parsed in __post_init__ already: the same int or None
+        return apply_weights(self.stream_sizes, self.weights, epoch_size, seed)
 
     @property
     def samples_per_epoch(self) -> int:

@@ -54,7 +54,7 @@ class LRUCache:
         prefetch does, and then counts as the most recently used; a shard evicted before a later
         use is fetched again then.
         """
-        out, fetched_this_epoch = CacheReplay(peak_bytes=self.used), set()
+        out, fetched_this_epoch = CacheReplay(peak_bytes=self.used), set[int]()
         bounds = np.searchsorted(reads.steps, np.arange(reads.num_steps + 1)).tolist()
         shards = reads.shards.tolist()
         requests = _requests_by_step(reads, len(self.cache_bytes), lead_steps)

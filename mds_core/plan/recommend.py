@@ -44,16 +44,17 @@ def _predownload(plan: TrainingPlan, epoch_seconds_with: Callable[[int], float |
     batch = plan.settings["batch_size"]
     current = plan.settings["predownload"]
     timed = {batches * batch: epoch_seconds_with(batches * batch) for batches in PREDOWNLOAD_BATCHES}
-    if any(seconds is None for seconds in timed.values()):
+    known = {p: seconds for p, seconds in timed.items() if seconds is not None}
+    if len(known) < len(timed):
         return Recommendation(
             "predownload",
             current,
             "keep the default (8 x batch_size): without --bandwidth or "
             "--consume-time there is nothing to model; pass them, or --probe",
         )
-    fastest = min(timed.values())
-    value = min(p for p, seconds in timed.items() if seconds is not None and seconds <= fastest * _GOOD_ENOUGH)
-    table = ", ".join(f"{p}: {seconds:,.1f} s" for p, seconds in timed.items())
+    fastest = min(known.values())
+    value = min(p for p, seconds in known.items() if seconds <= fastest * _GOOD_ENOUGH)
+    table = ", ".join(f"{p}: {seconds:,.1f} s" for p, seconds in known.items())
     return Recommendation(
         "predownload",
         value,

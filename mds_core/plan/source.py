@@ -48,7 +48,8 @@ def probe(source: str, max_bytes: int = 64 << 20, storage_options: dict[str, Any
         began = time.perf_counter()
         store.read_bytes(INDEX_BASENAME)
         latencies.append(time.perf_counter() - began)
-    chosen, total = [], 0
+    chosen: list[ShardInfo] = []
+    total = 0
     for shard in index:
         if chosen and total + (shard.zip_data or shard.raw_data).bytes > max_bytes:
             break

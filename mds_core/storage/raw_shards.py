@@ -38,6 +38,8 @@ def raw_shard_path(root: str, shard: ShardInfo, cache_root: str | None = None) -
 def decompress_shard(zip_path: str, raw_path: str, shard: ShardInfo) -> None:
     """Decompress ``zip_path`` to ``raw_path`` atomically, checking the size the index records."""
     codec = get_codec(shard.compression)
+    if codec is None:  # load_index refuses this; a ShardInfo made by hand may not
+        raise CorruptShardError(f"{zip_path}: the index gives the shard a compressed file but no compression")
     try:
         # A cache of the zip, checked by size before use: not synced (see RemoteStore.download).
         with open(zip_path, "rb") as src, atomic_file(raw_path, durable=False) as dst:

@@ -112,7 +112,9 @@ class RemoteStore:
         kill_point(f"uploaded {rel}")
 
     def read_bytes(self, rel: str) -> bytes:
-        return self._retrying(f"read of {self.url_of(rel)}", lambda: self.fs.cat_file(self._path_of(rel)))
+        # fsspec ships no types: its filesystems are Any to mypy (cat_file returns bytes, exists a bool).
+        data: bytes = self._retrying(f"read of {self.url_of(rel)}", lambda: self.fs.cat_file(self._path_of(rel)))
+        return data
 
     def write_bytes(self, rel: str, data: bytes) -> None:
         """Replace ``rel`` with ``data`` (atomically on local disks: temp file and rename)."""
@@ -147,7 +149,8 @@ class RemoteStore:
         return created
 
     def exists(self, rel: str) -> bool:
-        return self._retrying(f"lookup of {self.url_of(rel)}", lambda: self.fs.exists(self._path_of(rel)))
+        found: bool = self._retrying(f"lookup of {self.url_of(rel)}", lambda: self.fs.exists(self._path_of(rel)))
+        return found
 
     def delete(self, rel: str) -> None:
         """Remove one file; a missing file is fine."""

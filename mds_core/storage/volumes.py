@@ -31,7 +31,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from email.utils import parsedate_to_datetime
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 from urllib.parse import urlparse
 
 from fsspec import AbstractFileSystem
@@ -62,7 +62,8 @@ def volume_path(url: str) -> str:
     return "/" + "/".join(parts)
 
 
-class VolumesFileSystem(AbstractFileSystem):
+# fsspec ships no type information, so its base class is Any to mypy.
+class VolumesFileSystem(AbstractFileSystem):  # type: ignore[misc]
     """Files in Unity Catalog volumes, through ``WorkspaceClient().files`` (one request per call, no retries)."""
 
     protocol = "dbfs"
@@ -77,15 +78,15 @@ class VolumesFileSystem(AbstractFileSystem):
 
     @classmethod
     def _strip_protocol(cls, path: Any) -> str:
-        path = str(path)
-        if path.startswith("dbfs:"):
-            path = path[len("dbfs:") :]
-        return "/" + path.strip("/")
+        text = str(path)
+        if text.startswith("dbfs:"):
+            text = text[len("dbfs:") :]
+        return "/" + text.strip("/")
 
     # ---------------------------------------------------------------------------------------------
     # reads
 
-    def _open(self, path: str, mode: str = "rb", **kwargs: Any) -> Any:
+    def _open(self, path: str, mode: str = "rb", **kwargs: Any) -> _Download:
         if mode != "rb":
             raise NotImplementedError(f"{self._url(path)}: only mode 'rb'; write with pipe_file or put_file")
         path = self._strip_protocol(path)
@@ -120,7 +121,8 @@ class VolumesFileSystem(AbstractFileSystem):
             return False
 
     def modified(self, path: str) -> dt.datetime:
-        return self.info(path)["LastModified"]
+        modified: dt.datetime = self.info(path)["LastModified"]  # what _modified puts there
+        return modified
 
     def ls(self, path: str, detail: bool = True, **kwargs: Any) -> list[Any]:
         path = self._strip_protocol(path)
@@ -274,7 +276,7 @@ class VolumesFileSystem(AbstractFileSystem):
 class _Download(io.RawIOBase):
     """A download's body, streamed: errors while reading are translated like those of the request."""
 
-    def __init__(self, contents: Any, fs: VolumesFileSystem, path: str) -> None:
+    def __init__(self, contents: BinaryIO, fs: VolumesFileSystem, path: str) -> None:
         super().__init__()
         self._contents, self._fs, self._path = contents, fs, path
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Any
+from typing import Any, cast
 
 from mds_core.errors import ConfigurationError
 
@@ -43,6 +43,7 @@ class OneAttemptClock:
 
 def workspace_client(url: str, timeout: float | None, options: dict[str, Any]) -> Any:
     from databricks.sdk import WorkspaceClient
+    from databricks.sdk.clock import Clock
     from databricks.sdk.config import Config
 
     options = {k: v for k, v in options.items() if k not in _FSSPEC_OPTIONS}
@@ -61,7 +62,9 @@ def workspace_client(url: str, timeout: float | None, options: dict[str, Any]) -
     if timeout is not None:
         options.setdefault("http_timeout_seconds", timeout)
     try:
-        config = Config(clock=OneAttemptClock(), **options)
+        # cast: the SDK types its clock as the Clock ABC but only calls time() and sleep(), which
+        # OneAttemptClock has; subclassing Clock would import the optional SDK with this module.
+        config = Config(clock=cast(Clock, OneAttemptClock()), **options)
     except ValueError as err:
         raise ConfigurationError(
             f"{url}: no usable Databricks credentials: {_CREDENTIALS_HINT}. The Databricks SDK said: {err}"

@@ -29,7 +29,7 @@ _TENSOR_KINDS = frozenset("biufc")
 PIPE_BYTES = 256 << 10  # columns below this travel from a worker as numpy arrays, not tensors
 
 
-class NumpyBatch(dict):
+class NumpyBatch(dict[str, Any]):
     """A collated batch on its way out of a worker: some columns are still numpy arrays."""
 
     def as_tensors(self) -> dict[str, Any]:

@@ -22,7 +22,7 @@ _COLLATE_FN_POSITION = 6
 register_with_torch()
 
 
-class StreamingDataLoader(DataLoader):
+class StreamingDataLoader(DataLoader[Any]):
     """``torch.utils.data.DataLoader`` with ``state_dict`` / ``load_state_dict``, as in the reference.
 
     Without a ``collate_fn`` it batches with ``collate_samples``: ``default_collate``'s result, made
@@ -56,7 +56,9 @@ class StreamingDataLoader(DataLoader):
         self.metrics_callback, self.metrics_every = metrics_callback, metrics_every
         self._waits = BatchWaits()
 
-    def __iter__(self) -> Iterator[Any]:
+    # torch types DataLoader.__iter__ as its private _BaseDataLoaderIter; this one (as the reference's)
+    # is a generator of batches, which is all that iterating a loader uses.
+    def __iter__(self) -> Iterator[Any]:  # type: ignore[override]
         self.num_samples_yielded = 0
         self._waits = BatchWaits()
         if isinstance(self.dataset, StreamingDataset):

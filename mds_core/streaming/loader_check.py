@@ -227,7 +227,10 @@ def _run(
     min_samples_per_second: float,
 ) -> LoaderCheckReport:
     loader = make()
-    expected = samples_expected if samples_expected is not None else loader.dataset.num_samples
+    dataset = loader.dataset
+    if not isinstance(dataset, StreamingDataset):  # what _loader_factory builds every loader over
+        raise TypeError(f"check_loader needs a StreamingDataset, got {type(dataset).__name__}")
+    expected = samples_expected if samples_expected is not None else dataset.num_samples
     report = LoaderCheckReport(location, version, expected, batch_size, num_workers)
     started = time.perf_counter()
     try:
@@ -241,7 +244,7 @@ def _run(
     report.samples_per_second = len(order) / report.seconds if report.seconds else 0.0
     counts = Counter(order)
     report.exactly_once = (
-        len(order) == expected and set(counts.values()) <= {1} and set(counts) == set(range(loader.dataset.num_samples))
+        len(order) == expected and set(counts.values()) <= {1} and set(counts) == set(range(dataset.num_samples))
     )
     if not report.exactly_once:
         report.problems.append(
@@ -269,7 +272,8 @@ def _check_resume(
             break
     state = loader.state_dict()
     resumed = make()
-    resumed.load_state_dict(state)
+    if state is not None:  # always: the loader's dataset is a StreamingDataset
+        resumed.load_state_dict(state)
     rest = [sample_id for batch in resumed for sample_id in _ids(batch)]
     report.resumed_at_sample = int(state["sample_in_epoch"]) if state else 0
     report.continuation_matches = first + rest == order

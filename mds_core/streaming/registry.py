@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from mds_core.errors import ConfigurationError
 from mds_core.streaming.stream import Stream
 
 ENTRY_POINT_GROUP = "mds_core.streams"
 StreamFactory = Callable[..., Stream]
+_Factory = TypeVar("_Factory", bound=StreamFactory)
 
 
 class StreamRegistry:
@@ -32,7 +33,13 @@ class StreamRegistry:
     def __init__(self) -> None:
         self._factories: dict[str, StreamFactory] = {}
 
-    def register(self, name: str, *, func: StreamFactory | None = None) -> Any:
+    @overload
+    def register(self, name: str, *, func: _Factory) -> _Factory: ...
+
+    @overload
+    def register(self, name: str, *, func: None = None) -> Callable[[_Factory], _Factory]: ...
+
+    def register(self, name: str, *, func: _Factory | None = None) -> _Factory | Callable[[_Factory], _Factory]:
         """Register ``func`` under ``name``; without ``func``, a decorator that registers what it decorates."""
         if func is None:
             return lambda factory: self.register(name, func=factory)
@@ -43,15 +50,25 @@ class StreamRegistry:
         if name in self._factories:
             return self._factories[name]
         for entry in entry_points(group=ENTRY_POINT_GROUP, name=name):
-            return self.register(name, func=entry.load())
+            factory: StreamFactory = entry.load()  # what the group's entry points name
+            return self.register(name, func=factory)
         raise ConfigurationError(
-            f"stream_name={name!r} is not registered (registered: {sorted(self.get_all())}); register your "
+            f"stream_name={name!r} is not registered (registered: {sorted(self._names())}); register your "
             f"Stream subclass with mds_core.streams_registry.register({name!r}, func=YourStream)"
         )
 
     def get_all(self) -> dict[str, StreamFactory]:
-        found = {entry.name: entry for entry in entry_points(group=ENTRY_POINT_GROUP)}
+        """Every factory by name, entry points loaded (as the reference's registry does)."""
+        found: dict[str, StreamFactory] = {
+            entry.name: entry.load()
+            for entry in entry_points(group=ENTRY_POINT_GROUP)
+            if entry.name not in self._factories
+        }
         return {**found, **self._factories}
+
+    def _names(self) -> set[str]:
+        """Every registered name, without loading the entry points'."""
+        return set(self._factories) | {entry.name for entry in entry_points(group=ENTRY_POINT_GROUP)}
 
 
 streams_registry = StreamRegistry()

@@ -12,8 +12,9 @@ import glob
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from mds_core.errors import ResumeError
 from mds_core.format.index import INDEX_BASENAME
@@ -24,11 +25,37 @@ MAX_NODES = 1 << 20  # canonical or physical nodes a state dict may name
 STATE_KEYS = ("epoch", "sample_in_epoch", "num_canonical_nodes", "shuffle_seed", "initial_physical_nodes")
 
 
+class OrderState(TypedDict):
+    """What the ledger keeps of a loaded state dict (``STATE_KEYS``): where and how to resume."""
+
+    epoch: int
+    sample_in_epoch: int
+    num_canonical_nodes: int
+    shuffle_seed: int
+    initial_physical_nodes: int
+
+
+class EpochRecord(TypedDict):
+    """A worker's record of the epoch it is iterating (``epoch-rank<r>-worker<w>.json``)."""
+
+    epoch: int
+    sample_in_epoch: int
+    resume_version: int  # the version of the loaded state it started from (0: none)
+    state: OrderState | None
+
+
+class _Loaded(TypedDict):
+    """A rank's loaded state (``resume-rank<r>.json``); each load raises the version."""
+
+    version: int
+    state: OrderState
+
+
 @dataclass(frozen=True)
 class EpochStart:
     epoch: int
     sample_in_epoch: int
-    state: dict[str, Any] | None  # the loaded state this epoch, or an earlier one of this run, resumed
+    state: OrderState | None  # the loaded state this epoch, or an earlier one of this run, resumed
 
 
 def data_fingerprint(roots: list[str], spec: OrderSpec, versions: list[int | None]) -> str:
@@ -90,6 +117,17 @@ def validate_state(obj: Any, fingerprint: str, epoch_size: int, allow_other_data
     return dict(obj)
 
 
+def order_state(state: Mapping[str, Any]) -> OrderState:
+    """The ``STATE_KEYS`` of a state dict ``validate_state`` passed."""
+    return OrderState(
+        epoch=state["epoch"],
+        sample_in_epoch=state["sample_in_epoch"],
+        num_canonical_nodes=state["num_canonical_nodes"],
+        shuffle_seed=state["shuffle_seed"],
+        initial_physical_nodes=state["initial_physical_nodes"],
+    )
+
+
 class EpochLedger:
     """Per-rank records in the job directory: loaded states and each worker's current epoch."""
 
@@ -99,15 +137,20 @@ class EpochLedger:
     def _worker_file(self, worker: int) -> str:
         return f"epoch-rank{self.rank}-worker{worker}.json"
 
-    def load(self, state: dict[str, Any]) -> None:
-        """Store ``state`` for the next ``__iter__`` of every worker of this rank."""
+    def load(self, state: Mapping[str, Any]) -> None:
+        """Store ``state`` (its ``STATE_KEYS``) for the next ``__iter__`` of every worker of this rank."""
         name = f"resume-rank{self.rank}.json"
-        previous = self.job.read_json(name) or {"version": 0}
-        self.job.write_json(name, {"version": previous["version"] + 1, "state": state})
+        previous = self._loaded()
+        version = (previous["version"] if previous else 0) + 1
+        self.job.write_json(name, _Loaded(version=version, state=order_state(state)))
 
-    def pending_state(self) -> dict[str, Any] | None:
+    def _loaded(self) -> _Loaded | None:
+        loaded: _Loaded | None = self.job.read_json(f"resume-rank{self.rank}.json")  # as load writes it
+        return loaded
+
+    def pending_state(self) -> OrderState | None:
         """The loaded state no worker has started from yet, if any."""
-        loaded = self.job.read_json(f"resume-rank{self.rank}.json")
+        loaded = self._loaded()
         if loaded is None:
             return None
         consumed = [record.get("resume_version", 0) for record in self._records()]
@@ -115,8 +158,10 @@ class EpochLedger:
 
     def start_epoch(self, worker: int) -> EpochStart:
         """Called by each worker at ``__iter__``: which epoch, from which sample."""
-        record = self.job.read_json(self._worker_file(worker)) or {"epoch": -1, "resume_version": 0}
-        loaded = self.job.read_json(f"resume-rank{self.rank}.json")
+        record: EpochRecord = self.job.read_json(self._worker_file(worker)) or EpochRecord(
+            epoch=-1, sample_in_epoch=0, resume_version=0, state=None
+        )
+        loaded = self._loaded()
         if loaded is not None and loaded["version"] > record["resume_version"]:
             state = loaded["state"]
             start = EpochStart(state["epoch"], state["sample_in_epoch"], state)
@@ -128,23 +173,20 @@ class EpochLedger:
             version = record["resume_version"]
         self.job.write_json(
             self._worker_file(worker),
-            {
-                "epoch": start.epoch,
-                "sample_in_epoch": start.sample_in_epoch,
-                "resume_version": version,
-                "state": start.state,
-            },
+            EpochRecord(
+                epoch=start.epoch, sample_in_epoch=start.sample_in_epoch, resume_version=version, state=start.state
+            ),
         )
         return start
 
-    def current(self) -> dict[str, Any] | None:
+    def current(self) -> EpochRecord | None:
         """The latest epoch record among this rank's workers (what ``state_dict`` reports)."""
         records = self._records()
         return max(records, key=lambda r: (r["epoch"], r.get("resume_version", 0))) if records else None
 
-    def _records(self) -> list[dict[str, Any]]:
+    def _records(self) -> list[EpochRecord]:
         pattern = os.path.join(self.job.path, f"epoch-rank{self.rank}-worker*.json")
-        records = [self.job.read_json(os.path.basename(path)) for path in glob.glob(pattern)]
+        records: list[EpochRecord | None] = [self.job.read_json(os.path.basename(path)) for path in glob.glob(pattern)]
         return [r for r in records if r is not None]
 
 

@@ -19,7 +19,7 @@ import json
 import posixpath
 import re
 from dataclasses import MISSING, asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, TypedDict
 
 from mds_core.errors import ConfigurationError, InvalidIndexError, InvalidManifestError
 from mds_core.format.index import ShardInfo, check_basename
@@ -182,7 +182,15 @@ def check_partitions(partitions: dict[str, Any], where: str) -> None:
             raise InvalidManifestError(str(err)) from None
 
 
-def parse_published(data: bytes, where: str) -> dict[str, Any]:
+class Published(TypedDict):
+    """``published.json``: the published version, its index's fingerprint, the ones published before."""
+
+    version: int
+    fingerprint: str
+    history: list[int]  # oldest first
+
+
+def parse_published(data: bytes, where: str) -> Published:
     """Validate ``published.json``: ``{"version": int, "fingerprint": str, "history": [int, ...]}``.
 
     ``history`` (the versions published before, oldest first) is absent from files older than it."""
@@ -197,7 +205,7 @@ def parse_published(data: bytes, where: str) -> dict[str, Any]:
         raise InvalidManifestError(
             f'{where}: expected {{"version": <int>, "fingerprint": <str>, "history": [<int>, ...]}}, got {obj!r}'
         )
-    return {**obj, "history": history}
+    return Published(version=obj["version"], fingerprint=obj["fingerprint"], history=history)
 
 
 def now() -> dt.datetime:

@@ -8,14 +8,14 @@ twice goes two publications back rather than toggling between the last two.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from mds_core.versions.manifest import HISTORY_LIMIT
+from mds_core.versions.manifest import HISTORY_LIMIT, Published
 
 T = TypeVar("T")
 
 
-def pushed(record: dict[str, Any] | None, number: int) -> list[int]:
+def pushed(record: Published | None, number: int) -> list[int]:
     """The history to record when ``number`` replaces the publication that ``record`` describes."""
     if record is None:
         return []
@@ -25,7 +25,7 @@ def pushed(record: dict[str, Any] | None, number: int) -> list[int]:
     return history[-HISTORY_LIMIT:]
 
 
-def history_before(record: dict[str, Any] | None, current: int | None) -> list[int]:
+def history_before(record: Published | None, current: int | None) -> list[int]:
     """The versions published before ``current`` (the root index's, which ``record`` may lag: a
     publish that died between its two writes updated the root index but not ``published.json``)."""
     if record is None:

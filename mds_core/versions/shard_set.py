@@ -25,6 +25,7 @@ from mds_core.versions.manifest import (
     HEAD,
     PUBLISHED,
     VERSIONS,
+    Published,
     VacuumReport,
     VersionDiff,
     VersionInfo,
@@ -90,8 +91,8 @@ class ShardSet:
             return None
         root_fingerprint = index_fingerprint(root_index)
         published = read_if_present(self.store, PUBLISHED)
-        record = parse_published(published, self.store.url_of(PUBLISHED)) if published is not None else {}
-        if record.get("fingerprint") == root_fingerprint:
+        record = parse_published(published, self.store.url_of(PUBLISHED)) if published is not None else None
+        if record is not None and record["fingerprint"] == root_fingerprint:
             return record["version"]
         matching = [v.version for v in self.versions() if v.fingerprint == root_fingerprint]
         return matching[-1] if matching else None
@@ -279,12 +280,13 @@ class ShardSet:
         started = transaction_started(transaction) if floor is None else None
         if floor is None and started is None:  # an id not made by Transaction: one listing answers
             return self._committed_in_listing(transaction)
+        cutoff = None if started is None else started - CLOCK_SKEW  # known exactly when floor is not
         known = {v.version: v for v in found}
         for number in range(found[-1].version if found else 0, floor or 0, -1):
             info = known.get(number) or manifest_if_present(self.store, number)
             if info is not None and info.transaction == transaction:
                 return info
-            if floor is None and (info is None or created_before(info, started - CLOCK_SKEW)):
+            if cutoff is not None and (info is None or created_before(info, cutoff)):
                 return None  # older than the transaction (or below a gap vacuum made): it cannot be one
         return None
 
@@ -331,7 +333,7 @@ class ShardSet:
             f"to commit them as a newer version"
         )
 
-    def _record(self) -> dict[str, Any] | None:
+    def _record(self) -> Published | None:
         """``published.json``, or None if absent or damaged (publishing rewrites it whole)."""
         data = read_if_present(self.store, PUBLISHED)
         try:

@@ -39,11 +39,12 @@ class ShardFinisher:
     def next_index(self) -> int:
         return len(self.shards) + (self._pending is not None)
 
-    def compress(self, parts: list[bytes]) -> Future[bytes]:
-        assert self.codec is not None
-        return self._executor.submit(lambda: self._compress(b"".join(parts)))
+    def compress(self, parts: list[bytes | memoryview]) -> Future[bytes]:
+        compress = self._compress
+        assert compress is not None  # called only when there is a codec
+        return self._executor.submit(lambda: compress(b"".join(parts)))
 
-    def submit(self, sizes: list[int], parts: list[bytes], chunks: list[Future[bytes]]) -> None:
+    def submit(self, sizes: list[int], parts: list[bytes | memoryview], chunks: list[Future[bytes]]) -> None:
         self.wait()  # keeps at most one finished shard in memory
         self._pending = self._executor.submit(self._store, self.next_index, sizes, parts, chunks)
 
@@ -54,20 +55,24 @@ class ShardFinisher:
             if self._progress is not None:
                 self._progress.update(1)
 
-    def _store(self, index: int, sizes: list[int], parts: list[bytes], chunks: list[Future[bytes]]) -> ShardInfo:
+    def _store(
+        self, index: int, sizes: list[int], parts: list[bytes | memoryview], chunks: list[Future[bytes]]
+    ) -> ShardInfo:
         # Uncompressed shards go to disk straight from the sample buffers, never joined in memory.
-        parts = [shard_head(sizes, self.header), *parts]
+        head = shard_head(sizes, self.header)
+        parts = [head, *parts]
         raw_name = f"shard.{index:05}.mds"
         raw_info = FileInfo(raw_name, sum(map(len, parts)), digests(self.hashes, parts))
         zip_info = None
-        if self.codec is None:
+        codec, compress = self.codec, self._compress  # both set, or neither
+        if codec is None or compress is None:
             self.output.write_file(raw_name, parts)
         else:
             if self.compresses_chunks:
-                pieces = [self._compress(parts[0]), *(chunk.result() for chunk in chunks)]
+                pieces = [compress(head), *(chunk.result() for chunk in chunks)]
             else:
-                pieces = [self._compress(b"".join(parts))]
-            zip_name = f"{raw_name}.{self.codec.extension}"
+                pieces = [compress(b"".join(parts))]
+            zip_name = f"{raw_name}.{codec.extension}"
             zip_info = FileInfo(zip_name, sum(map(len, pieces)), digests(self.hashes, pieces))
             self.output.write_file(zip_name, pieces)
         return ShardInfo.from_config(self.config, raw_info, len(sizes), zip_info)

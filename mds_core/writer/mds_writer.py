@@ -109,7 +109,7 @@ class MDSWriter:
 
     def _start_shard(self) -> None:
         # The shard as its samples' byte pieces (values are referenced, not copied) and sizes.
-        self._parts: list[bytes] = []
+        self._parts: list[bytes | memoryview] = []  # memoryviews: runs of write_many's encoded buffer
         self._sizes: list[int] = []
         self._shard_bytes = self._shard_base
         self._chunk_start, self._chunk_bytes = 0, 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import posixpath
 import shutil
+from collections.abc import Sequence
 from typing import Any
 
 from mds_core.errors import MergeError, StorageError
@@ -39,7 +40,9 @@ def merge_index(*args: Any, **kwargs: Any) -> None:
         _merge_root(*args, **kwargs)
 
 
-def _merge_listed(index_file_urls: list[Out], out: Out, keep_local: bool = True, download_timeout: int = 60) -> None:
+def _merge_listed(
+    index_file_urls: Sequence[Out], out: Out, keep_local: bool = True, download_timeout: int = 60
+) -> None:
     if not out:
         raise MergeError(
             f"merge_index: out is {out!r}; give the merged dataset's root (a path, URL or (local, remote))"

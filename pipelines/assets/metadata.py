@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from dagster import MetadataValue, TableColumn, TableSchema
+from dagster import MaterializeResult, MetadataValue, TableColumn, TableSchema
+
+# What an asset returns: a MaterializeResult with metadata and no value. Dagster reads an @asset's
+# return annotation at runtime and, for an asset with several outputs (check specs), recognises only
+# the bare class, so the annotation stays the bare class at runtime; type checkers see its parameter.
+if TYPE_CHECKING:
+    Materialized: TypeAlias = MaterializeResult[None]
+else:
+    Materialized = MaterializeResult
 
 
 def column_schema(columns: Iterable[tuple[str, str]]) -> TableSchema:

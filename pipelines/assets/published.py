@@ -14,6 +14,7 @@ from dagster import (
     asset,
 )
 
+from pipelines.assets.metadata import Materialized
 from pipelines.assets.run_family import check_passed_in_this_run, written_in_this_run
 from pipelines.assets.shards import WRITER_POOL
 from pipelines.assets.smoke import SMOKE_CHECK
@@ -37,7 +38,7 @@ def build_published_version(spec: DatasetSpec) -> AssetsDefinition:
             description=f"{spec.name}: moves the shard set's published pointer (the root index.json training "
             f"code reads) to the version this run wrote, after the blocking {SMOKE_CHECK} passed.",
         )
-        def published_version(context: AssetExecutionContext, shard_store: ShardStore) -> MaterializeResult:
+        def published_version(context: AssetExecutionContext, shard_store: ShardStore) -> Materialized:
             return publish_written(context, spec, shard_store)
 
     return published_version
@@ -49,7 +50,7 @@ def freshness(spec: DatasetSpec) -> FreshnessPolicy:
     return FreshnessPolicy.cron(deadline_cron=spec.fresh_by, lower_bound_delta=dt.timedelta(hours=24), timezone="UTC")
 
 
-def publish_written(context: AssetExecutionContext, spec: DatasetSpec, shard_store: ShardStore) -> MaterializeResult:
+def publish_written(context: AssetExecutionContext, spec: DatasetSpec, shard_store: ShardStore) -> Materialized:
     written = written_in_this_run(context, key(spec, "shard_set"))
     if written is None:
         raise Failure(

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Literal
 from dagster import AssetExecutionContext, AssetsDefinition, Config, MaterializeResult, MetadataValue, asset
 from pydantic import Field
 
-from pipelines.assets.metadata import standard_metadata
+from pipelines.assets.metadata import Materialized, standard_metadata
 from pipelines.conventions import conventions
 from pipelines.notices import dagster_features_we_pin
 from pipelines.registry import DatasetSpec, Source
@@ -15,6 +15,7 @@ from pipelines.retries import RETRY, failures_are_final
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 FORMATS = ("parquet", "csv", "json", "delta")
 
@@ -49,7 +50,7 @@ def build_raw_table(spec: DatasetSpec) -> AssetsDefinition:
         )
         def raw_table(
             context: AssetExecutionContext, config: RawConfig, spark: SparkResource, catalog: TableCatalog
-        ) -> MaterializeResult:
+        ) -> Materialized:
             with failures_are_final():
                 return write_raw(context, spec, effective_source(spec.source, config), spark, catalog)
 
@@ -58,7 +59,7 @@ def build_raw_table(spec: DatasetSpec) -> AssetsDefinition:
 
 def write_raw(
     context: AssetExecutionContext, spec: DatasetSpec, source: Source, spark: SparkResource, catalog: TableCatalog
-) -> MaterializeResult:
+) -> Materialized:
     session = spark.session()
     frames = [read_day(session, spec, source, day) for day in context.partition_keys]
     frame = frames[0]
@@ -123,7 +124,7 @@ def external_source(spark: "SparkSession", settings: Source) -> "DataFrame":
 
 
 def source_format(settings: Source) -> str:
-    fmt = settings.format or next((f for f in FORMATS if settings.path.rstrip("/").endswith(f".{f}")), "parquet")
+    fmt: str = settings.format or next((f for f in FORMATS if settings.path.rstrip("/").endswith(f".{f}")), "parquet")
     if fmt not in FORMATS:
         raise ValueError(f"source format {fmt!r} is not one of {FORMATS}")
     return fmt
@@ -156,7 +157,7 @@ def synthetic_day(spark: "SparkSession", day: str, first: int, rows: int) -> "Da
     )
 
 
-def _digits_struct():
+def _digits_struct() -> "StructType":
     from pyspark.sql import types as T
 
     return T.StructType(

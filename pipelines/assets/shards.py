@@ -12,6 +12,7 @@ last *published* version, never on one whose smoke test failed:
 
 # No `from __future__ import annotations`: Dagster reads the Config and resource annotations at runtime.
 import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from dagster import (
@@ -30,7 +31,7 @@ from dagster import (
 from pydantic import Field
 
 from mds_core.errors import MDSError
-from pipelines.assets.metadata import standard_metadata
+from pipelines.assets.metadata import Materialized, standard_metadata
 from pipelines.assets.raw import RawConfig, effective_source
 from pipelines.cluster import writer_partitions
 from pipelines.conventions import conventions, key, op_name
@@ -81,7 +82,7 @@ def build_shard_set(spec: DatasetSpec) -> AssetsDefinition:
             spark: SparkResource,
             catalog: TableCatalog,
             shard_store: ShardStore,
-        ) -> MaterializeResult:
+        ) -> Materialized:
             with failures_are_final():
                 return write_version(context, spec, config, spark, catalog, shard_store)
 
@@ -95,7 +96,7 @@ def write_version(
     spark: SparkResource,
     catalog: TableCatalog,
     shard_store: ShardStore,
-) -> MaterializeResult:
+) -> Materialized:
     days = sorted(context.partition_keys)
     frame = catalog.read_days(spark.session(), f"{spec.name}_validated", days)
     counts = {row["day"]: row["count"] for row in frame.groupBy("day").count().collect()}
@@ -124,6 +125,7 @@ def write_version(
             for day in written_days
         ]
     info = tx.version
+    assert info is not None  # leaving the with block without an error committed the version
     url = shard_store.url(spec.name)
     context.log.info(f"{spec.name}: committed version {info.number} ({mode} on {published}) at {url}")
     return MaterializeResult(
@@ -202,7 +204,8 @@ def _lineage(
 
 def run_source(context: AssetExecutionContext, spec: DatasetSpec) -> dict[str, Any]:
     """The source this run's raw_table read: the registry's, with the run config's overrides."""
-    ops = (context.run.run_config or {}).get("ops", {})
+    run_config: Mapping[str, Any] = context.run.run_config or {}  # dagster types its values as object
+    ops = run_config.get("ops", {})
     config = ops.get(op_name(spec, "raw_table"), {}).get("config", {})
     return effective_source(spec.source, RawConfig(**config)).model_dump()
 

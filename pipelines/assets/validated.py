@@ -2,7 +2,7 @@
 
 # No `from __future__ import annotations`: Dagster reads the Config and resource annotations at runtime.
 import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dagster import (
     AssetCheckResult,
@@ -17,7 +17,7 @@ from dagster import (
 )
 from pydantic import Field
 
-from pipelines.assets.metadata import standard_metadata
+from pipelines.assets.metadata import Materialized, standard_metadata
 from pipelines.conventions import conventions, daily, key
 from pipelines.notices import dagster_features_we_pin
 from pipelines.registry import DatasetSpec
@@ -39,7 +39,8 @@ class ValidateConfig(Config):
         description="The counts check fails when more than this fraction of rows is quarantined.",
     )
     schema_ref: str = Field(
-        default="", description="module:attribute of a ValidationSchema, or 'not_null'; empty keeps the dataset's schema."
+        default="",
+        description="module:attribute of a ValidationSchema, or 'not_null'; empty keeps the dataset's schema.",
     )
 
 
@@ -64,7 +65,7 @@ def build_validated_table(spec: DatasetSpec) -> AssetsDefinition:
         )
         def validated_table(
             context: AssetExecutionContext, config: ValidateConfig, spark: SparkResource, catalog: TableCatalog
-        ) -> MaterializeResult:
+        ) -> Materialized:
             with failures_are_final():
                 return validate(context, spec, config, spark, catalog)
 
@@ -77,7 +78,7 @@ def validate(
     config: ValidateConfig,
     spark: SparkResource,
     catalog: TableCatalog,
-) -> MaterializeResult:
+) -> Materialized:
     days, name = context.partition_keys, spec.name
     raw = catalog.read_days(spark.session(), f"{name}_raw", days)
     schema = load_schema(config.schema_ref or spec.schema_ref, raw)
@@ -126,7 +127,9 @@ def top_reasons(quarantined: "DataFrame", limit: int = 5) -> dict[str, int]:
     return {row["reason"]: row["count"] for row in rows}
 
 
-def counts_check(counts: dict[str, int], threshold: float, reasons: dict[str, int], leftover: dict) -> AssetCheckResult:
+def counts_check(
+    counts: dict[str, int], threshold: float, reasons: dict[str, int], leftover: dict[str, Any]
+) -> AssetCheckResult:
     fraction = counts["quarantined"] / counts["in"] if counts["in"] else 0.0
     balanced = counts["in"] == counts["valid"] + counts["quarantined"]
     passed = balanced and fraction <= threshold and not leftover
@@ -146,7 +149,7 @@ def counts_check(counts: dict[str, int], threshold: float, reasons: dict[str, in
     )
 
 
-def _failure(balanced: bool, fraction: float, threshold: float, leftover: dict) -> str:
+def _failure(balanced: bool, fraction: float, threshold: float, leftover: dict[str, Any]) -> str:
     if not balanced:
         return "rows went missing: in != valid + quarantined"
     if leftover:

@@ -15,9 +15,9 @@ needed (before a resumption point) is never really shuffled at all.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -25,15 +25,43 @@ from numpy.typing import NDArray
 
 from mds_core.order.shuffle.spans import concat_ranges
 
-try:
-    from mds_core.order.shuffle import _fisher_yates as native
-except ImportError:  # built without a C compiler: numpy's shuffle, the same order, slower
-    native = None
+
+class NativeShuffle(Protocol):
+    """The C extension ``_fisher_yates`` (its stub says what each function does)."""
+
+    def shuffle(self, capsule: object, array: NDArray[np.integer[Any]], /) -> None: ...
+
+    def skip(self, capsule: object, n: int, /) -> None: ...
+
+    def pack_uniform_keys(
+        self,
+        capsule: object,
+        packed: NDArray[np.uint64],
+        first_index: int,
+        low: float,
+        high: float,
+        scale: float,
+        index_bits: int,
+        /,
+    ) -> int | None: ...
+
+    def unpack_sorted_keys(self, packed: NDArray[np.uint64], index_bits: int, /) -> list[int]: ...
+
+
+def _load_native() -> NativeShuffle | None:
+    try:
+        from mds_core.order.shuffle import _fisher_yates
+    except ImportError:  # built without a C compiler: numpy's shuffle, the same order, slower
+        return None
+    return _fisher_yates
+
+
+native = _load_native()
 
 # Units at least this long are shuffled on a worker thread; shorter ones are not worth a hand-off.
 _OFFLOAD_MIN = 1 << 16
 
-GeneratorState = dict[str, Any]  # ``bit_generator.state``: a snapshot to replay a shuffle from
+GeneratorState = Mapping[str, Any]  # ``bit_generator.state``: a snapshot to replay a shuffle from
 
 
 def ids_dtype(stop: int) -> type[np.signedinteger]:

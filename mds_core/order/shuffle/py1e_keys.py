@@ -15,12 +15,11 @@ before any draw.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from mds_core.order.shuffle.fisher_yates import generator_at, native
+from mds_core.order.shuffle.fisher_yates import GeneratorState, generator_at, native
 from mds_core.order.shuffle.keysort import packing_bits
 
 _CHUNK = 1 << 16  # draws turned into packed keys at a time, so the work stays in cache
@@ -31,7 +30,7 @@ _DRAWS_PER_JUMP = 500  # a jump ahead costs about as much as this many draws
 class _UnitDraw:
     """What reproduces one unit's ``uniform(low, high, size)`` call."""
 
-    state: dict[str, Any]  # the generator's state just before the call
+    state: GeneratorState  # the generator's state just before the call
     low: float
     high: float
     offset: int  # the unit's first index in the CN
@@ -110,9 +109,10 @@ class PackedKeys:
 
     def _unit_keys(self, unit: _UnitDraw, ks: NDArray[np.int64]) -> NDArray[np.float64]:
         generator = generator_at(unit.state)
+        bit_generator = generator.bit_generator
         # PCG64 (default_rng's) jumps ahead in O(log k) and each uniform draw takes one output, so
         # a few keys are drawn one by one; many, or another generator, redraw the unit up to them.
-        if len(ks) * _DRAWS_PER_JUMP > int(ks.max()) or unit.state["bit_generator"] != "PCG64":
+        if len(ks) * _DRAWS_PER_JUMP > int(ks.max()) or not isinstance(bit_generator, np.random.PCG64):
             shifts = generator.uniform(unit.low, unit.high, int(ks.max()) + 1)[ks]
         else:
             shifts = np.empty(len(ks), np.float64)
@@ -120,7 +120,7 @@ class PackedKeys:
             drawn = 0  # draws made so far
             for slot in order.tolist():
                 k = int(ks[slot])
-                generator.bit_generator.advance(k - drawn)
+                bit_generator.advance(k - drawn)
                 shifts[slot] = generator.uniform(unit.low, unit.high)
                 drawn = k + 1
         return ((ks + unit.offset).astype(np.float64) + shifts) * self.scale
