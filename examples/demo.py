@@ -1,6 +1,7 @@
-"""`make demo`: write a small MDS dataset, verify it and read it back.
+"""mds_core alone, without Spark or Dagster: write a small MDS dataset, inspect and verify it, read it back.
 
-Run with `python examples/demo.py [OUT_DIR]`; the default output is data/demo in the project.
+Run with `.venv/bin/python examples/demo.py [OUT_DIR]`; the default output is data/demo in the project.
+(`make demo` is another thing: it runs the Dagster pipeline, `python -m pipelines.demo`.)
 """
 
 from __future__ import annotations

@@ -26,6 +26,10 @@ from tests.crash.harness import kill_at, steps_of
 
 OLD, NEW = list(range(30)), list(range(100, 130))  # each a few shards
 
+# The steps each operation below takes, every one of them killed at: docs/remote-storage.md's table, in its
+# order (tests/docs/test_figures.py checks that the table quotes these).
+KILL_STEPS = {"commit (local)": 21, "commit (s3)": 17, "publish": 4, "vacuum": 10, "upload": 25, "epoch": 38}
+
 
 def _fresh_root(kind: str, tmp: Path, request: pytest.FixtureRequest, name: str) -> str:
     if kind == "local":
@@ -38,10 +42,11 @@ def _commit_day(root: str, ids: list[int]) -> None:
         operations.write_rows(tx.out, range(ids[0], ids[-1] + 1))
 
 
-def _every_step(operation: str, make_args, tmp: Path, check) -> list[str]:
-    """List the steps from a fresh start, then kill at each and run ``check(args, killed)``."""
+def _every_step(operation: str, make_args, tmp: Path, check, name: str = "") -> list[str]:
+    """List the steps from a fresh start (as many as ``KILL_STEPS[name]``), then kill at each and run
+    ``check(args, killed)``."""
     steps = steps_of(operation, make_args("listing"), tmp)
-    print(f"{operation}: {len(steps)} steps")  # the figure docs/remote-storage.md quotes (pytest -s)
+    assert len(steps) == KILL_STEPS[name or operation], steps
     for number in range(1, len(steps) + 1):
         args = make_args(f"k{number}")
         killed = kill_at(operation, args, tmp, number)
@@ -84,7 +89,7 @@ def test_a_commit_killed_at_any_step(kind: str, tmp_path: Path, request: pytest.
         assert shard_set.published() == 2 and read_ids(root, tmp_path) == expected[2], killed
         _assert_clean(root)  # (c)
 
-    steps = _every_step("commit", make_args, tmp_path, check)
+    steps = _every_step("commit", make_args, tmp_path, check, name=f"commit ({kind})")
     assert any("_versions/00000002.json" in s or "00000002.json" in s for s in steps), steps
 
 

@@ -17,6 +17,9 @@ from tests.crash.harness import kill_at, steps_of
 
 F = pytest.importorskip("pyspark.sql.functions")
 OPTIONS = {"columns": {"id": "int64", "day": "str"}, "size_limit": 400, "hashes": ["xxh64"], "compression": None}
+# The steps of clearing the old output, then of the driver's commit of 3 partitions, every one killed at
+# (docs/remote-storage.md quotes them; tests/docs/test_figures.py checks the quote).
+CONVERT_STEPS = (4, 6)
 
 
 class _Stop(Exception):
@@ -98,6 +101,6 @@ def test_a_conversion_killed_at_any_step_of_its_driver_side(spark, tmp_path: Pat
         killed = kill_at("convert_commit", args, tmp_path, number)
         _check(Path(args["out"]), [list(range(new_rows))], killed)
         _retry(spark, Path(args["out"]), new_rows)
-    print(f"dataframe_to_mds: {len(prepare_steps)} + {len(commit_steps)} steps")  # quoted in the docs
+    assert (len(prepare_steps), len(commit_steps)) == CONVERT_STEPS, (prepare_steps, commit_steps)
     assert sum(s.startswith("moved partition") for s in commit_steps) == 3, commit_steps
     assert commit_steps[-1] == f"renamed into place: {INDEX_BASENAME}", commit_steps
