@@ -1,7 +1,8 @@
 """Heavy fixtures start once per run: the tests that use one are scheduled on the same xdist worker.
 
 A classic Spark session lives inside the process that made it, and a Spark Connect server, a `dg dev`
-webserver or a standalone cluster takes 10 s to minutes to start. With `pytest -n 2`, a session-scoped
+webserver, a standalone cluster or the reference's process reading every interop dataset takes 10 s to
+minutes to start. With `pytest -n 2`, a session-scoped
 fixture starts once per worker that asks for it, so every test using one is put in one *group*, and a
 group runs whole on one worker (``GroupScheduling``). xdist's own ``--dist loadgroup`` would do this with
 ``xdist_group`` markers, but it renames node ids through an attribute pytest 9.2 no longer reads, so it
@@ -25,6 +26,8 @@ GROUPS: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
     ),
     "dagster-dev": (("tests/e2e/",), frozenset({"dagster_dev"})),
     "spark-cluster": (("tests/cluster/",), frozenset({"spark_cluster"})),
+    # One reference process reads every dataset the module writes (a module fixture): once, not per worker.
+    "reference-reads": (("tests/test_interop.py",), frozenset({"reference_reads_ours"})),
 }
 
 

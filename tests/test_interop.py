@@ -96,7 +96,7 @@ def _write_multi_frame(out: Path, compression: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, list[dict]]]:
+def reference_reads_ours(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, list[dict]]]:
     """Every dataset below written by us, then read by the reference in one process: name -> (path, its samples)."""
     base = tmp_path_factory.mktemp("interop")
     jobs = {case["name"]: _write_case(base / case["name"], case) for case in GOLDEN_CASES}
@@ -106,10 +106,10 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, l
 
 
 @pytest.mark.parametrize("case", GOLDEN_CASES, ids=lambda c: c["name"])
-def test_reference_reads_every_golden_case_we_write(written: dict, case: dict) -> None:
-    _assert_same_as_ours(*written[case["name"]])
+def test_reference_reads_every_golden_case_we_write(reference_reads_ours: dict, case: dict) -> None:
+    _assert_same_as_ours(*reference_reads_ours[case["name"]])
 
 
 @pytest.mark.parametrize("compression", MULTI_FRAME)
-def test_reference_reads_our_multi_frame_shards(written: dict, compression: str) -> None:
-    _assert_same_as_ours(*written[f"multi-{compression}"])
+def test_reference_reads_our_multi_frame_shards(reference_reads_ours: dict, compression: str) -> None:
+    _assert_same_as_ours(*reference_reads_ours[f"multi-{compression}"])

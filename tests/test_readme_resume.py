@@ -1,4 +1,5 @@
-"""README.md's "Train, crash, resume" lines, run as written: the resumed run continues at step 21 with the
+"""README.md's "Train, crash, resume" lines, run as written: examples/train_digits.py trains on the published
+version (not a newer unpublished one) and its loss falls; the resumed run continues at step 21 with the
 exact sample ids, in the same order, that an uninterrupted run trains on.
 
 The commands come from the README itself, so the test breaks when the README drifts. They run in a
@@ -49,8 +50,12 @@ def readme_commands(section: str) -> list[str]:
     return [line.split(" #")[0].strip() for line in block.group(1).splitlines() if line.strip()]
 
 
-def publish_digits(data_dir: Path, rows: int = 540) -> None:
-    """What `make demo` leaves in ``$MDS_DATA_DIR``: a published digits shard set (synthetic pixels here)."""
+ROWS = 540
+
+
+def publish_digits(data_dir: Path, rows: int = ROWS) -> None:
+    """What `make demo` leaves in ``$MDS_DATA_DIR``: a published digits shard set (synthetic pixels here),
+    and after it a newer version that is not published, which training must not pick."""
     from mds_core import MDSWriter
     from mds_core.versions import ShardSet
 
@@ -70,6 +75,8 @@ def publish_digits(data_dir: Path, rows: int = 540) -> None:
                     "pixels": (rng.integers(0, 8, 64) + 8 * (np.arange(64) % 10 == label)).astype(np.int8),
                 }
             )
+    with shard_set.transaction(mode="append", publish=False) as tx, MDSWriter(out=tx.out, columns=DIGITS_COLUMNS) as w:
+        w.write({"id": rows, "label": 0, "day": "2026-01-02", "pixels": np.zeros(64, np.int8)})
 
 
 class Checkout:
@@ -122,14 +129,18 @@ def test_readme_crash_and_resume_continues_as_an_uninterrupted_run(tmp_path: Pat
     checkout = Checkout(tmp_path)
 
     full_out, full_ids = checkout.run(uninterrupted, "full")
-    losses = [line["loss"] for line in full_out if "loss" in line]
+    epochs = [line for line in full_out if "loss" in line]
+    losses = [line["loss"] for line in epochs]
     assert len(losses) == 5 and len(full_ids) > 20
+    # The published version (1), not the newer unpublished one; every sample once an epoch; it learns.
+    assert {(line["version"], line["samples"]) for line in epochs} == {(1, ROWS)}
+    assert losses[-1] < losses[0] * 0.7, losses
 
     for day in ("first", "again"):  # again: data/run.pt now holds the finished run of the first pass
         crash_out, crash_ids = checkout.run(crash, f"crash-{day}")
         assert crash_out[-1]["stopped_after_steps"] == 20 and len(crash_ids) == 20
         resume_out, resume_ids = checkout.run(resume, f"resume-{day}")
-        assert resume_out[0]["resumed"] is True
+        assert resume_out[0]["resumed"] is True and resume_out[0]["version"] == 1, resume_out[0]
         assert crash_ids + resume_ids == full_ids  # step 21 onwards: the same samples in the same order
         assert [line["loss"] for line in resume_out if "loss" in line] == losses[-len(resume_out) + 1 :]
 

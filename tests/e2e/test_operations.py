@@ -1,11 +1,14 @@
 """Day-to-day operations through the real webserver (`dg dev`, GraphQL), as a person does them in the UI.
 
-One ordered history, launched once for the module (each run starts a Spark JVM): a day whose smoke test
-fails, the next day, the failed day again, a day replaced, a rollback from the publish job, the smoke
-check executed on its own, and a second dataset. The tests below assert on what each step left, in
-the runs' metadata and in the shard sets themselves. Other tests share the `dg dev` instance, so the
-history starts from whatever digits versions exist (test_dagster_dev.py publishes day 2026-01-02) and
-uses days nobody else touches; every number asserted is exact, relative to that starting point.
+One ordered history, launched once (each run starts a Spark JVM): a day launched as the UI launches it,
+whose published version is then streamed; a day whose smoke test fails (a Launchpad run config); the next
+day, built on the last published version; a rollback from the publish job with the Launchpad's defaults;
+and the smoke check executed on its own. The tests below assert on what each step left, in the runs'
+metadata and in the shard set itself. The same scenarios in more variations (a day redone, a day
+replaced, two datasets) run in-process through ``materialize()`` in tests/pipelines/test_daily_operations.py;
+this history checks what only the webserver path has: launches, run configs, tags and selections as the UI
+sends them, and the events it shows. Every number asserted is exact, relative to the versions the
+instance held before the history.
 
 The UI must never show a secret: `dg dev` runs with a secret in $MDS_SPARK_CONF, and no GraphQL answer
 (resources, the Launchpad's defaults, runs' config and events) contains it, while the runs that used it
@@ -21,72 +24,22 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import SECRET, DagsterDev
-from tests.e2e.test_dagster_dev import LAUNCH, day_ids, failure_messages, wait_for
+from tests.e2e.graphql import (
+    REPOSITORY,
+    SHARD_SET_KEY,
+    day_ids,
+    entries,
+    failure_messages,
+    launch,
+    run_events,
+    wait_for,
+)
 
-pytestmark = pytest.mark.slow  # a real webserver and its runs: make test-all
+# make test-all; the first test also waits for the whole history (five runs, each starting a Spark JVM)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
-FAILED_DAY, NEXT_DAY = "2026-01-05", "2026-01-06"  # days no other e2e test runs
-SYNTHETIC_DAY = "2026-01-05"
+FIRST_DAY, FAILED_DAY, NEXT_DAY = "2026-01-02", "2026-01-05", "2026-01-06"
 FAILING_SMOKE = {"resources": {"smoke_settings": {"config": {"min_rows_per_second": 1e12}}}}
-REPOSITORY = {"repositoryLocationName": "pipelines", "repositoryName": "__repository__"}
-SHARD_SET_KEY = {"path": ["digits", "shard_set"]}
-
-EVENTS = """
-query Events($runId: ID!, $cursor: String) {
-  logsForRun(runId: $runId, afterCursor: $cursor) { __typename
-    ... on EventConnection { cursor hasMore events { __typename
-      ... on MessageEvent { message }
-      ... on MaterializationEvent { assetKey { path } metadataEntries { ...Entry } }
-      ... on AssetCheckEvaluationEvent { evaluation { checkName success partition assetKey { path }
-                                                      metadataEntries { ...Entry } } } } } }
-}
-fragment Entry on MetadataEntry { label
-  ... on IntMetadataEntry { intValue } ... on FloatMetadataEntry { floatValue }
-  ... on TextMetadataEntry { text } ... on JsonMetadataEntry { jsonString } ... on BoolMetadataEntry { boolValue } }
-"""
-
-
-def launch(
-    dev: DagsterDev,
-    job: str,
-    tags: dict[str, str] | None = None,
-    run_config: dict | None = None,
-    checks: list[dict] | None = None,
-) -> str:
-    """launchRun as the UI sends it; ``checks`` selects asset checks only (a check's "Execute" button)."""
-    selector: dict[str, Any] = {**REPOSITORY, "jobName": job}
-    if checks is not None:
-        selector.update(assetSelection=[], assetCheckSelection=checks)
-    params = {
-        "selector": selector,
-        "runConfigData": run_config or {},
-        "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in (tags or {}).items()]},
-    }
-    result = dev.graphql(LAUNCH, {"params": params})["launchRun"]
-    assert result["__typename"] == "LaunchRunSuccess", result
-    return result["run"]["runId"]
-
-
-def run_events(dev: DagsterDev, run_id: str) -> list[dict]:
-    events, cursor = [], None
-    while True:
-        page = dev.graphql(EVENTS, {"runId": run_id, "cursor": cursor})["logsForRun"]
-        events += page["events"]
-        if not page["hasMore"]:
-            return events
-        cursor = page["cursor"]
-
-
-def entries(metadata: list[dict]) -> dict[str, Any]:
-    values = {}
-    for entry in metadata:
-        if "jsonString" in entry:
-            values[entry["label"]] = json.loads(entry["jsonString"])
-        else:
-            values[entry["label"]] = next(
-                (entry[k] for k in ("intValue", "floatValue", "text", "boolValue") if k in entry), None
-            )
-    return values
 
 
 @dataclass
@@ -122,7 +75,6 @@ class History:
     start_published: int | None
     start_days: list[str]  # the days the published version held
     runs: dict[str, Run]
-    digits_before_synthetic: tuple[list[int], int | None]  # digits' versions and published one then
 
     def v(self, step: int) -> int:
         """The number of the history's ``step``-th new digits version (1-based)."""
@@ -151,10 +103,9 @@ def history(dagster_dev: DagsterDev) -> History:
     start_published = published(dev)
     start_days = sorted(shard_set(dev).version(start_published).partitions) if start_published is not None else []
     steps = [
+        ("first_day", "digits_daily", {"dagster/partition": FIRST_DAY}, None, None),
         ("failed", "digits_daily", {"dagster/partition": FAILED_DAY}, FAILING_SMOKE, None),
         ("next_day", "digits_daily", {"dagster/partition": NEXT_DAY}, None, None),
-        ("rerun", "digits_daily", {"dagster/partition": FAILED_DAY}, None, None),
-        ("replace", "digits_daily", {"dagster/partition": NEXT_DAY}, None, None),
         ("rollback", "digits_publish", {}, None, None),  # the Launchpad's default config: roll back
         (
             "check_alone",
@@ -163,13 +114,9 @@ def history(dagster_dev: DagsterDev) -> History:
             None,
             [{"assetKey": SHARD_SET_KEY, "name": "loader_smoke_test"}],
         ),
-        ("synthetic", "synthetic_daily", {"dagster/partition": SYNTHETIC_DAY}, None, None),
     ]
     runs: dict[str, Run] = {}
-    digits_before_synthetic: tuple[list[int], int | None] = ([], None)
     for name, job, tags, run_config, checks in steps:
-        if name == "synthetic":
-            digits_before_synthetic = (versions_of(dev, "digits"), published(dev))
         run_id = launch(dev, job, tags, run_config, checks)
         status = wait_for(dev, run_id)
         runs[name] = Run(
@@ -179,74 +126,56 @@ def history(dagster_dev: DagsterDev) -> History:
             published(dev),
             failure_messages(dev, run_id) if status != "SUCCESS" else [],
         )
-    return History(dev, max(start_versions, default=0), start_published, start_days, runs, digits_before_synthetic)
+    return History(dev, max(start_versions, default=0), start_published, start_days, runs)
+
+
+def test_the_first_day_launched_as_the_ui_does_is_published_and_streams_its_rows(history: History, tmp_path):
+    from mds_core import StreamingDataset
+
+    run = history.runs["first_day"]
+    assert run.status == "SUCCESS", run.failures
+    written = run.materialized("shard_set")
+    parent = history.start_published if history.start_published is not None else -1
+    mode = "replace" if FIRST_DAY in history.start_days else "append"
+    assert (written["version"], written["parent"], written["mode"]) == (history.v(1), parent, mode)
+    assert run.published_after == history.v(1)
+    days = sorted({*history.start_days, FIRST_DAY})
+    root = str(history.dev.data_dir / "shard-sets" / "digits")
+    dataset = StreamingDataset(remote=root, local=str(tmp_path / "cache"), version=history.v(1))
+    assert sorted(int(dataset[i]["id"]) for i in range(len(dataset))) == day_ids(days)  # 60 rows a day
+    sample = dataset[0]
+    assert sample["pixels"].shape == (64,) and 0 <= int(sample["label"]) <= 9
 
 
 def test_a_failed_smoke_test_commits_a_version_but_does_not_publish_it(history: History):
     failed = history.runs["failed"]
     assert failed.status == "FAILURE"
     written = failed.materialized("shard_set")
-    parent = history.start_published if history.start_published is not None else -1
-    assert (written["version"], written["parent"], written["mode"]) == (history.v(1), parent, "append")
+    assert (written["version"], written["parent"], written["mode"]) == (history.v(2), history.v(1), "append")
     smoke = failed.check("loader_smoke_test")
-    assert not smoke["success"] and smoke["metadata"]["version"] == history.v(1)
+    assert not smoke["success"] and smoke["metadata"]["version"] == history.v(2)
     assert failed.materialized("published_version") is None
-    assert failed.published_after == history.start_published
-    assert shard_set(history.dev).version(history.v(1)).parent == history.start_published
+    assert failed.published_after == history.v(1)
+    assert shard_set(history.dev).version(history.v(2)).parent == history.v(1)
 
 
 def test_the_next_day_is_built_on_the_last_published_version(history: History):
     run = history.runs["next_day"]
-    assert run.status == "SUCCESS", run.failures
+    assert run.status == "SUCCESS", run.failures  # the failed run's config did not carry over
     written = run.materialized("shard_set")
-    parent = history.start_published if history.start_published is not None else -1
-    assert (written["version"], written["parent"], written["mode"]) == (history.v(2), parent, "append")
-    assert written["lineage"]["days"] == sorted({*history.start_days, NEXT_DAY})
+    assert (written["version"], written["parent"], written["mode"]) == (history.v(3), history.v(1), "append")
+    assert written["lineage"]["days"] == sorted({*history.start_days, FIRST_DAY, NEXT_DAY})
     assert FAILED_DAY not in written["lineage"]["days"]  # the failed version is not the base
-    assert run.materialized("published_version")["published"] == history.v(2) == run.published_after
-    assert run.check("loader_smoke_test")["metadata"]["version"] == history.v(2)
-
-
-def test_the_failed_day_runs_again_on_the_published_version(history: History):
-    run = history.runs["rerun"]
-    assert run.status == "SUCCESS", run.failures
-    written = run.materialized("shard_set")
-    # The failed version was never published, so its day is new to the base: appended.
-    assert (written["version"], written["parent"], written["mode"]) == (history.v(3), history.v(2), "append")
-    assert written["replaced_days"] == []
-    assert written["lineage"]["days"] == sorted({*history.start_days, FAILED_DAY, NEXT_DAY})
-    assert run.published_after == history.v(3)
-    info = shard_set(history.dev).version(history.v(3))
-    assert (info.parent, sorted(info.partitions)) == (history.v(2), written["lineage"]["days"])
-
-
-def test_a_day_already_published_is_replaced_and_the_other_days_keep_their_shards(history: History, tmp_path):
-    from mds_core import StreamingDataset
-
-    run = history.runs["replace"]
-    assert run.status == "SUCCESS", run.failures
-    written = run.materialized("shard_set")
-    assert (written["version"], written["parent"], written["mode"]) == (history.v(4), history.v(3), "replace")
-    assert written["replaced_days"] == [NEXT_DAY] and written["rows_added"] == 60
-    days = sorted({*history.start_days, FAILED_DAY, NEXT_DAY})
-    assert written["lineage"]["days"] == days and written["rows"] == 60 * len(days)
-    shards = shard_set(history.dev)
-    before, after = shards.version(history.v(3)), shards.version(history.v(4))
-    assert sorted(after.partitions) == days
-    for day in days:  # only the replaced day got new shards
-        assert (after.partitions[day] == before.partitions[day]) == (day != NEXT_DAY), day
-    dataset = StreamingDataset(
-        remote=str(history.dev.data_dir / "shard-sets" / "digits"), local=str(tmp_path / "cache"), version=history.v(4)
-    )
-    assert sorted(int(dataset[i]["id"]) for i in range(len(dataset))) == day_ids(days)
+    assert run.materialized("published_version")["published"] == history.v(3) == run.published_after
+    assert run.check("loader_smoke_test")["metadata"]["version"] == history.v(3)
 
 
 def test_rollback_from_the_publish_job(history: History):
     run = history.runs["rollback"]
     assert run.status == "SUCCESS", run.failures
-    assert history.runs["replace"].published_after == history.v(4)
-    assert run.published_after == history.v(3)  # the version published before v4
-    assert any(f"published version {history.v(3)} (was {history.v(4)})" in (e.get("message") or "") for e in run.events)
+    assert history.runs["next_day"].published_after == history.v(3)
+    assert run.published_after == history.v(1)  # the version published before v3
+    assert any(f"published version {history.v(1)} (was {history.v(3)})" in (e.get("message") or "") for e in run.events)
 
 
 def test_the_smoke_check_executed_alone_tests_the_latest_version(history: History):
@@ -254,25 +183,10 @@ def test_the_smoke_check_executed_alone_tests_the_latest_version(history: Histor
     assert run.status == "SUCCESS", run.failures
     smoke = run.check("loader_smoke_test")
     assert smoke["success"] and smoke["partition"] == NEXT_DAY
-    assert smoke["metadata"]["version"] == history.v(4)  # the latest, although v3 is published
+    assert smoke["metadata"]["version"] == history.v(3)  # the latest, although v1 is published
     assert not [e for e in run.events if e["__typename"] == "MaterializationEvent"]  # nothing materialised
-    assert run.published_after == history.v(3)  # a check alone publishes nothing
-    assert versions_of(history.dev, "digits")[-1] == history.v(4)
-
-
-def test_two_datasets_keep_separate_histories(history: History):
-    run = history.runs["synthetic"]
-    assert run.status == "SUCCESS", run.failures
-    written = run.materialized("shard_set", dataset="synthetic")
-    assert (written["version"], written["parent"], written["mode"]) == (1, -1, "append")
-    assert written["lineage"]["dataset"] == "synthetic" and written["lineage"]["days"] == [SYNTHETIC_DAY]
-    assert written["rows"] == 2000  # the registry's synthetic rows per day
-    assert run.materialized("published_version", dataset="synthetic")["published"] == 1
-    assert run.materialized("shard_set") is None  # no digits asset in a synthetic run
-    assert versions_of(history.dev, "synthetic") == [1] and shard_set(history.dev, "synthetic").published() == 1
-    digits_versions, digits_published = history.digits_before_synthetic
-    assert versions_of(history.dev, "digits") == digits_versions  # digits' history unchanged
-    assert digits_versions[-1] == history.v(4) and run.published_after == digits_published == history.v(3)
+    assert run.published_after == history.v(1)  # a check alone publishes nothing
+    assert versions_of(history.dev, "digits")[-1] == history.v(3)
 
 
 RESOURCES = """
@@ -328,7 +242,7 @@ def test_the_ui_never_shows_the_secret_in_the_environment(history: History):
     assert "MDS_SPARK_CONF" in answers["launchpad"]["runConfigSchemaOrError"]["rootDefaultYaml"]
 
     # The runs that used it worked: the Spark runs of the history succeeded with the secret set.
-    spark_runs = [history.runs[name] for name in ("next_day", "rerun", "replace", "synthetic")]
-    assert [run.status for run in spark_runs] == ["SUCCESS"] * 4
+    spark_runs = [history.runs[name] for name in ("first_day", "next_day")]
+    assert [run.status for run in spark_runs] == ["SUCCESS"] * 2
     listed_runs = answers["runs"]["runsOrError"]["results"]
     assert {run.run_id for run in spark_runs} <= {r["runId"] for r in listed_runs}

@@ -16,6 +16,7 @@ from pipelines.resources import (
     TableCatalog,
     TrainingWorldSettings,
 )
+from tests.spark_connect import SESSION_JVM_OPTIONS
 
 # pyspark.pandas (imported by pandera.pyspark) warns about pandas and timezones on import.
 warnings.filterwarnings("ignore", category=FutureWarning, module="pyspark")
@@ -23,7 +24,14 @@ warnings.filterwarnings("ignore", category=UserWarning, module="pyspark")
 
 # The same master as tests/spark (two attempts per task): in one xdist worker, whichever fixture starts
 # first creates the session the other gets.
-SPARK = SparkResource(master="local[2,2]", conf={"spark.driver.memory": "1g", "spark.python.worker.reuse": "true"})
+SPARK = SparkResource(
+    master="local[2,2]",
+    conf={
+        "spark.driver.memory": "1g",
+        "spark.python.worker.reuse": "true",
+        "spark.driver.extraJavaOptions": SESSION_JVM_OPTIONS,
+    },
+)
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.soak.soak import SoakConfig, run_soak
 
 SHORT = SoakConfig(
@@ -23,6 +25,7 @@ SHORT = SoakConfig(
 )
 
 
+@pytest.mark.slow  # the soak in small (about 20 s): make test-all
 def test_a_short_soak_reads_every_epoch_exactly_once_with_flat_resources(s3_server, tmp_path: Path) -> None:
     report = run_soak(SHORT, tmp_path / "soak", server=s3_server)
     failed = [name for name, ok in report["checks"].items() if not ok]

@@ -29,6 +29,8 @@ import pytest
 
 pytest.importorskip("pyspark", reason="the Spark tests need the 'spark' extra")
 
+from tests.spark_connect import SESSION_JVM_OPTIONS
+
 MODES = ["classic", "connect"]
 CONNECT_FLAG = "SPARK_CONNECT_MODE_ENABLED"
 
@@ -69,6 +71,7 @@ class _Sessions:
             .config("spark.driver.memory", "1g")
             .config("spark.sql.session.timeZone", "UTC")
             .config("spark.python.worker.reuse", "true")
+            .config("spark.driver.extraJavaOptions", SESSION_JVM_OPTIONS)
             .getOrCreate()
         )
         session.sparkContext.setLogLevel("ERROR")
