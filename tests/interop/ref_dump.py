@@ -10,54 +10,17 @@ the local cache first, which the reference then uses as is: how it reads any ver
 
 from __future__ import annotations
 
-import base64
-import decimal
 import json
 import os
 import shutil
+import sys
 import tempfile
+from pathlib import Path
 
-import numpy as np
-
-
-def tag(value):
-    if isinstance(value, np.generic):  # before float: np.float64 subclasses float
-        return {"t": "np", "dtype": value.dtype.name, "b64": base64.b64encode(value.tobytes()).decode()}
-    if isinstance(value, bool):
-        return {"t": "bool", "v": value}
-    if isinstance(value, int):
-        return {"t": "int", "v": str(value)}
-    if isinstance(value, float):
-        return {"t": "float", "v": repr(value)}
-    if value is None:
-        return {"t": "none"}
-    if isinstance(value, str):
-        return {"t": "str", "v": value}
-    if isinstance(value, bytes):
-        return {"t": "bytes", "b64": base64.b64encode(value).decode()}
-    if isinstance(value, decimal.Decimal):
-        return {"t": "decimal", "v": str(value)}
-    if isinstance(value, np.ndarray):
-        data = np.ascontiguousarray(value).astype(value.dtype.newbyteorder("<")).tobytes()
-        return {
-            "t": "ndarray",
-            "dtype": value.dtype.name,
-            "shape": list(value.shape),
-            "b64": base64.b64encode(data).decode(),
-        }
-    if hasattr(value, "getpixel"):
-        return {
-            "t": "image",
-            "mode": value.mode,
-            "size": list(value.size),
-            "b64": base64.b64encode(value.tobytes()).decode(),
-        }
-    for kind in (list, tuple, set):
-        if isinstance(value, kind):
-            return {"t": kind.__name__, "v": [tag(v) for v in value]}
-    if isinstance(value, dict):
-        return {"t": "dict", "v": {k: tag(v) for k, v in value.items()}}
-    raise TypeError(f"cannot tag {type(value)}")
+# The fixtures' tagged JSON, as the golden-fixture generators write it (this runs as a script, in the
+# reference's environment, so the project's root goes on the path first).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tools.golden.tagged import tag
 
 
 def dump(path: str, out, allow_unsafe_types: bool = False, validate_hash: str | None = None, index: str | None = None):
