@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?= -n 2
 
-.PHONY: install demo ui test test-all test-slow coverage prerequisites lint docs bench bench-env fixtures bench-spark-env interop reference-tests fuzz soak emulators clean
+.PHONY: install demo ui test test-all test-slow coverage client-envs prerequisites lint docs bench bench-env fixtures bench-spark-env interop reference-tests fuzz soak emulators clean
 
 # torch 2.13.0 (CPU) goes in first, from local disk, so nothing pulls a multi-GB CUDA build.
 # constraints.txt holds known-good versions, so pip resolves in seconds instead of backtracking.
@@ -52,7 +52,7 @@ test: prerequisites install bench-env emulators lint docs
 # because they compare measured wall times with a model and other tests' load would be measured too.
 test-all: test test-slow coverage
 
-test-slow: install bench-env emulators
+test-slow: install bench-env emulators client-envs
 	$(PY) -m pytest $(PYTEST_ARGS) $(PYTEST_GATE) $(COVERAGE) --cov-append -m "slow and not timing"
 	$(PY) -m pytest -p no:xdist --timeout-method=signal $(PYTEST_GATE) -m timing
 
@@ -62,6 +62,11 @@ COVERAGE_FLOOR_TEST ?= 92
 COVERAGE_FLOOR_ALL  ?= 92
 coverage:
 	$(PY) -m coverage report --fail-under=$(COVERAGE_FLOOR_ALL) | tail -1
+
+# The Databricks Connect clients (16.1 on Python 3.11, 17.3 on Python 3.12) and the `databricks` extra alone,
+# each in its own environment under .cache/clients (tests/clients/setup_envs.sh); the slow tier uses them.
+client-envs:
+	bash tests/clients/setup_envs.sh
 
 prerequisites:
 	@PYTHON=$(PYTHON) bash scripts/check_prerequisites.sh

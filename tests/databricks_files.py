@@ -12,10 +12,12 @@ It serves the documented endpoints the SDK's ``WorkspaceClient().files`` calls (
 * ``GET /api/2.0/fs/directories{path}?page_size=&page_token=``: ``{"contents": [{"path", "is_directory",
   "file_size", "last_modified", "name"}], "next_page_token"}``, in pages of ``page_size`` entries (3 by
   default, to exercise paging); ``PUT`` (``mkdir -p``), ``HEAD`` and ``DELETE`` (409 if not empty).
-* ``GET /.well-known/databricks-config``, which the SDK probes when a client is created.
+* ``GET /.well-known/databricks-config``, which the SDK probes when a client is created (404 with
+  ``host_metadata = False``, as on workspaces that do not serve it).
 
 Every ``/api/`` request needs ``Authorization: Bearer <token>``: none is 401 ``UNAUTHENTICATED``, a
-wrong one 403 ``PERMISSION_DENIED``; volumes in ``denied`` answer 403 to everyone. Errors are JSON
+wrong one 403 with the error code ``"403"`` (the service's own answer to a bad token); volumes in
+``denied`` answer 403 ``PERMISSION_DENIED`` to everyone. Errors are JSON
 ``{"error_code", "message"}`` like the service's; ``throttle()`` makes the service itself answer 503 or
 429 with ``Retry-After`` (what the SDK's own retry loop retries). ``requests`` logs ``(method, path and
 query)`` of every request.
@@ -54,6 +56,8 @@ class FilesApiServer:
         self.requests: list[tuple[str, str]] = []
         self.upload_creates_parents = True  # False: an upload into a missing directory is 404, as some services do
         self.throttles: list[Fault] = []  # answered by the service itself: see throttle()
+        self.retry_after: dict[int, int] = {}  # id(throttle) -> its Retry-After in seconds
+        self.host_metadata = True  # False: /.well-known/databricks-config is 404, as on older workspaces
         self.lock = threading.Lock()
         server = self
 
@@ -113,13 +117,14 @@ class FilesApiServer:
             self.directories.add(volume)
         return f"dbfs:{volume}"
 
-    def throttle(self, method: str, path: str, status: int = 503, times: int = 1) -> Fault:
+    def throttle(self, method: str, path: str, status: int = 503, times: int = 1, retry_after: int = 1) -> Fault:
         """The next ``times`` requests matching ``method`` and ``path`` (a regular expression) get the
         service's own JSON error, ``TEMPORARILY_UNAVAILABLE`` (503) or ``REQUEST_LIMIT_EXCEEDED`` (429),
-        with ``Retry-After: 1``: the answers the SDK's retry loop retries."""
+        with ``Retry-After: <retry_after>``: the service asking to be called again later."""
         fault = Fault("status", path=path, method=method, times=times, value=status)
         with self.lock:
             self.throttles.append(fault)
+            self.retry_after[id(fault)] = retry_after
         return fault
 
     def env(self, endpoint: str) -> dict[str, str]:
@@ -154,21 +159,21 @@ class FilesApiServer:
     def answer(
         self, method: str, path: str, query: dict[str, list[str]], authorization: str | None, body: bytes
     ) -> tuple[int, dict[str, str], bytes]:
-        if path == "/.well-known/databricks-config" and method == "GET":
+        if path == "/.well-known/databricks-config" and method == "GET" and self.host_metadata:
             return _json(200, {"oidc_endpoint": f"{self.endpoint}/oidc", "workspace_id": "1234567890"})
         if not path.startswith("/api/"):
             return _error(404, "ENDPOINT_NOT_FOUND", f"No API found for '{method} {path}'")
         if not authorization:
             return _error(401, "UNAUTHENTICATED", "Credential was not sent or was of an unsupported type for this API.")
-        if authorization != f"Bearer {self.token}":
-            return _error(403, "PERMISSION_DENIED", "Invalid access token.")
+        if authorization != f"Bearer {self.token}":  # the service's own answer: the status as the code
+            return _error(403, "403", "Invalid access token.")
         with self.lock:
             for fault in self.throttles:
                 if fault.hits < fault.times and fault.method == method and re.search(fault.path, path):
                     fault.hits += 1
                     code = "REQUEST_LIMIT_EXCEEDED" if fault.value == 429 else "TEMPORARILY_UNAVAILABLE"
                     status, headers, payload = _error(int(fault.value), code, "injected by the test")
-                    return status, {**headers, "Retry-After": "1"}, payload
+                    return status, {**headers, "Retry-After": str(self.retry_after[id(fault)])}, payload
         for kind, prefix in (("file", FILES), ("directory", DIRECTORIES)):
             if path.startswith(prefix + "/"):
                 target = "/" + path[len(prefix) :].strip("/")

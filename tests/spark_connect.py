@@ -50,7 +50,10 @@ def _accepts(port: int) -> bool:
 class ConnectServer:
     """``spark-submit`` running the Spark Connect server on ``127.0.0.1:<port>``; ``url`` is ``sc://...``."""
 
-    def __init__(self, root: Path, master: str = "local[2,2]", driver_memory: str = "1g") -> None:
+    def __init__(
+        self, root: Path, master: str = "local[2,2]", driver_memory: str = "1g", python: str = sys.executable
+    ) -> None:
+        """``python`` runs the server's Python workers: a client's own interpreter for a client of another Python."""
         import pyspark
 
         self.port = _free_port()
@@ -86,7 +89,7 @@ class ConnectServer:
         env = {
             **os.environ,
             "SPARK_HOME": str(home),
-            "PYSPARK_PYTHON": sys.executable,
+            "PYSPARK_PYTHON": python,
             "PYSPARK_DRIVER_PYTHON": sys.executable,
             "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
         }

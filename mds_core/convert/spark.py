@@ -29,7 +29,7 @@ from typing import Any
 
 from mds_core import errors
 from mds_core.convert import cluster
-from mds_core.convert.spark_connect import check_reachable, is_connect
+from mds_core.convert.spark_connect import check_reachable, is_connect, is_spark_dataframe
 from mds_core.convert.spark_schema import detect_shapes, spark_to_arrow
 from mds_core.convert.spark_tasks import MANIFEST_DDL, TaskSpec, convert_partition
 from mds_core.convert.staging import Target, open_target
@@ -116,10 +116,12 @@ def _import_pyspark() -> Any:
 
 
 def _check_arguments(dataframe: Any, mds_kwargs: dict[str, Any] | None, udf_iterable: Any) -> dict[str, Any]:
-    from pyspark.sql import DataFrame
-
-    if dataframe is None or not isinstance(dataframe, DataFrame):
-        raise ConversionError(f"dataframe must be a pyspark.sql.DataFrame, got {type(dataframe).__name__}")
+    if not is_spark_dataframe(dataframe):
+        kind = type(dataframe)
+        raise ConversionError(
+            f"dataframe must be a pyspark.sql.DataFrame (classic or Spark Connect), "
+            f"got {kind.__module__}.{kind.__qualname__}"
+        )
     if is_connect(dataframe):  # a dead server would make the first call below retry for minutes
         check_reachable(dataframe.sparkSession)
     kwargs = dict(mds_kwargs or {})  # the reference mutates the caller's dict; we copy it

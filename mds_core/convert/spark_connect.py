@@ -26,6 +26,24 @@ def is_connect(obj: Any) -> bool:
     return type(obj).__module__.startswith("pyspark.sql.connect.")
 
 
+def is_spark_dataframe(obj: Any) -> bool:
+    """True for a classic or a Spark Connect DataFrame, of pyspark 3.5 (Databricks Connect up to 16.x) or 4.x.
+
+    In pyspark 3.5 a Connect DataFrame is not a ``pyspark.sql.DataFrame``: the two class trees only
+    share a parent from 4.0 on. Connect's class is imported only for an object of its module, so a
+    classic session does not need the ``connect`` extra.
+    """
+    from pyspark.sql import DataFrame
+
+    if isinstance(obj, DataFrame):
+        return True
+    if not is_connect(obj):
+        return False
+    from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+
+    return isinstance(obj, ConnectDataFrame)
+
+
 def functions_for(dataframe: Any) -> Any:
     """``pyspark.sql.functions`` for the DataFrame's kind.
 

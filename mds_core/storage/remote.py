@@ -24,19 +24,22 @@ from mds_core.storage.exclusive import create_if_absent
 from mds_core.storage.files import atomic_write, staged_path
 from mds_core.storage.kill_points import kill_point
 from mds_core.storage.stores import store_kind
+from mds_core.storage.throttle import Throttled
 from mds_core.storage.urls import is_remote, local_path
 
 T = TypeVar("T")
 
 _COPY_CHUNK = 8 << 20
 _MAX_BACKOFF = 8.0
+_THROTTLE_BUDGET = 300.0  # seconds of Retry-After waits per file when there is no timeout
 
 
 class RemoteStore:
     """Files under one root URL. ``retry`` is the total number of attempts per file, as in the reference.
 
     ``timeout`` is a deadline in seconds for each whole file transfer (not per socket read), or None.
-    ``kind`` is the store's entry in the registry (``mds_core.storage.stores``); ``any_fsspec`` lets a
+    A store that throttles (``Throttled``: 429 or 503 with ``Retry-After``) is waited for as it asks,
+    within that deadline, and the wait is not counted as an attempt. ``kind`` is the store's entry in the registry (``mds_core.storage.stores``); ``any_fsspec`` lets a
     scheme the registry does not know through to fsspec's own filesystem.
     """
 
@@ -211,9 +214,8 @@ class RemoteStore:
 
     def _retrying(self, what: str, attempt: Callable[[], T]) -> T:
         last: BaseException | None = None
-        for number in range(self.retry):
-            if number:
-                time.sleep(min(_MAX_BACKOFF, 0.25 * 2 ** (number - 1)) + random.uniform(0, 0.1))
+        failures, started = 0, time.monotonic()
+        while failures < self.retry:
             try:
                 return attempt()
             except (StorageError, ConfigurationError, MissingDependencyError):
@@ -222,12 +224,26 @@ class RemoteStore:
                 raise StoreFileNotFoundError(f"{what} failed: {_describe(err)}") from err
             except (PermissionError, IsADirectoryError, NotADirectoryError) as err:
                 raise StorageError(f"{what} failed: {_describe(err)}") from err
+            except Throttled as err:  # not a failure: wait as asked, if the deadline allows
+                self._wait_as_asked(what, err, started)
             except Exception as err:  # network errors come in many library-specific types
-                last = err
+                last, failures = err, failures + 1
+                if failures < self.retry:
+                    time.sleep(min(_MAX_BACKOFF, 0.25 * 2 ** (failures - 1)) + random.uniform(0, 0.1))
         message = f"{what} failed after {self.retry} attempt(s): {_describe(last)}"
         if isinstance(last, MDSError):  # e.g. a checksum mismatch: keep its type, add the context
             raise type(last)(message) from last
         raise StorageError(message) from last
+
+    def _wait_as_asked(self, what: str, err: Throttled, started: float) -> None:
+        """Sleep for the store's ``Retry-After``, unless that would pass the deadline of the file."""
+        budget = _THROTTLE_BUDGET if self.timeout is None else self.timeout
+        if time.monotonic() - started + err.retry_after > budget:
+            raise StorageError(
+                f"{what} failed: the store is throttling requests ({_describe(err)}) and asks to wait "
+                f"{err.retry_after:g} s more, past the {budget:g} s deadline for the file"
+            ) from err
+        time.sleep(err.retry_after)
 
     def _transfer(self, method: Callable[..., Any], src: str, dst: str) -> None:
         """One transfer under the deadline: cancelled (async stores) or abandoned between chunks."""

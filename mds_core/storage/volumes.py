@@ -32,7 +32,6 @@ import tempfile
 from collections.abc import Callable
 from email.utils import parsedate_to_datetime
 from typing import Any, BinaryIO, TypeVar
-from urllib.parse import urlparse
 
 from fsspec import AbstractFileSystem
 
@@ -49,10 +48,15 @@ def volumes(url: str, timeout: float | None, options: dict[str, Any]) -> tuple[A
 
 
 def volume_path(url: str) -> str:
-    """``/Volumes/<catalog>/<schema>/<volume>/...`` from the URL; anything else is refused."""
-    parsed = urlparse(url)
-    parts = parsed.path.strip("/").split("/")
-    if parsed.netloc or len(parts) < 4 or parts[0] != "Volumes" or "" in parts:
+    """``/Volumes/<catalog>/<schema>/<volume>/...`` from the URL; anything else is refused.
+
+    ``#`` and ``?`` are legal in volume file names, so they stay in the path: ``urlparse`` would take
+    them for a fragment and a query and drop them, and the data would be written elsewhere.
+    """
+    rest = url.partition(":")[2]
+    netloc, _, path = rest[2:].partition("/") if rest.startswith("//") else ("", "", rest)
+    parts = path.strip("/").split("/")
+    if netloc or len(parts) < 4 or parts[0] != "Volumes" or "" in parts:
         raise ConfigurationError(
             f"{url}: only Unity Catalog volumes are supported on dbfs:, as "
             f"dbfs:/Volumes/<catalog>/<schema>/<volume>/<path> (read and written through the Databricks Files "

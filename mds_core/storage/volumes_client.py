@@ -5,12 +5,17 @@ exceptions ``RemoteStore`` sorts by (404 ``FileNotFoundError``, 401/403 ``Permis
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any, cast
 
 from mds_core.errors import ConfigurationError
+
+_log = logging.getLogger(__name__)
 
 # fsspec options that RemoteStore passes to every filesystem; they mean nothing here
 _FSSPEC_OPTIONS = ("use_listings_cache", "listings_expiry_time", "max_paths", "skip_instance_cache")
@@ -64,7 +69,8 @@ def workspace_client(url: str, timeout: float | None, options: dict[str, Any]) -
     try:
         # cast: the SDK types its clock as the Clock ABC but only calls time() and sleep(), which
         # OneAttemptClock has; subclassing Clock would import the optional SDK with this module.
-        config = Config(clock=cast(Clock, OneAttemptClock()), **options)
+        with _host_metadata_quiet(url):
+            config = Config(clock=cast(Clock, OneAttemptClock()), **options)
     except ValueError as err:
         raise ConfigurationError(
             f"{url}: no usable Databricks credentials: {_CREDENTIALS_HINT}. The Databricks SDK said: {err}"
@@ -74,10 +80,35 @@ def workspace_client(url: str, timeout: float | None, options: dict[str, Any]) -
     return WorkspaceClient(config=config)
 
 
+@contextlib.contextmanager
+def _host_metadata_quiet(url: str) -> Iterator[None]:
+    """The SDK's warning that the workspace serves no host metadata, as one debug line of ours.
+
+    The SDK logs it with ``logging.warning`` each time a client is created, and Python prints an
+    unhandled warning to stderr: one line per loader worker and per store, about an optional endpoint
+    (``/.well-known/databricks-config``) that the configuration we pass makes unnecessary.
+    """
+    sdk_logger = logging.getLogger("databricks.sdk")  # the logger of databricks/sdk/config.py
+
+    def demote(record: logging.LogRecord) -> bool:
+        if "resolve config from host metadata" not in record.getMessage():
+            return True
+        _log.debug("%s: the workspace serves no host metadata; using the explicit configuration", url)
+        return False
+
+    sdk_logger.addFilter(demote)
+    try:
+        yield
+    finally:
+        sdk_logger.removeFilter(demote)
+
+
 def translate_error(err: Exception, url: str, timeout: float | None, operation: Any, host: str) -> Exception:
     """The SDK's errors as the builtin ones ``RemoteStore`` sorts by; others are returned unchanged."""
     import requests
     from databricks.sdk.errors import NotFound, PermissionDenied, ResourceConflict, Unauthenticated
+
+    from mds_core.storage.throttle import Throttled
 
     if isinstance(err, TimeoutError) and isinstance(err.__cause__, Exception) and "Timed out after" in str(err):
         err = err.__cause__  # the SDK's retry loop gave up after one attempt (see _OneAttemptClock)
@@ -86,11 +117,14 @@ def translate_error(err: Exception, url: str, timeout: float | None, operation: 
     if isinstance(err, (Unauthenticated, PermissionDenied)):
         status = 401 if isinstance(err, Unauthenticated) else 403
         return PermissionError(
-            f"{url}: the Databricks Files API of {host} refused the request ({status} {err.error_code}: "
+            f"{url}: the Databricks Files API of {host} refused the request ({_status(status, err)}: "
             f"{_message(err)}). Check the credentials (a valid, unexpired DATABRICKS_TOKEN, or the profile or "
             f"service principal in use, for the workspace in DATABRICKS_HOST) and that they hold READ VOLUME on "
             f"the volume, WRITE VOLUME to write, and USE CATALOG and USE SCHEMA on its catalog and schema"
         )
+    retry_after = getattr(err, "retry_after_secs", None)  # the SDK sets it on 429 and 503 only
+    if retry_after is not None:
+        return Throttled(f"{url}: {_status(_http_status(err), err)}: {_message(err)}", float(retry_after))
     if isinstance(err, ResourceConflict) and getattr(operation, "__name__", "") == "upload":
         return FileExistsError(f"{url}: already exists ({_message(err)})")
     if isinstance(err, requests.Timeout):
@@ -110,6 +144,18 @@ def _raised_in_sdk(err: BaseException) -> bool:
     while frame is not None and frame.tb_next is not None:
         frame = frame.tb_next
     return frame is not None and f"{os.sep}databricks{os.sep}sdk{os.sep}" in frame.tb_frame.f_code.co_filename
+
+
+def _http_status(err: Exception) -> int:
+    from databricks.sdk.errors import TooManyRequests
+
+    return 429 if isinstance(err, TooManyRequests) else 503
+
+
+def _status(status: int, err: Exception) -> str:
+    """``403 PERMISSION_DENIED``; the status once where the service sent no error code of its own."""
+    code = str(getattr(err, "error_code", "") or "")
+    return f"{status} {code}" if code and code != str(status) else str(status)
 
 
 def _message(err: Exception) -> str:

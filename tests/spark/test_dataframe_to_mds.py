@@ -170,8 +170,12 @@ def test_unsupported_types_and_empty_frames(spark, tmp_path: Path) -> None:
         dataframe_to_mds(interval, mds_kwargs={"out": str(tmp_path / "a")})
     with pytest.raises(ConversionError, match="dataframe is empty"):
         dataframe_to_mds(spark.range(0), mds_kwargs={"out": str(tmp_path / "b")})
-    with pytest.raises(ConversionError, match="must be a pyspark.sql.DataFrame"):
+    with pytest.raises(
+        ConversionError, match=r"must be a pyspark.sql.DataFrame \(classic or Spark Connect\), got builtins.NoneType"
+    ):
         dataframe_to_mds(None, mds_kwargs={"out": str(tmp_path / "c")})
+    with pytest.raises(ConversionError, match=r"got pandas\.(core\.frame\.)?DataFrame$"):
+        dataframe_to_mds(spark.range(2).toPandas(), mds_kwargs={"out": str(tmp_path / "d")})
 
 
 def test_existing_output_is_refused_unless_exist_ok(spark, tmp_path: Path) -> None:

@@ -8,12 +8,13 @@ paths, and ``vacuum`` reading the files' modification times.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import time
 from pathlib import Path
 
 import pytest
 
-from mds_core import MDSWriter
+from mds_core import MDSWriter, StreamingDataset
 from mds_core.errors import ConfigurationError, MDSError, StorageError
 from mds_core.storage.remote import open_store
 from mds_core.versions import ShardSet
@@ -48,26 +49,45 @@ def test_uploads_create_missing_directories_where_the_service_does_not(volumes_s
     assert store.list() == ["a/b/c.bin", "d/e.json"] and store.read_bytes("d/e.json") == b"e"
 
 
-@pytest.mark.parametrize("status", [503, 429])
-def test_the_sdk_makes_one_attempt_per_call(volumes_server, proxy, status: int) -> None:
-    """The service's 503 or 429 (which the SDK would retry after its Retry-After), or a dropped
-    connection, fails the call at once: RemoteStore's ``retry`` counts every request."""
-    root = volumes_server.new_root()
-    store = open_store(f"{root}/store", retry=3)
+def test_the_sdk_makes_one_attempt_per_call(volumes_server, proxy) -> None:
+    """A dropped connection fails the call at once (the SDK would retry it itself): RemoteStore's
+    ``retry`` counts every request."""
+    store = open_store(f"{volumes_server.new_root()}/store", retry=3)
     store.write_bytes("a.bin", b"a")
-    volume = root.rsplit("/", 1)[1]  # the session's server is shared: faults name this test's volume
-    upload = volumes_server.throttle("PUT", rf"{volume}/store/b\.bin", status, times=3)
-    start = time.monotonic()
-    with pytest.raises(StorageError, match=r"write of .*b\.bin failed after 3 attempt\(s\): .*injected by the test"):
-        store.write_bytes("b.bin", b"b")
-    # The SDK would sleep 1 s (Retry-After) between its own attempts; only our backoff, 0.25 s and 0.5 s, remains.
-    assert upload.hits == 3 and time.monotonic() - start < 2.5
-    read = volumes_server.throttle("GET", rf"{volume}/store/a\.bin", status, times=1)
-    assert store.read_bytes("a.bin") == b"a" and read.hits == 1  # the second of our attempts succeeds
     drop = proxy.add(volumes_server.download_fault("drop", r"a\.bin", times=3))
     with pytest.raises(StorageError, match=r"read of .*a\.bin failed after 3 attempt\(s\)"):
         store.read_bytes("a.bin")
     assert drop.hits == 3
+    drop = proxy.add(volumes_server.download_fault("drop", r"a\.bin", times=2))
+    assert store.read_bytes("a.bin") == b"a" and drop.hits == 2  # the third attempt succeeds
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_throttling_is_waited_for_as_asked_within_the_deadline(volumes_server, status: int) -> None:
+    """The service's 429 or 503 with ``Retry-After``: waited for as long as it asks, not counted as an
+    attempt (``retry=1`` here), until the wait would pass the file's deadline."""
+    root = volumes_server.new_root()
+    volume = root.rsplit("/", 1)[1]  # the session's server is shared: throttles name this test's volume
+    store = open_store(f"{root}/store", retry=1, timeout=10)
+    store.write_bytes("a.bin", b"a")
+    read = volumes_server.throttle("GET", rf"{volume}/store/a\.bin", status, times=2, retry_after=2)
+    start = time.monotonic()
+    assert store.read_bytes("a.bin") == b"a"
+    assert read.hits == 2 and 4 <= time.monotonic() - start < 6.5  # two waits of 2 s, then the answer
+    write = volumes_server.throttle("PUT", rf"{volume}/store/b\.bin", status, times=1, retry_after=1)
+    store.write_bytes("b.bin", b"b")
+    assert write.hits == 1 and store.read_bytes("b.bin") == b"b"
+
+    short = open_store(f"{root}/store", retry=3, timeout=3)
+    read = volumes_server.throttle("GET", rf"{volume}/store/a\.bin", status, times=5, retry_after=2)
+    start = time.monotonic()
+    with pytest.raises(
+        StorageError,
+        match=rf"read of {root}/store/a\.bin failed: the store is throttling requests \(.*{status}.*"
+        r"injected by the test\) and asks to wait 2 s more, past the 3 s deadline for the file",
+    ):
+        short.read_bytes("a.bin")
+    assert read.hits == 2 and 2 <= time.monotonic() - start < 3  # waited once (0 + 2 <= 3), not twice
 
 
 def test_an_error_answer_that_is_not_json_is_a_failed_attempt(volumes_server, proxy) -> None:
@@ -92,11 +112,12 @@ def test_a_wrong_token_is_one_clear_error_at_once(volumes_server, monkeypatch) -
     before, start = len(volumes_server.requests), time.monotonic()
     with pytest.raises(
         StorageError,
-        match=rf"read of {root}/index.json failed: PermissionError: .*403 "
-        r"PERMISSION_DENIED: Invalid access token.*DATABRICKS_TOKEN",
+        match=rf"read of {root}/index.json failed: PermissionError: .*refused the request \(403: "
+        r"Invalid access token\.\).*DATABRICKS_TOKEN",
     ) as caught:
         store.read_bytes("index.json")
     assert isinstance(caught.value, MDSError) and "failed after" not in str(caught.value)
+    assert "403 403" not in str(caught.value)  # the service sends the status as its error code
     assert len(volumes_server.requests) - before == 1 and time.monotonic() - start < 2  # not retried
 
 
@@ -160,3 +181,29 @@ def test_vacuum_ages_files_by_their_modification_time(volumes_server, monkeypatc
     shard_set.vacuum(keep_last=1, grace=dt.timedelta(0))
     assert not any(abandoned.id in name for name in shard_set.store.list())
     assert [v.version for v in shard_set.versions()] == [2]
+
+
+def test_hash_and_question_mark_stay_in_the_path(volumes_server, tmp_path: Path) -> None:
+    """Both are legal in volume file names: the data goes exactly where the URL says, and reads back."""
+    root = volumes_server.new_root()
+    out = f"{root}/hash#1/what?x=1/ds"
+    with MDSWriter(out=out, columns={"id": "int"}) as writer:
+        for i in range(5):
+            writer.write({"id": i})
+    volume = root.split(":", 1)[1]
+    written = sorted(path for path in volumes_server.files if path.startswith(volume))
+    assert written == [f"{volume}/hash#1/what?x=1/ds/{name}" for name in ("index.json", "shard.00000.mds")]
+    dataset = StreamingDataset(remote=out, local=str(tmp_path / "cache"), shuffle=False, batch_size=5)
+    assert [sample["id"] for sample in dataset] == list(range(5))
+
+
+def test_a_workspace_without_host_metadata_prints_nothing(volumes_server, monkeypatch, capfd, caplog) -> None:
+    """The SDK warns on stderr each time a client is created; we keep one debug line per client instead."""
+    monkeypatch.setattr(volumes_server, "host_metadata", False)
+    root = volumes_server.new_root()
+    with caplog.at_level(logging.DEBUG, logger="mds_core.storage.volumes_client"):
+        for _ in range(3):
+            open_store(root).write_bytes("a.bin", b"a")
+    assert "host metadata" not in capfd.readouterr().err
+    lines = [r.getMessage() for r in caplog.records if "host metadata" in r.getMessage()]
+    assert lines == [f"{root}: the workspace serves no host metadata; using the explicit configuration"] * 3

@@ -1,0 +1,106 @@
+"""Databricks Connect, in the versions users run, against the tests' own Spark Connect server.
+
+Each client lives in its own environment (tests/clients/setup_envs.sh, ``make client-envs``):
+databricks-connect 16.1 on Python 3.11 (pyspark 3.5 inside, whose Connect DataFrame is not a
+``pyspark.sql.DataFrame``) and 17.3 on Python 3.12. The server is pyspark 4.3's, its Python workers
+run the client's Python version, and the Files API server of tests/databricks_files.py is the Volume.
+The client converts the same rows locally and to the Volume, and makes the same bad calls, as
+tests/clients/convert_client.py; the datasets and the errors must equal a classic session's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mds_core import LocalDataset, dataframe_to_mds
+from mds_core.storage.remote import open_store
+from tests.clients.convert_client import error_of
+from tests.clients.frames import FRAME_SQL, ROWS, bad_calls
+from tests.spark_connect import ConnectServer
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+CLIENTS = ROOT / ".cache" / "clients"
+# client -> (its environment, the Python its server's workers run, the pyspark inside it)
+MATRIX = {
+    "databricks-connect 16.1.7": ("dbc16", sys.executable, "3.5."),
+    "databricks-connect 17.3.15": ("dbc17", str(CLIENTS / "dbc17" / "bin" / "python"), "4.0."),
+}
+
+
+@pytest.fixture(scope="module", params=list(MATRIX), ids=[env for env, _, _ in MATRIX.values()])
+def client(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, volumes_server):
+    env, worker_python, _ = MATRIX[request.param]
+    python = CLIENTS / env / "bin" / "python"
+    assert python.exists(), f"{python} is missing: run `make client-envs` (tests/clients/setup_envs.sh)"
+    server = ConnectServer(tmp_path_factory.mktemp(f"connect-{env}"), python=worker_python)
+    yield request.param, python, server
+    server.stop()
+
+
+def _normalised(error: list[str] | None, *roots: str) -> list[str] | None:
+    if error is None:
+        return None
+    message = error[1]
+    for root in roots:
+        message = message.replace(root, "<out>")
+    return [error[0], message]
+
+
+def test_the_client_converts_exactly_as_classic_with_the_same_errors(
+    client, classic_spark, volumes_server, tmp_path: Path
+) -> None:
+    name, python, server = client
+    volume_out = f"{volumes_server.new_root()}/ds"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = subprocess.run(
+        [str(python), "-m", "tests.clients.convert_client", server.url, str(tmp_path / "client"), volume_out],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-4000:]
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    assert report["pyspark"].startswith(MATRIX[name][2])
+    assert report["dataframe"].startswith("pyspark.sql.connect.dataframe.")
+    assert report["results"] == {"local": {"rows": ROWS, "shards": report["results"]["local"]["shards"]}} | {
+        "volume": report["results"]["local"]
+    }
+
+    classic = classic_spark.range(0, ROWS, 1, 3).selectExpr(*FRAME_SQL)
+    dataframe_to_mds(classic, mds_kwargs={"out": str(tmp_path / "classic"), "size_limit": 4096})
+    expected = _samples(LocalDataset(str(tmp_path / "classic")))
+    assert _samples(LocalDataset(str(tmp_path / "client"))) == expected
+    copy = tmp_path / "volume-copy"
+    store = open_store(volume_out)
+    for rel in store.list():
+        (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+        store.download(rel, str(copy / rel))
+    assert _samples(LocalDataset(str(copy))) == expected
+
+    classic_errors = {
+        case: _normalised(error_of(call), str(tmp_path / "classic"))
+        for case, call in bad_calls(classic_spark, classic, str(tmp_path / "classic")).items()
+    }
+    client_errors = {case: _normalised(error, str(tmp_path / "client")) for case, error in report["errors"].items()}
+    assert client_errors == classic_errors
+    assert all(error is not None and error[0].startswith("mds_core.errors.") for error in classic_errors.values())
+
+
+def _samples(dataset: LocalDataset) -> list[tuple]:
+    """Every sample, as comparable tuples, in id order (tasks may finish in any order)."""
+    rows = [tuple((key, _plain(value)) for key, value in sorted(dataset[i].items())) for i in range(len(dataset))]
+    return sorted(rows, key=lambda row: dict(row)["id"])
+
+
+def _plain(value: object) -> object:
+    return value.tolist() if hasattr(value, "tolist") else value
