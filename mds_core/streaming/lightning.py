@@ -1,0 +1,78 @@
+"""``StreamingDataModule``: ``StreamingDataset`` as a PyTorch Lightning ``LightningDataModule``.
+
+Lightning's DDP launcher starts each rank with ``LOCAL_RANK`` and ``WORLD_SIZE`` only, not ``RANK`` or
+``LOCAL_WORLD_SIZE``, and before the process group exists; a dataset built at the top of the script
+would see an impossible world (rank 0 with local rank 1) and refuse it. So the module builds the
+dataset in ``train_dataloader()``, after the strategy has set the ranks up, and first states the
+trainer's world in the variables the dataset and its DataLoader workers read.
+
+The loader is a ``StreamingDataLoader``, which Lightning's fit loop treats as stateful: a checkpoint
+saved mid-epoch holds its ``state_dict()`` and restoring it resumes the epoch where the checkpoint
+was taken. Lightning fetches one batch ahead of the step it runs, so the state counts the steps the
+loop has run, not the batches the loader has handed out.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import lightning.pytorch as pl
+
+from mds_core.streaming.dataset import StreamingDataset
+from mds_core.streaming.loader import StreamingDataLoader
+
+
+class _TrainingLoader(StreamingDataLoader):
+    """The module's loader: its state counts the batches the trainer's fit loop has completed."""
+
+    def __init__(self, module: StreamingDataModule, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._module = module
+        # Lightning asks for the length again at teardown, after its strategy has removed WORLD_SIZE
+        # from the environment: the length of the world the loader was built for.
+        self._length = super().__len__()
+
+    def __len__(self) -> int:
+        return self._length
+
+    def state_dict(self) -> dict[str, Any] | None:
+        trainer = self._module.trainer
+        if trainer is None or not isinstance(self.dataset, StreamingDataset):
+            return super().state_dict()
+        # processed: the steps that ran; a checkpoint saved in on_train_batch_end (ModelCheckpoint's
+        # place) comes before the step counts as completed, and after the next batch was fetched.
+        progress: Any = trainer.fit_loop.epoch_loop.batch_progress.current  # typed as its base class
+        processed = int(progress.processed)
+        batch_size = self.batch_size or 1
+        num_samples = processed * batch_size * trainer.world_size // (self.dataset.replication or 1)
+        return self.dataset.state_dict(num_samples, from_beginning=False)
+
+
+class StreamingDataModule(pl.LightningDataModule):
+    """A ``LightningDataModule`` whose training data is a ``StreamingDataset``.
+
+    ``dataset_kwargs`` go to ``StreamingDataset`` (``remote``, ``local``, ``shuffle``...), with
+    ``batch_size``; ``loader_kwargs`` to ``StreamingDataLoader`` (``num_workers``, ``pin_memory``...).
+    """
+
+    def __init__(self, batch_size: int, loader_kwargs: dict[str, Any] | None = None, **dataset_kwargs: Any) -> None:
+        super().__init__()
+        self.batch_size = batch_size
+        self.loader_kwargs = dict(loader_kwargs or {})
+        self.dataset_kwargs = dataset_kwargs
+
+    def train_dataloader(self) -> StreamingDataLoader:
+        self._state_world()
+        dataset = StreamingDataset(batch_size=self.batch_size, **self.dataset_kwargs)
+        return _TrainingLoader(self, dataset, batch_size=self.batch_size, **self.loader_kwargs)
+
+    def _state_world(self) -> None:
+        """The trainer's ranks, in the variables torchrun would have set (DataLoader workers inherit them)."""
+        trainer = self.trainer
+        if trainer is None:
+            return
+        os.environ["RANK"] = str(trainer.global_rank)
+        os.environ["WORLD_SIZE"] = str(trainer.world_size)
+        os.environ["LOCAL_RANK"] = str(trainer.local_rank)
+        os.environ["LOCAL_WORLD_SIZE"] = str(trainer.world_size // max(trainer.num_nodes, 1))
