@@ -35,8 +35,11 @@ def train(
 
     dist.init_process_group("gloo")
     rank = dist.get_rank()
+    # One cache per node: in TorchDistributor's distributed mode each Spark task is a torchrun node
+    # (GROUP_RANK), and here those nodes share one disk.
+    local = os.path.join(cache, f"node{os.environ.get('GROUP_RANK', '0')}")
     dataset = StreamingDataset(
-        remote=remote, local=cache, batch_size=batch_size, shuffle=True, shuffle_seed=17, num_canonical_nodes=1
+        remote=remote, local=local, batch_size=batch_size, shuffle=True, shuffle_seed=17, num_canonical_nodes=1
     )
     loader = StreamingDataLoader(dataset, batch_size=batch_size, num_workers=1)
     torch.manual_seed(0)
@@ -73,3 +76,22 @@ def _checkpoint(rank: int, path: str, loader: Any, model: Any, optimizer: Any) -
     if rank == 0:
         torch.save({"loader": state, "model": model.state_dict(), "optimizer": optimizer.state_dict()}, path + ".tmp")
         os.replace(path + ".tmp", path)
+
+
+def write_training_set(remote: str, rows: int) -> None:
+    """The dataset ``train`` reads: ids and four features, in shards of 1 KiB (many shards, many downloads)."""
+    import numpy as np
+
+    from mds_core import MDSWriter
+
+    with MDSWriter(out=remote, columns={"id": "int64", "features": "ndarray:float32:4"}, size_limit=1 << 10) as out:
+        for i in range(rows):
+            out.write({"id": i, "features": np.array([i % 5, 1, 2, i % 3], dtype=np.float32)})
+
+
+def read_trace(trace_dir: str, ranks: int) -> dict[int, list[list[int]]]:
+    """Each rank's batches (lists of ids), in order, from ``trace_dir/rank<r>.jsonl``."""
+    return {
+        r: [json.loads(line) for line in open(os.path.join(trace_dir, f"rank{r}.jsonl")).read().splitlines()]
+        for r in range(ranks)
+    }

@@ -219,10 +219,51 @@ def resource(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def torch_distributor(spec: dict[str, Any]) -> dict[str, Any]:
+    """(e) TorchDistributor(local_mode=False): each run is a barrier job of one task per process, each task a
+    torchrun node on an executor, running tests/clients/train_fn.py's function (sent by value: the
+    executors have mds_core from pyFiles, not the tests)."""
+    from pyspark import cloudpickle
+    from pyspark.ml.torch.distributor import TorchDistributor
+
+    import tests.clients.train_fn as train_fn
+
+    cloudpickle.register_pickle_by_value(train_fn)
+    spark = _session(spec)
+    errors: dict[str, str | None] = {}
+    for name, processes, stop_after in spec["runs"]:
+        work = Path(spec["scratch"]) / name
+        (work / "trace").mkdir(parents=True, exist_ok=True)
+        distributor = TorchDistributor(num_processes=processes, local_mode=False, use_gpu=False)
+        try:
+            distributor.run(
+                train_fn.train,
+                spec["host"],
+                spec["token"],
+                spec["remote"],
+                str(work / "cache"),
+                str(work / "trace"),
+                str(Path(spec["scratch"]) / spec["checkpoints"][name]),
+                stop_after,
+                8,
+            )
+            errors[name] = None
+        except Exception as err:  # the killed runs: what the distributor reports
+            errors[name] = f"{type(err).__name__}: {str(err)[:300]}"
+            (work / "error.txt").write_text(str(err))  # the whole of it, for a failure's diagnosis
+    spark.stop()
+    return {"errors": errors}
+
+
 def main() -> None:
     spec = json.loads(sys.argv[1])
     try:
-        report = {"convert": convert, "pipeline": pipeline, "resource": resource}[spec["scenario"]](spec)
+        report = {
+            "convert": convert,
+            "pipeline": pipeline,
+            "resource": resource,
+            "torch_distributor": torch_distributor,
+        }[spec["scenario"]](spec)
     except Exception:
         report = {"crashed": traceback.format_exc()}
     print("RESULT " + json.dumps(report, default=str), flush=True)

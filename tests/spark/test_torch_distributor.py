@@ -3,18 +3,15 @@ streams a Volume (the Files API server of tests/databricks_files.py) with ``Stre
 ``StreamingDataLoader``: an uninterrupted run, a run killed after step k, and its resumption, on the
 same and on a different number of processes. Every rank's batches equal the uninterrupted run's, and
 each sample is seen once. Local mode here (torchrun on the driver); the distributed mode runs on the
-standalone cluster in tests/cluster/test_torch_distributor_cluster.py."""
+standalone cluster in tests/cluster/test_torch_distributor.py."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from mds_core import MDSWriter
-from tests.clients.train_fn import train
+from tests.clients.train_fn import read_trace, train, write_training_set
 
 pytestmark = pytest.mark.slow
 
@@ -25,9 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def volume_dataset(volumes_server) -> str:
     remote = f"{volumes_server.new_root()}/digits"
-    with MDSWriter(out=remote, columns={"id": "int64", "features": "ndarray:float32:4"}, size_limit=1 << 10) as out:
-        for i in range(ROWS):
-            out.write({"id": i, "features": np.array([i % 5, 1, 2, i % 3], dtype=np.float32)})
+    write_training_set(remote, ROWS)
     return remote
 
 
@@ -50,10 +45,7 @@ def _distributed_run(processes: int, volume_dataset: str, volumes_server, work: 
 
 
 def _trace(work: Path, ranks: int) -> dict[int, list[list[int]]]:
-    return {
-        r: [json.loads(line) for line in (work / "trace" / f"rank{r}.jsonl").read_text().splitlines()]
-        for r in range(ranks)
-    }
+    return read_trace(str(work / "trace"), ranks)
 
 
 def _fresh(tmp_path: Path, name: str) -> Path:
