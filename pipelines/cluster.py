@@ -15,7 +15,7 @@ import os
 import socket
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mds_core.errors import ConfigurationError
 
@@ -142,3 +142,16 @@ def writer_partitions(frame: DataFrame, tasks: int, *columns: str) -> DataFrame:
 
     count = tasks or default_parallelism(frame.sparkSession)
     return frame.repartitionByRange(count, *columns).sortWithinPartitions(*columns)
+
+
+def write_day(frame: DataFrame, day: str, tasks: int, mds_kwargs: dict[str, Any]) -> Any:
+    """One day's rows, sorted by id in ``tasks`` range partitions, as one partition of a shard-set version.
+
+    The conversion step of the ``shards`` assets, without Dagster: the Databricks Connect client matrix
+    runs it in the clients' own environments (tests/clients/convert_client.py).
+    """
+    from mds_core.convert.spark import dataframe_to_mds
+    from mds_core.convert.spark_connect import functions_for
+
+    day_frame = writer_partitions(frame.where(functions_for(frame).col("day") == day), tasks, "id")
+    return dataframe_to_mds(day_frame, merge_index=True, mds_kwargs=mds_kwargs)

@@ -33,7 +33,7 @@ from pydantic import Field
 from mds_core.errors import MDSError
 from pipelines.assets.metadata import Materialized, standard_metadata
 from pipelines.assets.raw import RawConfig, effective_source
-from pipelines.cluster import writer_partitions
+from pipelines.cluster import write_day
 from pipelines.conventions import conventions, key, op_name
 from pipelines.notices import dagster_features_we_pin
 from pipelines.previews import sample_preview
@@ -121,7 +121,7 @@ def write_version(
     # publish=False: the pointer moves in published_version, after the smoke test has passed.
     with shards.transaction(mode=mode, lineage=lineage, publish=False, base=published) as tx:
         results = [
-            _write_day(frame, day, spark.writer_tasks, {**mds_kwargs, "out": tx.partition_out(day)})
+            write_day(frame, day, spark.writer_tasks, {**mds_kwargs, "out": tx.partition_out(day)})
             for day in written_days
         ]
     info = tx.version
@@ -169,16 +169,6 @@ def resolve_mode(requested: str, base_days: set[str], days: list[str], base: int
     if requested == "auto":
         return "replace" if repeated else "append"
     return requested
-
-
-def _write_day(frame: "DataFrame", day: str, tasks: int, mds_kwargs: dict[str, Any]) -> Any:
-    """One day's rows, sorted by id in ``tasks`` range partitions, as one partition of the version."""
-    from pyspark.sql import functions as F
-
-    from mds_core.convert.spark import dataframe_to_mds
-
-    day_frame = writer_partitions(frame.where(F.col("day") == day), tasks, "id")
-    return dataframe_to_mds(day_frame, merge_index=True, mds_kwargs=mds_kwargs)
 
 
 def _lineage(

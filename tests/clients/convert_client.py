@@ -40,7 +40,7 @@ def main() -> None:
     import pyspark
 
     from mds_core import dataframe_to_mds
-    from tests.clients.frames import bad_calls
+    from tests.clients.frames import bad_calls, pipelines_step
 
     url, local_out, volume_out = sys.argv[1:4]
     spark = session(url)
@@ -49,6 +49,7 @@ def main() -> None:
     for name, out in (("local", local_out), ("volume", volume_out)):
         result = dataframe_to_mds(data, mds_kwargs={"out": out, "size_limit": 4096})
         results[name] = {"rows": result.stats.rows, "shards": result.stats.shards}
+    pipelines = pipelines_step(data, f"{volume_out}-set")
     errors = {name: error_of(call) for name, call in bad_calls(spark, data, local_out).items()}
     kind = type(data)
     print(
@@ -58,6 +59,7 @@ def main() -> None:
                 "pyspark": pyspark.__version__,
                 "dataframe": f"{kind.__module__}.{kind.__qualname__}",
                 "results": results,
+                "pipelines": pipelines,
                 "errors": errors,
             }
         )

@@ -37,3 +37,19 @@ def bad_calls(spark: Any, data: Any, written: str) -> dict[str, Callable[[], Any
             data.select("id", "name"), mds_kwargs={"out": scratch, "columns": {"id": "int64", "name": "int"}}
         ),
     }
+
+
+DAYS = ("2026-01-01", "2026-01-02")
+
+
+def pipelines_step(data: Any, root: str) -> dict[str, Any]:
+    """The pipelines' conversion step (``pipelines.cluster.write_day``, which the ``shards`` assets run)
+    for two days, committed as one version of the shard set at ``root``."""
+    from mds_core.versions import ShardSet
+    from pipelines.cluster import write_day
+
+    frame = data.selectExpr("id", "label", "name", "CAST(day AS STRING) AS day")
+    with ShardSet(root).transaction(mode="overwrite", publish=False) as tx:
+        rows = [write_day(frame, day, 2, {"out": tx.partition_out(day)}).stats.rows for day in DAYS]
+    assert tx.version is not None
+    return {"version": tx.version.number, "rows": tx.version.rows, "per_day": rows}

@@ -4,8 +4,10 @@ Each client lives in its own environment (tests/clients/setup_envs.sh, ``make cl
 databricks-connect 16.1 on Python 3.11 (pyspark 3.5 inside, whose Connect DataFrame is not a
 ``pyspark.sql.DataFrame``) and 17.3 on Python 3.12. The server is pyspark 4.3's, its Python workers
 run the client's Python version, and the Files API server of tests/databricks_files.py is the Volume.
-The client converts the same rows locally and to the Volume, and makes the same bad calls, as
-tests/clients/convert_client.py; the datasets and the errors must equal a classic session's.
+The client converts the same rows locally and to the Volume, runs the pipelines' conversion step
+(``pipelines.cluster.write_day`` into a shard-set version on the Volume), and makes the same bad calls,
+as tests/clients/convert_client.py; the datasets, the version and the errors must equal a classic
+session's.
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from mds_core import LocalDataset, dataframe_to_mds
+from mds_core import LocalDataset, StreamingDataset, dataframe_to_mds
 from mds_core.storage.remote import open_store
 from tests.clients.convert_client import error_of
-from tests.clients.frames import FRAME_SQL, ROWS, bad_calls
+from tests.clients.frames import FRAME_SQL, ROWS, bad_calls, pipelines_step
 from tests.spark_connect import ConnectServer
 
 pytestmark = pytest.mark.slow
@@ -87,6 +89,10 @@ def test_the_client_converts_exactly_as_classic_with_the_same_errors(
         store.download(rel, str(copy / rel))
     assert _samples(LocalDataset(str(copy))) == expected
 
+    classic_set = f"{volumes_server.new_root()}/classic-set"
+    assert report["pipelines"] == pipelines_step(classic, classic_set)
+    assert _version_samples(f"{volume_out}-set", tmp_path / "a") == _version_samples(classic_set, tmp_path / "b")
+
     classic_errors = {
         case: _normalised(error_of(call), str(tmp_path / "classic"))
         for case, call in bad_calls(classic_spark, classic, str(tmp_path / "classic")).items()
@@ -94,6 +100,12 @@ def test_the_client_converts_exactly_as_classic_with_the_same_errors(
     client_errors = {case: _normalised(error, str(tmp_path / "client")) for case, error in report["errors"].items()}
     assert client_errors == classic_errors
     assert all(error is not None and error[0].startswith("mds_core.errors.") for error in classic_errors.values())
+
+
+def _version_samples(root: str, cache: Path) -> list[tuple]:
+    """Every sample of version 1 of the shard set at ``root`` (not published: the pipelines publish later)."""
+    dataset = StreamingDataset(remote=root, version=1, local=str(cache), batch_size=1, shuffle=False)
+    return sorted(tuple(sorted((k, _plain(v)) for k, v in sample.items())) for sample in dataset)
 
 
 def _samples(dataset: LocalDataset) -> list[tuple]:
