@@ -130,6 +130,7 @@ bench: install bench-env bench-spark-env
 	benchmarks/.venv/bin/python benchmarks/bench_streaming.py --out benchmarks/results-streaming-latest.md
 	$(PY) benchmarks/bench_spark.py --scenarios local
 	$(PY) benchmarks/bench_plan.py
+	$(PY) benchmarks/bench_torch_distributor.py
 
 # The reference's Spark converter needs pyspark 3.5: a third environment, benchmarks/.venv-spark35.
 bench-spark-env:
