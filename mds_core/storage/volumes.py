@@ -13,7 +13,8 @@ deletes and moves. Each method is one documented Files API request (``/api/2.0/f
   inside the client after a lost reply would find its own file and report a lost race. The SDK
   retries 429, 503 and connection errors until its clock passes a deadline; the client gets a clock
   that jumps past any deadline when the SDK sleeps, so the SDK gives up after the first attempt,
-  without sleeping, and the error it gave up on is raised.
+  without sleeping, and the error it gave up on is raised. A 429 or 503 becomes ``Throttled`` with
+  the answer's ``Retry-After``, which ``RemoteStore`` waits for within the file's deadline.
 * **The plain Files API.** The SDK's newer transfer client (presigned cloud URLs, parallel parts) is
   switched off (``disable_experimental_files_api_client``): it has retry loops of its own. A file is
   uploaded in one request, which the Files API limits to 5 GiB.
@@ -21,6 +22,7 @@ deletes and moves. Each method is one documented Files API request (``/api/2.0/f
   Conflict if the file exists; that becomes ``FileExistsError``.
 * **Errors**: 404 is ``FileNotFoundError``, 401 and 403 are ``PermissionError`` naming the URL and
   what to fix, and a socket timeout is ``TimeoutError``; ``RemoteStore`` retries only the others.
+* **Paths** keep ``#`` and ``?``, which are legal in volume file names (``volume_path``).
 """
 
 from __future__ import annotations
