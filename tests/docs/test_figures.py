@@ -168,3 +168,9 @@ def test_the_versions_figures() -> None:
     assert f"being the versions published before, oldest first (the last {HISTORY_LIMIT})" in text
     assert f"or one more than {MAX_PROBES} versions behind, `latest()` lists `_versions/` once" in text
     assert CLOCK_SKEW.total_seconds() == 3600 and "more than an hour (`CLOCK_SKEW`)" in text
+
+
+def test_the_throttling_budget_the_storage_page_quotes() -> None:
+    from mds_core.storage import remote
+
+    assert f"(`{remote._THROTTLE_BUDGET:g} s` in all when" in _text("docs/remote-storage.md")
