@@ -39,8 +39,9 @@ class RemoteStore:
 
     ``timeout`` is a deadline in seconds for each whole file transfer (not per socket read), or None.
     A store that throttles (``Throttled``: 429 or 503 with ``Retry-After``) is waited for as it asks,
-    within that deadline, and the wait is not counted as an attempt. ``kind`` is the store's entry in the registry (``mds_core.storage.stores``); ``any_fsspec`` lets a
-    scheme the registry does not know through to fsspec's own filesystem.
+    within that deadline, and the wait is not counted as an attempt. ``kind`` is the store's entry in
+    the registry (``mds_core.storage.stores``); ``any_fsspec`` lets a scheme the registry does not
+    know through to fsspec's own filesystem.
     """
 
     def __init__(

@@ -24,7 +24,7 @@ from mds_core.streaming.loader import StreamingDataLoader
 
 
 class _TrainingLoader(StreamingDataLoader):
-    """The module's loader: its state counts the batches the trainer's fit loop has completed."""
+    """The module's loader: its state counts the steps the trainer's fit loop has run."""
 
     def __init__(self, module: StreamingDataModule, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
