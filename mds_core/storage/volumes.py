@@ -58,6 +58,8 @@ def volume_path(url: str) -> str:
     rest = url.partition(":")[2]
     netloc, _, path = rest[2:].partition("/") if rest.startswith("//") else ("", "", rest)
     parts = path.strip("/").split("/")
+    if {".", ".."} & set(parts):  # the Files API would resolve them, out of the volume named
+        raise ConfigurationError(f"{url}: '.' and '..' are not allowed in a volume path; write the path they mean")
     if netloc or len(parts) < 4 or parts[0] != "Volumes" or "" in parts:
         raise ConfigurationError(
             f"{url}: only Unity Catalog volumes are supported on dbfs:, as "

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mds_core import MDSWriter, StreamingDataset
 from mds_core.errors import ConfigurationError, MDSError, StorageError
 from mds_core.storage.remote import open_store
+from mds_core.storage.volumes import volume_path
 from mds_core.versions import ShardSet
 from tests.s3 import fault_proxy_for
 
@@ -207,3 +211,26 @@ def test_a_workspace_without_host_metadata_prints_nothing(volumes_server, monkey
     assert "host metadata" not in capfd.readouterr().err
     lines = [r.getMessage() for r in caplog.records if "host metadata" in r.getMessage()]
     assert lines == [f"{root}: the workspace serves no host metadata; using the explicit configuration"] * 3
+
+
+@given(
+    st.lists(
+        st.text(alphabet=st.characters(blacklist_characters="/\x00", blacklist_categories=("Cs",)), min_size=1).filter(
+            lambda name: name not in (".", "..")
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_every_name_of_a_volume_path_stays_in_it(names: list[str]) -> None:
+    """Whatever a file name holds (``#``, ``?``, ``%``, ``:``, spaces...), the path is the URL's, unchanged."""
+    path = "/Volumes/main/ml/v/" + "/".join(names)
+    assert volume_path(f"dbfs:{path}") == path and volume_path(f"dbfs://{path}") == path
+
+
+@pytest.mark.parametrize("url", ["dbfs:/Volumes/main/ml/v/../other/ds", "dbfs:/Volumes/main/ml/v/./ds"])
+def test_dot_segments_are_refused(url: str) -> None:
+    with pytest.raises(
+        ConfigurationError, match=rf"^{re.escape(url)}: '\.' and '\.\.' are not allowed in a volume path"
+    ):
+        open_store(url)
