@@ -74,24 +74,24 @@ def test_throttling_is_waited_for_as_asked_within_the_deadline(volumes_server, s
     volume = root.rsplit("/", 1)[1]  # the session's server is shared: throttles name this test's volume
     store = open_store(f"{root}/store", retry=1, timeout=10)
     store.write_bytes("a.bin", b"a")
-    read = volumes_server.throttle("GET", rf"{volume}/store/a\.bin", status, times=2, retry_after=2)
+    read = volumes_server.throttle("GET", rf"{volume}/store/a\.bin", status, times=2, retry_after=1)
     start = time.monotonic()
     assert store.read_bytes("a.bin") == b"a"
-    assert read.hits == 2 and 4 <= time.monotonic() - start < 6.5  # two waits of 2 s, then the answer
+    assert read.hits == 2 and 2 <= time.monotonic() - start < 4  # two waits of 1 s, then the answer
     write = volumes_server.throttle("PUT", rf"{volume}/store/b\.bin", status, times=1, retry_after=1)
     store.write_bytes("b.bin", b"b")
     assert write.hits == 1 and store.read_bytes("b.bin") == b"b"
 
-    short = open_store(f"{root}/store", retry=3, timeout=3)
-    read = volumes_server.throttle("GET", rf"{volume}/store/a\.bin", status, times=5, retry_after=2)
+    short = open_store(f"{root}/store", retry=3, timeout=1.5)
+    read = volumes_server.throttle("GET", rf"{volume}/store/a\.bin", status, times=5, retry_after=1)
     start = time.monotonic()
     with pytest.raises(
         StorageError,
         match=rf"read of {root}/store/a\.bin failed: the store is throttling requests \(.*{status}.*"
-        r"injected by the test\) and asks to wait 2 s more, past the 3 s deadline for the file",
+        r"injected by the test\) and asks to wait 1 s more, past the 1.5 s deadline for the file",
     ):
         short.read_bytes("a.bin")
-    assert read.hits == 2 and 2 <= time.monotonic() - start < 3  # waited once (0 + 2 <= 3), not twice
+    assert read.hits == 2 and 1 <= time.monotonic() - start < 1.5  # waited once (0 + 1 <= 1.5), not twice
 
 
 def test_an_error_answer_that_is_not_json_is_a_failed_attempt(volumes_server, proxy) -> None:
