@@ -21,6 +21,7 @@ from dagster import ConfigurableResource, EnvVar
 from pydantic import Field
 
 from mds_core.errors import ConfigurationError, StoreFileNotFoundError
+from mds_core.order.world import DEFAULT_WORLD
 from mds_core.storage.remote import RemoteStore, open_store
 from mds_core.storage.urls import join
 from pipelines import cluster
@@ -247,7 +248,7 @@ class SmokeTestSettings(Resource):
 class TrainingWorldSettings(Resource):
     """The training run each new version is planned for (the ``training_plan`` check, ``mds plan``)."""
 
-    world: str = Field(default="1x8x4", description="NODESxRANKS_PER_NODExWORKERS_PER_RANK ($MDS_PLAN_WORLD).")
+    world: str = Field(default=DEFAULT_WORLD, description="NODESxRANKS_PER_NODExWORKERS_PER_RANK ($MDS_PLAN_WORLD).")
     batch_size: int = Field(default=32, description="Per-device batch size ($MDS_PLAN_BATCH_SIZE).")
     epochs: int = Field(default=1, description="Epochs to plan ($MDS_PLAN_EPOCHS).")
     cache_limit: str = Field(
@@ -316,7 +317,7 @@ def resources_from_env(environ: Mapping[str, str] | None = None) -> dict[str, Re
             sample_seconds=float(env.get("MDS_SMOKE_SAMPLE_SECONDS", "30")),
         ),
         "training_world": TrainingWorldSettings(
-            world=env.get("MDS_PLAN_WORLD", "1x8x4"),
+            world=env.get("MDS_PLAN_WORLD", DEFAULT_WORLD),
             batch_size=int(env.get("MDS_PLAN_BATCH_SIZE", "32")),
             epochs=int(env.get("MDS_PLAN_EPOCHS", "1")),
             cache_limit=env.get("MDS_PLAN_CACHE_LIMIT", ""),

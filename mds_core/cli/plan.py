@@ -8,7 +8,7 @@ import click
 
 from mds_core.cli.common import fail
 from mds_core.errors import MDSError
-from mds_core.order.world import parse_world
+from mds_core.order.world import DEFAULT_WORLD, parse_world
 from mds_core.plan import Environment, plan_training
 from mds_core.plan.report import render_text, save_plot
 from mds_core.plan.source import load_streams, probe
@@ -25,7 +25,7 @@ def _size(value: str | None, what: str) -> int | None:
 
 @click.command("plan")
 @click.argument("sources", nargs=-1, required=True)
-@click.option("--world", default="1x8x8", show_default=True, help="NODESxRANKS_PER_NODExWORKERS_PER_RANK.")
+@click.option("--world", default=DEFAULT_WORLD, show_default=True, help="NODESxRANKS_PER_NODExWORKERS_PER_RANK.")
 @click.option("--batch-size", type=int, required=True, help="Per-device batch size (the DataLoader's).")
 @click.option("--epochs", type=int, default=1, show_default=True)
 @click.option("--shuffle/--no-shuffle", default=True, show_default=True)

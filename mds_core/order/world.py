@@ -77,6 +77,11 @@ def replicate_world(num_nodes: int, ranks_per_node: int, replication: int | None
     return parallel_nodes, parallel_ranks // parallel_nodes
 
 
+# The training world `mds plan` and the pipelines' training_plan check plan for unless told otherwise:
+# one node of eight GPUs, each rank's DataLoader with eight workers.
+DEFAULT_WORLD = "1x8x8"
+
+
 def parse_world(text: str) -> World:
     """``"2x4"`` (nodes x ranks per node) or ``"2x4x2"`` (and DataLoader workers per rank; 0 means none)."""
     try:
