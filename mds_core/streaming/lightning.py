@@ -36,17 +36,14 @@ class _TrainingLoader(StreamingDataLoader):
     def __len__(self) -> int:
         return self._length
 
-    def state_dict(self) -> dict[str, Any] | None:
+    def _samples_consumed(self) -> int:
         trainer = self._module.trainer
-        if trainer is None or not isinstance(self.dataset, StreamingDataset):
-            return super().state_dict()
+        if trainer is None:
+            return super()._samples_consumed()
         # processed: the steps that ran; a checkpoint saved in on_train_batch_end (ModelCheckpoint's
         # place) comes before the step counts as completed, and after the next batch was fetched.
         progress: Any = trainer.fit_loop.epoch_loop.batch_progress.current  # typed as its base class
-        processed = int(progress.processed)
-        batch_size = self.batch_size or 1
-        num_samples = processed * batch_size * trainer.world_size // (self.dataset.replication or 1)
-        return self.dataset.state_dict(num_samples, from_beginning=False)
+        return int(progress.processed) * (self.batch_size or 1)
 
 
 class StreamingDataModule(pl.LightningDataModule):

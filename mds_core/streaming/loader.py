@@ -109,8 +109,12 @@ class StreamingDataLoader(DataLoader[Any]):
         if not isinstance(self.dataset, StreamingDataset):
             return None
         replication = self.dataset.replication or 1
-        num_samples = self.num_samples_yielded * detect_world().num_ranks // replication
+        num_samples = self._samples_consumed() * detect_world().num_ranks // replication
         return self.dataset.state_dict(num_samples, from_beginning=False)
+
+    def _samples_consumed(self) -> int:
+        """This rank's samples that training has taken: those handed out (a trainer may count fewer)."""
+        return self.num_samples_yielded
 
     def load_state_dict(self, obj: dict[str, Any], allow_other_data: bool = False) -> None:
         """Resume the dataset from ``obj`` at the next iteration (see ``StreamingDataset.load_state_dict``)."""

@@ -12,18 +12,16 @@ session's.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from mds_core import LocalDataset, StreamingDataset, dataframe_to_mds
-from mds_core.storage.remote import open_store
 from tests.clients.convert_client import error_of
 from tests.clients.frames import FRAME_SQL, ROWS, bad_calls, pipelines_step
+from tests.clients.reports import download_all, run_report
 from tests.spark_connect import ConnectServer
 
 pytestmark = pytest.mark.slow
@@ -61,17 +59,12 @@ def test_the_client_converts_exactly_as_classic_with_the_same_errors(
 ) -> None:
     name, python, server = client
     volume_out = f"{volumes_server.new_root()}/ds"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    run = subprocess.run(
+    report = run_report(
         [str(python), "-m", "tests.clients.convert_client", server.url, str(tmp_path / "client"), volume_out],
         cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
         timeout=600,
     )
-    assert run.returncode == 0, run.stderr[-4000:]
-    report = json.loads(run.stdout.strip().splitlines()[-1])
     assert report["pyspark"].startswith(MATRIX[name][2])
     assert report["dataframe"].startswith("pyspark.sql.connect.dataframe.")
     assert report["results"] == {"local": {"rows": ROWS, "shards": report["results"]["local"]["shards"]}} | {
@@ -82,11 +75,7 @@ def test_the_client_converts_exactly_as_classic_with_the_same_errors(
     dataframe_to_mds(classic, mds_kwargs={"out": str(tmp_path / "classic"), "size_limit": 4096})
     expected = _samples(LocalDataset(str(tmp_path / "classic")))
     assert _samples(LocalDataset(str(tmp_path / "client"))) == expected
-    copy = tmp_path / "volume-copy"
-    store = open_store(volume_out)
-    for rel in store.list():
-        (copy / rel).parent.mkdir(parents=True, exist_ok=True)
-        store.download(rel, str(copy / rel))
+    copy = download_all(volume_out, tmp_path / "volume-copy")
     assert _samples(LocalDataset(str(copy))) == expected
 
     classic_set = f"{volumes_server.new_root()}/classic-set"

@@ -5,15 +5,13 @@ Files API server of tests/databricks_files.py."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from mds_core import LocalDataset
-from mds_core.storage.remote import open_store
+from tests.clients.reports import download_all, run_report
 
 pytestmark = pytest.mark.slow
 
@@ -24,22 +22,14 @@ PYTHON = ROOT / ".cache" / "clients" / "volumes-library" / "bin" / "python"
 def test_the_databricks_extra_alone_converts_and_commits_to_a_volume(volumes_server, tmp_path: Path) -> None:
     assert PYTHON.exists(), f"{PYTHON} is missing: run `make client-envs` (tests/clients/setup_envs.sh)"
     root = volumes_server.new_root()
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    run = subprocess.run(
+    report = run_report(
         [str(PYTHON), str(ROOT / "tests" / "clients" / "volumes_library.py"), root],
         cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
         timeout=300,
     )
-    assert run.returncode == 0, run.stderr[-4000:]
-    report = json.loads(run.stdout.strip().splitlines()[-1])
     assert report["torch"] is False and report["pyspark"] is False
     assert "site-packages" in report["mds_core"]  # the installed wheel, not the checkout
     assert report["converted_rows"] == 20 and report["version"] == 1 and report["version_rows"] == 20
-    copy = tmp_path / "plain"
-    store = open_store(f"{root}/plain")
-    for rel in store.list():
-        store.download(rel, str(copy / rel))
+    copy = download_all(f"{root}/plain", tmp_path / "plain")
     assert [LocalDataset(str(copy))[i]["name"] for i in range(10)] == [f"n{i}" for i in range(10)]
