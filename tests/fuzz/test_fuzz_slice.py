@@ -52,6 +52,7 @@ def test_kept_crashers_stay_fixed(name: str, path: Path, workdir: Path) -> None:
     assert err is None, f"{type(err).__name__}: {err}"
 
 
+@pytest.mark.slow  # 50 s on two cores; the slice above samples the same checks in make test
 def test_every_single_byte_changed_is_reported_by_verify(workdir: Path) -> None:
     """Exhaustive, not sampled: each byte of each shard file (raw, zstd, and raw copies beside zstd), flipped."""
     checked = 0
