@@ -18,22 +18,27 @@ $(STAMP): pyproject.toml constraints.txt setup.py mds_core/order/shuffle/_fisher
 
 install: $(STAMP)
 
-# Dagster keeps its runs, events and schedules here; `make demo` and `make ui` share it.
-DAGSTER_HOME ?= $(CURDIR)/.dagster_home
+# Dagster runs in the project root with DAGSTER_HOME there, so the top-level dagster.yaml is the instance
+# configuration (and Dagster finds no other one to warn about); it keeps runs, events and schedules in
+# .dagster_home/. DAGSTER_DISABLE_TELEMETRY stops the telemetry thread that makes empty logs/ and
+# .logs_queue/ folders in DAGSTER_HOME even with telemetry off. Tables and shard sets go to data/.
+DAGSTER_HOME ?= $(CURDIR)
+MDS_DATA_DIR ?= $(CURDIR)/data
+DAGSTER_ENV  := DAGSTER_HOME=$(DAGSTER_HOME) DAGSTER_DISABLE_TELEMETRY=1 MDS_DATA_DIR=$(MDS_DATA_DIR)
 UI_PORT      ?= 3000
 
 # The whole pipeline on the embedded digits: two runs (two days as one backfill run, then the next day), each
 # smoke-tested and published; prints the shard set, its versions and the smoke-test results.
 demo: install
-	DAGSTER_HOME=$(DAGSTER_HOME) $(PY) -m pipelines.demo
+	$(DAGSTER_ENV) $(PY) -m pipelines.demo
 
 # The Dagster UI (webserver and daemon) on http://127.0.0.1:$(UI_PORT): `dg dev`, which loads the project
 # [tool.dg] in pyproject.toml declares. It runs with the project's .venv activated (dg warns when the active
 # environment is not the project's), and --no-check-yaml skips the check of component defs.yaml files
 # (the project has none; the check only loads dagster's preview scaffolders, which warn).
 ui: install
-	$(PY) -m pipelines.instance $(DAGSTER_HOME)
-	VIRTUAL_ENV=$(CURDIR)/$(VENV) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" DAGSTER_HOME=$(DAGSTER_HOME) \
+	$(DAGSTER_ENV) $(PY) -m pipelines.instance $(DAGSTER_HOME)
+	VIRTUAL_ENV=$(CURDIR)/$(VENV) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(DAGSTER_ENV) \
 		$(VENV)/bin/dg dev --no-check-yaml -h 127.0.0.1 -p $(UI_PORT)
 
 # System prerequisites first (Java 17+, a C compiler with Python headers, Chromium and chromedriver):

@@ -20,9 +20,10 @@ from dagster import DagsterInstance, ExecuteInProcessResult
 from pipelines.assets.plan import PLAN_CHECK
 from pipelines.assets.smoke import SMOKE_CHECK
 from pipelines.conventions import daily
-from pipelines.instance import prepare_home
+from pipelines.instance import notes
+from pipelines.paths import data_dir
 from pipelines.registry import load_registry
-from pipelines.resources import PROJECT_ROOT, ShardStore, resources_from_env
+from pipelines.resources import ShardStore, resources_from_env
 from pipelines.runs import materialize_days
 
 # The full event log is in the UI (`make ui`); the terminal gets warnings and the summary below.
@@ -30,10 +31,11 @@ QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
 def instance() -> DagsterInstance:
-    """The instance under $DAGSTER_HOME (default .dagster_home); the project's deploy/dagster.yaml only if it has none."""
-    home = Path(os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT / ".dagster_home")))
-    for setting in prepare_home(home):
-        print(f"note: kept your {home / 'dagster.yaml'}; it lacks `{setting}` (see deploy/dagster.yaml in the project)")
+    """The instance under $DAGSTER_HOME (``make demo``: the project root), else ``<data dir>/dagster-home``;
+    the packaged dagster.yaml goes in only where there is none."""
+    home = Path(os.environ.setdefault("DAGSTER_HOME", str(data_dir() / "dagster-home"))).resolve()
+    for line in notes(home):
+        print(line)
     return DagsterInstance.get()
 
 

@@ -1,29 +1,38 @@
-"""The Dagster instance's home: the project's ``deploy/dagster.yaml`` goes in only where there is none.
+"""The Dagster instance's settings: ``pipelines/dagster.yaml``, shipped in the package, goes into a
+``$DAGSTER_HOME`` that has none.
 
-``make demo`` and ``make ui`` share ``$DAGSTER_HOME``. An existing ``dagster.yaml`` there is the
-user's (storage, run coordinator, retention they chose), so it is never overwritten: the settings
-the pipelines rely on that it lacks are named instead, for the user to merge.
+``python -m pipelines.instance HOME`` prepares a deployment's home. An existing ``dagster.yaml`` there
+is the user's (storage, run coordinator, retention they chose), so it is never overwritten: the
+settings the pipelines rely on that it lacks are named instead, for the user to merge. A checkout runs
+Dagster with ``DAGSTER_HOME`` at the project root, whose own ``dagster.yaml`` keeps the state in
+``.dagster_home/`` (docs/deployment.md).
 """
 
 from __future__ import annotations
 
-import shutil
 import sys
+from importlib.resources import files
 from pathlib import Path
 
 import yaml
 
-PROJECT_SETTINGS = Path(__file__).resolve().parents[1] / "deploy" / "dagster.yaml"
-# What the pipelines need from the instance: one shard-set writer at a time (deploy/dagster.yaml says why).
+# What the pipelines need from the instance: one shard-set writer at a time (the file says why).
 NEEDED = {("concurrency", "pools", "default_limit"): 1}
+# Where `make ui` and `make demo` kept the instance before the checkout's dagster.yaml moved to the top.
+LEGACY_HOME = ".dagster_home"
+
+
+def packaged_settings() -> str:
+    """The text of the instance settings shipped with the package."""
+    return (files("pipelines") / "dagster.yaml").read_text()
 
 
 def prepare_home(home: Path) -> list[str]:
-    """Create ``home`` with the project's ``dagster.yaml`` if it has none; else the needed settings it lacks."""
+    """Create ``home`` with the packaged ``dagster.yaml`` if it has none; else the needed settings it lacks."""
     home.mkdir(parents=True, exist_ok=True)
     target = home / "dagster.yaml"
     if not target.exists():
-        shutil.copyfile(PROJECT_SETTINGS, target)
+        target.write_text(packaged_settings())
         return []
     settings = yaml.safe_load(target.read_text()) or {}
     missing = []
@@ -36,14 +45,31 @@ def prepare_home(home: Path) -> list[str]:
     return missing
 
 
-def main() -> None:
-    home = Path(sys.argv[1])
-    for setting in prepare_home(home):
-        print(
-            f"note: kept your {home / 'dagster.yaml'}; it lacks `{setting}` (see {PROJECT_SETTINGS}), "
-            "so two runs could race to commit the same shard-set version",
-            file=sys.stderr,
+def legacy_settings(home: Path) -> Path | None:
+    """A checkout's ``.dagster_home/dagster.yaml`` from before: its runs are still used, the file no longer is."""
+    old = home / LEGACY_HOME / "dagster.yaml"
+    return old if (home / "dagster.yaml").exists() and old.exists() else None
+
+
+def notes(home: Path) -> list[str]:
+    """What a user should know about ``home``'s instance settings, one line each."""
+    lines = [
+        f"note: kept your {home / 'dagster.yaml'}; it lacks `{setting}` (see pipelines/dagster.yaml in the "
+        "package), so two runs could race to commit the same shard-set version"
+        for setting in prepare_home(home)
+    ]
+    old = legacy_settings(home)
+    if old is not None:
+        lines.append(
+            f"note: {old} is no longer read (the instance settings are {home / 'dagster.yaml'}; runs and "
+            f"history in {old.parent} are used as they are): merge any change you made, then delete it"
         )
+    return lines
+
+
+def main() -> None:
+    for line in notes(Path(sys.argv[1]).resolve()):
+        print(line, file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ from mds_core.errors import ConfigurationError, StoreFileNotFoundError
 from mds_core.order.world import DEFAULT_WORLD
 from mds_core.storage.remote import RemoteStore, open_store
 from mds_core.storage.urls import join
-from pipelines import cluster
+from pipelines import cluster, jvm
+from pipelines.paths import data_dir
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -38,13 +39,6 @@ if TYPE_CHECKING:
     Resource: TypeAlias = ConfigurableResource[Any]
 else:
     Resource = ConfigurableResource
-
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-
-
-def data_dir() -> Path:
-    """The project's data folder: ``$MDS_DATA_DIR`` or ``data/`` in the project."""
-    return Path(os.environ.get("MDS_DATA_DIR") or PROJECT_ROOT / "data").resolve()
 
 
 class SparkResource(Resource):
@@ -91,7 +85,7 @@ class SparkResource(Resource):
             # cast: a Connect session is not a pyspark.sql.SparkSession but has its API; pyspark's own
             # builder types the Connect sessions it makes as one the same way.
             return cast("SparkSession", connect_session(remote, {**sql, **conf}))
-        from pyspark import SparkContext
+        from pyspark import SparkConf, SparkContext
         from pyspark.sql import SparkSession
 
         builder = SparkSession.builder.master(self.master).appName(self.app_name)
@@ -101,12 +95,17 @@ class SparkResource(Resource):
             # Local Python workers must run this interpreter (its packages), not whatever `python3` is
             # on PATH; pyspark reads only the environment variable for that.
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        for key, value in {**defaults, **conf}.items():
+        settings = {**defaults, **conf}
+        for key, value in settings.items():
             builder = builder.config(key, value)
         fresh = SparkContext._active_spark_context is None
         if fresh:
             cluster.check_master_reachable(self.master, self.master_timeout)
             cluster.apply_python(conf)
+            # The JVM's stderr without the one line nobody can act on; the builder then finds this context.
+            jvm.start_context(
+                SparkConf().setMaster(self.master).setAppName(self.app_name).setAll(list(settings.items()))
+            )
         session = builder.getOrCreate()
         if fresh:
             cluster.wait_for_executors(session, self.master, self.master_timeout)

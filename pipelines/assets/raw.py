@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Literal
 from dagster import AssetExecutionContext, AssetsDefinition, Config, MaterializeResult, MetadataValue, asset
 from pydantic import Field
 
+from mds_core.errors import MissingDependencyError
 from pipelines.assets.metadata import Materialized, standard_metadata
 from pipelines.conventions import conventions
 from pipelines.notices import dagster_features_we_pin
@@ -135,8 +136,12 @@ def digits_day(spark: "SparkSession", day: str, first: int, rows: int) -> "DataF
 
     Ids are global (``first`` = day index x rows, plus the row), so every day adds new samples.
     """
-    from sklearn.datasets import load_digits
-
+    try:
+        from sklearn.datasets import load_digits
+    except ModuleNotFoundError:  # a code server installs the `dagster` extra, without the demo's data
+        raise MissingDependencyError(
+            "the digits source reads scikit-learn's embedded digits: pip install 'mds-pipelines[demo]'"
+        ) from None
     digits = load_digits()
     picks = [(first + j) % len(digits.target) for j in range(rows)]
     records = [

@@ -277,7 +277,7 @@ def test_the_pipelines_settings_are_as_described() -> None:
     assert defs.resolve_schedule_def("digits_vacuum_schedule").cron_schedule == "0 3 * * 0"
     assert "`digits_daily_schedule` (01:30 UTC), `digits_vacuum_schedule` (Sundays 03:00 UTC)" in pipelines_md
 
-    instance = yaml.safe_load(_text("deploy/dagster.yaml"))
+    instance = yaml.safe_load(_text("pipelines/dagster.yaml"))
     assert instance["concurrency"]["runs"]["max_concurrent_runs"] == 2
     assert instance["concurrency"]["pools"]["default_limit"] == 1
     assert instance["run_monitoring"]["start_timeout_seconds"] == 300

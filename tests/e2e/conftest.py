@@ -1,5 +1,10 @@
-"""What `make ui` starts, `dg dev` (webserver + daemon), on a free loopback port, with its own DAGSTER_HOME and
-data dir, and a secret in MDS_SPARK_CONF that the UI must never show."""
+"""What `make ui` starts, `dg dev` (webserver + daemon), on a free loopback port, with its own data dir and a
+secret in MDS_SPARK_CONF that the UI must never show.
+
+It runs as `make ui` runs it, in a project folder with DAGSTER_HOME at its root and the project's
+top-level dagster.yaml, but the folder is a scratch copy of the project's entry files (links to
+pyproject.toml, dagster.yaml, workspace.yaml and the pipelines package), so the runs' state goes to the
+copy's .dagster_home/, not the checkout's."""
 
 from __future__ import annotations
 
@@ -16,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.instance import prepare_home
 from tests.registry import write_registry
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +33,7 @@ SECRET = "mds-e2e-s3cr3t-9f1c27d4e8"
 @dataclass
 class DagsterDev:
     url: str
-    home: Path
+    home: Path  # the project folder: DAGSTER_HOME, as `make ui` sets it
     data_dir: Path
     log: Path
     load_log: str = ""  # the log as it stood once the code location had loaded
@@ -74,19 +78,31 @@ def wait_until_loaded(dev: DagsterDev, process: subprocess.Popen, timeout: float
     raise AssertionError(f"dg dev did not load the code location in {timeout:.0f} s:\n{dev.log.read_text()[-4000:]}")
 
 
+PROJECT_ENTRIES = ("pyproject.toml", "dagster.yaml", "workspace.yaml", "pipelines")
+
+
+def project_folder(base: Path) -> Path:
+    """A folder that `dg dev` takes for the project: links to its entry files, nothing else."""
+    folder = base / "project"
+    folder.mkdir()
+    for name in PROJECT_ENTRIES:
+        (folder / name).symlink_to(ROOT / name)
+    return folder
+
+
 @pytest.fixture(scope="session")
 def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
     base = tmp_path_factory.mktemp("dagster-dev")
-    home, data_dir = base / "home", base / "data"
-    assert prepare_home(home) == []  # as `make ui` does: deploy/dagster.yaml into a fresh DAGSTER_HOME
+    home, data_dir = project_folder(base), base / "data"
     registry = write_registry(base / "datasets.yaml", rows_per_day=60)
     port = free_port()
-    # As `make ui` runs it: the project's virtual environment active, from the project root.
+    # As `make ui` runs it: the project's virtual environment active, from the project root, which is DAGSTER_HOME.
     env = {
         **os.environ,
         "VIRTUAL_ENV": str(VENV_BIN.parent),
         "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}",
         "DAGSTER_HOME": str(home),
+        "DAGSTER_DISABLE_TELEMETRY": "1",
         "MDS_DATA_DIR": str(data_dir),
         "MDS_DATASETS": str(registry),
         "MDS_SPARK_MASTER": "local[2]",
@@ -96,7 +112,7 @@ def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
     with dev.log.open("w") as log:
         process = subprocess.Popen(
             [str(DG), "dev", "--no-check-yaml", "-h", "127.0.0.1", "-p", str(port)],
-            cwd=ROOT,
+            cwd=home,
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,

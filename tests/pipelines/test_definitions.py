@@ -9,13 +9,15 @@ from pathlib import Path
 
 from dagster import AssetKey, Definitions
 
+from pipelines.instance import packaged_settings
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 
 def run(command: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path), "MDS_DATA_DIR": str(tmp_path / "data")}
-    (tmp_path / "dagster.yaml").write_text((ROOT / "deploy" / "dagster.yaml").read_text())
+    (tmp_path / "dagster.yaml").write_text(packaged_settings())
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -95,14 +97,11 @@ def test_an_existing_dagster_yaml_is_never_overwritten(tmp_path: Path) -> None:
     from pipelines.instance import prepare_home
 
     fresh = tmp_path / "fresh"
-    assert (
-        prepare_home(fresh) == []
-        and (fresh / "dagster.yaml").read_text() == (ROOT / "deploy" / "dagster.yaml").read_text()
-    )
+    assert prepare_home(fresh) == [] and (fresh / "dagster.yaml").read_text() == packaged_settings()
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "dagster.yaml").write_text("telemetry:\n  enabled: true\n")  # a user's own instance settings
     assert prepare_home(mine) == ["concurrency: pools: default_limit: 1"]
     assert (mine / "dagster.yaml").read_text() == "telemetry:\n  enabled: true\n"
-    (mine / "dagster.yaml").write_text((ROOT / "deploy" / "dagster.yaml").read_text() + "\n# mine\n")
+    (mine / "dagster.yaml").write_text(packaged_settings() + "\n# mine\n")
     assert prepare_home(mine) == [] and (mine / "dagster.yaml").read_text().endswith("# mine\n")
