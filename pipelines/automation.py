@@ -7,6 +7,8 @@ UI (Automation tab) or set ``MDS_AUTOMATION=on`` to have them start running.
 # No `from __future__ import annotations`: Dagster reads the resource annotations at runtime.
 import json
 import os
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from dagster import (
     AssetSelection,
@@ -14,22 +16,24 @@ from dagster import (
     DefaultSensorStatus,
     RunRequest,
     ScheduleDefinition,
+    ScheduleEvaluationContext,
     SensorDefinition,
     SensorEvaluationContext,
     SensorResult,
     SkipReason,
-    build_schedule_from_partitioned_job,
     define_asset_job,
+    schedule,
     sensor,
 )
-from dagster._core.definitions.partitions.partitioned_schedule import UnresolvedPartitionedAssetScheduleDefinition
-from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 from pipelines.assets.shards import days_of
 from pipelines.conventions import daily, op_name
 from pipelines.landing import day_url, landed_days
 from pipelines.registry import DatasetSpec
 from pipelines.resources import LandingZone, ShardStore
+
+if TYPE_CHECKING:  # for the type checker only: Dagster exports no name for what define_asset_job returns
+    from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 
 def automation_on() -> bool:
@@ -44,7 +48,7 @@ def sensor_status() -> DefaultSensorStatus:
     return DefaultSensorStatus.RUNNING if automation_on() else DefaultSensorStatus.STOPPED
 
 
-def daily_job(spec: DatasetSpec) -> UnresolvedAssetJobDefinition:
+def daily_job(spec: DatasetSpec) -> "UnresolvedAssetJobDefinition":
     return define_asset_job(
         f"{spec.name}_daily",
         selection=AssetSelection.groups(spec.name),
@@ -54,16 +58,30 @@ def daily_job(spec: DatasetSpec) -> UnresolvedAssetJobDefinition:
     )
 
 
-def daily_schedule(
-    spec: DatasetSpec, job: UnresolvedAssetJobDefinition
-) -> UnresolvedPartitionedAssetScheduleDefinition | ScheduleDefinition:
-    """At 01:30 UTC, the day that just ended (the partitioned job's latest partition).
+def daily_schedule(spec: DatasetSpec, job: "UnresolvedAssetJobDefinition") -> ScheduleDefinition:
+    """At the registry's ``schedule`` (cron, UTC; default 01:30), the day that had ended by then.
 
-    An asset job is resolved (and its partitions found) only in ``Definitions``, so this is the
-    unresolved schedule Dagster resolves with it."""
-    return build_schedule_from_partitioned_job(
-        job, hour_of_day=1, minute_of_hour=30, name=f"{spec.name}_daily_schedule", default_status=schedule_status()
+    A plain schedule, not ``build_schedule_from_partitioned_job``: that one takes only a time of day
+    for a daily job, and a deployment may want another cadence. The day is the run key, so a schedule
+    that ticks more often than daily requests each day once."""
+
+    @schedule(
+        name=f"{spec.name}_daily_schedule",
+        job=job,
+        cron_schedule=spec.schedule,
+        execution_timezone="UTC",
+        default_status=schedule_status(),
+        description=f"Converts the day that just ended ({spec.schedule}, UTC).",
     )
+    def convert_the_day_that_ended(context: ScheduleEvaluationContext) -> RunRequest | SkipReason:
+        # Daily partitions are UTC days: the last one complete at the tick is the day before the tick's.
+        ticked = context.scheduled_execution_time or datetime.now(UTC)
+        day = (ticked.astimezone(UTC) - timedelta(days=1)).strftime("%Y-%m-%d")
+        if day < spec.start_date:
+            return SkipReason(f"no day since {spec.start_date} has ended yet")
+        return RunRequest(run_key=day, partition_key=day, tags={"dataset": spec.name})
+
+    return convert_the_day_that_ended
 
 
 def landing_run_request(spec: DatasetSpec, day: str, url: str, fmt: str, signature: str) -> RunRequest:
@@ -76,7 +94,7 @@ def landing_run_request(spec: DatasetSpec, day: str, url: str, fmt: str, signatu
     )
 
 
-def landing_sensor(spec: DatasetSpec, job: UnresolvedAssetJobDefinition) -> SensorDefinition:
+def landing_sensor(spec: DatasetSpec, job: "UnresolvedAssetJobDefinition") -> SensorDefinition:
     @sensor(
         name=f"{spec.name}_landing_sensor",
         job=job,

@@ -64,6 +64,9 @@ class DatasetSpec(BaseModel):
     keep_versions: int = Field(
         default=30, ge=1, description="Versions the vacuum schedule keeps (and the published one)."
     )
+    schedule: str = Field(
+        default="30 1 * * *", description="Cron (UTC) of the daily schedule, which converts the day that just ended."
+    )
     fresh_by: str = Field(default="0 6 * * *", description="Cron (UTC): the previous day must be published by then.")
 
     @field_validator("name")
