@@ -20,6 +20,7 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DIGITS_COLUMNS = {"id": "int64", "label": "int32", "pixels": "ndarray:int8:64", "day": "str"}
@@ -121,6 +122,7 @@ class Checkout:
         return printed, batches
 
 
+@pytest.mark.slow  # three training processes, 30-40 s: unique, so make test-all
 def test_readme_crash_and_resume_continues_as_an_uninterrupted_run(tmp_path: Path) -> None:
     demo, crash, resume = readme_commands("Train, crash, resume")
     assert demo == "make demo"  # replaced by publish_digits: the same shard set, where it publishes
