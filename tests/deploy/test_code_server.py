@@ -73,15 +73,19 @@ def start(command: list[str], log: Path, env: dict[str, str], cwd: Path) -> subp
         return subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def wait_for(what: str, check, timeout: float, logs: list[Path]):
+def wait_for(what: str, check, timeout: float, logs: list[Path], processes: dict[str, subprocess.Popen]):
+    """``check()``'s first truthy answer; fails at once when a server has exited, else after ``timeout``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        found = check()
+        exited = [name for name, process in processes.items() if process.poll() is not None]
+        found = None if exited else check()
         if found:
             return found
+        if exited or time.monotonic() >= deadline:
+            break
         time.sleep(2)
     tails = "\n".join(f"--- {log.name}\n{log.read_text()[-3000:]}" for log in logs)
-    raise AssertionError(f"{what} not within {timeout:.0f} s\n{tails}")
+    raise AssertionError(f"{what} not within {timeout:.0f} s (exited: {exited})\n{tails}")
 
 
 def runs_of(dev: DagsterDev, tag: str, name: str) -> list[dict]:
@@ -92,6 +96,7 @@ def finished(dev: DagsterDev, tag: str, name: str) -> list[dict]:
     return [r for r in runs_of(dev, tag, name) if r["status"] in ("SUCCESS", "FAILURE", "CANCELED")]
 
 
+@pytest.mark.timeout(900)  # two Spark runs one after the other, and a schedule that ticks once a minute
 def test_a_scheduled_and_a_sensed_run_go_through_the_daemon_and_a_restarted_code_server_is_picked_up(
     tmp_path: Path,
 ) -> None:
@@ -116,6 +121,9 @@ def test_a_scheduled_and_a_sensed_run_go_through_the_daemon_and_a_restarted_code
         str(BIN / "dagster"), "code-server", "start", "-h", "127.0.0.1", "-p", str(grpc_port),
         "-m", "pipelines.definitions", "--location-name", "pipelines",
     ]  # fmt: skip
+    # The instance's databases first, as the deployment page says: a webserver and a daemon that both find
+    # them missing may both create them (SQLite, alembic: "more than one head present").
+    subprocess.run([str(BIN / "dagster"), "instance", "migrate"], env=dagster_env, check=True, capture_output=True)
     processes = {"code-server": start(code_server_command, logs["code-server"], code_env, tmp_path)}
     try:
         workspace = ["-w", str(tmp_path / "workspace.yaml")]
@@ -135,7 +143,7 @@ def test_a_scheduled_and_a_sensed_run_go_through_the_daemon_and_a_restarted_code
             except (OSError, AssertionError):
                 return False
 
-        wait_for("the webserver serving the code server's location", loaded, 180, list(logs.values()))
+        wait_for("the webserver serving the code server's location", loaded, 180, list(logs.values()), processes)
         land_a_day(landing, "events")
         processes["daemon"] = start(
             [str(BIN / "dagster-daemon"), "run", *workspace], logs["daemon"], dagster_env, tmp_path
@@ -146,12 +154,14 @@ def test_a_scheduled_and_a_sensed_run_go_through_the_daemon_and_a_restarted_code
             lambda: finished(dev, "dagster/schedule_name", "events_daily_schedule"),
             420,
             list(logs.values()),
+            processes,
         )
         sensed = wait_for(
             "a finished sensor run",
             lambda: finished(dev, "dagster/sensor_name", "events_landing_sensor"),
             420,
             list(logs.values()),
+            processes,
         )
         assert [r["status"] for r in scheduled] == ["SUCCESS"], scheduled
         assert [r["status"] for r in sensed] == ["SUCCESS"], sensed
@@ -181,7 +191,7 @@ def test_a_scheduled_and_a_sensed_run_go_through_the_daemon_and_a_restarted_code
                 return False
             return any(n["assetKey"]["path"] == ["clicks", "raw_table"] for n in nodes)
 
-        wait_for("the webserver serving the new registry", serves_clicks, 180, list(logs.values()))
+        wait_for("the webserver serving the new registry", serves_clicks, 180, list(logs.values()), processes)
         assert webserver.poll() is None  # the same webserver process throughout
     finally:
         for process in processes.values():
@@ -198,4 +208,5 @@ def test_the_deployment_page_runs_the_commands_tested_here() -> None:
         in page
     )
     assert "dagster-webserver -h 0.0.0.0 -p 3000 -w workspace.yaml\ndagster-daemon run -w workspace.yaml" in page
+    assert "\ndagster instance migrate " in page
     assert "python -m pipelines.instance $DAGSTER_HOME" in page
