@@ -35,6 +35,10 @@ def start_context(conf: SparkConf) -> SparkContext:
 def pass_on(stream: IO[bytes], fd: int = 2) -> None:
     """Copy ``stream`` to ``fd`` line by line, leaving out the incubator notice, until the JVM closes it."""
     for line in iter(stream.readline, b""):
-        if line.rstrip(b"\r\n") != INCUBATOR_NOTICE:
+        if line.rstrip(b"\r\n") == INCUBATOR_NOTICE:
+            continue
+        try:
             os.write(fd, line)
+        except OSError:
+            pass  # our stderr is gone; keep draining, or the JVM would block once the pipe is full
     stream.close()

@@ -38,3 +38,12 @@ def test_every_line_but_the_notice_passes_byte_for_byte(lines: list[bytes], unte
 def test_the_notice_goes_and_the_jvms_other_warnings_stay() -> None:
     log4j = b"26/12/02 16:20:01 WARN NativeCodeLoader: Unable to load native-hadoop library\n"
     assert passed_on(INCUBATOR_NOTICE + b"\n" + log4j) == log4j
+
+
+def test_the_jvm_is_drained_when_our_stderr_is_gone() -> None:
+    read, write = os.pipe()
+    os.close(read)  # writing to it now fails (EPIPE), as when the terminal that ran us is closed
+    stream = io.BytesIO(b"line\n" * 100_000)  # more than any pipe buffer holds
+    pass_on(stream, fd=write)
+    os.close(write)
+    assert stream.closed  # read to the end and closed: the JVM never blocks on a full pipe
