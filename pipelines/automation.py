@@ -62,8 +62,9 @@ def daily_schedule(spec: DatasetSpec, job: "UnresolvedAssetJobDefinition") -> Sc
     """At the registry's ``schedule`` (cron, UTC; default 01:30), the day that had ended by then.
 
     A plain schedule, not ``build_schedule_from_partitioned_job``: that one takes only a time of day
-    for a daily job, and a deployment may want another cadence. The day is the run key, so a schedule
-    that ticks more often than daily requests each day once."""
+    for a daily job, and a deployment may want another cadence. Each tick requests the day that had
+    ended by then (the day is the run key, which Dagster dedups within a tick, not across ticks), so a
+    cron that ticks more often than daily converts the same day again: replace mode, the same result."""
 
     @schedule(
         name=f"{spec.name}_daily_schedule",

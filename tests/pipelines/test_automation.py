@@ -28,7 +28,7 @@ def test_schedule_requests_the_day_that_just_ended():
     assert schedule.cron_schedule == "30 1 * * *"
 
 
-def test_a_registry_schedule_ticks_at_its_cron_and_requests_each_ended_day_once():
+def test_a_registry_schedule_ticks_at_its_cron_and_requests_the_day_that_ended():
     spec = DatasetSpec(name="events", start_date="2026-03-05", schedule="*/5 * * * *")
     defs = build_definitions([spec])
     schedule = defs.resolve_schedule_def("events_daily_schedule")
@@ -41,7 +41,7 @@ def test_a_registry_schedule_ticks_at_its_cron_and_requests_each_ended_day_once(
     early = tick(datetime(2026, 3, 5, 23, 55, tzinfo=UTC))  # the first day has not ended
     assert early.run_requests == [] and early.skip_message == "no day since 2026-03-05 has ended yet"
     [request] = tick(datetime(2026, 3, 6, 0, 5, tzinfo=UTC)).run_requests
-    assert (request.partition_key, request.run_key) == ("2026-03-05", "2026-03-05")  # the key: once per day
+    assert (request.partition_key, request.run_key) == ("2026-03-05", "2026-03-05")
 
 
 def land(folder: Path, day: str, name: str, text: str = "id,label\n1,2\n") -> Path:
