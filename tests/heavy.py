@@ -28,6 +28,8 @@ GROUPS: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
     "spark-cluster": (("tests/cluster/",), frozenset({"spark_cluster"})),
     # One reference process reads every dataset the module writes (a module fixture): once, not per worker.
     "reference-reads": (("tests/test_interop.py",), frozenset({"reference_reads_ours"})),
+    # The wheel and its fresh environment (a minute of installs), built once for both of the module's tests.
+    "wheel": (("tests/deploy/test_wheel.py",), frozenset({"wheel_env"})),
 }
 
 
