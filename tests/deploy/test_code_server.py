@@ -101,6 +101,17 @@ def in_progress(dev: DagsterDev) -> list[dict]:
     return dev.graphql(IN_PROGRESS_QUERY)["runsOrError"]["results"]
 
 
+def serves(dev: DagsterDev, dataset: str, reload: bool = False) -> bool:
+    """Whether the webserver lists ``dataset``'s raw table (after reloading the location, if asked)."""
+    try:
+        if reload:
+            dev.graphql(RELOAD)
+        nodes = dev.graphql(ASSETS_QUERY)["assetNodes"]
+    except (OSError, AssertionError):  # not up yet, or the location is reloading
+        return False
+    return any(n["assetKey"]["path"] == [dataset, "raw_table"] for n in nodes)
+
+
 def finished(dev: DagsterDev, tag: str, name: str) -> list[dict]:
     return [r for r in runs_of(dev, tag, name) if r["status"] in ("SUCCESS", "FAILURE", "CANCELED")]
 
@@ -144,33 +155,20 @@ def test_a_scheduled_and_a_sensed_run_go_through_the_daemon_and_a_restarted_code
         )
         dev = DagsterDev(url=f"http://127.0.0.1:{web_port}", home=home, data_dir=data, log=logs["webserver"])
 
-        def loaded() -> bool:
-            try:
-                return any(
-                    n["assetKey"]["path"] == ["events", "raw_table"] for n in dev.graphql(ASSETS_QUERY)["assetNodes"]
-                )
-            except (OSError, AssertionError):
-                return False
+        def wait(what: str, check, timeout: float):
+            return wait_for(what, check, timeout, list(logs.values()), processes)
 
-        wait_for("the webserver serving the code server's location", loaded, 180, list(logs.values()), processes)
+        wait("the webserver serving the code server's location", lambda: serves(dev, "events"), 180)
         land_a_day(landing, "events")
         processes["daemon"] = start(
             [str(BIN / "dagster-daemon"), "run", *workspace], logs["daemon"], dagster_env, tmp_path
         )
 
-        scheduled = wait_for(
-            "a finished scheduled run",
-            lambda: finished(dev, "dagster/schedule_name", "events_daily_schedule"),
-            420,
-            list(logs.values()),
-            processes,
+        scheduled = wait(
+            "a finished scheduled run", lambda: finished(dev, "dagster/schedule_name", "events_daily_schedule"), 420
         )
-        sensed = wait_for(
-            "a finished sensor run",
-            lambda: finished(dev, "dagster/sensor_name", "events_landing_sensor"),
-            420,
-            list(logs.values()),
-            processes,
+        sensed = wait(
+            "a finished sensor run", lambda: finished(dev, "dagster/sensor_name", "events_landing_sensor"), 420
         )
         assert scheduled[-1]["status"] == "SUCCESS", scheduled  # the first; later ticks may request the day again
         assert [r["status"] for r in sensed] == ["SUCCESS"], sensed
@@ -189,7 +187,7 @@ def test_a_scheduled_and_a_sensed_run_go_through_the_daemon_and_a_restarted_code
         # The schedule ticks every minute and requests the same day again; stop the daemon and let any run
         # it launched finish, so the restart below interrupts no run.
         stop(processes.pop("daemon"))
-        wait_for("no run in progress", lambda: not in_progress(dev), 420, list(logs.values()), processes)
+        wait("no run in progress", lambda: not in_progress(dev), 420)
 
         # A new registry: restart the code server alone, reload the location in the running webserver.
         stop(processes.pop("code-server"))
@@ -197,15 +195,7 @@ def test_a_scheduled_and_a_sensed_run_go_through_the_daemon_and_a_restarted_code
         processes["code-server"] = start(code_server_command, logs["code-server"], code_env, tmp_path)
         webserver = processes["webserver"]
 
-        def serves_clicks() -> bool:
-            try:
-                dev.graphql(RELOAD)
-                nodes = dev.graphql(ASSETS_QUERY)["assetNodes"]
-            except (OSError, AssertionError):
-                return False
-            return any(n["assetKey"]["path"] == ["clicks", "raw_table"] for n in nodes)
-
-        wait_for("the webserver serving the new registry", serves_clicks, 180, list(logs.values()), processes)
+        wait("the webserver serving the new registry", lambda: serves(dev, "clicks", reload=True), 180)
         assert webserver.poll() is None  # the same webserver process throughout
     finally:
         for process in processes.values():
