@@ -36,12 +36,11 @@ demo: install
 
 # The Dagster UI (webserver and daemon) on http://127.0.0.1:$(UI_PORT): `dg dev`, which loads the project
 # [tool.dg] in pyproject.toml declares. It runs with the project's .venv activated (dg warns when the active
-# environment is not the project's), and --no-check-yaml skips the check of component defs.yaml files
-# (the project has none; the check only loads dagster's preview scaffolders, which warn).
+# environment is not the project's); it checks the component files (pipelines/defs/*/defs.yaml) first.
 ui: install
 	$(DAGSTER_ENV) $(PY) -m pipelines.instance $(DAGSTER_HOME)
 	VIRTUAL_ENV=$(CURDIR)/$(VENV) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(DAGSTER_ENV) \
-		$(VENV)/bin/dg dev --no-check-yaml -h 127.0.0.1 -p $(UI_PORT)
+		$(VENV)/bin/dg dev -h 127.0.0.1 -p $(UI_PORT)
 
 # System prerequisites first (Java 17+, a C compiler with Python headers, Chromium and chromedriver):
 # a missing one is named with the package to install, before minutes of installs. Then the static gates

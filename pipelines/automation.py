@@ -1,14 +1,14 @@
 """Automation per dataset: its daily job and schedule, and a sensor on its landing folder (any fsspec URL).
 
 Schedules and sensors start stopped, so `dagster dev` launches nothing by itself; turn them on in the
-UI (Automation tab) or set ``MDS_AUTOMATION=on`` to have them start running.
+UI (Automation tab), or have them start running with the registry component's ``automation: on``
+(``MDS_AUTOMATION=on``).
 """
 
 # No `from __future__ import annotations`: Dagster reads the resource annotations at runtime.
 import json
-import os
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import Any
 
 from dagster import (
     AssetSelection,
@@ -32,25 +32,22 @@ from pipelines.landing import day_url, landed_days
 from pipelines.registry import DatasetSpec
 from pipelines.resources import LandingZone, ShardStore
 
-if TYPE_CHECKING:  # for the type checker only: Dagster exports no name for what define_asset_job returns
-    from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+
+def schedule_status(running: bool) -> DefaultScheduleStatus:
+    return DefaultScheduleStatus.RUNNING if running else DefaultScheduleStatus.STOPPED
 
 
-def automation_on() -> bool:
-    return os.environ.get("MDS_AUTOMATION", "").lower() in ("1", "on", "true", "yes")
+def sensor_status(running: bool) -> DefaultSensorStatus:
+    return DefaultSensorStatus.RUNNING if running else DefaultSensorStatus.STOPPED
 
 
-def schedule_status() -> DefaultScheduleStatus:
-    return DefaultScheduleStatus.RUNNING if automation_on() else DefaultScheduleStatus.STOPPED
+def daily_job_name(spec: DatasetSpec) -> str:
+    return f"{spec.name}_daily"
 
 
-def sensor_status() -> DefaultSensorStatus:
-    return DefaultSensorStatus.RUNNING if automation_on() else DefaultSensorStatus.STOPPED
-
-
-def daily_job(spec: DatasetSpec) -> "UnresolvedAssetJobDefinition":
+def daily_job(spec: DatasetSpec) -> Any:  # Dagster exports no name for the unresolved job define_asset_job makes
     return define_asset_job(
-        f"{spec.name}_daily",
+        daily_job_name(spec),
         selection=AssetSelection.groups(spec.name),
         tags={"dataset": spec.name},
         description=f"{spec.name}: one day (or, as a backfill, a range of days) from the source to a published "
@@ -58,7 +55,7 @@ def daily_job(spec: DatasetSpec) -> "UnresolvedAssetJobDefinition":
     )
 
 
-def daily_schedule(spec: DatasetSpec, job: "UnresolvedAssetJobDefinition") -> ScheduleDefinition:
+def daily_schedule(spec: DatasetSpec, running: bool = False) -> ScheduleDefinition:
     """At the registry's ``schedule`` (cron, UTC; default 01:30), the day that had ended by then.
 
     A plain schedule, not ``build_schedule_from_partitioned_job``: that one takes only a time of day
@@ -68,10 +65,10 @@ def daily_schedule(spec: DatasetSpec, job: "UnresolvedAssetJobDefinition") -> Sc
 
     @schedule(
         name=f"{spec.name}_daily_schedule",
-        job=job,
+        job_name=daily_job_name(spec),
         cron_schedule=spec.schedule,
         execution_timezone="UTC",
-        default_status=schedule_status(),
+        default_status=schedule_status(running),
         description=f"Converts the day that just ended ({spec.schedule}, UTC).",
     )
     def convert_the_day_that_ended(context: ScheduleEvaluationContext) -> RunRequest | SkipReason:
@@ -95,12 +92,12 @@ def landing_run_request(spec: DatasetSpec, day: str, url: str, fmt: str, signatu
     )
 
 
-def landing_sensor(spec: DatasetSpec, job: "UnresolvedAssetJobDefinition") -> SensorDefinition:
+def landing_sensor(spec: DatasetSpec, running: bool = False) -> SensorDefinition:
     @sensor(
         name=f"{spec.name}_landing_sensor",
-        job=job,
+        job_name=daily_job_name(spec),
         minimum_interval_seconds=60,
-        default_status=sensor_status(),
+        default_status=sensor_status(running),
         description=f"Watches <landing>/{spec.name}/ (a folder or any fsspec URL) for <YYYY-MM-DD>/ folders of "
         "Parquet, CSV or JSON files and converts each new or changed day.",
     )

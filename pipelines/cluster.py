@@ -31,7 +31,7 @@ COMMON_DEFAULTS = {
     # Keep the `day` partition column a 'YYYY-MM-DD' string, not a date.
     "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
 }
-DEFAULT_MASTER_TIMEOUT = 30.0
+DEFAULT_MASTER_TIMEOUT = 30
 
 
 LOG_SETTINGS = Path(__file__).resolve().with_name("log4j2.properties")

@@ -8,7 +8,7 @@ import hashlib
 import json
 from typing import Any, TypedDict
 
-from dagster import AssetKey, BackfillPolicy, DailyPartitionsDefinition
+from dagster import AssetKey, AssetSpec, BackfillPolicy, DailyPartitionsDefinition
 
 from pipelines.registry import DatasetSpec
 
@@ -61,4 +61,28 @@ def conventions(
         code_version=f"{LOGIC_VERSION}.{fingerprint}",
         partitions_def=daily(spec),
         backfill_policy=BackfillPolicy.single_run(),  # a backfill of many days reads and commits once
+    )
+
+
+def asset_spec(
+    spec: DatasetSpec,
+    asset: str,
+    layer: str,
+    kinds: set[str],
+    description: str,
+    deps: list[AssetKey],
+    settings: dict[str, Any] | None = None,
+) -> AssetSpec:
+    """One asset of a ``multi_asset`` with the conventions above (the decorator carries the partitions
+    and the backfill policy)."""
+    shared = conventions(spec, layer, kinds, settings)
+    return AssetSpec(
+        key(spec, asset),
+        deps=deps,
+        description=description,
+        group_name=shared["group_name"],
+        owners=shared["owners"],
+        tags=shared["tags"],
+        kinds=kinds,
+        code_version=shared["code_version"],
     )

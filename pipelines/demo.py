@@ -23,7 +23,7 @@ from pipelines.conventions import daily
 from pipelines.instance import notes
 from pipelines.paths import data_dir
 from pipelines.registry import load_registry
-from pipelines.resources import ShardStore, resources_from_env
+from pipelines.resources import ShardStore, default_resources
 from pipelines.runs import materialize_days
 
 # The full event log is in the UI (`make ui`); the terminal gets warnings and the summary below.
@@ -61,9 +61,10 @@ def plan_summary(result: ExecuteInProcessResult) -> str:
 
 
 def main() -> int:
-    resources = resources_from_env()
-    store = resources["shard_store"]
-    assert isinstance(store, ShardStore)  # what resources_from_env puts there
+    resources = default_resources(os.environ)
+    # Read here, outside a run: its settings resolved as a run resolves them (an EnvVar to its value).
+    store = resources["shard_store"].process_config_and_initialize()
+    assert isinstance(store, ShardStore)
     spec = next(spec for spec in load_registry() if spec.name == os.environ.get("MDS_DEMO_DATASET", "digits"))
     days = daily(spec).get_partition_keys()[-3:]
     dagster = instance()

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from dagster import Definitions
+
 from pipelines.assets.plan import build_plan_check
 from pipelines.assets.published import build_published_version
 from pipelines.assets.raw import build_raw_table
@@ -27,15 +29,28 @@ class DatasetDefinitions:
     sensors: list[Any] = field(default_factory=list)
 
 
-def dataset_definitions(spec: DatasetSpec) -> DatasetDefinitions:
+def dataset_definitions(spec: DatasetSpec, automation: bool = False) -> DatasetDefinitions:
+    """``automation``: its schedules and sensor start running (else stopped, until turned on in the UI)."""
     assets = [build_raw_table(spec), build_validated_table(spec), build_shard_set(spec), build_published_version(spec)]
     conversion, publishing, vacuuming = daily_job(spec), publish_job(spec), vacuum_job(spec)
     return DatasetDefinitions(
         assets=assets,
         checks=[build_smoke_check(spec), build_plan_check(spec)],
         jobs=[conversion, publishing, vacuuming],
-        schedules=[daily_schedule(spec, conversion), vacuum_schedule(spec, vacuuming)],
-        sensors=[landing_sensor(spec, conversion)],
+        schedules=[daily_schedule(spec, automation), vacuum_schedule(spec, vacuuming, automation)],
+        sensors=[landing_sensor(spec, automation)],
+    )
+
+
+def datasets_definitions(specs: list[DatasetSpec], automation: bool = False) -> Definitions:
+    """Every dataset's definitions together (no resources: the code location adds those)."""
+    parts = [dataset_definitions(spec, automation) for spec in specs]
+    return Definitions(
+        assets=[a for p in parts for a in p.assets],
+        asset_checks=[c for p in parts for c in p.checks],
+        jobs=[j for p in parts for j in p.jobs],
+        schedules=[s for p in parts for s in p.schedules],
+        sensors=[s for p in parts for s in p.sensors],
     )
 
 

@@ -94,12 +94,12 @@ def vacuum_job(spec: DatasetSpec) -> JobDefinition:
     return vacuum_versions_job
 
 
-def vacuum_schedule(spec: DatasetSpec, job_def: JobDefinition) -> ScheduleDefinition:
+def vacuum_schedule(spec: DatasetSpec, job_def: JobDefinition, running: bool = False) -> ScheduleDefinition:
     """Weekly, Sunday 03:00 UTC, away from the 01:30 daily conversion."""
     return ScheduleDefinition(
         name=f"{spec.name}_vacuum_schedule",
         job=job_def,
         cron_schedule="0 3 * * 0",
         execution_timezone="UTC",
-        default_status=schedule_status(),
+        default_status=schedule_status(running),
     )

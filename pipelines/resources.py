@@ -1,11 +1,11 @@
 """Resources: the Spark session, the local table catalog, the shard store and the landing folder.
 
-Every setting has a default that works offline on a fresh clone and can be changed in two ways:
-an environment variable (``MDS_SPARK_MASTER``, ``MDS_SHARD_STORE``, ``MDS_DATA_DIR``, ...), or Dagster
-config (the Launchpad's ``resources:`` section, or the resource objects passed to ``Definitions``/
-``materialize``). Settings that may hold credentials (``MDS_STORAGE_OPTIONS``, ``MDS_SPARK_CONF``,
-``MDS_SPARK_REMOTE``) are passed as ``EnvVar``: Dagster resolves them when a run starts and the UI
-shows only the variable's name, never its value.
+Every setting has one default, in its field, that works offline on a fresh clone. A field may name an
+environment variable (``MDS_SPARK_MASTER``, ``MDS_SHARD_STORE``, ...: ``env_field``); when the code
+location loads, ``bound_to_environment`` binds each field whose variable is set to ``EnvVar(name)``, so
+Dagster resolves the value when a run starts and the UI shows the variable's name, never its value.
+Dagster config (the Launchpad's ``resources:`` section, or resource objects passed to
+``Definitions``/``materialize``) sets any field too. Nothing is read from the environment at import.
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, cast
 
 from dagster import ConfigurableResource, EnvVar
-from pydantic import Field
+from dagster_pyspark import LazyPySparkResource
+from pydantic import Field, field_validator
 
 from mds_core.errors import ConfigurationError, StoreFileNotFoundError
 from mds_core.order.world import DEFAULT_WORLD
@@ -37,43 +38,78 @@ if TYPE_CHECKING:
 # own). The bases stay the bare class at runtime: subscripting a pydantic model makes a new class.
 if TYPE_CHECKING:
     Resource: TypeAlias = ConfigurableResource[Any]
+    PySpark: TypeAlias = ConfigurableResource[Any]
 else:
     Resource = ConfigurableResource
+    PySpark = LazyPySparkResource
+
+R = TypeVar("R", bound=ConfigurableResource[Any])
 
 
-class SparkResource(Resource):
-    """A Spark session: ``local[*]`` by default, or any master URL (``spark://host:7077``, ``yarn``).
+def env_field(default: Any, env: str, description: str, **limits: Any) -> Any:
+    """A field with its one default, whose value the named variable sets when it is set (``bound_to_environment``)."""
+    return Field(default=default, description=f"{description} (${env})", json_schema_extra={"env": env}, **limits)
 
-    Sessions are per process (the JVM is), so the first ``session()`` call decides the settings; runs
-    use the in-process executor so a run starts one JVM, not one per step.
+
+def environment_variables(resource: type[ConfigurableResource[Any]]) -> dict[str, str]:
+    """Field name -> the environment variable that sets it, for the fields that name one."""
+    named = {name: (info.json_schema_extra or {}) for name, info in resource.model_fields.items()}
+    return {name: str(extra["env"]) for name, extra in named.items() if isinstance(extra, dict) and "env" in extra}
+
+
+def bound_to_environment(resource: type[R], environ: Mapping[str, str]) -> R:
+    """``resource`` with each field whose variable is set in ``environ`` bound to ``EnvVar``: Dagster
+    reads the value when a run starts, and the UI shows the variable's name. The others keep their
+    field's default."""
+    bound: dict[str, Any] = {}
+    for field, variable in environment_variables(resource).items():
+        if variable in environ:
+            integer = resource.model_fields[field].annotation in (int, "int")
+            bound[field] = EnvVar.int(variable) if integer else EnvVar(variable)
+    return resource(**bound)
+
+
+class SparkResource(PySpark):
+    """A Spark session: ``local[*]`` by default, any master URL (``spark://host:7077``, ``yarn``), or a
+    Spark Connect server (``remote``).
+
+    dagster-pyspark's ``LazyPySparkResource``, with ``spark_config`` its Spark settings, and the session
+    built here: a local JVM started with its stderr filtered, a ``spark://`` master checked to answer,
+    a Connect server checked to answer. Sessions are per process (the JVM is), so the first
+    ``spark_session`` decides the settings; runs use the in-process executor so a run starts one JVM.
     """
 
-    master: str = Field(default="local[*]", description="Spark master URL ($MDS_SPARK_MASTER).")
-    remote: str = Field(
-        default="",
-        description="Spark Connect URL, sc://host:port ($MDS_SPARK_REMOTE); when set, "
-        "the session is a Connect client and master is not used.",
+    spark_config: dict[str, Any] = Field(default_factory=dict, description="Extra Spark settings (spark.* keys).")
+    master: str = env_field("local[*]", "MDS_SPARK_MASTER", "Spark master URL")
+    remote: str = env_field(
+        "", "MDS_SPARK_REMOTE", "Spark Connect URL, sc://host:port; when set, the session is a Connect client"
     )
     app_name: str = "mds-pipelines"
-    conf: dict[str, str] = Field(default_factory=dict, description="Extra Spark settings (spark.* keys).")
-    conf_json: str = Field(
-        default="",
-        description="More Spark settings as a JSON object, e.g. credentials "
-        "($MDS_SPARK_CONF, passed as an EnvVar so the UI never shows it).",
+    spark_config_json: str = env_field(
+        "", "MDS_SPARK_CONF", "More Spark settings as a JSON object, e.g. credentials (set it as an EnvVar)"
     )
-    writer_tasks: int = Field(
-        default=0,
-        description="Tasks that write a shard set (one sub-directory each); "
-        "0: the cluster's default parallelism ($MDS_WRITER_TASKS).",
+    writer_tasks: int = env_field(
+        0, "MDS_WRITER_TASKS", "Tasks that write a shard set (one folder each); 0: the cluster's default parallelism"
     )
-    master_timeout: float = Field(
-        default=cluster.DEFAULT_MASTER_TIMEOUT,
-        description="Seconds to reach a spark:// master and get a first executor ($MDS_SPARK_MASTER_TIMEOUT).",
+    master_timeout: int = env_field(
+        cluster.DEFAULT_MASTER_TIMEOUT,
+        "MDS_SPARK_MASTER_TIMEOUT",
+        "Seconds to reach a spark:// master and get a first executor",
     )
 
+    @property
+    def spark_session(self) -> Any:
+        """dagster-pyspark's accessor: the session ``session()`` makes (one per process)."""
+        return self.session()
+
+    @property
+    def spark_context(self) -> Any:
+        return self.session().sparkContext
+
     def settings(self) -> dict[str, str]:
-        """``conf`` plus ``conf_json``: every extra Spark setting."""
-        return {**self.conf, **_json_object(self.conf_json, "MDS_SPARK_CONF")}
+        """``spark_config`` plus ``spark_config_json``: every extra Spark setting."""
+        extra = _json_object(self.spark_config_json, "MDS_SPARK_CONF")
+        return {**{k: str(v) for k, v in self.spark_config.items()}, **extra}
 
     def session(self) -> SparkSession:
         conf, remote = self.settings(), _resolved(self.remote)
@@ -124,7 +160,7 @@ class TableCatalog(Resource):
     store, so a warehouse on a store gets its set-up: retries, ``S3_ENDPOINT_URL``, no listing cache.
     """
 
-    warehouse: str = Field(default="", description="Warehouse folder or URL; default <data dir>/warehouse.")
+    warehouse: str = env_field("", "MDS_WAREHOUSE", "Warehouse folder or URL; default <data dir>/warehouse")
 
     def location(self, table: str) -> str:
         return join(self.warehouse or str(data_dir() / "warehouse"), table)
@@ -182,14 +218,12 @@ class TableCatalog(Resource):
 class ShardStore(Resource):
     """Where versioned shard sets live: ``<data dir>/shard-sets`` by default, or ``s3://``, ``gs://``..."""
 
-    root: str = Field(default="", description="Local folder or URL ($MDS_SHARD_STORE).")
+    root: str = env_field("", "MDS_SHARD_STORE", "Local folder or URL; default <data dir>/shard-sets")
     storage_options: dict[str, Any] = Field(default_factory=dict, description="fsspec options (not secret).")
-    storage_options_json: str = Field(
-        default="",
-        description="More fsspec options as a JSON object, e.g. keys "
-        "($MDS_STORAGE_OPTIONS, passed as an EnvVar so the UI never shows it).",
+    storage_options_json: str = env_field(
+        "", "MDS_STORAGE_OPTIONS", "More fsspec options as a JSON object, e.g. keys (set it as an EnvVar)"
     )
-    cache_dir: str = Field(default="", description="Local cache for reading shards; default <data dir>/cache.")
+    cache_dir: str = env_field("", "MDS_CACHE_DIR", "Local cache for reading shards; default <data dir>/cache")
 
     def url(self, name: str) -> str:
         return join(self.root or str(data_dir() / "shard-sets"), name)
@@ -211,9 +245,9 @@ class LandingZone(Resource):
     """Where new files arrive, per dataset ``<root>/<dataset>/<YYYY-MM-DD>/*.parquet|csv|json``: a local
     folder or any fsspec URL (``s3://bucket/landing``); each dataset's sensor watches its own folder."""
 
-    path: str = Field(default="", description="Landing folder or URL; default <data dir>/landing ($MDS_LANDING_DIR).")
-    storage_options_json: str = Field(
-        default="", description="fsspec options as a JSON object ($MDS_LANDING_STORAGE_OPTIONS, passed as an EnvVar)."
+    path: str = env_field("", "MDS_LANDING_DIR", "Landing folder or URL; default <data dir>/landing")
+    storage_options_json: str = env_field(
+        "", "MDS_LANDING_STORAGE_OPTIONS", "fsspec options as a JSON object (set it as an EnvVar)"
     )
 
     def url(self, dataset: str) -> str:
@@ -232,36 +266,53 @@ class SmokeTestSettings(Resource):
 
     num_workers: int = 2
     batch_size: int = 16
-    sample_rows: int = Field(default=20_000, ge=0, description="Most older rows sampled ($MDS_SMOKE_SAMPLE_ROWS).")
-    sample_seconds: float = Field(
-        default=30.0, ge=0, description="Most seconds spent on the older rows ($MDS_SMOKE_SAMPLE_SECONDS)."
-    )
+    sample_rows: int = env_field(20_000, "MDS_SMOKE_SAMPLE_ROWS", "Most older rows sampled", ge=0)
+    sample_seconds: int = env_field(30, "MDS_SMOKE_SAMPLE_SECONDS", "Most seconds spent on the older rows", ge=0)
     cache_limit: str = Field(
         default="", description="Bound on the check's scratch cache, e.g. 2gb; empty: the checked shards only."
     )
-    min_rows_per_second: float = Field(
-        default=0.0, description="Fail below this throughput ($MDS_SMOKE_MIN_ROWS_PER_SECOND)."
-    )
+    min_rows_per_second: int = env_field(0, "MDS_SMOKE_MIN_ROWS_PER_SECOND", "Fail below this throughput", ge=0)
 
 
 class TrainingWorldSettings(Resource):
     """The training run each new version is planned for (the ``training_plan`` check, ``mds plan``)."""
 
-    world: str = Field(default=DEFAULT_WORLD, description="NODESxRANKS_PER_NODExWORKERS_PER_RANK ($MDS_PLAN_WORLD).")
-    batch_size: int = Field(default=32, description="Per-device batch size ($MDS_PLAN_BATCH_SIZE).")
-    epochs: int = Field(default=1, description="Epochs to plan ($MDS_PLAN_EPOCHS).")
-    cache_limit: str = Field(
-        default="",
-        description="Per-node cache_limit, e.g. 50gb; empty: none "
-        "($MDS_PLAN_CACHE_LIMIT). The check warns when it would download shards twice.",
+    world: str = env_field(DEFAULT_WORLD, "MDS_PLAN_WORLD", "NODESxRANKS_PER_NODExWORKERS_PER_RANK")
+    batch_size: int = env_field(32, "MDS_PLAN_BATCH_SIZE", "Per-device batch size", ge=1)
+    epochs: int = env_field(1, "MDS_PLAN_EPOCHS", "Epochs to plan", ge=1)
+    cache_limit: str = env_field(
+        "",
+        "MDS_PLAN_CACHE_LIMIT",
+        "Per-node cache_limit, e.g. 50gb; empty: none. The check warns when it would download shards twice",
     )
-    bandwidth: str = Field(
-        default="",
-        description="Per-node download rate per second, e.g. 1gb; empty: not modelled ($MDS_PLAN_BANDWIDTH).",
+    bandwidth: str = env_field(
+        "", "MDS_PLAN_BANDWIDTH", "Per-node download rate per second, e.g. 1gb; empty: not modelled"
     )
-    consume_seconds: float = Field(
-        default=0.0, description="Training seconds per sample on one rank; 0: not modelled ($MDS_PLAN_CONSUME_SECONDS)."
+    # A string, not a float: Dagster binds environment variables to str and int fields only.
+    consume_seconds: str = env_field(
+        "0", "MDS_PLAN_CONSUME_SECONDS", "Training seconds per sample on one rank, e.g. 0.002; 0: not modelled"
     )
+
+    @field_validator("consume_seconds", mode="before")
+    @classmethod
+    def _check_seconds(cls, value: str) -> str:
+        if isinstance(value, str) and not isinstance(value, EnvVar):
+            seconds_per_sample(value)
+        return value
+
+    def seconds_per_sample(self) -> float | None:
+        """``consume_seconds`` as a number; None when it is 0 (not modelled)."""
+        return seconds_per_sample(_resolved(self.consume_seconds)) or None
+
+
+def seconds_per_sample(text: str) -> float:
+    try:
+        seconds = float(text or 0)
+    except ValueError:
+        raise ValueError(f"consume_seconds must be a number of seconds, got {text!r}") from None
+    if not seconds >= 0:
+        raise ValueError(f"consume_seconds must be 0 or more, got {text!r}")
+    return seconds
 
 
 def _resolved(value: str) -> str:
@@ -285,42 +336,17 @@ def _json_object(text: str, name: str) -> dict[str, Any]:
     return value
 
 
-def _secret(env: Mapping[str, str], name: str) -> Any:
-    """``EnvVar(name)`` when it is set: resolved at run time, shown in the UI by name only."""
-    return EnvVar(name) if env.get(name) else ""
+RESOURCES: dict[str, type[ConfigurableResource[Any]]] = {
+    "spark": SparkResource,
+    "catalog": TableCatalog,
+    "shard_store": ShardStore,
+    "landing": LandingZone,
+    "smoke_settings": SmokeTestSettings,
+    "training_world": TrainingWorldSettings,
+}
 
 
-def resources_from_env(environ: Mapping[str, str] | None = None) -> dict[str, Resource]:
-    """The default resources, each setting taken from its environment variable when set."""
-    env = os.environ if environ is None else environ
-    return {
-        "spark": SparkResource(
-            master=env.get("MDS_SPARK_MASTER", "local[*]"),
-            remote=_secret(env, "MDS_SPARK_REMOTE"),
-            conf_json=_secret(env, "MDS_SPARK_CONF"),
-            writer_tasks=int(env.get("MDS_WRITER_TASKS", "0")),
-            master_timeout=float(env.get("MDS_SPARK_MASTER_TIMEOUT", cluster.DEFAULT_MASTER_TIMEOUT)),
-        ),
-        "catalog": TableCatalog(warehouse=env.get("MDS_WAREHOUSE", "")),
-        "shard_store": ShardStore(
-            root=env.get("MDS_SHARD_STORE", ""),
-            storage_options_json=_secret(env, "MDS_STORAGE_OPTIONS"),
-            cache_dir=env.get("MDS_CACHE_DIR", ""),
-        ),
-        "landing": LandingZone(
-            path=env.get("MDS_LANDING_DIR", ""), storage_options_json=_secret(env, "MDS_LANDING_STORAGE_OPTIONS")
-        ),
-        "smoke_settings": SmokeTestSettings(
-            min_rows_per_second=float(env.get("MDS_SMOKE_MIN_ROWS_PER_SECOND", "0")),
-            sample_rows=int(env.get("MDS_SMOKE_SAMPLE_ROWS", "20000")),
-            sample_seconds=float(env.get("MDS_SMOKE_SAMPLE_SECONDS", "30")),
-        ),
-        "training_world": TrainingWorldSettings(
-            world=env.get("MDS_PLAN_WORLD", DEFAULT_WORLD),
-            batch_size=int(env.get("MDS_PLAN_BATCH_SIZE", "32")),
-            epochs=int(env.get("MDS_PLAN_EPOCHS", "1")),
-            cache_limit=env.get("MDS_PLAN_CACHE_LIMIT", ""),
-            bandwidth=env.get("MDS_PLAN_BANDWIDTH", ""),
-            consume_seconds=float(env.get("MDS_PLAN_CONSUME_SECONDS", "0")),
-        ),
-    }
+def default_resources(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The code location's resources: every field at its default, or bound to its variable where
+    ``environ`` sets it (pass ``os.environ`` when the definitions load)."""
+    return {name: bound_to_environment(resource, environ) for name, resource in RESOURCES.items()}

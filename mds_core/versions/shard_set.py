@@ -43,6 +43,7 @@ from mds_core.versions.partitions import Written, combine, read_written
 from mds_core.versions.publication import history_before, pushed, rollback_target
 from mds_core.versions.retention import removable, retained
 from mds_core.versions.transaction import Transaction
+from mds_core.versions.verdicts import read_verdict, verdict_of_kept, write_verdict
 
 
 class ShardSet:
@@ -207,6 +208,15 @@ class ShardSet:
         self._publish(info, rest)
         return info.version
 
+    def record_verdict(self, number: int, check: str, verdict: dict[str, Any]) -> None:
+        """Keep what ``check`` found about version ``number`` with the version (``mds_core.versions.verdicts``)."""
+        self.version(number)  # a verdict about a version that does not exist would mislead its readers
+        write_verdict(self.store, number, check, verdict)
+
+    def verdict(self, number: int, check: str) -> dict[str, Any] | None:
+        """What ``check`` last recorded about version ``number``, or None."""
+        return read_verdict(self.store, number, check)
+
     # ---------------------------------------------------------------------------------------------
     # retention
 
@@ -234,7 +244,9 @@ class ShardSet:
         cutoff = now() - grace
         committed = {v.transaction for v in versions} | {v.index for v in versions}
         doomed = [
-            name for name in self.store.list() if name not in needed and removable(self.store, name, committed, cutoff)
+            name
+            for name in self.store.list()
+            if name not in needed and not verdict_of_kept(name, keep) and removable(self.store, name, committed, cutoff)
         ]
         # Manifests go first: a version disappears before any of its files do.
         doomed.sort(key=lambda n: (not is_manifest(n), n))

@@ -38,7 +38,7 @@ def plan_version(shard_store: ShardStore, dataset: str, version: int, settings: 
     shards = shard_store.shard_set(dataset).shards(version)
     environment = Environment(
         bandwidth=bytes_to_int(settings.bandwidth) if settings.bandwidth else None,
-        consume_seconds=settings.consume_seconds or None,
+        consume_seconds=settings.seconds_per_sample(),
     )
     return plan_training(
         [shards],

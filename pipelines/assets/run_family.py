@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dagster import AssetCheckExecutionContext, AssetCheckKey, AssetExecutionContext, AssetKey
+from dagster import AssetCheckExecutionContext, AssetExecutionContext, AssetKey
 
 Context = AssetCheckExecutionContext | AssetExecutionContext
 
@@ -29,15 +29,3 @@ def written_in_this_run(context: Context, asset: AssetKey) -> dict[str, Any] | N
     if event is None or event.asset_materialization is None or event.run_id not in run_family(context):
         return None
     return {name: value.value for name, value in event.asset_materialization.metadata.items()}
-
-
-def check_passed_in_this_run(context: Context, check: AssetCheckKey) -> bool:
-    """Whether ``check`` passed in this run (or the run it re-executes)."""
-    family = run_family(context)
-    records = context.instance.event_log_storage.get_asset_check_execution_history(check, limit=50)
-    return any(record.run_id in family and _passed(record) for record in records)
-
-
-def _passed(record: Any) -> bool:
-    event = record.event.dagster_event if record.event is not None else None
-    return bool(getattr(event.event_specific_data, "passed", False)) if event is not None else False

@@ -136,6 +136,9 @@ def run_smoke_test(
     finally:
         shutil.rmtree(cache, ignore_errors=True)  # a throwaway copy: training keeps its own cache
     context.log.info(f"smoke test of version {report.version}: {'passed' if report.passed else report.problems}")
+    # Kept with the version, so publication reads the verdict from the shard set, not Dagster's event log.
+    verdict = {"passed": report.passed, "run_id": context.run.run_id, "problems": report.problems}
+    store.shard_set(spec.name).record_verdict(version, SMOKE_CHECK, verdict)
     return AssetCheckResult(
         passed=report.passed,
         severity=AssetCheckSeverity.ERROR,

@@ -1,7 +1,9 @@
-"""The validated table and its quarantine: every raw row ends in exactly one of them."""
+"""The validated table and the quarantine table, two assets of one step: every raw row ends in exactly
+one of them."""
 
 # No `from __future__ import annotations`: Dagster reads the Config and resource annotations at runtime.
 import importlib
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from dagster import (
@@ -9,16 +11,18 @@ from dagster import (
     AssetCheckSeverity,
     AssetCheckSpec,
     AssetExecutionContext,
+    AssetKey,
     AssetsDefinition,
+    BackfillPolicy,
     Config,
     MaterializeResult,
     MetadataValue,
-    asset,
+    multi_asset,
 )
 from pydantic import Field
 
 from pipelines.assets.metadata import Materialized, standard_metadata
-from pipelines.conventions import conventions, daily, key
+from pipelines.conventions import asset_spec, daily, key, op_name
 from pipelines.notices import dagster_features_we_pin
 from pipelines.registry import DatasetSpec
 from pipelines.resources import SparkResource, TableCatalog
@@ -29,6 +33,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 COUNTS_CHECK = "quarantine_counts"
+REASONS_CHECK = "quarantine_reasons"
 
 
 class ValidateConfig(Config):
@@ -45,29 +50,60 @@ class ValidateConfig(Config):
 
 
 def build_validated_table(spec: DatasetSpec) -> AssetsDefinition:
+    """``validated_table`` and ``quarantine_table``: one step (one read of the raw rows) makes both."""
+    validated, quarantine = key(spec, "validated_table"), key(spec, "quarantine_table")
+    settings = {"schema": spec.schema_ref}
     with dagster_features_we_pin():
-        counts_spec = AssetCheckSpec(
-            COUNTS_CHECK,
-            asset=key(spec, "validated_table"),
-            blocking=True,
-            partitions_def=daily(spec),
-            description="in = valid + quarantined, and the quarantined share is within the threshold",
-        )
+        checks = [
+            AssetCheckSpec(
+                COUNTS_CHECK,
+                asset=validated,
+                blocking=True,
+                partitions_def=daily(spec),
+                description="in = valid + quarantined, and the quarantined share is within the threshold",
+            ),
+            AssetCheckSpec(
+                REASONS_CHECK,
+                asset=quarantine,
+                partitions_def=daily(spec),
+                description="every quarantined row names the rules it breaks, and the table holds every row "
+                "the schema turned away",
+            ),
+        ]
+        specs = [
+            asset_spec(
+                spec,
+                "validated_table",
+                "validated",
+                {"spark", "pandera", "parquet"},
+                f"{spec.name}: raw rows that pass the pandera.pyspark schema.",
+                [key(spec, "raw_table")],
+                settings,
+            ),
+            asset_spec(
+                spec,
+                "quarantine_table",
+                "quarantine",
+                {"spark", "pandera", "parquet"},
+                f"{spec.name}: raw rows the schema turned away, each with a `reason` naming every rule it breaks.",
+                [key(spec, "raw_table")],
+                settings,
+            ),
+        ]
 
-        @asset(
-            name="validated_table",
-            deps=[key(spec, "raw_table")],
-            check_specs=[counts_spec],
+        @multi_asset(
+            name=op_name(spec, "validated_table"),
+            specs=specs,
+            check_specs=checks,
+            partitions_def=daily(spec),
+            backfill_policy=BackfillPolicy.single_run(),
             retry_policy=RETRY,
-            **conventions(spec, "validated", {"spark", "pandera", "parquet"}, {"schema": spec.schema_ref}),
-            description=f"{spec.name}: raw rows that pass the pandera.pyspark schema; the others go to the "
-            "quarantine table with the reason.",
         )
         def validated_table(
             context: AssetExecutionContext, config: ValidateConfig, spark: SparkResource, catalog: TableCatalog
-        ) -> Materialized:
+        ) -> Iterator[Materialized | AssetCheckResult]:
             with failures_are_final():
-                return validate(context, spec, config, spark, catalog)
+                yield from validate(context, spec, config, spark, catalog)
 
     return validated_table
 
@@ -78,30 +114,54 @@ def validate(
     config: ValidateConfig,
     spark: SparkResource,
     catalog: TableCatalog,
-) -> Materialized:
+) -> Iterator[Materialized | AssetCheckResult]:
     days, name = context.partition_keys, spec.name
     raw = catalog.read_days(spark.session(), f"{name}_raw", days)
     schema = load_schema(config.schema_ref or spec.schema_ref, raw)
     valid, quarantined = split_rows(raw, schema)
     catalog.write_days(valid, f"{name}_validated", days)
     catalog.write_days(quarantined, f"{name}_quarantine", days)
-    # Count what was written, not what was planned: the check is about the tables as they are.
+    # Count what was written, not what was planned: the checks are about the tables as they are.
     session = spark.session()
     written_valid = catalog.read_days(session, f"{name}_validated", days, valid.schema)
     written_quarantine = catalog.read_days(session, f"{name}_quarantine", days, quarantined.schema)
     counts = {"in": raw.count(), "valid": written_valid.count(), "quarantined": written_quarantine.count()}
     leftover = pandera_errors(written_valid, schema.build())
-    check = counts_check(counts, config.max_quarantined_fraction, top_reasons(written_quarantine), leftover)
-    location = catalog.location(f"{name}_validated")
-    return MaterializeResult(
+    reasons = top_reasons(written_quarantine)
+    location, quarantine_location = catalog.location(f"{name}_validated"), catalog.location(f"{name}_quarantine")
+    yield MaterializeResult(
+        asset_key=key(spec, "validated_table"),
         metadata={
             **standard_metadata(counts["valid"], location, valid.dtypes),
             **counts,
             "schema": schema.name,
             "validated_location": MetadataValue.path(location),
-            "quarantine_location": MetadataValue.path(catalog.location(f"{name}_quarantine")),
+            "quarantine_location": MetadataValue.path(quarantine_location),
         },
-        check_results=[check],
+    )
+    yield counts_check(counts, config.max_quarantined_fraction, reasons, leftover, key(spec, "validated_table"))
+    yield MaterializeResult(
+        asset_key=key(spec, "quarantine_table"),
+        metadata={
+            **standard_metadata(counts["quarantined"], quarantine_location, quarantined.dtypes),
+            "schema": schema.name,
+            "top_reasons": MetadataValue.json(reasons),
+        },
+    )
+    unexplained = written_quarantine.where("reason IS NULL OR reason = ''").count()
+    yield reasons_check(spec, counts["quarantined"], unexplained, reasons)
+
+
+def reasons_check(spec: DatasetSpec, quarantined: int, unexplained: int, reasons: dict[str, int]) -> AssetCheckResult:
+    """The quarantine table's own check: every row in it says which rules it breaks (whether there are
+    too many is the validated table's ``quarantine_counts``)."""
+    return AssetCheckResult(
+        asset_key=key(spec, "quarantine_table"),
+        check_name=REASONS_CHECK,
+        passed=unexplained == 0,
+        severity=AssetCheckSeverity.ERROR,
+        description=f"{unexplained} of {quarantined} quarantined rows name no reason" if unexplained else None,
+        metadata={"quarantined": quarantined, "unexplained": unexplained, "top_reasons": MetadataValue.json(reasons)},
     )
 
 
@@ -128,12 +188,13 @@ def top_reasons(quarantined: "DataFrame", limit: int = 5) -> dict[str, int]:
 
 
 def counts_check(
-    counts: dict[str, int], threshold: float, reasons: dict[str, int], leftover: dict[str, Any]
+    counts: dict[str, int], threshold: float, reasons: dict[str, int], leftover: dict[str, Any], asset: AssetKey
 ) -> AssetCheckResult:
     fraction = counts["quarantined"] / counts["in"] if counts["in"] else 0.0
     balanced = counts["in"] == counts["valid"] + counts["quarantined"]
     passed = balanced and fraction <= threshold and not leftover
     return AssetCheckResult(
+        asset_key=asset,
         check_name=COUNTS_CHECK,
         passed=passed,
         severity=AssetCheckSeverity.ERROR,

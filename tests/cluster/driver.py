@@ -152,7 +152,7 @@ def pipeline(spec: dict[str, Any]) -> dict[str, Any]:
     from mds_core import StreamingDataset
     from pipelines.assets.smoke import SMOKE_CHECK
     from pipelines.registry import load_registry
-    from pipelines.resources import resources_from_env
+    from pipelines.resources import default_resources
     from pipelines.runs import materialize_days
 
     # (d) first, in this process (the JVM and Dagster are loaded once): a master that cannot fit the
@@ -165,7 +165,7 @@ def pipeline(spec: dict[str, Any]) -> dict[str, Any]:
         }
     )
     [digits] = [dataset for dataset in load_registry() if dataset.name == "digits"]  # from $MDS_DATASETS
-    resources = resources_from_env()
+    resources = default_resources(os.environ)
     started = time.perf_counter()
     result = materialize_days(digits, ["2026-01-01", "2026-01-02"], resources, mode="overwrite")
     seconds = time.perf_counter() - started
@@ -206,7 +206,7 @@ def resource(spec: dict[str, Any]) -> dict[str, Any]:
 
     started = time.perf_counter()
     try:
-        SparkResource(master=spec["master"], conf=spec["conf"], master_timeout=spec["timeout"]).session()
+        SparkResource(master=spec["master"], spark_config=spec["conf"], master_timeout=spec["timeout"]).session()
         error = None
     except MDSError as err:
         error = {"type": type(err).__name__, "message": str(err)}

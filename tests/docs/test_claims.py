@@ -245,7 +245,9 @@ def test_the_pipelines_settings_are_as_described() -> None:
     import yaml
 
     from pipelines.assets.validated import ValidateConfig
-    from pipelines.definitions import defs
+    from pipelines.definitions import defs as load_defs
+
+    defs = load_defs()
     from pipelines.operations import VacuumConfig
     from pipelines.resources import SmokeTestSettings, TrainingWorldSettings
     from pipelines.retries import RETRY
@@ -263,7 +265,7 @@ def test_the_pipelines_settings_are_as_described() -> None:
         "MDS_PLAN_WORLD": world.world,
         "MDS_PLAN_BATCH_SIZE": str(world.batch_size),
         "MDS_PLAN_EPOCHS": str(world.epochs),
-        "MDS_PLAN_CONSUME_SECONDS": f"{world.consume_seconds:g}",
+        "MDS_PLAN_CONSUME_SECONDS": f"{float(world.consume_seconds):g}",
     }
     for variable, default in table.items():
         assert f"| `{variable}` | `{default}` |" in pipelines_md, variable

@@ -111,7 +111,7 @@ def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
     dev = DagsterDev(url=f"http://127.0.0.1:{port}", home=home, data_dir=data_dir, log=base / "dg-dev.log")
     with dev.log.open("w") as log:
         process = subprocess.Popen(
-            [str(DG), "dev", "--no-check-yaml", "-h", "127.0.0.1", "-p", str(port)],
+            [str(DG), "dev", "-h", "127.0.0.1", "-p", str(port)],
             cwd=home,
             env=env,
             stdout=log,

@@ -39,7 +39,7 @@ from tests.e2e.graphql import (
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 FIRST_DAY, FAILED_DAY, NEXT_DAY = "2026-01-02", "2026-01-05", "2026-01-06"
-FAILING_SMOKE = {"resources": {"smoke_settings": {"config": {"min_rows_per_second": 1e12}}}}
+FAILING_SMOKE = {"resources": {"smoke_settings": {"config": {"min_rows_per_second": 10**12}}}}
 
 
 @dataclass
@@ -234,11 +234,13 @@ def test_the_ui_never_shows_the_secret_in_the_environment(history: History):
     spark = answers["spark"]["topLevelResourceDetailsOrError"]
     assert spark["__typename"] == "ResourceDetails", spark
     values = {v["key"]: v for v in spark["configuredValues"]}
-    assert values["conf_json"] == {"key": "conf_json", "value": "MDS_SPARK_CONF", "type": "ENV_VAR"}
+    assert values["spark_config_json"] == {"key": "spark_config_json", "value": "MDS_SPARK_CONF", "type": "ENV_VAR"}
+    # Not only secrets: every setting whose variable is set shows the variable's name, not its value.
+    assert values["master"] == {"key": "master", "value": "MDS_SPARK_MASTER", "type": "ENV_VAR"}
     listed = answers["resources"]["allTopLevelResourceDetailsOrError"]["results"]
     assert {r["name"] for r in listed} >= {"spark", "shard_store", "catalog", "landing", "smoke_settings"}
     env_vars = [e["envVarName"] for e in answers["resources"]["utilizedEnvVarsOrError"]["results"]]
-    assert "MDS_SPARK_CONF" in env_vars
+    assert {"MDS_SPARK_CONF", "MDS_SPARK_MASTER"} <= set(env_vars)
     assert "MDS_SPARK_CONF" in answers["launchpad"]["runConfigSchemaOrError"]["rootDefaultYaml"]
 
     # The runs that used it worked: the Spark runs of the history succeeded with the secret set.

@@ -26,7 +26,7 @@ warnings.filterwarnings("ignore", category=UserWarning, module="pyspark")
 # first creates the session the other gets.
 SPARK = SparkResource(
     master="local[2,2]",
-    conf={
+    spark_config={
         "spark.driver.memory": "1g",
         "spark.python.worker.reuse": "true",
         "spark.driver.extraJavaOptions": SESSION_JVM_OPTIONS,

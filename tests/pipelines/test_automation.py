@@ -12,12 +12,12 @@ from pipelines.assets.raw import build_raw_table
 from pipelines.automation import daily_job, landing_sensor
 from pipelines.conventions import op_name
 from pipelines.definitions import build_definitions
-from pipelines.registry import DatasetSpec
-from pipelines.resources import LandingZone, ShardStore
+from pipelines.registry import DatasetSpec, load_registry
+from pipelines.resources import LandingZone, ShardStore, default_resources
 
 
 def test_schedule_requests_the_day_that_just_ended():
-    defs = build_definitions()
+    defs = build_definitions(load_registry(), default_resources({}))
     schedule = defs.resolve_schedule_def("digits_daily_schedule")  # resolved against the job's assets
     context = build_schedule_context(
         scheduled_execution_time=datetime(2026, 3, 5, 1, 30, tzinfo=UTC), repository_def=defs.get_repository_def()
@@ -30,7 +30,7 @@ def test_schedule_requests_the_day_that_just_ended():
 
 def test_a_registry_schedule_ticks_at_its_cron_and_requests_the_day_that_ended():
     spec = DatasetSpec(name="events", start_date="2026-03-05", schedule="*/5 * * * *")
-    defs = build_definitions([spec])
+    defs = build_definitions([spec], default_resources({}))
     schedule = defs.resolve_schedule_def("events_daily_schedule")
     assert schedule.cron_schedule == "*/5 * * * *" and schedule.execution_timezone == "UTC"
 

@@ -6,10 +6,11 @@ import socket
 import time
 
 import pytest
+from dagster import EnvVar
 
 from mds_core.errors import ConfigurationError
 from pipelines.cluster import check_master_reachable, defaults_for, standalone_addresses
-from pipelines.resources import resources_from_env
+from pipelines.resources import SparkResource, TrainingWorldSettings, default_resources, environment_variables
 
 
 def test_small_machine_defaults_only_for_local_masters() -> None:
@@ -24,13 +25,44 @@ def test_small_machine_defaults_only_for_local_masters() -> None:
         assert settings["spark.sql.session.timeZone"] == "UTC"  # semantics, not sizes: everywhere
 
 
-def test_settings_from_the_environment() -> None:
-    spark = resources_from_env(
-        {"MDS_SPARK_MASTER": "spark://h:7077", "MDS_WRITER_TASKS": "16", "MDS_SPARK_MASTER_TIMEOUT": "12.5"}
-    )["spark"]
-    assert (spark.master, spark.writer_tasks, spark.master_timeout) == ("spark://h:7077", 16, 12.5)
-    spark = resources_from_env({})["spark"]
-    assert (spark.writer_tasks, spark.master_timeout) == (0, 30.0)
+def test_a_set_variable_binds_its_field_as_an_envvar_resolved_when_a_run_starts(monkeypatch) -> None:
+    environ = {"MDS_SPARK_MASTER": "spark://h:7077", "MDS_WRITER_TASKS": "16", "MDS_PLAN_CONSUME_SECONDS": "0.002"}
+    resources = default_resources(environ)
+    spark = resources["spark"]
+    # What the UI shows: the variables' names, never their values.
+    assert spark.master == EnvVar("MDS_SPARK_MASTER") and spark.writer_tasks == EnvVar.int("MDS_WRITER_TASKS")
+    assert spark.master_timeout == 30 and spark.remote == ""  # unset: the field's one default
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    spark = spark.process_config_and_initialize()  # as a run resolves it
+    assert (spark.master, spark.writer_tasks, spark.master_timeout) == ("spark://h:7077", 16, 30)
+    world = resources["training_world"].process_config_and_initialize()
+    assert world.seconds_per_sample() == 0.002 and TrainingWorldSettings().seconds_per_sample() is None
+
+
+def test_every_variable_names_one_field_and_its_description_says_so() -> None:
+    from pipelines.resources import RESOURCES
+
+    seen: list[str] = []
+    for resource in RESOURCES.values():
+        for field, variable in environment_variables(resource).items():
+            assert f"(${variable})" in (resource.model_fields[field].description or "")
+            seen.append(variable)
+    assert len(seen) == len(set(seen)) == 20 and all(name.startswith("MDS_") for name in seen)
+    assert default_resources({})["spark"] == SparkResource()  # nothing set: every field at its default
+
+
+def test_the_spark_resource_is_dagster_pysparks() -> None:
+    from dagster_pyspark import LazyPySparkResource
+
+    spark = SparkResource(spark_config={"spark.executor.memory": "2g"}, spark_config_json='{"spark.x": "1"}')
+    assert isinstance(spark, LazyPySparkResource)
+    assert spark.settings() == {"spark.executor.memory": "2g", "spark.x": "1"}
+
+
+def test_a_bad_consume_seconds_is_refused_naming_the_field() -> None:
+    with pytest.raises(ValueError, match="consume_seconds must be a number of seconds, got 'fast'"):
+        TrainingWorldSettings(consume_seconds="fast")
 
 
 def test_standalone_addresses() -> None:

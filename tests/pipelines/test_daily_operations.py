@@ -17,7 +17,7 @@ from tests.pipelines.conftest import digits
 from tests.pipelines.test_shard_sets import check, materialization, meta, stream_ids
 
 DAYS = ["2026-01-01", "2026-01-02", "2026-01-03"]
-FAILING = SmokeTestSettings(batch_size=8, min_rows_per_second=1e12)  # a real failure: throughput demand
+FAILING = SmokeTestSettings(batch_size=8, min_rows_per_second=10**12)  # a real failure: throughput demand
 
 
 def shard_files(root: Path) -> dict[str, int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -27,6 +28,38 @@ def test_dg_check_defs_loads_the_location_make_ui_serves(tmp_path):
     assert "All definitions loaded successfully" in done.stdout + done.stderr
 
 
+def test_the_registry_is_a_component_dg_checks_and_lists(tmp_path):
+    checked = run([str(BIN / "dg"), "check", "yaml"], tmp_path)
+    assert checked.returncode == 0 and "All component YAML validated successfully" in checked.stdout + checked.stderr
+    listed = run([str(BIN / "dg"), "list", "defs", "--json"], tmp_path)
+    assert listed.returncode == 0, listed.stderr[-3000:]
+    assert "Warning" not in listed.stderr, listed.stderr[-3000:]
+    assets = {entry["asset_key"] for entry in json.loads(listed.stdout)["assets"]}
+    assert assets == {f"{name}/{asset}" for name in DATASETS for asset in ASSETS}
+
+
+def test_a_wrong_component_attribute_is_refused_by_dg_check_yaml(tmp_path):
+    """The check reads the project's own defs.yaml; a copy of the project with one bad attribute fails it."""
+    project = tmp_path / "project"
+    project.mkdir()
+    for entry in ("pyproject.toml", "setup.py", "mds_core", "README.md"):
+        (project / entry).symlink_to(ROOT / entry)
+    (project / "pipelines").mkdir()
+    for entry in (ROOT / "pipelines").iterdir():
+        if entry.name != "defs":
+            (project / "pipelines" / entry.name).symlink_to(entry)
+    (project / "pipelines" / "defs" / "datasets").mkdir(parents=True)
+    (project / "pipelines" / "defs" / "__init__.py").write_text("")
+    (project / "pipelines" / "defs" / "datasets" / "defs.yaml").write_text(
+        "type: pipelines.components.DatasetRegistry\nattributes:\n  registry: ''\n  automaton: 'on'\n"
+    )
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path), "PYTHONPATH": str(project)}
+    (tmp_path / "dagster.yaml").write_text(packaged_settings())
+    done = subprocess.run([str(BIN / "dg"), "check", "yaml"], cwd=project, env=env, capture_output=True, text=True)
+    assert done.returncode != 0
+    assert "attributes.automaton Additional properties are not allowed ('automaton' was unexpected)" in done.stdout
+
+
 def test_workspace_yaml_names_the_same_location_as_the_dg_project():
     """`dagster ... -w workspace.yaml` and `dg` (pyproject.toml's [tool.dg]) must load one location, which
     `dg check defs` above loads once; loading it a second time through the workspace would prove nothing more."""
@@ -41,15 +74,17 @@ def test_workspace_yaml_names_the_same_location_as_the_dg_project():
     assert module["location_name"] == project["code_location_name"] == "pipelines"
     from pipelines import definitions
 
-    assert isinstance(getattr(definitions, module["attribute"]), Definitions)
+    assert isinstance(getattr(definitions, module["attribute"])(), Definitions)  # loaded when asked, not at import
 
 
 DATASETS = {"digits": "2026-01-01", "synthetic": "2025-06-01"}  # the registry's datasets and their first days
-ASSETS = ("raw_table", "validated_table", "shard_set", "published_version")
+ASSETS = ("raw_table", "validated_table", "quarantine_table", "shard_set", "published_version")
 
 
 def test_definitions_hold_each_datasets_graph_checks_and_automation():
-    from pipelines.definitions import defs
+    from pipelines.definitions import defs as load_defs
+
+    defs = load_defs()
 
     assert {key.to_user_string() for key in defs.resolve_all_asset_keys()} == {
         f"{name}/{asset}" for name in DATASETS for asset in ASSETS
@@ -60,6 +95,7 @@ def test_definitions_hold_each_datasets_graph_checks_and_automation():
         for name in DATASETS
         for check in (
             (f"{name}/validated_table", "quarantine_counts"),
+            (f"{name}/quarantine_table", "quarantine_reasons"),
             (f"{name}/shard_set", "loader_smoke_test"),
             (f"{name}/shard_set", "training_plan"),
         )
@@ -75,7 +111,9 @@ def test_definitions_hold_each_datasets_graph_checks_and_automation():
 
 
 def test_every_asset_has_kinds_owners_tags_and_a_code_version():
-    from pipelines.definitions import defs
+    from pipelines.definitions import defs as load_defs
+
+    defs = load_defs()
 
     graph = defs.resolve_asset_graph()
     for key in graph.get_all_asset_keys():

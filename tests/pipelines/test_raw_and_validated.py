@@ -8,7 +8,7 @@ import pytest
 from dagster import materialize
 
 from pipelines.assets.raw import build_raw_table
-from pipelines.assets.validated import COUNTS_CHECK, build_validated_table
+from pipelines.assets.validated import COUNTS_CHECK, REASONS_CHECK, build_validated_table, reasons_check
 from pipelines.conventions import op_name
 from pipelines.registry import DatasetSpec
 from tests.pipelines.conftest import digits
@@ -106,3 +106,29 @@ def test_wrong_column_type_is_a_clear_error(resources, spark_session, tmp_path):
     error = failure.step_failure_data.error
     assert error.cause.cls_name == "ValueError"
     assert "column 'label' is string, expected int; cast it in the source" in error.cause.message
+
+
+def test_the_quarantine_table_is_an_asset_with_its_own_check(resources, spark_session, tmp_path):
+    folder = tmp_path / "landing"
+    write_landing_parquet(spark_session, folder, DAY, bad_label=42)
+    spec = digits(kind="path", path=str(folder / DAY))
+    lenient = {"ops": {op_name(spec, "validated_table"): {"config": {"max_quarantined_fraction": 1.0}}}}
+    result = materialize(raw_and_validated(spec), partition_key=DAY, resources=resources, run_config=lenient)
+    assert result.success
+    [quarantine] = [
+        m
+        for m in result.get_asset_materialization_events()
+        if m.asset_key.to_user_string() == "digits/quarantine_table"
+    ]
+    metadata = {k: v.value for k, v in quarantine.materialization.metadata.items()}
+    assert metadata["dagster/row_count"] == 1 and metadata["dagster/uri"].endswith("digits_quarantine")
+    reasons = check_result(result, REASONS_CHECK)
+    assert reasons.passed and reasons.asset_key.to_user_string() == "digits/quarantine_table"
+    assert meta(reasons)["quarantined"] == 1 and meta(reasons)["unexplained"] == 0
+    [row] = resources["catalog"].read_days(spark_session, "digits_quarantine", [DAY]).collect()
+    assert row["id"] == 99 and "label" in row["reason"]
+
+
+def test_quarantined_rows_without_a_reason_fail_the_quarantine_check():
+    failed = reasons_check(digits(), quarantined=5, unexplained=2, reasons={"": 2, "label: in_range": 3})
+    assert not failed.passed and failed.description == "2 of 5 quarantined rows name no reason"

@@ -3,6 +3,8 @@ failed run wrote (its steps that succeeded are not run again)."""
 
 from __future__ import annotations
 
+import os
+
 from dagster import DagsterInstance, JobDefinition, ReexecutionOptions, execute_job, reconstructable
 
 DAY = "2026-01-02"
@@ -11,14 +13,14 @@ DAY = "2026-01-02"
 def digits_daily() -> JobDefinition:
     """The digits dataset's daily job with the environment's resources (reconstructable by module path)."""
     from pipelines.definitions import build_definitions
-    from pipelines.resources import resources_from_env
+    from pipelines.resources import default_resources
     from tests.pipelines.conftest import SPARK, digits
 
-    resources = {**resources_from_env(), "spark": SPARK}
+    resources = {**default_resources(os.environ), "spark": SPARK}
     return build_definitions([digits()], resources).resolve_job_def("digits_daily")
 
 
-def smoke_demand(rows_per_second: float) -> dict:
+def smoke_demand(rows_per_second: int) -> dict:
     return {"resources": {"smoke_settings": {"config": {"batch_size": 8, "min_rows_per_second": rows_per_second}}}}
 
 
@@ -29,7 +31,7 @@ def test_reexecute_from_failure_publishes_the_failed_runs_version(monkeypatch, t
     with DagsterInstance.ephemeral() as instance:
         job = reconstructable(digits_daily)
         with execute_job(
-            job, instance, tags={"dagster/partition": DAY}, raise_on_error=False, run_config=smoke_demand(1e12)
+            job, instance, tags={"dagster/partition": DAY}, raise_on_error=False, run_config=smoke_demand(10**12)
         ) as first:  # the first run's smoke test fails
             assert not first.success
             failed_steps = {e.step_key for e in first.all_events if e.is_step_failure}

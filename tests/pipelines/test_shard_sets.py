@@ -58,6 +58,9 @@ def test_full_graph_backfill_on_the_embedded_default(resources, spec, tmp_path):
     assert sum(w["samples"] for w in telemetry["workers"]) == 120 and report["decode_seconds"] > 0
     shard_files = resources["shard_store"].shard_set("digits").shards(1)
     assert report["shards_downloaded"] == len(shard_files)  # each shard once for the node
+    # The verdict publication read: kept with the version, naming the run that tested it.
+    verdict = resources["shard_store"].shard_set("digits").verdict(1, SMOKE_CHECK)
+    assert verdict == {"passed": True, "run_id": result.run_id, "problems": []}
     assert report["bytes_downloaded"] == sum((s.zip_data or s.raw_data).bytes for s in shard_files)
 
     plan = check(result, PLAN_CHECK)  # no cache limit declared: nothing to warn about
@@ -126,7 +129,7 @@ def test_next_day_appends_a_version_writing_only_its_shards(resources, spec, tmp
 def test_failing_smoke_test_keeps_the_published_version(resources, spec):
     assert materialize_days(spec, DAYS[:1], resources).success
     # A real failure: the loader cannot reach the throughput this deployment demands.
-    resources["smoke_settings"] = SmokeTestSettings(batch_size=8, min_rows_per_second=1e12)
+    resources["smoke_settings"] = SmokeTestSettings(batch_size=8, min_rows_per_second=10**12)
     result = materialize_days(spec, DAYS[1:2], resources, raise_on_error=False)
     assert not result.success
     smoke = check(result, SMOKE_CHECK)
@@ -194,6 +197,7 @@ def test_no_publication_in_a_run_without_the_smoke_test(resources, spec):
     assert failure.step_key == "digits__published_version"
     assert "did not pass in this run" in failure.step_failure_data.error.message
     assert resources["shard_store"].shard_set("digits").published() is None
+    assert resources["shard_store"].shard_set("digits").verdict(1, SMOKE_CHECK) is None
 
 
 def test_the_training_plan_warns_about_a_small_cache_limit_and_runs_on_its_own(resources, spec):

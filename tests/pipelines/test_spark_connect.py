@@ -6,6 +6,7 @@ assets and ``dataframe_to_mds`` run unchanged on it.
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 
@@ -18,7 +19,7 @@ from pipelines.assets.raw import build_raw_table
 from pipelines.assets.shards import build_shard_set
 from pipelines.assets.validated import COUNTS_CHECK, build_validated_table
 from pipelines.conventions import op_name
-from pipelines.resources import SparkResource, resources_from_env
+from pipelines.resources import SparkResource, default_resources
 
 pytest.importorskip("pyspark.sql.connect.session", reason="Spark Connect needs the 'connect' extra")
 DAY = "2026-01-01"
@@ -28,11 +29,11 @@ def test_raw_validated_and_shards_on_spark_connect(resources, spec, spark_connec
     # pyspark.sql.functions follows this process-wide flag (the classic tests share the process): undone after.
     monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
     monkeypatch.setenv("MDS_SPARK_REMOTE", spark_connect_server.url)
-    configured = resources_from_env()["spark"]
+    configured = default_resources(os.environ)["spark"]
     assert configured.remote == EnvVar("MDS_SPARK_REMOTE")  # a secret: resolved when a run starts
     spark = configured.process_config_and_initialize()  # resolved as a run resolves it
     assert spark.remote == spark_connect_server.url
-    session = spark.session()
+    session = spark.spark_session  # dagster-pyspark's accessor
     assert type(session).__module__ == "pyspark.sql.connect.session" and spark.session() is session  # reused
     assert session.conf.get("spark.sql.sources.partitionColumnTypeInference.enabled") == "false"  # `day` a string
     assets = [build_raw_table(spec), build_validated_table(spec), build_shard_set(spec)]
