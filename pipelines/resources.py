@@ -278,8 +278,8 @@ class TrainingWorldSettings(Resource):
     """The training run each new version is planned for (the ``training_plan`` check, ``mds plan``)."""
 
     world: str = env_field(DEFAULT_WORLD, "MDS_PLAN_WORLD", "NODESxRANKS_PER_NODExWORKERS_PER_RANK")
-    batch_size: int = env_field(32, "MDS_PLAN_BATCH_SIZE", "Per-device batch size", ge=1)
-    epochs: int = env_field(1, "MDS_PLAN_EPOCHS", "Epochs to plan", ge=1)
+    batch_size: int = env_field(32, "MDS_PLAN_BATCH_SIZE", "Per-device batch size")
+    epochs: int = env_field(1, "MDS_PLAN_EPOCHS", "Epochs to plan")
     cache_limit: str = env_field(
         "",
         "MDS_PLAN_CACHE_LIMIT",

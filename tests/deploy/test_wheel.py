@@ -57,6 +57,7 @@ def test_the_wheel_ships_the_packages_data(wheel_env: tuple[Path, Path]) -> None
     wheel, _ = wheel_env
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"pipelines/dagster.yaml", "pipelines/datasets.yaml", "pipelines/log4j2.properties"} <= names
+    assert "pipelines/defs/datasets/defs.yaml" in names  # the registry component, loaded from the package
     assert {"pipelines/py.typed", "mds_core/py.typed"} <= names
     assert not any(name.startswith(("tests/", "benchmarks/", "examples/")) for name in names)
     packaged = zipfile.ZipFile(wheel).read("pipelines/dagster.yaml").decode()

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from pipelines.notices import DG_PREVIEW_FILTER
 from tests.registry import write_registry
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,6 +108,7 @@ def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
         "MDS_DATASETS": str(registry),
         "MDS_SPARK_MASTER": "local[2]",
         "MDS_SPARK_CONF": json.dumps({"spark.driver.memory": "1g", "spark.hadoop.fs.s3a.secret.key": SECRET}),
+        "PYTHONWARNINGS": DG_PREVIEW_FILTER,  # as make ui passes it (test_quiet checks the Makefile says the same)
     }
     dev = DagsterDev(url=f"http://127.0.0.1:{port}", home=home, data_dir=data_dir, log=base / "dg-dev.log")
     with dev.log.open("w") as log:
