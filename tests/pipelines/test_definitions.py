@@ -143,3 +143,41 @@ def test_an_existing_dagster_yaml_is_never_overwritten(tmp_path: Path) -> None:
     assert (mine / "dagster.yaml").read_text() == "telemetry:\n  enabled: true\n"
     (mine / "dagster.yaml").write_text(packaged_settings() + "\n# mine\n")
     assert prepare_home(mine) == [] and (mine / "dagster.yaml").read_text().endswith("# mine\n")
+
+
+WATCH_ENVIRONMENT = """
+import json, os, sys
+
+read = []
+
+
+class Watched(type(os.environ)):
+    # Records the MDS_ settings the project's code and its component templates look up (other code, such as
+    # platform.py, copies the whole environment).
+
+    def __getitem__(self, key):
+        caller = sys._getframe(1)
+        while caller is not None and caller.f_code.co_filename in ("<frozen os>", "<frozen _collections_abc>"):
+            caller = caller.f_back
+        looked_up_by = caller.f_code.co_filename if caller is not None else ""
+        if key.startswith("MDS_") and ("/pipelines/" in looked_up_by or "/dagster/components/" in looked_up_by):
+            read.append(key)
+        return super().__getitem__(key)
+
+
+os.environ.__class__ = Watched
+import pipelines.definitions
+
+at_import = sorted(set(read))
+pipelines.definitions.defs()
+print(json.dumps([at_import, sorted(set(read))]))
+"""
+
+
+def test_importing_the_code_location_reads_no_setting_and_loading_it_does(tmp_path):
+    env = {**os.environ, "MDS_DATA_DIR": str(tmp_path), "MDS_SHARD_STORE": str(tmp_path / "sets")}
+    done = subprocess.run([sys.executable, "-c", WATCH_ENVIRONMENT], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    at_import, after_load = json.loads(done.stdout.splitlines()[-1])
+    assert at_import == []
+    assert {"MDS_SHARD_STORE", "MDS_DATASETS", "MDS_AUTOMATION"} <= set(after_load)  # the watch works
