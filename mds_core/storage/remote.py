@@ -298,7 +298,10 @@ class RemoteStore:
             from fsspec.asyn import sync
             from fsspec.exceptions import FSTimeoutError
 
-            coro = getattr(self.fs, "_" + method.__name__.lstrip("_"))
+            if method == self._get_file and self.kind.get_file is not None:
+                coro = self.kind.get_file(self.fs)
+            else:
+                coro = getattr(self.fs, "_" + method.__name__.lstrip("_"))
             try:
                 sync(self.fs.loop, _with_deadline, coro(src, dst), self.timeout)
             except FSTimeoutError:
