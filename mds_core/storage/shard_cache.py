@@ -108,6 +108,13 @@ class ShardCache:
         self.stats.record_lookup(hit=not missed, wait_seconds=time.perf_counter() - started)
         return self._raw_path(shard_id)
 
+    def is_ready(self, shard_id: int) -> bool:
+        """Whether ``ensure(shard_id)`` would return without waiting for a download (as far as this process knows)."""
+        future = self._futures.get(shard_id)
+        if future is not None:
+            return future.done()
+        return has_size(self._raw_path(shard_id), self.shards[shard_id].raw_data.bytes)
+
     def prefetch(self, shard_ids: Iterable[int]) -> None:
         """Start fetching these shards in the background, in this order."""
         if self._pool is None:

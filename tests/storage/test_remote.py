@@ -423,7 +423,7 @@ def test_spawned_loader_workers_stream_from_s3(s3_server, tmp_path: Path) -> Non
 
 
 # ------------------------------------------------------------------------------------------------
-# clients across fork, one client per stream
+# clients across fork, one client per stream, samples handed out as their shards arrive
 
 
 def test_a_forked_child_opens_its_own_client_and_never_frees_the_parents(s3_server, tmp_path: Path) -> None:
@@ -494,3 +494,23 @@ def test_a_loader_epoch_sends_one_get_per_file_and_nothing_else(s3_server, tmp_p
     requests = s3_server.requests(since)
     assert object_gets(requests, bucket) == {f"data/{key}": 1 for key in files}
     assert len(requests) == len(files)  # no HEAD, no listing
+
+
+def test_the_first_sample_waits_for_its_own_shard_only(s3_server, fault_proxy, tmp_path: Path) -> None:
+    url = f"s3://{s3_server.new_bucket()}/data"
+    _write(url, n=240)  # ~15 samples a shard: the first step of 64 samples spans shards 0-4
+    fault_proxy.add(Fault("delay", path=r"/shard\.00003\.mds$", value=3.0))
+    dataset = StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=8, job_root=str(tmp_path / "jobs"))
+    samples = iter(dataset)
+    assert int(next(samples)["id"]) == 0
+    assert not (tmp_path / "cache" / "shard.00003.mds").exists()  # still on its way
+    assert [int(s["id"]) for s in samples] == list(range(1, 240))
+
+
+def test_samples_come_in_the_same_order_from_a_remote_as_from_a_local_copy(s3_server, tmp_path: Path) -> None:
+    url = f"s3://{s3_server.new_bucket()}/data"
+    _write(url, n=500, compression="zstd")
+    settings = {"batch_size": 8, "shuffle": True, "shuffle_block_size": 64, "job_root": str(tmp_path / "jobs")}
+    remote_ids = _ids(StreamingDataset(remote=url, local=str(tmp_path / "cache"), **settings))
+    local_ids = _ids(StreamingDataset(local=str(tmp_path / "cache"), **settings))  # every shard is there now
+    assert remote_ids == local_ids and sorted(remote_ids) == list(range(500))
