@@ -14,10 +14,14 @@ its map stays valid until closed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import heapq
+import itertools
 import os
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -47,6 +51,8 @@ class ShardCache:
         keep_zip: keep compressed files after decompressing them.
         cache_limit: bytes this cache may hold (shard files; the index is not counted), or None.
         threads: downloads run in parallel by ``prefetch``.
+        decompressions: how many of them may decompress at once (default: the CPUs this process may
+            use); the shard needed soonest goes first.
 
     ``stats`` counts what this process's cache did (downloads, hits, misses, evictions); it may be
     replaced by a ``CacheStats`` over shared memory, and each process (a DataLoader worker, say)
@@ -63,10 +69,12 @@ class ShardCache:
         keep_zip: bool = False,
         cache_limit: int | None = None,
         threads: int = 4,
+        decompressions: int | None = None,
     ) -> None:
         self.store, self.root, self.shards = store, root, shards
         self.validate_hash, self.keep_zip, self.cache_limit = validate_hash, keep_zip, cache_limit
         self.threads = threads
+        self.decompressions = decompressions or _usable_cpus()
         if validate_hash:
             _check_hash_available(shards, validate_hash, store.url)
         self._dir = os.path.join(root, CACHE_DIR)
@@ -76,13 +84,25 @@ class ShardCache:
         self._ledger: _Ledger | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._futures: dict[int, Future[bool]] = {}
+        self._need_order: dict[int, int] = {}  # shard -> its place in the order prefetch was asked for
+        self._gate = _PriorityGate(self.decompressions)
+        self._pid = os.getpid()
         self.stats = CacheStats()
 
     def __getstate__(self) -> dict[str, Any]:
         # Threads, futures, maps and counters belong to one process; a DataLoader worker makes its own.
         state = self.__dict__.copy()
-        state.update(_ledger=None, _pool=None, _futures={}, stats=CacheStats())
+        state.update(_ledger=None, _pool=None, _futures={}, _need_order={}, _gate=None, stats=CacheStats())
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _gate=_PriorityGate(state["decompressions"]), _pid=os.getpid())
+
+    def _own_process(self) -> None:
+        """In a forked child, forget the parent's threads, futures and gate (their threads are not here)."""
+        if self._pid != os.getpid():
+            self._pool, self._futures, self._need_order = None, {}, {}
+            self._gate, self._pid = _PriorityGate(self.decompressions), os.getpid()
 
     def shard_bytes(self, shard_id: int) -> int:
         """Disk the shard takes while cached: its raw file, plus its zip when zips are kept."""
@@ -99,6 +119,7 @@ class ShardCache:
         Counted in ``stats`` as a hit if the shard was on disk before anyone in this process asked
         for it, else as a miss (this process's prefetch fetched it, or waited for another process).
         """
+        self._own_process()
         started = time.perf_counter()
         future = self._futures.pop(shard_id, None)
         # A failed prefetch reports its own error instead of retrying again.
@@ -117,10 +138,12 @@ class ShardCache:
 
     def prefetch(self, shard_ids: Iterable[int]) -> None:
         """Start fetching these shards in the background, in this order."""
+        self._own_process()
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="mds-download")
         for shard_id in shard_ids:
             if shard_id not in self._futures:
+                self._need_order.setdefault(shard_id, len(self._need_order))
                 self._futures[shard_id] = self._pool.submit(self._make_present, shard_id)
 
     def _make_present(self, shard_id: int) -> bool:
@@ -143,6 +166,7 @@ class ShardCache:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
         self._futures.clear()
+        self._need_order.clear()
 
     # ---------------------------------------------------------------------------------------------
     # fetching
@@ -159,7 +183,10 @@ class ShardCache:
                 zip_path = os.path.join(self.root, shard.zip_data.basename)
                 if not has_size(zip_path, shard.zip_data.bytes):
                     self._download(shard.zip_data, zip_path)
-                decompress_shard(zip_path, raw_path, shard)
+                # Downloads run several at once and end together; decompressing them all at once would
+                # share the CPUs among them, and the one the reader waits for would end last.
+                with self._gate.slot(self._need_order.get(shard_id, -1)):
+                    decompress_shard(zip_path, raw_path, shard)
                 if not self.keep_zip:
                     os.unlink(zip_path)
         except BaseException:
@@ -217,6 +244,33 @@ class ShardCache:
             ledger.touch(shard_id)
 
 
+class _PriorityGate:
+    """At most ``slots`` holders at once; waiters go in ascending rank (the shard needed soonest first)."""
+
+    def __init__(self, slots: int) -> None:
+        self._free = max(1, slots)
+        self._ready = threading.Condition()
+        self._waiting: list[tuple[int, int]] = []  # heap of (rank, arrival)
+        self._arrivals = itertools.count()
+
+    @contextlib.contextmanager
+    def slot(self, rank: int) -> Iterator[None]:
+        ticket = (rank, next(self._arrivals))
+        with self._ready:
+            heapq.heappush(self._waiting, ticket)
+            while not self._free or self._waiting[0] != ticket:
+                self._ready.wait()
+            heapq.heappop(self._waiting)
+            self._free -= 1
+            self._ready.notify_all()  # the next in line may have a slot too
+        try:
+            yield
+        finally:
+            with self._ready:
+                self._free += 1
+                self._ready.notify_all()
+
+
 class _Ledger:
     """Per shard: last use in ns (0 = not cached) and the pid fetching it (0 = none), in a shared file."""
 
@@ -258,6 +312,10 @@ class _Ledger:
     def release(self, shard_id: int, present: bool) -> None:
         with file_lock(self.lock_path):
             self.table[shard_id] = (time.time_ns() if present else 0, 0)
+
+
+def _usable_cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _index_key(shards: list[ShardInfo]) -> str:

@@ -514,3 +514,31 @@ def test_samples_come_in_the_same_order_from_a_remote_as_from_a_local_copy(s3_se
     remote_ids = _ids(StreamingDataset(remote=url, local=str(tmp_path / "cache"), **settings))
     local_ids = _ids(StreamingDataset(local=str(tmp_path / "cache"), **settings))  # every shard is there now
     assert remote_ids == local_ids and sorted(remote_ids) == list(range(500))
+
+
+def test_decompressions_take_turns_the_shard_needed_soonest_first() -> None:
+    """Downloads end together; decompressing them one slot at a time, in the order they are needed,
+    makes the one the reader waits for ready first instead of last."""
+    import threading
+    import time
+
+    from mds_core.storage.shard_cache import _PriorityGate
+
+    gate, order = _PriorityGate(1), []
+    held = gate.slot(-1)
+    held.__enter__()
+
+    def decompress(rank: int) -> None:
+        with gate.slot(rank):
+            order.append(rank)
+
+    threads = [threading.Thread(target=decompress, args=(rank,)) for rank in (5, 1, 3, 0)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 10
+    while len(gate._waiting) < len(threads) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    held.__exit__(None, None, None)
+    for thread in threads:
+        thread.join(10)
+    assert order == [0, 1, 3, 5]
