@@ -39,6 +39,7 @@ from typing import Any
 
 _READ = 1 << 20  # bytes per read from either side
 _PACE = 64 << 10  # bytes per paced write under a bandwidth cap
+_SLACK = 0.005  # seconds: see Proxy._paced
 
 
 # ----------------------------------------------------------------------------- HTTP/1.1 framing
@@ -286,11 +287,13 @@ class Proxy:
             chunk = view[begin : begin + _PACE]
             now = time.monotonic()
             slot = now
+            # A link idle for less than _SLACK is not idle: a sleep woken late (timer granularity)
+            # must not cost the link its rate, or one connection alone would get well under the cap.
             if self.network.node_rate:
-                self._link_free_at = max(now, self._link_free_at) + len(chunk) / self.network.node_rate
+                self._link_free_at = max(now - _SLACK, self._link_free_at) + len(chunk) / self.network.node_rate
                 slot = self._link_free_at
             if self.network.conn_rate:
-                conn_free_at = max(now, conn_free_at) + len(chunk) / self.network.conn_rate
+                conn_free_at = max(now - _SLACK, conn_free_at) + len(chunk) / self.network.conn_rate
                 slot = max(slot, conn_free_at)
             if slot > now:
                 await asyncio.sleep(slot - now)
@@ -387,11 +390,13 @@ class NetProxy:
             chunk = view[begin : begin + _PACE]
             now = time.monotonic()
             slot = now
+            # A link idle for less than _SLACK is not idle: a sleep woken late (timer granularity)
+            # must not cost the link its rate, or one connection alone would get well under the cap.
             if self.network.node_rate:
-                self._link_free_at = max(now, self._link_free_at) + len(chunk) / self.network.node_rate
+                self._link_free_at = max(now - _SLACK, self._link_free_at) + len(chunk) / self.network.node_rate
                 slot = self._link_free_at
             if self.network.conn_rate:
-                conn_free_at = max(now, conn_free_at) + len(chunk) / self.network.conn_rate
+                conn_free_at = max(now - _SLACK, conn_free_at) + len(chunk) / self.network.conn_rate
                 slot = max(slot, conn_free_at)
             if slot > now:
                 await asyncio.sleep(slot - now)
