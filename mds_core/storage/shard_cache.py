@@ -37,6 +37,7 @@ from mds_core.storage.raw_shards import decompress_shard
 from mds_core.storage.remote import RemoteStore
 
 CACHE_DIR = ".mds-cache"  # lock files and the ledger, inside the stream's local directory
+HEAD_START_SECONDS = 1.0  # the longest the other downloads wait for the first one's bytes
 _HASH_CHUNK = 8 << 20
 
 
@@ -85,6 +86,7 @@ class ShardCache:
         self._pool: ThreadPoolExecutor | None = None
         self._futures: dict[int, Future[bool]] = {}
         self._need_order: dict[int, int] = {}  # shard -> its place in the order prefetch was asked for
+        self._head_start = threading.Event()  # set when the first shard asked for has its bytes
         self._gate = _PriorityGate(self.decompressions)
         self._pid = os.getpid()
         self.stats = CacheStats()
@@ -92,17 +94,21 @@ class ShardCache:
     def __getstate__(self) -> dict[str, Any]:
         # Threads, futures, maps and counters belong to one process; a DataLoader worker makes its own.
         state = self.__dict__.copy()
-        state.update(_ledger=None, _pool=None, _futures={}, _need_order={}, _gate=None, stats=CacheStats())
+        state.update(
+            _ledger=None, _pool=None, _futures={}, _need_order={}, _gate=None, _head_start=None, stats=CacheStats()
+        )
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state, _gate=_PriorityGate(state["decompressions"]), _pid=os.getpid())
+        self.__dict__.update(
+            state, _gate=_PriorityGate(state["decompressions"]), _head_start=threading.Event(), _pid=os.getpid()
+        )
 
     def _own_process(self) -> None:
         """In a forked child, forget the parent's threads, futures and gate (their threads are not here)."""
         if self._pid != os.getpid():
             self._pool, self._futures, self._need_order = None, {}, {}
-            self._gate, self._pid = _PriorityGate(self.decompressions), os.getpid()
+            self._gate, self._head_start, self._pid = _PriorityGate(self.decompressions), threading.Event(), os.getpid()
 
     def shard_bytes(self, shard_id: int) -> int:
         """Disk the shard takes while cached: its raw file, plus its zip when zips are kept."""
@@ -137,14 +143,30 @@ class ShardCache:
         return has_size(self._raw_path(shard_id), self.shards[shard_id].raw_data.bytes)
 
     def prefetch(self, shard_ids: Iterable[int]) -> None:
-        """Start fetching these shards in the background, in this order."""
+        """Start fetching these shards in the background, in this order.
+
+        The first shard asked for gets a head start: the others wait until its bytes are here (at
+        most ``HEAD_START_SECONDS``), so the first sample does not share the network with them. After
+        that, ``threads`` downloads run at once.
+        """
         self._own_process()
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="mds-download")
         for shard_id in shard_ids:
             if shard_id not in self._futures:
                 self._need_order.setdefault(shard_id, len(self._need_order))
-                self._futures[shard_id] = self._pool.submit(self._make_present, shard_id)
+                self._futures[shard_id] = self._pool.submit(self._prefetched, shard_id)
+
+    def _prefetched(self, shard_id: int) -> bool:
+        """``_make_present`` for prefetch: the first shard asked for first, alone, the others after it."""
+        head = self._need_order.get(shard_id) == 0
+        if not head:
+            self._head_start.wait(HEAD_START_SECONDS)
+        try:
+            return self._make_present(shard_id)
+        finally:
+            if head:
+                self._head_start.set()  # (also when it was cached, came from another process or failed)
 
     def _make_present(self, shard_id: int) -> bool:
         """Make the raw file present; whether it was missing when first looked for (a cache miss)."""
@@ -167,6 +189,7 @@ class ShardCache:
             self._pool = None
         self._futures.clear()
         self._need_order.clear()
+        self._head_start.clear()
 
     # ---------------------------------------------------------------------------------------------
     # fetching
@@ -183,6 +206,8 @@ class ShardCache:
                 zip_path = os.path.join(self.root, shard.zip_data.basename)
                 if not has_size(zip_path, shard.zip_data.bytes):
                     self._download(shard.zip_data, zip_path)
+                if self._need_order.get(shard_id) == 0:
+                    self._head_start.set()  # its bytes are here: the others may use the network
                 # Downloads run several at once and end together; decompressing them all at once would
                 # share the CPUs among them, and the one the reader waits for would end last.
                 with self._gate.slot(self._need_order.get(shard_id, -1)):

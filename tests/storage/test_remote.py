@@ -507,6 +507,20 @@ def test_the_first_sample_waits_for_its_own_shard_only(s3_server, fault_proxy, t
     assert [int(s["id"]) for s in samples] == list(range(1, 240))
 
 
+def test_the_first_shard_downloads_alone_before_the_others_start(s3_server, fault_proxy, tmp_path: Path) -> None:
+    """The first sample does not share the network with the shards needed after it."""
+    url = f"s3://{s3_server.new_bucket()}/data"
+    _write(url, n=240)
+    fault_proxy.add(Fault("delay", path=r"/shard\.00000\.mds$", value=0.6))
+    dataset = StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=8, job_root=str(tmp_path / "jobs"))
+    assert _ids(dataset) == list(range(240))
+    requests = zip(fault_proxy.requests, fault_proxy.arrivals)
+    shard_gets = [(path, at) for (method, path), at in requests if method == "GET" and "/shard." in path]
+    (first, started), others = shard_gets[0], shard_gets[1:]
+    assert first.endswith("/shard.00000.mds") and others
+    assert min(at for _, at in others) >= started + 0.5  # they waited for its bytes
+
+
 def test_samples_come_in_the_same_order_from_a_remote_as_from_a_local_copy(s3_server, tmp_path: Path) -> None:
     url = f"s3://{s3_server.new_bucket()}/data"
     _write(url, n=500, compression="zstd")
