@@ -170,6 +170,7 @@ class FaultProxy:
         self.faults: list[Fault] = []
         self.random: RandomFaults | None = None  # consulted when no rule in ``faults`` matches
         self.requests: list[tuple[str, str]] = []  # (method, path and query) of every request received
+        self.arrivals: list[float] = []  # time.monotonic() when each of ``requests`` arrived
         self.lock = threading.Lock()
         self.rate: float | None = None  # bytes/s over all responses together, like one node's link
         self._link_free_at = 0.0
@@ -185,6 +186,7 @@ class FaultProxy:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 with proxy.lock:
                     proxy.requests.append((self.command, self.path))
+                    proxy.arrivals.append(time.monotonic())
                 fault = proxy.take_fault(self.command, self.path, body)
                 if fault is not None and fault.action == "drop":
                     self.close_connection = True

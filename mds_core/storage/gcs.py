@@ -27,6 +27,17 @@ def filesystem(url: str, timeout: float | None, options: dict[str, Any]) -> tupl
     return fs, fs._strip_protocol(url)
 
 
+def get_file(fs: Any) -> Any:
+    """The download of one object as one GET (``alt=media``) straight into the local file.
+
+    gcsfs's ``_get_file`` (since 2025) first reads the object's metadata to plan a concurrent,
+    ranged download: a metadata GET and a listing (is it a directory?) before each file's GET, three
+    requests where one does. Its ``_get_file_request`` is that one GET; older gcsfs's ``_get_file``
+    is nothing more, and is used where ``_get_file_request`` is missing.
+    """
+    return getattr(fs, "_get_file_request", None) or fs._get_file
+
+
 @functools.cache
 def _one_attempt_gcs() -> type:
     from gcsfs.core import GCSFileSystem

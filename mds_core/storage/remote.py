@@ -14,7 +14,9 @@ import asyncio
 import os
 import random
 import shutil
+import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import urlparse
@@ -32,6 +34,34 @@ T = TypeVar("T")
 _COPY_CHUNK = 8 << 20
 _MAX_BACKOFF = 8.0
 _THROTTLE_BUDGET = 300.0  # seconds of Retry-After waits per file when there is no timeout
+
+# Fork safety of clients: the only module state here, and it cannot live on a RemoteStore.
+# An async client (s3fs, gcsfs, adlfs) belongs to the fsspec event-loop thread of the process that
+# made it. A forked child (a DataLoader worker) inherits the object but not the thread, and when the
+# child frees the object, its finaliser waits on that missing thread: about 1 s per client, in every
+# worker, every epoch, also for a client that was already garbage in the parent. So every client is
+# registered here as it is opened; after a fork the child pins the inherited ones for the rest of
+# its life (never used, never finalised: their sockets are the parent's) and opens its own.
+_OPENED: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+_INHERITED: list[Any] = []
+_OPEN_LOCK = threading.Lock()  # one client per store and process, whichever thread asks first
+
+
+def _pin_inherited_clients() -> None:
+    """In a forked child: keep every client opened before the fork alive, unused, for good."""
+    global _OPEN_LOCK
+    _OPEN_LOCK = threading.Lock()  # the parent's may have been held by another thread at the fork
+    _INHERITED.extend(client for client in list(_OPENED.values()) if client is not None)
+    _OPENED.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_pin_inherited_clients)
+
+
+def inherited_clients() -> int:
+    """How many clients this process inherited from its parent at a fork (and keeps unused)."""
+    return len(_INHERITED)
 
 
 class RemoteStore:
@@ -61,16 +91,32 @@ class RemoteStore:
         self.retry, self.timeout = retry, timeout
         self.storage_options = dict(storage_options or {})
         self.kind = store_kind(self.url, any_fsspec=any_fsspec)
-        self._fs, self.path = self.kind.open(self.url, timeout, self.storage_options)
+        self._fs: Any = None
         self._pid = os.getpid()
+        self.path = self._open()[1]
 
     @property
     def fs(self) -> Any:
-        """The fsspec filesystem, made anew in each process: async clients are not fork-safe."""
-        if self._fs is None or self._pid != os.getpid():
-            self._fs, self.path = self.kind.open(self.url, self.timeout, self.storage_options)
-            self._pid = os.getpid()
-        return self._fs
+        """The fsspec filesystem, one per process: a forked child opens its own (see ``_pin_inherited_clients``)."""
+        fs = self._fs
+        if fs is None or self._pid != os.getpid():
+            fs = self._open()[0]
+        return fs
+
+    def _open(self) -> tuple[Any, str]:
+        """Open this process's filesystem (once, whichever thread asks first)."""
+        with _OPEN_LOCK:
+            if self._fs is None or self._pid != os.getpid():
+                options = self.storage_options
+                if self._fs is not None and self.kind.reopen_options is not None:  # in a forked child
+                    options = {**self.kind.reopen_options(self._fs), **options}
+                fs, self.path = self.kind.open(self.url, self.timeout, options)
+                try:
+                    _OPENED[id(fs)] = fs
+                except TypeError:  # not weak-referenceable: not a client that needs guarding
+                    pass
+                self._fs, self._pid = fs, os.getpid()
+        return self._fs, self.path
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_fs": None}
@@ -252,7 +298,10 @@ class RemoteStore:
             from fsspec.asyn import sync
             from fsspec.exceptions import FSTimeoutError
 
-            coro = getattr(self.fs, "_" + method.__name__.lstrip("_"))
+            if method == self._get_file and self.kind.get_file is not None:
+                coro = self.kind.get_file(self.fs)
+            else:
+                coro = getattr(self.fs, "_" + method.__name__.lstrip("_"))
             try:
                 sync(self.fs.loop, _with_deadline, coro(src, dst), self.timeout)
             except FSTimeoutError:

@@ -14,10 +14,14 @@ its map stays valid until closed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import heapq
+import itertools
 import os
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -33,6 +37,7 @@ from mds_core.storage.raw_shards import decompress_shard
 from mds_core.storage.remote import RemoteStore
 
 CACHE_DIR = ".mds-cache"  # lock files and the ledger, inside the stream's local directory
+HEAD_START_SECONDS = 1.0  # the longest the other downloads wait for the first one's bytes
 _HASH_CHUNK = 8 << 20
 
 
@@ -47,6 +52,8 @@ class ShardCache:
         keep_zip: keep compressed files after decompressing them.
         cache_limit: bytes this cache may hold (shard files; the index is not counted), or None.
         threads: downloads run in parallel by ``prefetch``.
+        decompressions: how many of them may decompress at once (default: the CPUs this process may
+            use); the shard needed soonest goes first.
 
     ``stats`` counts what this process's cache did (downloads, hits, misses, evictions); it may be
     replaced by a ``CacheStats`` over shared memory, and each process (a DataLoader worker, say)
@@ -63,10 +70,12 @@ class ShardCache:
         keep_zip: bool = False,
         cache_limit: int | None = None,
         threads: int = 4,
+        decompressions: int | None = None,
     ) -> None:
         self.store, self.root, self.shards = store, root, shards
         self.validate_hash, self.keep_zip, self.cache_limit = validate_hash, keep_zip, cache_limit
         self.threads = threads
+        self.decompressions = decompressions or _usable_cpus()
         if validate_hash:
             _check_hash_available(shards, validate_hash, store.url)
         self._dir = os.path.join(root, CACHE_DIR)
@@ -76,13 +85,30 @@ class ShardCache:
         self._ledger: _Ledger | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._futures: dict[int, Future[bool]] = {}
+        self._need_order: dict[int, int] = {}  # shard -> its place in the order prefetch was asked for
+        self._head_start = threading.Event()  # set when the first shard asked for has its bytes
+        self._gate = _PriorityGate(self.decompressions)
+        self._pid = os.getpid()
         self.stats = CacheStats()
 
     def __getstate__(self) -> dict[str, Any]:
         # Threads, futures, maps and counters belong to one process; a DataLoader worker makes its own.
         state = self.__dict__.copy()
-        state.update(_ledger=None, _pool=None, _futures={}, stats=CacheStats())
+        state.update(
+            _ledger=None, _pool=None, _futures={}, _need_order={}, _gate=None, _head_start=None, stats=CacheStats()
+        )
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(
+            state, _gate=_PriorityGate(state["decompressions"]), _head_start=threading.Event(), _pid=os.getpid()
+        )
+
+    def _own_process(self) -> None:
+        """In a forked child, forget the parent's threads, futures and gate (their threads are not here)."""
+        if self._pid != os.getpid():
+            self._pool, self._futures, self._need_order = None, {}, {}
+            self._gate, self._head_start, self._pid = _PriorityGate(self.decompressions), threading.Event(), os.getpid()
 
     def shard_bytes(self, shard_id: int) -> int:
         """Disk the shard takes while cached: its raw file, plus its zip when zips are kept."""
@@ -99,6 +125,7 @@ class ShardCache:
         Counted in ``stats`` as a hit if the shard was on disk before anyone in this process asked
         for it, else as a miss (this process's prefetch fetched it, or waited for another process).
         """
+        self._own_process()
         started = time.perf_counter()
         future = self._futures.pop(shard_id, None)
         # A failed prefetch reports its own error instead of retrying again.
@@ -108,13 +135,38 @@ class ShardCache:
         self.stats.record_lookup(hit=not missed, wait_seconds=time.perf_counter() - started)
         return self._raw_path(shard_id)
 
+    def is_ready(self, shard_id: int) -> bool:
+        """Whether ``ensure(shard_id)`` would return without waiting for a download (as far as this process knows)."""
+        future = self._futures.get(shard_id)
+        if future is not None:
+            return future.done()
+        return has_size(self._raw_path(shard_id), self.shards[shard_id].raw_data.bytes)
+
     def prefetch(self, shard_ids: Iterable[int]) -> None:
-        """Start fetching these shards in the background, in this order."""
+        """Start fetching these shards in the background, in this order.
+
+        The first shard asked for gets a head start: the others wait until its bytes are here (at
+        most ``HEAD_START_SECONDS``), so the first sample does not share the network with them. After
+        that, ``threads`` downloads run at once.
+        """
+        self._own_process()
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="mds-download")
         for shard_id in shard_ids:
             if shard_id not in self._futures:
-                self._futures[shard_id] = self._pool.submit(self._make_present, shard_id)
+                self._need_order.setdefault(shard_id, len(self._need_order))
+                self._futures[shard_id] = self._pool.submit(self._prefetched, shard_id)
+
+    def _prefetched(self, shard_id: int) -> bool:
+        """``_make_present`` for prefetch: the first shard asked for first, alone, the others after it."""
+        head = self._need_order.get(shard_id) == 0
+        if not head:
+            self._head_start.wait(HEAD_START_SECONDS)
+        try:
+            return self._make_present(shard_id)
+        finally:
+            if head:
+                self._head_start.set()  # (also when it was cached, came from another process or failed)
 
     def _make_present(self, shard_id: int) -> bool:
         """Make the raw file present; whether it was missing when first looked for (a cache miss)."""
@@ -136,6 +188,8 @@ class ShardCache:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
         self._futures.clear()
+        self._need_order.clear()
+        self._head_start.clear()
 
     # ---------------------------------------------------------------------------------------------
     # fetching
@@ -152,7 +206,12 @@ class ShardCache:
                 zip_path = os.path.join(self.root, shard.zip_data.basename)
                 if not has_size(zip_path, shard.zip_data.bytes):
                     self._download(shard.zip_data, zip_path)
-                decompress_shard(zip_path, raw_path, shard)
+                if self._need_order.get(shard_id) == 0:
+                    self._head_start.set()  # its bytes are here: the others may use the network
+                # Downloads run several at once and end together; decompressing them all at once would
+                # share the CPUs among them, and the one the reader waits for would end last.
+                with self._gate.slot(self._need_order.get(shard_id, -1)):
+                    decompress_shard(zip_path, raw_path, shard)
                 if not self.keep_zip:
                     os.unlink(zip_path)
         except BaseException:
@@ -210,6 +269,33 @@ class ShardCache:
             ledger.touch(shard_id)
 
 
+class _PriorityGate:
+    """At most ``slots`` holders at once; waiters go in ascending rank (the shard needed soonest first)."""
+
+    def __init__(self, slots: int) -> None:
+        self._free = max(1, slots)
+        self._ready = threading.Condition()
+        self._waiting: list[tuple[int, int]] = []  # heap of (rank, arrival)
+        self._arrivals = itertools.count()
+
+    @contextlib.contextmanager
+    def slot(self, rank: int) -> Iterator[None]:
+        ticket = (rank, next(self._arrivals))
+        with self._ready:
+            heapq.heappush(self._waiting, ticket)
+            while not self._free or self._waiting[0] != ticket:
+                self._ready.wait()
+            heapq.heappop(self._waiting)
+            self._free -= 1
+            self._ready.notify_all()  # the next in line may have a slot too
+        try:
+            yield
+        finally:
+            with self._ready:
+                self._free += 1
+                self._ready.notify_all()
+
+
 class _Ledger:
     """Per shard: last use in ns (0 = not cached) and the pid fetching it (0 = none), in a shared file."""
 
@@ -251,6 +337,10 @@ class _Ledger:
     def release(self, shard_id: int, present: bool) -> None:
         with file_lock(self.lock_path):
             self.table[shard_id] = (time.time_ns() if present else 0, 0)
+
+
+def _usable_cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _index_key(shards: list[ShardInfo]) -> str:

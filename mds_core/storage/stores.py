@@ -34,6 +34,10 @@ from mds_core.storage.urls import is_remote, local_path
 FilesystemFactory = Callable[[str, float | None, dict[str, Any]], tuple[Any, str]]
 # (filesystem, path, bytes) -> True if this call created the file, False if it already existed
 CreateIfAbsent = Callable[[Any, str, bytes], bool]
+# (async filesystem) -> its coroutine function (remote path, local path) that downloads one file
+AsyncGetFile = Callable[[Any], Callable[[str, str], Any]]
+# (filesystem inherited at a fork) -> options for the child's own filesystem, taken from it
+ReopenOptions = Callable[[Any], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,11 @@ class StoreKind:
 
     ``bucket`` names what the first path component is where it must exist before anything can be
     listed or written (``"bucket"``, ``"container"``), else None. ``exclusive_create`` is None for a
-    store that cannot promise one: versioned shard sets refuse it.
+    store that cannot promise one: versioned shard sets refuse it. ``get_file`` picks the coroutine
+    that downloads a file where the filesystem's own ``_get_file`` sends more than the one GET a
+    download needs; None: ``_get_file``. ``reopen_options`` gives what a forked child's new filesystem
+    may take over from the one it inherited (an S3 session: credentials and parsed API models, no
+    connections), so a DataLoader worker does not build it again; None: nothing.
     """
 
     name: str
@@ -60,6 +68,8 @@ class StoreKind:
     bucket: str | None = None
     package: str | None = None
     extra: str | None = None
+    get_file: AsyncGetFile | None = None
+    reopen_options: ReopenOptions | None = None
 
     def open(self, url: str, timeout: float | None, options: Mapping[str, Any]) -> tuple[Any, str]:
         """(fsspec filesystem, path inside it) for ``url``, with fsspec's listing cache off."""
@@ -143,6 +153,7 @@ STORES: Mapping[str, StoreKind] = MappingProxyType(
             bucket="bucket",
             package="s3fs",
             extra="s3",
+            reopen_options=s3.reopen_options,
         ),
         "gcs": StoreKind(
             name="Google Cloud Storage",
@@ -154,6 +165,7 @@ STORES: Mapping[str, StoreKind] = MappingProxyType(
             bucket="bucket",
             package="gcsfs",
             extra="gcs",
+            get_file=gcs.get_file,
         ),
         "azure": StoreKind(
             name="Azure Blob Storage / ADLS",

@@ -103,6 +103,10 @@ class LocalDataset:
             if shard.samples:
                 yield from self._readers[shard_id] or self.open_shard(shard_id)
 
+    def is_open(self, shard_id: int) -> bool:
+        """Whether the shard's reader is open (reading it needs no download nor decompression)."""
+        return self._readers[shard_id] is not None
+
     def shard_reader(self, shard_id: int) -> ShardReader:
         """The open reader of one shard (opened on first use)."""
         return self._readers[shard_id] or self.open_shard(shard_id)

@@ -70,11 +70,19 @@ class Stream:
         return os.path.join(self.local, self.split or "")
 
     def store(self) -> RemoteStore:
-        """The remote directory of this stream's split (only for streams with a remote)."""
+        """The remote directory of this stream's split (only for streams with a remote).
+
+        One ``RemoteStore``, so one client, serves the index and every shard (building an S3 client
+        takes 0.2-0.4 s); it is made again only if the retry or timeout settings changed since.
+        """
         if self.remote is None:
             raise ConfigurationError(f"stream {self.local!r} has no remote")
         url = self.remote if not self.split else f"{self.remote.rstrip('/')}/{self.split}"
-        return open_store(url, retry=max(1, self.download_retry or 1), timeout=self.download_timeout)
+        key = (url, max(1, self.download_retry or 1), self.download_timeout)
+        made: tuple[tuple[Any, ...], RemoteStore] | None = self.__dict__.get("_store")
+        if made is None or made[0] != key:
+            made = self._store = (key, open_store(url, retry=key[1], timeout=key[2]))
+        return made[1]
 
     def fetch_index(self) -> None:
         """Download ``index.json`` from the remote (once per node: the node's first rank calls this)."""

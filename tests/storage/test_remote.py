@@ -420,3 +420,139 @@ def test_spawned_loader_workers_stream_from_s3(s3_server, tmp_path: Path) -> Non
     loader = StreamingDataLoader(dataset, batch_size=8, num_workers=2, multiprocessing_context="spawn")
     ids = [int(i) for batch in loader for i in batch["id"]]
     assert sorted(ids) == list(range(200))
+
+
+# ------------------------------------------------------------------------------------------------
+# clients across fork, one client per stream, samples handed out as their shards arrive
+
+
+def test_a_forked_child_opens_its_own_client_and_never_frees_the_parents(s3_server, tmp_path: Path) -> None:
+    """Freeing the inherited client would wait ~1 s on the parent's event-loop thread, absent in a child."""
+    import gc
+    import weakref
+
+    from mds_core.storage import remote
+
+    url = f"s3://{s3_server.new_bucket()}/data"
+    _write(url, n=40)
+    store = open_store(url)
+    index = store.read_bytes("index.json")  # the parent's client is live: session, connections, loop thread
+    parent_client = weakref.ref(store.fs)
+    parent_session = store.fs.session
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child reports through the pipe)
+        try:
+            same_bytes = store.read_bytes("index.json") == index  # through the child's own client
+            own = store.fs
+            gc.collect()
+            report = {
+                "same_bytes": same_bytes,
+                "own_client": own is not parent_client(),
+                "parent_client_kept": parent_client() is not None,
+                "inherited": remote.inherited_clients(),
+                "session_taken_over": own.session is parent_session,
+            }
+        except BaseException as err:
+            report = {"error": repr(err)}
+        os.write(write, json.dumps(report).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        report = json.loads(pipe.read())
+    os.waitpid(pid, 0)
+    assert report.pop("inherited", 0) >= 1, report
+    assert report == {"same_bytes": True, "own_client": True, "parent_client_kept": True, "session_taken_over": True}
+    assert store.read_bytes("index.json") == index  # the parent's client still works
+
+
+def test_a_dataset_reads_its_index_and_shards_through_one_client(s3_server, tmp_path: Path) -> None:
+    url = f"s3://{s3_server.new_bucket()}/data"
+    _write(url, n=100)
+    dataset = StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=8, job_root=str(tmp_path / "jobs"))
+    (stream,), (reader,) = dataset.streams, dataset.readers
+    assert reader.shard_cache.store is stream.store()
+    client = stream.store().fs
+    assert sorted(_ids(dataset)) == list(range(100))
+    assert stream.store().fs is client
+
+
+def test_a_loader_epoch_sends_one_get_per_file_and_nothing_else(s3_server, tmp_path: Path) -> None:
+    from mds_core import StreamingDataLoader
+
+    bucket = s3_server.new_bucket()
+    url = f"s3://{bucket}/data"
+    _write(url, n=300, compression="zstd")
+    files = open_store(url).list()
+    since = s3_server.log_position()
+    dataset = StreamingDataset(
+        remote=url, local=str(tmp_path / "cache"), batch_size=8, shuffle=True, job_root=str(tmp_path / "jobs")
+    )
+    loader = StreamingDataLoader(dataset, batch_size=8, num_workers=2)
+    for _epoch in range(2):  # the second epoch reads the cache only
+        assert sorted(int(i) for batch in loader for i in batch["id"]) == list(range(300))
+    requests = s3_server.requests(since)
+    assert object_gets(requests, bucket) == {f"data/{key}": 1 for key in files}
+    assert len(requests) == len(files)  # no HEAD, no listing
+
+
+def test_the_first_sample_waits_for_its_own_shard_only(s3_server, fault_proxy, tmp_path: Path) -> None:
+    url = f"s3://{s3_server.new_bucket()}/data"
+    _write(url, n=240)  # ~15 samples a shard: the first step of 64 samples spans shards 0-4
+    fault_proxy.add(Fault("delay", path=r"/shard\.00003\.mds$", value=3.0))
+    dataset = StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=8, job_root=str(tmp_path / "jobs"))
+    samples = iter(dataset)
+    assert int(next(samples)["id"]) == 0
+    assert not (tmp_path / "cache" / "shard.00003.mds").exists()  # still on its way
+    assert [int(s["id"]) for s in samples] == list(range(1, 240))
+
+
+def test_the_first_shard_downloads_alone_before_the_others_start(s3_server, fault_proxy, tmp_path: Path) -> None:
+    """The first sample does not share the network with the shards needed after it."""
+    url = f"s3://{s3_server.new_bucket()}/data"
+    _write(url, n=240)
+    fault_proxy.add(Fault("delay", path=r"/shard\.00000\.mds$", value=0.6))
+    dataset = StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=8, job_root=str(tmp_path / "jobs"))
+    assert _ids(dataset) == list(range(240))
+    requests = zip(fault_proxy.requests, fault_proxy.arrivals)
+    shard_gets = [(path, at) for (method, path), at in requests if method == "GET" and "/shard." in path]
+    (first, started), others = shard_gets[0], shard_gets[1:]
+    assert first.endswith("/shard.00000.mds") and others
+    assert min(at for _, at in others) >= started + 0.5  # they waited for its bytes
+
+
+def test_samples_come_in_the_same_order_from_a_remote_as_from_a_local_copy(s3_server, tmp_path: Path) -> None:
+    url = f"s3://{s3_server.new_bucket()}/data"
+    _write(url, n=500, compression="zstd")
+    settings = {"batch_size": 8, "shuffle": True, "shuffle_block_size": 64, "job_root": str(tmp_path / "jobs")}
+    remote_ids = _ids(StreamingDataset(remote=url, local=str(tmp_path / "cache"), **settings))
+    local_ids = _ids(StreamingDataset(local=str(tmp_path / "cache"), **settings))  # every shard is there now
+    assert remote_ids == local_ids and sorted(remote_ids) == list(range(500))
+
+
+def test_decompressions_take_turns_the_shard_needed_soonest_first() -> None:
+    """Downloads end together; decompressing them one slot at a time, in the order they are needed,
+    makes the one the reader waits for ready first instead of last."""
+    import threading
+    import time
+
+    from mds_core.storage.shard_cache import _PriorityGate
+
+    gate, order = _PriorityGate(1), []
+    held = gate.slot(-1)
+    held.__enter__()
+
+    def decompress(rank: int) -> None:
+        with gate.slot(rank):
+            order.append(rank)
+
+    threads = [threading.Thread(target=decompress, args=(rank,)) for rank in (5, 1, 3, 0)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 10
+    while len(gate._waiting) < len(threads) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    held.__exit__(None, None, None)
+    for thread in threads:
+        thread.join(10)
+    assert order == [0, 1, 3, 5]

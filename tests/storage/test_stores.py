@@ -194,3 +194,18 @@ def _write_ids(out: str, ids: range) -> None:
 def _tx_ids(transactions: list, tx) -> range:
     n = transactions.index(tx)
     return range(100 * (n + 1), 100 * (n + 1) + 5)
+
+
+def test_reading_a_dataset_sends_one_get_per_file_and_nothing_else(server, proxy, tmp_path: Path) -> None:
+    root = server.new_root()
+    url = f"{root}/data"
+    _write(url, n=200, compression="zstd")
+    files = open_store(url).list()
+    proxy.requests.clear()
+    assert sorted(_ids(_dataset(url, tmp_path, shuffle=True))) == list(range(200))
+    # no metadata lookups, listings or HEADs: the index gives every size (gcsfs's own download asks for
+    # an object's metadata and lists its "directory" first)
+    assert server.object_gets(proxy.requests, root) == {f"data/{key}": 1 for key in files}
+    # (the Databricks SDK reads the host's configuration once per client, not per file)
+    requests = [r for r in proxy.requests if not r[1].startswith("/.well-known/")]
+    assert len(requests) == len(files), requests
