@@ -23,6 +23,7 @@ from mds_core.errors import EmptyStreamError, SampleIndexError
 from mds_core.format.index import ShardInfo
 from mds_core.order import OrderSpec, generate_work
 from mds_core.order.world import World
+from mds_core.streaming.arrival import decode_as_ready, decode_in_order
 from mds_core.streaming.cache_limit import apply_cache_limit, parse_cache_limit
 from mds_core.streaming.jobdir import default_root, open_job
 from mds_core.streaming.local import ordering, select
@@ -236,59 +237,14 @@ class StreamingDataset:
         for begin in range(0, len(ids), _DECODE_BLOCK):
             block_shards, block_ids = shard_ids[begin : begin + _DECODE_BLOCK], local_ids[begin : begin + _DECODE_BLOCK]
             if refetch_deleted:  # remote: hand samples out as their shards arrive
-                yield from self._decode_as_ready(block_shards, block_ids)
+                yield from decode_as_ready(owners, metrics, block_shards, block_ids)
                 continue
             # Timed per block, not per sample: two clock reads cost about as much as decoding a small sample.
             mark = metrics.mark() if metrics is not None else None
-            block = self._decode(block_shards, block_ids)
+            block = decode_in_order(owners, block_shards, block_ids)
             if metrics is not None and mark is not None:
                 metrics.decoded(len(block), mark)
             yield from block
-
-    def _decode(self, shard_ids: np.ndarray, local_ids: np.ndarray) -> list[dict[str, Any]]:
-        """Samples in the given order, decoded a shard at a time (each shard's samples in one call)."""
-        by_shard = np.argsort(shard_ids, kind="stable")
-        starts = np.flatnonzero(np.diff(shard_ids[by_shard])) + 1
-        out: list[Any] = [None] * len(shard_ids)
-        for positions in np.split(by_shard, starts):
-            reader, shard_of_reader = self._shard_owners[int(shard_ids[positions[0]])]
-            samples = reader.shard_reader(shard_of_reader).take(local_ids[positions])
-            for position, sample in zip(positions.tolist(), samples):
-                out[position] = sample
-        return out
-
-    def _decode_as_ready(self, shard_ids: np.ndarray, local_ids: np.ndarray) -> Iterator[dict[str, Any]]:
-        """A block's samples in order, each handed out as soon as it and those before it are decoded.
-
-        A shuffled block of 256 samples spans most shards, which arrive in any order. Its shards are
-        decoded as they arrive (every one ready, then the one the next sample waits for), so the first
-        sample waits for its own shard only, and decoding overlaps the downloads still running.
-        """
-        by_shard = np.argsort(shard_ids, kind="stable")
-        starts = np.flatnonzero(np.diff(shard_ids[by_shard])) + 1
-        pending = {int(shard_ids[positions[0]]): positions for positions in np.split(by_shard, starts)}
-        out: list[Any] = [None] * len(shard_ids)
-        decoded = np.zeros(len(shard_ids), bool)
-        metrics, owners, handed = self._worker_metrics, self._shard_owners, 0
-        while handed < len(out):
-            waited_for = int(shard_ids[handed])
-            ready = [shard for shard in pending if shard != waited_for and _shard_ready(*owners[shard])]
-            mark = metrics.mark() if metrics is not None else None
-            count = 0
-            for shard in [*ready, waited_for] if waited_for in pending else ready:
-                positions = pending.pop(shard)
-                reader, shard_of_reader = owners[shard]
-                samples = reader.shard_reader(shard_of_reader).take(local_ids[positions])
-                for position, sample in zip(positions.tolist(), samples):
-                    out[position] = sample
-                decoded[positions] = True
-                count += len(positions)
-            if metrics is not None and mark is not None and count:
-                metrics.decoded(count, mark)
-            while handed < len(out) and decoded[handed]:
-                sample, out[handed] = out[handed], None
-                handed += 1
-                yield sample
 
     def _work_row(self, world: World, epoch: int, sample_in_epoch: int, state: OrderState | None) -> np.ndarray:
         """This worker's sample ids for the epoch, computed once per node and shared."""
@@ -418,12 +374,6 @@ class StreamingDataset:
     def versions(self) -> list[int | None]:
         """The shard-set version each stream reads (None: not a pinned version)."""
         return [stream.version for stream in self.streams]
-
-
-def _shard_ready(reader: Any, shard_id: int) -> bool:
-    """Whether reading the shard now would not wait for a download."""
-    cache = reader.shard_cache
-    return reader.is_open(shard_id) or cache is None or cache.is_ready(shard_id)
 
 
 def _short_hash(text: str) -> str:

@@ -1,0 +1,70 @@
+"""Decoding a block of samples a shard at a time: in one go (local shards), or handed out as their
+shards arrive (streams that download them)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+
+def decode_in_order(
+    owners: Sequence[tuple[Any, int]], shard_ids: np.ndarray, local_ids: np.ndarray
+) -> list[dict[str, Any]]:
+    """Samples in the given order, decoded a shard at a time (each shard's samples in one call)."""
+    out: list[Any] = [None] * len(shard_ids)
+    for positions in by_shard(shard_ids):
+        reader, shard_of_reader = owners[int(shard_ids[positions[0]])]
+        samples = reader.shard_reader(shard_of_reader).take(local_ids[positions])
+        for position, sample in zip(positions.tolist(), samples, strict=True):
+            out[position] = sample
+    return out
+
+
+def by_shard(shard_ids: np.ndarray) -> list[np.ndarray]:
+    """The positions of ``shard_ids`` grouped by shard, each group in order, shards in ascending order."""
+    order = np.argsort(shard_ids, kind="stable")
+    return np.split(order, np.flatnonzero(np.diff(shard_ids[order])) + 1)
+
+
+def decode_as_ready(
+    owners: Sequence[tuple[Any, int]], metrics: Any, shard_ids: np.ndarray, local_ids: np.ndarray
+) -> Iterator[dict[str, Any]]:
+    """A block's samples in order, each handed out as soon as it and those before it are decoded.
+
+    A shuffled block of 256 samples spans most shards, which arrive in any order. Its shards are
+    decoded as they arrive (every one ready, then the one the next sample waits for), so the first
+    sample waits for its own shard only, and decoding overlaps the downloads still running.
+    ``owners[shard]`` is the (reader, shard of that reader) holding a global shard id; ``metrics`` the
+    worker's decode timer, or None.
+    """
+    pending = {int(shard_ids[positions[0]]): positions for positions in by_shard(shard_ids)}
+    out: list[Any] = [None] * len(shard_ids)
+    decoded = np.zeros(len(shard_ids), bool)
+    handed = 0
+    while handed < len(out):
+        waited_for = int(shard_ids[handed])
+        ready = [shard for shard in pending if shard != waited_for and shard_ready(*owners[shard])]
+        mark = metrics.mark() if metrics is not None else None
+        count = 0
+        for shard in [*ready, waited_for] if waited_for in pending else ready:
+            positions = pending.pop(shard)
+            reader, shard_of_reader = owners[shard]
+            samples = reader.shard_reader(shard_of_reader).take(local_ids[positions])
+            for position, sample in zip(positions.tolist(), samples, strict=True):
+                out[position] = sample
+            decoded[positions] = True
+            count += len(positions)
+        if metrics is not None and mark is not None and count:
+            metrics.decoded(count, mark)
+        while handed < len(out) and decoded[handed]:
+            sample, out[handed] = out[handed], None
+            handed += 1
+            yield sample
+
+
+def shard_ready(reader: Any, shard_id: int) -> bool:
+    """Whether reading the shard now would not wait for a download."""
+    cache = reader.shard_cache
+    return bool(reader.is_open(shard_id) or cache is None or cache.is_ready(shard_id))
