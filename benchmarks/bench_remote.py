@@ -394,6 +394,10 @@ class Bench(harness.Bench):
         )
         if store is not None:
             spec["env"] = store.env()
+            # The last measurement's abandoned transfers (a loader stopped after its first batch) must
+            # not share a capped link with this one.
+            if not store.proxy.wait_idle():
+                print(f"  note: connections still open at the proxy before {key}", file=sys.stderr)
             store.proxy.reset()
             server0, proxy0 = store.cpu()
         family = "ours" if spec["impl"] == "plain" else spec["impl"]
@@ -759,6 +763,7 @@ def main(argv: list[str] | None = None) -> int:
         "--quick", action="store_true", help="smoke run: 4,000 samples, 4 MiB shards, 0 and 25 ms, 1 rep"
     )
     parser.add_argument("--out", default=str(HERE / "results-remote-latest.md"))
+    parser.add_argument("--raw", help="also write every measurement (with the proxy's request log) here, as JSON")
     parser.add_argument("--_serve", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
@@ -802,6 +807,10 @@ def main(argv: list[str] | None = None) -> int:
                 store.stop()
     text = report(bench, info, time.perf_counter() - t0)
     harness.write_report(text, args.out)
+    if args.raw:
+        import json
+
+        Path(args.raw).write_text(json.dumps([{"key": list(k), "runs": v} for k, v in bench.results.items()]))
     return 1 if bench.errors else 0
 
 
