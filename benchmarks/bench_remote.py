@@ -281,6 +281,20 @@ class Store:
         """CPU seconds so far of the server's process tree and of the proxy."""
         return harness.tree_cpu_seconds(self.process.pid), harness.tree_cpu_seconds(self.proxy.process.pid)
 
+    @classmethod
+    def start(cls, work: Path) -> Store:
+        """The store, its server and proxy started; whatever had started is stopped if set-up fails."""
+        store = cls.__new__(cls)
+        try:
+            store.__init__(work)  # type: ignore[misc]
+        except BaseException:
+            if hasattr(store, "proxy"):
+                store.proxy.close()
+            if hasattr(store, "server"):
+                store.server.stop()
+            raise
+        return store
+
     def stop(self) -> None:
         self.proxy.close()
         self.server.stop()
@@ -793,7 +807,7 @@ def main(argv: list[str] | None = None) -> int:
             info["lit_chunks"] = sum(1 for p in dirs["litdata"].rglob("*.bin"))
             info["lit_bytes"] = sum(p.stat().st_size for p in dirs["litdata"].rglob("*") if p.is_file())
             for name in args.stores.split(","):
-                store = STORES[name](work)
+                store = STORES[name].start(work)
                 stores.append(store)
                 store.upload(dirs["ours"], "ours")
                 if name in PEER_STORES:
