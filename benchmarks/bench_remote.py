@@ -281,6 +281,20 @@ class Store:
         """CPU seconds so far of the server's process tree and of the proxy."""
         return harness.tree_cpu_seconds(self.process.pid), harness.tree_cpu_seconds(self.proxy.process.pid)
 
+    @classmethod
+    def start(cls, work: Path) -> Store:
+        """The store, its server and proxy started; whatever had started is stopped if set-up fails."""
+        store = cls.__new__(cls)
+        try:
+            store.__init__(work)  # type: ignore[misc]
+        except BaseException:
+            if hasattr(store, "proxy"):
+                store.proxy.close()
+            if hasattr(store, "server"):
+                store.server.stop()
+            raise
+        return store
+
     def stop(self) -> None:
         self.proxy.close()
         self.server.stop()
@@ -394,6 +408,10 @@ class Bench(harness.Bench):
         )
         if store is not None:
             spec["env"] = store.env()
+            # The last measurement's abandoned transfers (a loader stopped after its first batch) must
+            # not share a capped link with this one.
+            if not store.proxy.wait_idle():
+                print(f"  note: connections still open at the proxy before {key}", file=sys.stderr)
             store.proxy.reset()
             server0, proxy0 = store.cpu()
         family = "ours" if spec["impl"] == "plain" else spec["impl"]
@@ -759,6 +777,7 @@ def main(argv: list[str] | None = None) -> int:
         "--quick", action="store_true", help="smoke run: 4,000 samples, 4 MiB shards, 0 and 25 ms, 1 rep"
     )
     parser.add_argument("--out", default=str(HERE / "results-remote-latest.md"))
+    parser.add_argument("--raw", help="also write every measurement (with the proxy's request log) here, as JSON")
     parser.add_argument("--_serve", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
@@ -788,7 +807,7 @@ def main(argv: list[str] | None = None) -> int:
             info["lit_chunks"] = sum(1 for p in dirs["litdata"].rglob("*.bin"))
             info["lit_bytes"] = sum(p.stat().st_size for p in dirs["litdata"].rglob("*") if p.is_file())
             for name in args.stores.split(","):
-                store = STORES[name](work)
+                store = STORES[name].start(work)
                 stores.append(store)
                 store.upload(dirs["ours"], "ours")
                 if name in PEER_STORES:
@@ -802,6 +821,10 @@ def main(argv: list[str] | None = None) -> int:
                 store.stop()
     text = report(bench, info, time.perf_counter() - t0)
     harness.write_report(text, args.out)
+    if args.raw:
+        import json
+
+        Path(args.raw).write_text(json.dumps([{"key": list(k), "runs": v} for k, v in bench.results.items()]))
     return 1 if bench.errors else 0
 
 

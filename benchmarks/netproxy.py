@@ -16,7 +16,7 @@ It forwards every connection to ``--upstream`` (``host:port``) and
 
 It runs in a process of its own (standard library only) and is driven over stdin/stdout, one JSON
 object per line: ``{"cmd": "stats"}`` answers the counters and the list of requests since the last
-``{"cmd": "reset"}``; ``{"cmd": "set", "latency": 0.025, "node_rate": 5e7, "conn_rate": null}``
+``{"cmd": "reset"}``; ``{"cmd": "active"}`` answers how many connections are open; ``{"cmd": "set", "latency": 0.025, "node_rate": 5e7, "conn_rate": null}``
 changes the network for new bytes; end of input stops it. ``NetProxy`` is the parent's handle::
 
     proxy = NetProxy("127.0.0.1:9000", latency=0.025)   # proxy.endpoint: http://127.0.0.1:<port>
@@ -164,9 +164,17 @@ class Proxy:
     connections: int = 0
     bytes_down: int = 0
     bytes_up: int = 0
+    active: int = 0  # connections open now
     _link_free_at: float = 0.0
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.active += 1
+        try:
+            await self._relay(reader, writer)
+        finally:
+            self.active -= 1
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
         opened = time.monotonic()
         try:
@@ -306,6 +314,7 @@ class Proxy:
         return {
             "cpu_seconds": usage.user + usage.system,
             "connections": self.connections,
+            "active": self.active,
             "bytes_down": self.bytes_down,
             "bytes_up": self.bytes_up,
             "exchanges": [exchange.row() for exchange in self.exchanges],
@@ -326,6 +335,8 @@ async def _serve(proxy: Proxy, port: int) -> None:
         command = json.loads(line)
         if command["cmd"] == "stats":
             answer = proxy.stats()
+        elif command["cmd"] == "active":
+            answer = {"active": proxy.active}
         elif command["cmd"] == "reset":
             proxy.reset()
             answer = {"ok": True}
@@ -406,6 +417,15 @@ class NetProxy:
 
     def stats(self) -> dict[str, Any]:
         return self._ask({"cmd": "stats"})
+
+    def wait_idle(self, timeout: float = 30.0) -> bool:
+        """Wait until no connection is open (a finished measurement's abandoned transfers are over)."""
+        deadline = time.monotonic() + timeout
+        while self._ask({"cmd": "active"})["active"]:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
 
     def close(self) -> None:
         if self.process.stdin is not None:

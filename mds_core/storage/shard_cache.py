@@ -159,14 +159,17 @@ class ShardCache:
 
     def _prefetched(self, shard_id: int) -> bool:
         """``_make_present`` for prefetch: the first shard asked for first, alone, the others after it."""
+        head_start = self._head_start  # this prefetch round's (close() starts a new one)
         head = self._need_order.get(shard_id) == 0
         if not head:
-            self._head_start.wait(HEAD_START_SECONDS)
+            head_start.wait(HEAD_START_SECONDS)
+            if head_start is not self._head_start:
+                return False  # closed while it waited: nobody wants this shard any more
         try:
             return self._make_present(shard_id)
         finally:
             if head:
-                self._head_start.set()  # (also when it was cached, came from another process or failed)
+                head_start.set()  # (also when it was cached, came from another process or failed)
 
     def _make_present(self, shard_id: int) -> bool:
         """Make the raw file present; whether it was missing when first looked for (a cache miss)."""
@@ -182,14 +185,19 @@ class ShardCache:
     def _raw_path(self, shard_id: int) -> str:
         return os.path.join(self.root, self.shards[shard_id].raw_data.basename)
 
-    def close(self) -> None:
-        """Stop prefetching (running downloads finish; queued ones are dropped)."""
+    def close(self, wait: bool = True) -> None:
+        """Stop prefetching: queued downloads are dropped, running ones finish (waited for if ``wait``).
+
+        An iteration the consumer leaves early (``next(iter(dataset))``, a loop left by ``break``)
+        does not wait: its running downloads land in the cache in the background, under their locks.
+        """
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool.shutdown(wait=wait, cancel_futures=True)
             self._pool = None
         self._futures.clear()
         self._need_order.clear()
-        self._head_start.clear()
+        self._head_start.set()  # wakes this round's waiters, which then see it closed
+        self._head_start = threading.Event()
 
     # ---------------------------------------------------------------------------------------------
     # fetching

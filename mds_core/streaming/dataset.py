@@ -210,12 +210,16 @@ class StreamingDataset:
             return
         prefetch = Prefetch(self._shard_owners, np.searchsorted(self._shard_ends, row, side="right"))
         step = max(1, min(_ITER_CHUNK, self.predownload))
+        wait = True
         try:
             for begin in range(0, len(row), step):
                 prefetch.up_to(begin + step + self.predownload)  # downloads run ahead, in sample order
                 yield from self._samples(row[begin : begin + step], refetch_deleted=True)
+        except GeneratorExit:  # left early (``next(iter(ds))``, ``break``): running downloads end in the background
+            wait = False
+            raise
         finally:
-            prefetch.stop()
+            prefetch.stop(wait)
 
     def _samples(self, ids: np.ndarray, refetch_deleted: bool = False) -> Iterator[dict[str, Any]]:
         """Samples for many ids: shards found for all of them at once, then straight to each shard's reader.

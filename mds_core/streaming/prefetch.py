@@ -39,10 +39,10 @@ class Prefetch:
             self._caches[key] = cache
             cache.prefetch(shards)
 
-    def stop(self) -> None:
-        """Drop queued downloads (running ones finish) when iteration ends or is abandoned."""
+    def stop(self, wait: bool = True) -> None:
+        """Drop queued downloads when iteration ends or is abandoned; running ones finish (waited for if ``wait``)."""
         for cache in self._caches.values():
-            cache.close()
+            cache.close(wait=wait)
 
 
 def samples_ahead(predownload: int | None, batch_size: int | None) -> int:

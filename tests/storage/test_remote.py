@@ -521,6 +521,26 @@ def test_the_first_shard_downloads_alone_before_the_others_start(s3_server, faul
     assert min(at for _, at in others) >= started + 0.5  # they waited for its bytes
 
 
+def test_an_iteration_left_early_does_not_wait_for_the_downloads_it_started(
+    s3_server, fault_proxy, tmp_path: Path
+) -> None:
+    """``next(iter(dataset))`` returns with its sample; downloads still running finish in the background."""
+    import time
+
+    url = f"s3://{s3_server.new_bucket()}/data"
+    _write(url, n=240)
+    fault_proxy.add(Fault("delay", path=r"/shard\.00002\.mds$", value=3.0))
+    dataset = StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=8, job_root=str(tmp_path / "jobs"))
+    started = time.monotonic()
+    assert int(next(iter(dataset))["id"]) == 0  # the iterator is dropped at once: its prefetch stops
+    assert time.monotonic() - started < 2.5  # it did not wait for shard 2, held back 3 s
+    deadline = time.monotonic() + 30  # whatever was running ends whole, under its real name
+    while not _no_temporary_files(tmp_path / "cache") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _no_temporary_files(tmp_path / "cache")
+    assert sorted(_ids(dataset)) == list(range(240))
+
+
 def test_samples_come_in_the_same_order_from_a_remote_as_from_a_local_copy(s3_server, tmp_path: Path) -> None:
     url = f"s3://{s3_server.new_bucket()}/data"
     _write(url, n=500, compression="zstd")
