@@ -74,8 +74,14 @@ def test_every_iteration_is_the_next_epoch_and_shuffles_differ(tmp_path: Path) -
 
 @pytest.mark.parametrize(
     ("num_workers", "context"),
-    # Three spawned workers (half a minute: each imports torch) only add more of what (1, spawn) and (3, fork) check.
-    [(0, None), (1, "fork"), (3, "fork"), (1, "spawn"), pytest.param(3, "spawn", marks=pytest.mark.slow)],
+    # Spawned workers take half a minute (each imports torch): the slow tier (make test-all, CI) runs them.
+    [
+        (0, None),
+        (1, "fork"),
+        (3, "fork"),
+        pytest.param(1, "spawn", marks=pytest.mark.slow),
+        pytest.param(3, "spawn", marks=pytest.mark.slow),
+    ],
 )
 def test_loader_resumes_mid_epoch_exactly(tmp_path: Path, num_workers: int, context: str | None) -> None:
     kwargs = {"shuffle": True, "num_canonical_nodes": 2, "batch_size": 4}
