@@ -15,8 +15,9 @@ class Environment:
     * ``latency``: seconds from a request to its first byte.
     * ``consume_seconds``: training time per sample on one rank (a step's time / batch size).
     * ``decode_seconds``: time one worker takes to read and decode a sample (``--probe`` measures it).
-    * ``startup_seconds``: from the start of iteration to the first download (a new storage client's
-      first request: session, credentials, connection; ``--probe`` measures it).
+    * ``startup_seconds``: a new storage client's first request (session, credentials, connection;
+      ``--probe`` measures it). Reported, not added to the model: the dataset pays it when it reads its
+      index, and iteration reuses that client.
     """
 
     bandwidth: float | None = None

@@ -85,9 +85,13 @@ class _Timer:
             burst = _first_burst(first_shards[:, :, : request_window(predownload)], self.threads)
             first_fetch = np.zeros(len(fetched), bool)
             first_fetch[np.unique(fetched, return_index=True)[1]] = True  # a refetch is never in the first burst
-            fetches.append(NodeFetches(steps, sizes, np.isin(fetched, burst) & (steps <= lead) & first_fetch))
+            in_burst = np.isin(fetched, burst) & (steps <= lead) & first_fetch
+            heads = np.isin(fetched, _first_burst(first_shards[:, :, : request_window(predownload)], 1)) & in_burst
+            fetches.append(NodeFetches(steps, sizes, in_burst, heads))
         step = self.batch_size * max(env.consume_seconds or 0.0, env.decode_seconds / self.world.workers_per_rank)
-        timing = simulate_epoch(fetches, self.num_steps, step, lead, env.bandwidth, env.latency, env.startup_seconds)
+        # No startup: iteration downloads through the client the dataset made to read its index (a forked
+        # worker's own client reuses the inherited session: milliseconds). The probe still reports it.
+        timing = simulate_epoch(fetches, self.num_steps, step, lead, env.bandwidth, env.latency)
         figures.seconds = timing.seconds
         figures.samples_per_second = self.samples / timing.seconds if timing.seconds > 0 else None
         for node, wait, first in zip(figures.nodes, timing.data_wait_seconds, timing.first_batch_seconds):

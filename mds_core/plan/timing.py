@@ -2,14 +2,17 @@
 
 The assumptions (also in ``docs/planning.md``):
 
-* Downloads begin ``startup`` seconds after iteration starts (a new storage client's first request).
+* Downloads begin ``startup`` seconds after iteration starts (0 for a stream whose client already
+  read the index: ``plan_training`` passes none).
 * A node's link carries ``bandwidth`` bytes/s, shared by all its downloads; each request also waits
   ``latency`` seconds, overlapped with other transfers.
 * A shard is requested when training starts the step ``lead_steps`` before the step that needs it
   (``predownload`` samples ahead of each worker, plus the DataLoader's own prefetch).
-* At the start every worker asks for its first shards at once, with as many in flight as it has
-  download threads. They share the link, so they all finish together: that first burst is what the
-  first batch waits for.
+* At the start every worker asks for its first shards, with as many in flight as it has download
+  threads; each worker's very first shard (the *head*) downloads alone, and the rest of the burst
+  starts once the heads are in. Downloads started together share the link and finish together. A
+  remote stream hands samples out as their shards arrive, so the first batch waits for the shards
+  its own step reads: the heads alone when those are all it needs.
 * Every rank runs the same step at the same time (gradient all-reduce): a step starts when the
   previous one is done (``step_seconds``) and every node has the shards the step reads.
 """
@@ -29,6 +32,7 @@ class NodeFetches:
     needed_at: NDArray[np.int64]
     download_bytes: NDArray[np.int64]
     in_first_burst: NDArray[np.bool_]
+    in_head: NDArray[np.bool_] | None = None  # in the burst, and a worker's first shard (downloads alone)
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,8 @@ class _Link:
         latency: float,
         startup: float,
     ) -> None:
-        order = np.lexsort((fetches.needed_at, ~fetches.in_first_burst))
+        head = fetches.in_head if fetches.in_head is not None else np.zeros(len(fetches.needed_at), bool)
+        order = np.lexsort((fetches.needed_at, ~head, ~fetches.in_first_burst))
         self.needed_at = fetches.needed_at[order].tolist()
         self.seconds = (fetches.download_bytes[order] / bandwidth if bandwidth else np.zeros(len(order))).tolist()
         self.requested_at = [
@@ -59,11 +64,15 @@ class _Link:
         ]
         self.latency, self.free_at, self.next = latency, startup, 0
         self.ready_by_step = [0.0] * (num_steps + 1)
-        burst = int(fetches.in_first_burst.sum())
-        if burst:  # shared evenly, the whole burst completes at once
-            done = startup + latency + sum(self.seconds[:burst])
-            for index in range(burst):
+        burst, heads = int(fetches.in_first_burst.sum()), int((head & fetches.in_first_burst).sum())
+        if burst:  # the heads first, then the rest; each group shares the link and completes at once
+            done = startup + latency + sum(self.seconds[:heads]) if heads else startup
+            for index in range(heads):
                 self._finish(index, done)
+            if burst > heads:
+                done += latency + sum(self.seconds[heads:burst])
+                for index in range(heads, burst):
+                    self._finish(index, done)
             self.free_at, self.next = done, burst
 
     def _finish(self, index: int, when: float) -> None:
