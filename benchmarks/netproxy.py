@@ -394,27 +394,6 @@ class NetProxy:
     def reset(self) -> None:
         self._ask({"cmd": "reset"})
 
-    async def _paced(self, out: asyncio.StreamWriter, data: bytes, conn_free_at: float) -> float:
-        """Write ``data`` in slices, each waiting for its slot on the node's link and on this connection's."""
-        view = memoryview(data)
-        for begin in range(0, len(data), _PACE):
-            chunk = view[begin : begin + _PACE]
-            now = time.monotonic()
-            slot = now
-            # A link idle for less than _SLACK is not idle: a sleep woken late (timer granularity)
-            # must not cost the link its rate, or one connection alone would get well under the cap.
-            if self.network.node_rate:
-                self._link_free_at = max(now - _SLACK, self._link_free_at) + len(chunk) / self.network.node_rate
-                slot = self._link_free_at
-            if self.network.conn_rate:
-                conn_free_at = max(now - _SLACK, conn_free_at) + len(chunk) / self.network.conn_rate
-                slot = max(slot, conn_free_at)
-            if slot > now:
-                await asyncio.sleep(slot - now)
-            out.write(chunk)
-            await out.drain()
-        return conn_free_at
-
     def stats(self) -> dict[str, Any]:
         return self._ask({"cmd": "stats"})
 
