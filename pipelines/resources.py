@@ -265,7 +265,8 @@ class SmokeTestSettings(Resource):
     """
 
     num_workers: int = 2
-    batch_size: int = 16
+    # Batches as large as training's: at 16, handing batches between processes took most of the check's time.
+    batch_size: int = 256
     sample_rows: int = env_field(20_000, "MDS_SMOKE_SAMPLE_ROWS", "Most older rows sampled", ge=0)
     sample_seconds: int = env_field(30, "MDS_SMOKE_SAMPLE_SECONDS", "Most seconds spent on the older rows", ge=0)
     cache_limit: str = Field(

@@ -30,7 +30,7 @@ class _CommonArgs(TypedDict):
 @click.argument("path")
 @click.option("--version", type=int, default=None, help="A version of the shard set at PATH (a root).")
 @click.option("--cache", default=None, help="Local cache for a remote PATH; default: a temporary directory.")
-@click.option("--batch-size", default=16, show_default=True, help="Per-device batch size.")
+@click.option("--batch-size", default=256, show_default=True, help="Per-device batch size.")
 @click.option("--workers", "num_workers", default=2, show_default=True, help="DataLoader workers.")
 @click.option("--min-samples-per-second", default=0.0, show_default=True, help="Fail below this throughput.")
 @click.option(

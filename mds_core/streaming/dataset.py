@@ -23,7 +23,7 @@ from mds_core.errors import EmptyStreamError, SampleIndexError
 from mds_core.format.index import ShardInfo
 from mds_core.order import OrderSpec, generate_work
 from mds_core.order.world import World
-from mds_core.streaming.arrival import decode_as_ready, decode_in_order
+from mds_core.streaming.arrival import decode_as_ready, decode_block_size, decode_in_order
 from mds_core.streaming.cache_limit import apply_cache_limit, parse_cache_limit
 from mds_core.streaming.jobdir import default_root, open_job
 from mds_core.streaming.local import ordering, select
@@ -35,7 +35,6 @@ from mds_core.streaming.telemetry import WorkerMetrics, clear, read_workers, tot
 from mds_core.streaming.world import detect_world
 
 _ITER_CHUNK = 4096  # ids mapped to shards per numpy call while iterating
-_DECODE_BLOCK = 256  # samples decoded together: few enough that their decoded values stay small
 DELETION_CHECK_SECONDS = 0.5  # how often iteration looks for cached shards deleted under it
 
 
@@ -133,6 +132,8 @@ class StreamingDataset:
         sizes = np.array([shard.samples for reader in self.readers for shard in reader.shards], np.int64)
         self._shard_ends = np.cumsum(sizes)
         self._shard_starts = self._shard_ends - sizes
+        raw = sum(shard.raw_data.bytes for reader in self.readers for shard in reader.shards)
+        self._decode_block = decode_block_size(raw, int(sizes.sum()))
         self._deletion_check_due = 0.0
         self.telemetry = telemetry
         self._worker_metrics: WorkerMetrics | None = None  # this process's counters, while it iterates
@@ -238,8 +239,9 @@ class StreamingDataset:
                 reader.close_if_deleted(shard_of_reader)
         local_ids = ids - self._shard_starts[shard_ids]
         metrics = self._worker_metrics
-        for begin in range(0, len(ids), _DECODE_BLOCK):
-            block_shards, block_ids = shard_ids[begin : begin + _DECODE_BLOCK], local_ids[begin : begin + _DECODE_BLOCK]
+        per_call = self._decode_block
+        for begin in range(0, len(ids), per_call):
+            block_shards, block_ids = shard_ids[begin : begin + per_call], local_ids[begin : begin + per_call]
             if refetch_deleted:  # remote: hand samples out as their shards arrive
                 yield from decode_as_ready(owners, metrics, block_shards, block_ids)
                 continue

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from mds_core import MDSWriter
-from mds_core.streaming.loader_check import check_loader
+from mds_core.streaming.loader import StreamingDataLoader
+from mds_core.streaming.loader_check import _IdTaggedDataset, _run, check_loader
 from mds_core.versions import ShardSet
 
 MDS = str(Path(sys.executable).parent / "mds")
@@ -29,7 +30,7 @@ def test_a_good_dataset_passes(tmp_path: Path, num_workers: int) -> None:
     assert report.passed, report.problems
     assert report.samples_streamed == report.distinct == report.samples_expected == 90
     assert report.exactly_once and report.continuation_matches
-    assert report.resumed_at_sample == 40  # 5 of the epoch's 11 whole batches of 8
+    assert report.resumed_at_sample == 48  # checkpointed after 6 of the loader's 12 batches of 8
     assert report.samples_per_second > 0 and report.to_json()["passed"] is True
 
 
@@ -47,6 +48,27 @@ def test_failures_are_reported_not_raised(tmp_path: Path) -> None:
     assert report.problems == [
         "streamed 30 samples (30 distinct), expected each of 31 exactly once",
         f"throughput {report.samples_per_second:.0f} samples/s is below the required 1000000000000 samples/s",
+    ]
+
+
+class _ForgetsItsPlace(_IdTaggedDataset):
+    """A dataset whose resume is broken: it ignores the state and starts the epoch over."""
+
+    def load_state_dict(self, obj: dict, allow_other_data: bool = False) -> None:
+        pass
+
+
+def test_a_resume_that_does_not_continue_fails_the_check(tmp_path: Path) -> None:
+    _write(str(tmp_path / "d"), 90)
+
+    def make() -> StreamingDataLoader:
+        dataset = _ForgetsItsPlace(local=str(tmp_path / "d"), batch_size=8, shuffle=True, job_root=str(tmp_path))
+        return StreamingDataLoader(dataset, batch_size=8)
+
+    report = _run(make, str(tmp_path / "d"), None, 8, 0, None, 0.0)
+    assert report.exactly_once and not report.continuation_matches and not report.passed
+    assert report.problems == [
+        "resuming at sample 48 gave 90 samples that differ from the uninterrupted epoch's remainder"
     ]
 
 
