@@ -9,7 +9,7 @@ process per day is what a daemon's run does, so the check pays for importing tor
 It reports each step's seconds from Dagster's own step events, and the check's figures: rows/s of
 its full epoch (2 DataLoader workers, the ``smoke_settings`` defaults), exactly once, continuation.
 
-    .venv/bin/python benchmarks/bench_daily_smoke.py [--rows 1000000] [--reps 3]
+    .venv/bin/python benchmarks/bench_daily_smoke.py [--rows 1000000] [--reps 3] [--quick]
         [--out benchmarks/results-daily-smoke-latest.md]
 """
 
@@ -120,8 +120,11 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--out", default="benchmarks/results-daily-smoke-latest.md")
+    parser.add_argument("--quick", action="store_true", help="smoke run: 100,000 rows, 1 rep")
     parser.add_argument("--child", help=argparse.SUPPRESS)  # one repetition, in its own process
     args = parser.parse_args()
+    if args.quick:
+        args.rows, args.reps = 100_000, 1
     if args.child:
         print(json.dumps(one_day(Path(args.child), args.rows)))
         return

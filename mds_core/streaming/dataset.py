@@ -23,7 +23,7 @@ from mds_core.errors import EmptyStreamError, SampleIndexError
 from mds_core.format.index import ShardInfo
 from mds_core.order import OrderSpec, generate_work
 from mds_core.order.world import World
-from mds_core.streaming.arrival import decode_as_ready, decode_block_size, decode_in_order
+from mds_core.streaming.arrival import block_bounds, decode_as_ready, decode_block_size, decode_in_order
 from mds_core.streaming.cache_limit import apply_cache_limit, parse_cache_limit
 from mds_core.streaming.jobdir import default_root, open_job
 from mds_core.streaming.local import ordering, select
@@ -32,7 +32,7 @@ from mds_core.streaming.registry import resolve_streams
 from mds_core.streaming.resume import EpochLedger, OrderState, check_versions, data_fingerprint, validate_state
 from mds_core.streaming.stream import Stream
 from mds_core.streaming.telemetry import WorkerMetrics, clear, read_workers, totals
-from mds_core.streaming.world import detect_world
+from mds_core.streaming.world import detect_world, freeze_inherited_heap
 
 _ITER_CHUNK = 4096  # ids mapped to shards per numpy call while iterating
 DELETION_CHECK_SECONDS = 0.5  # how often iteration looks for cached shards deleted under it
@@ -202,6 +202,7 @@ class StreamingDataset:
     def __iter__(self) -> Iterator[dict[str, Any]]:
         register_with_torch()
         world = detect_world()
+        freeze_inherited_heap()
         start = EpochLedger(self._job, world.rank).start_epoch(world.worker_of_rank)
         row = self._work_row(world, start.epoch, start.sample_in_epoch, start.state)
         self._worker_metrics = self._start_metrics(world)
@@ -239,9 +240,8 @@ class StreamingDataset:
                 reader.close_if_deleted(shard_of_reader)
         local_ids = ids - self._shard_starts[shard_ids]
         metrics = self._worker_metrics
-        per_call = self._decode_block
-        for begin in range(0, len(ids), per_call):
-            block_shards, block_ids = shard_ids[begin : begin + per_call], local_ids[begin : begin + per_call]
+        for begin, end in block_bounds(len(ids), self._decode_block):
+            block_shards, block_ids = shard_ids[begin:end], local_ids[begin:end]
             if refetch_deleted:  # remote: hand samples out as their shards arrive
                 yield from decode_as_ready(owners, metrics, block_shards, block_ids)
                 continue

@@ -42,3 +42,29 @@ def test_replication_builds_the_parallel_world() -> None:
     assert World(num_nodes=1, ranks_per_node=6, rank=5).replicate(2) == World(num_nodes=1, ranks_per_node=3, rank=2)
     with pytest.raises(ConfigurationError, match=r"8 ranks are not divisible by replication=3"):
         world.replicate(3)
+
+
+def _freeze_count(batch: list) -> dict:
+    """A collate that reports, from inside the process that made the batch, how many objects gc froze."""
+    import gc
+
+    return {"frozen": [gc.get_freeze_count()] * len(batch)}
+
+
+@pytest.mark.parametrize("num_workers", [0, 1])
+def test_only_a_dataloader_worker_freezes_what_it_inherited(tmp_path, num_workers: int) -> None:
+    import gc
+
+    from mds_core import MDSWriter, StreamingDataLoader, StreamingDataset
+
+    with MDSWriter(out=str(tmp_path / "d"), columns={"id": "int"}) as writer:
+        for i in range(8):
+            writer.write({"id": i})
+    dataset = StreamingDataset(local=str(tmp_path / "d"), batch_size=4, job_root=str(tmp_path / "jobs"))
+    loader = StreamingDataLoader(dataset, batch_size=4, num_workers=num_workers, collate_fn=_freeze_count)
+    counts = [batch["frozen"][0] for batch in loader]
+    assert len(counts) == 2
+    if num_workers:  # the worker froze its inherited heap before its first sample
+        assert all(count > 1000 for count in counts)
+    else:  # the training process itself is left alone
+        assert counts == [0, 0] and gc.get_freeze_count() == 0
