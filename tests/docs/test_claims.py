@@ -254,8 +254,8 @@ def test_the_pipelines_settings_are_as_described() -> None:
 
     pipelines_md = " ".join(_text("docs/pipelines.md").split())
     smoke = SmokeTestSettings()
-    assert (smoke.num_workers, smoke.batch_size, smoke.sample_rows, smoke.sample_seconds) == (2, 16, 20_000, 30)
-    assert "a `StreamingDataLoader` with 2 workers and batches of 16 (shuffled)" in pipelines_md
+    assert (smoke.num_workers, smoke.batch_size, smoke.sample_rows, smoke.sample_seconds) == (2, 256, 20_000, 30)
+    assert "a `StreamingDataLoader` with 2 workers and batches of 256 (shuffled)" in pipelines_md
     assert "`sample_rows` (20,000) and `sample_seconds` (30 s)" in pipelines_md
     world = TrainingWorldSettings()
     table = {
