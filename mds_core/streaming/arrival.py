@@ -22,9 +22,8 @@ def decode_block_size(total_bytes: int, samples: int) -> int:
 
 def block_bounds(count: int, per_call: int) -> list[tuple[int, int]]:
     """``[begin, end)`` of each block of ``count`` samples: the first of at most ``MIN_DECODE_BLOCK``, the
-    others of ``per_call``. A DataLoader worker's first batch then waits for 256 samples, not 4,096:
-    making thousands of samples at once in a forked worker set off a full garbage collection that
-    touched the whole inherited heap, ~100 ms before a resumed loader's first batch."""
+    others of ``per_call``, so the first samples of an iteration (a first batch, a resumed loader's
+    next one) wait for 256 samples to be decoded, not 4,096."""
     first = min(count, MIN_DECODE_BLOCK)
     return [(0, first)] * bool(first) + [(b, min(count, b + per_call)) for b in range(first, count, per_call)]
 

@@ -235,7 +235,7 @@ def _run(
     report = LoaderCheckReport(location, version, expected, batch_size, num_workers)
     started = time.perf_counter()
     try:
-        order, checkpoint = _epoch_with_checkpoint(loader, batch_size)
+        order, checkpoint = _epoch_with_checkpoint(loader)
     except Exception as err:  # a damaged or missing shard: a failed check that names it, not a crash
         report.problems.append(f"reading failed: {_reason(err)}")
         return report
@@ -261,7 +261,7 @@ def _run(
     return report
 
 
-def _epoch_with_checkpoint(loader: StreamingDataLoader, batch_size: int) -> tuple[list[int], tuple[int, Any]]:
+def _epoch_with_checkpoint(loader: StreamingDataLoader) -> tuple[list[int], tuple[int, Any]]:
     """One whole epoch's sample ids, and the loader's state taken halfway (in whole batches) as training
     checkpoints: mid-iteration, the loop going on. (samples before it, state) is the checkpoint."""
     halfway = max(1, len(loader) // 2) if _has_len(loader) else 1

@@ -7,9 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mds_core import Stream, StreamingDataLoader, StreamingDataset
 from mds_core.errors import ConfigurationError, MDSError, ResumeError
+from mds_core.streaming.arrival import block_bounds, decode_block_size
 
 ORDER = Path(__file__).resolve().parents[1] / "fixtures" / "order-golden"
 EPOCHS = json.loads((ORDER / "epochs.json").read_text())["cases"]
@@ -274,3 +277,31 @@ def test_torch_is_imported_only_when_the_caller_uses_it(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["ok", str(len(StreamingDataset(local=str(ORDER / "datasets" / "s0"))))]
+
+
+@given(count=st.integers(0, 20_000), per_call=st.sampled_from([256, 1000, 4096]))
+def test_decode_blocks_cover_every_sample_once_the_first_small(count: int, per_call: int) -> None:
+    bounds = block_bounds(count, per_call)
+    assert [i for begin, end in bounds for i in range(begin, end)] == list(range(count))
+    assert all(end - begin <= per_call for begin, end in bounds[1:])
+    assert not bounds or bounds[0][1] - bounds[0][0] == min(count, 256)
+
+
+def test_small_samples_decode_many_at_a_time_large_ones_256() -> None:
+    assert decode_block_size(100 * 20_000, 20_000) == 4096  # 100-byte samples
+    assert decode_block_size(2048 * 1000, 1000) == 512
+    assert decode_block_size(9_000 * 20_000, 20_000) == 256  # the mixed workload's ~9 KB
+    assert decode_block_size(0, 0) == 4096
+
+
+def test_a_shuffled_epoch_of_small_samples_equals_reading_each_sample(tmp_path: Path) -> None:
+    """Decoded 256 then 4,096 at a time (the samples are 8 bytes), each sample arrives once, as its own value."""
+    from mds_core import MDSWriter
+
+    with MDSWriter(out=str(tmp_path / "d"), columns={"id": "int"}, size_limit=1 << 14) as writer:
+        for i in range(10_000):
+            writer.write({"id": i})
+    dataset = StreamingDataset(local=str(tmp_path / "d"), batch_size=8, shuffle=True, job_root=str(tmp_path / "j"))
+    assert dataset._decode_block == 4096
+    samples = [int(sample["id"]) for sample in dataset]
+    assert sorted(samples) == list(range(10_000)) and samples != sorted(samples)
