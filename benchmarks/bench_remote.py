@@ -251,8 +251,9 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
             result["expected"] = bs.batch_keys("mixed", next(it))
             for _ in it:
                 pass
-    if op in ("first-loader", "resume"):
-        del it  # the workers are joined here, so their CPU is counted
+    if op in ("first-loader", "resume", "loader"):
+        it = None  # the workers are joined here, so their CPU is counted
+        harness.shut_down_workers(loader)
         span.stop_cpu()
     result.update(span.result(), consumed=consume.consumed, local=local)
     if op in ("epoch", "loader"):

@@ -304,8 +304,9 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
             keys = batch_keys(workload, batch)
         elif op == "order":  # timed: generate one epoch's work
             work = generate_order(spec)
-    if op == "resume":
-        del it  # shut the workers down (joins them), so their peak RSS and CPU are counted
+    if op in ("resume", "loader"):
+        it = None  # shut the workers down (joins them), so their peak RSS and CPU are counted
+        harness.shut_down_workers(loader)
         span.stop_cpu()
     result.update(span.result(), workers_peak_mb=harness.children_peak_mb(), consumed=consume.consumed)
 

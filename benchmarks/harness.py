@@ -58,6 +58,19 @@ def children_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def shut_down_workers(loader: Any) -> None:
+    """Join a DataLoader's workers now, so their CPU and peak RSS are counted.
+
+    Persistent workers (``mds_core``'s default with workers) outlive the epoch; torch joins them
+    only when the loader's iterator goes away. Non-persistent ones are already gone: a no-op.
+    """
+    iterator = getattr(loader, "_iterator", None)
+    if iterator is not None and hasattr(iterator, "_shutdown_workers"):
+        iterator._shutdown_workers()
+    if hasattr(loader, "_iterator"):
+        loader._iterator = None
+
+
 def children_peak_mb() -> float:
     """Peak RSS of the largest child waited for (DataLoader workers), MB."""
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024

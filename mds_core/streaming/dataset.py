@@ -135,6 +135,7 @@ class StreamingDataset:
         raw = sum(shard.raw_data.bytes for reader in self.readers for shard in reader.shards)
         self._decode_block = decode_block_size(raw, int(sizes.sum()))
         self._deletion_check_due = 0.0
+        self._heap_checked_in: int | None = None  # the process whose inherited heap is frozen (see world.py)
         self.telemetry = telemetry
         self._worker_metrics: WorkerMetrics | None = None  # this process's counters, while it iterates
         self.fingerprint = data_fingerprint([reader.root for reader in self.readers], self.order_spec, self.versions)
@@ -202,7 +203,7 @@ class StreamingDataset:
     def __iter__(self) -> Iterator[dict[str, Any]]:
         register_with_torch()
         world = detect_world()
-        freeze_inherited_heap()
+        self._heap_checked_in = freeze_inherited_heap(self._heap_checked_in)
         start = EpochLedger(self._job, world.rank).start_epoch(world.worker_of_rank)
         row = self._work_row(world, start.epoch, start.sample_in_epoch, start.state)
         self._worker_metrics = self._start_metrics(world)

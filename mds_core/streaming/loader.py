@@ -16,6 +16,7 @@ from mds_core.streaming.telemetry import BatchWaits, totals
 from mds_core.streaming.world import detect_world
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, ...)
+_NUM_WORKERS_POSITION = 5
 _COLLATE_FN_POSITION = 6
 
 # mds_core.streaming.dataset may have been imported before torch.
@@ -35,6 +36,12 @@ class StreamingDataLoader(DataLoader[Any]):
     batches, before that batch is handed out, and once more when an iteration runs to its end (not
     when the loop leaves early); training code sends the dict to its logger. Neither argument goes
     to torch's DataLoader.
+
+    With DataLoader workers, ``persistent_workers`` defaults to True (torch's default is False): the
+    next epoch then starts in the workers that read this one, with their shards open and their
+    clients made, instead of forking and setting up new ones (0.09 s before its first batch, most of
+    it fork and set-up). A loaded state and the epoch reach living workers through the job directory.
+    Pass ``persistent_workers=False`` to have torch shut the workers down after each epoch.
     """
 
     def __init__(
@@ -51,6 +58,9 @@ class StreamingDataLoader(DataLoader[Any]):
         if kwargs.get("collate_fn") is None and len(args) <= _COLLATE_FN_POSITION:
             # The pin-memory thread pins tensors only, so pinned batches must leave workers as tensors.
             kwargs["collate_fn"] = collate_samples if kwargs.get("pin_memory") else collate_for_transit
+        if "persistent_workers" not in kwargs:
+            workers = args[_NUM_WORKERS_POSITION] if len(args) > _NUM_WORKERS_POSITION else kwargs.get("num_workers", 0)
+            kwargs["persistent_workers"] = isinstance(workers, int) and workers > 0
         super().__init__(*args, **kwargs)
         self.num_samples_yielded = 0
         self.metrics_callback, self.metrics_every = metrics_callback, metrics_every

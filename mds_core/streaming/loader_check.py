@@ -213,7 +213,8 @@ def _loader_factory(
 
     def make() -> StreamingDataLoader:
         dataset = _IdTaggedDataset(**source(), batch_size=batch_size, **dataset_kwargs)
-        return StreamingDataLoader(dataset, batch_size=batch_size, num_workers=num_workers)
+        # Each loader reads one epoch: workers kept for a next one would only hold memory meanwhile.
+        return StreamingDataLoader(dataset, batch_size=batch_size, num_workers=num_workers, persistent_workers=False)
 
     return make
 

@@ -68,3 +68,27 @@ def test_only_a_dataloader_worker_freezes_what_it_inherited(tmp_path, num_worker
         assert all(count > 1000 for count in counts)
     else:  # the training process itself is left alone
         assert counts == [0, 0] and gc.get_freeze_count() == 0
+
+
+def _freeze_count_then_thaw(batch: list) -> dict:
+    """As ``_freeze_count``, then unfreeze: a later check for frozen objects would freeze them again."""
+    import gc
+
+    frozen = gc.get_freeze_count()
+    gc.unfreeze()
+    return {"frozen": [frozen] * len(batch)}
+
+
+def test_a_persistent_worker_checks_its_heap_once_not_every_epoch(tmp_path) -> None:
+    # gc.get_freeze_count walks every frozen object (~24 ms once torch's heap is frozen): a persistent
+    # worker must not pay it again at each epoch's start.
+    from mds_core import MDSWriter, StreamingDataLoader, StreamingDataset
+
+    with MDSWriter(out=str(tmp_path / "d"), columns={"id": "int"}) as writer:
+        for i in range(4):
+            writer.write({"id": i})
+    dataset = StreamingDataset(local=str(tmp_path / "d"), batch_size=4, job_root=str(tmp_path / "jobs"))
+    loader = StreamingDataLoader(dataset, batch_size=4, num_workers=1, collate_fn=_freeze_count_then_thaw)
+    assert loader.persistent_workers
+    first, second = ([batch["frozen"][0] for batch in loader] for _ in range(2))
+    assert first[0] > 1000 and second == [0]
