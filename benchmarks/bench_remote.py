@@ -26,6 +26,8 @@ its store client (imports are not timed), each with an empty cache directory unl
    (every shard cached) and the whole warm epoch;
 5. ``resume``: construction + ``load_state_dict`` (taken by the library's own loader at 50% of an
    epoch) + the first batch, with an empty cache (a restart elsewhere) and with every shard cached;
+   on S3 also mds_core reading the same shards as version 1 of a versioned shard set
+   (``version=1``), every shard cached: a pinned version's cached index needs no request;
 6. ``plain``: the physical limit: every MDS shard fetched by ``--plain-threads`` threads of raw HTTP
    GETs (presigned for S3) into files, over the same proxy: no library at all.
 
@@ -105,7 +107,13 @@ def open_dataset(spec: dict[str, Any], local: str) -> Any:
         from mds_core import StreamingDataset
 
         return StreamingDataset(
-            remote=url, local=local, batch_size=BATCH, shuffle=True, shuffle_algo="py1e", job_root=spec["job_root"]
+            remote=url,
+            local=local,
+            version=spec.get("version"),
+            batch_size=BATCH,
+            shuffle=True,
+            shuffle_algo="py1e",
+            job_root=spec["job_root"],
         )
     if impl == "ref":
         from streaming import StreamingDataset
@@ -467,7 +475,8 @@ def run_network(bench: Bench, store: Store, network: tuple[float, float | None],
     # resume: each library's own state at 50%, and a cache filled by a whole epoch (not timed). Every
     # resume of a library reads the cache directory its setup used (litdata's state names that path).
     warm_cache: dict[str, Path] = {}
-    for impl in impls:
+    setups = [*impls, PINNED] if store.name in PEER_STORES and "ours" in impls else impls
+    for impl in setups:
         state_file = bench.work / f"state-{store.name}-{impl}.pkl"
         local = resume_dir(bench, impl)
         shutil.rmtree(local, ignore_errors=True)
@@ -476,9 +485,8 @@ def run_network(bench: Bench, store: Store, network: tuple[float, float | None],
             (*tag, "resume-setup", impl),
             dict(
                 base,
+                **resume_target(store, impl),
                 op="resume-setup",
-                impl=impl,
-                url=store.url(impl_prefix(impl)),
                 state_file=str(state_file),
                 local=str(local),
                 keep_cache=True,
@@ -513,8 +521,39 @@ def run_network(bench: Bench, store: Store, network: tuple[float, float | None],
                         local.mkdir()
                     spec["local"] = str(local)
                 bench.run((*tag, op, impl), spec, store)
+            if impl == "ours" and (*tag, PINNED) in bench.expected:
+                local = resume_dir(bench, PINNED)
+                shutil.rmtree(local, ignore_errors=True)
+                shutil.copytree(warm_cache[PINNED], local)
+                state_file = str(bench.work / f"state-{store.name}-{PINNED}.pkl")
+                spec = dict(base, **resume_target(store, PINNED), op="resume", state_file=state_file, local=str(local))
+                bench.run((*tag, "resume-pinned", "ours"), spec, store)
     for path in warm_cache.values():
         shutil.rmtree(path, ignore_errors=True)
+
+
+PINNED = "ours-pinned"  # mds_core on version 1 of a shard set holding the same shards (resume, warm cache)
+
+
+def resume_target(store: Store, impl: str) -> dict[str, Any]:
+    """What a resume of ``impl`` reads: the library's data set, or (PINNED) mds_core's shard set's version 1."""
+    if impl == PINNED:
+        return dict(impl="ours", url=store.url(SHARD_SET), version=1)
+    return dict(impl=impl, url=store.url(impl_prefix(impl)))
+
+
+def upload_shard_set(store: Store, directory: Path) -> None:
+    """Version 1 of a versioned shard set at ``SHARD_SET``, holding ``directory``'s shards (mds_core only)."""
+    from mds_core.storage.remote import open_store
+    from mds_core.versions import ShardSet
+
+    with ShardSet(store.url(SHARD_SET)).transaction("overwrite") as tx:
+        out = open_store(tx.out)
+        for path in sorted(directory.iterdir()):
+            out.upload(str(path), path.name)
+
+
+SHARD_SET = "ours-set"
 
 
 def resume_dir(bench: Bench, impl: str) -> Path:
@@ -644,6 +683,9 @@ def network_section(bench: Bench, info: dict[str, Any], store_name: str, network
     row(
         "resume at 50%, every shard cached: first batch (s)", {i: values("resume-warm", i) for i in impls}, 3, True, 0.5
     )
+    if values("resume-pinned", "ours"):
+        pinned = {i: values("resume-pinned" if i == "ours" else "resume-warm", i) for i in impls}
+        row("the same, mds_core on a pinned shard-set version (s)", pinned, 3, True, 0.5)
 
     def median_field(op: str, impl: str, name: str, digits: int = 2, until: str | None = None) -> str:
         figures = [
@@ -742,6 +784,9 @@ def check_notes(bench: Bench, tag: tuple, impls: list[str]) -> list[str]:
             got = bench.all((*tag, op, impl), "keys")
             if want is not None and got and any(g != want for g in got):
                 bad.append(f"**{op}: batch differs from the uninterrupted run**")
+        pinned = bench.all((*tag, "resume-pinned", impl), "keys")
+        if pinned and any(g != bench.expected.get((*tag, PINNED)) for g in pinned):
+            bad.append("**resume on a pinned version: batch differs from the uninterrupted run**")
         notes.append(f"{LABELS[impl]}: " + ("; ".join(bad) if bad else "every sample once, resumed batches correct"))
     ours_first = {tuple(k) for k in bench.all((*tag, "first", "ours"), "keys")}
     ref_first = {tuple(k) for k in bench.all((*tag, "first", "ref"), "keys")}
@@ -813,6 +858,7 @@ def main(argv: list[str] | None = None) -> int:
                 store.upload(dirs["ours"], "ours")
                 if name in PEER_STORES:
                     store.upload(dirs["litdata"], "litdata")
+                    upload_shard_set(store, dirs["ours"])
                 for network in parse_networks(args.networks if name == "s3" else args.gcs_networks):
                     run_network(bench, store, network, dirs)
                     info["networks"].append((name, network))

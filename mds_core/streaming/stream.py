@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import tempfile
 from typing import Any
@@ -10,8 +11,9 @@ from typing import Any
 from mds_core.errors import ConfigurationError
 from mds_core.format.index import INDEX_BASENAME
 from mds_core.order.mixing import StreamWeights
+from mds_core.storage.files import atomic_write
 from mds_core.storage.remote import RemoteStore, open_store
-from mds_core.storage.shard_cache import ShardCache
+from mds_core.storage.shard_cache import CACHE_DIR, ShardCache
 from mds_core.storage.urls import local_path
 from mds_core.streaming.jobdir import user_dir
 from mds_core.streaming.local import LocalDataset
@@ -19,6 +21,7 @@ from mds_core.versions import resolve_version_index
 
 # Settings a Stream inherits from its StreamingDataset when left as None.
 INHERITED = ("download_retry", "download_timeout", "validate_hash", "keep_zip")
+VERSION_RECORD = "version-index.json"  # in CACHE_DIR: which pinned version the cached index.json is
 
 
 class Stream:
@@ -85,14 +88,44 @@ class Stream:
         return made[1]
 
     def fetch_index(self) -> None:
-        """Download ``index.json`` from the remote (once per node: the node's first rank calls this)."""
+        """Download ``index.json`` from the remote (once per node: the node's first rank calls this).
+
+        A pinned version's index, once cached, is not fetched again: a committed version never changes.
+        """
         if self.remote is None:
             return
-        name = INDEX_BASENAME
+        name, dest = INDEX_BASENAME, os.path.join(self.root, INDEX_BASENAME)
         if self.version is not None:
+            if self._has_version_index(dest):
+                return  # a committed version never changes: its cached index is still its index
             # The stream's retry budget, never fewer than ShardSet's own 3 attempts.
             name = resolve_version_index(self.remote, self.version, retry=max(3, self.download_retry or 1))
-        self.store().download(name, os.path.join(self.root, INDEX_BASENAME))
+        self.store().download(name, dest)
+        if self.version is not None:
+            self._record_version_index(dest)
+
+    def _version_record(self, index_path: str) -> bytes:
+        """What ties a cached index to this remote and version: both, and the index's own hash."""
+        with open(index_path, "rb") as file:
+            digest = hashlib.sha256(file.read()).hexdigest()
+        return json.dumps({"remote": self.remote, "version": self.version, "index_sha256": digest}).encode()
+
+    def _has_version_index(self, index_path: str) -> bool:
+        """Whether ``index_path`` is the index this stream's pinned version was fetched with.
+
+        The record lives beside the shard cache and names the remote, the version and the index's
+        hash, so an index another version, remote or an unpinned read left in the same ``local``
+        (or a copy cut short by a crash) is fetched again.
+        """
+        try:
+            with open(os.path.join(self.root, CACHE_DIR, VERSION_RECORD), "rb") as file:
+                return file.read() == self._version_record(index_path)
+        except FileNotFoundError:
+            return False
+
+    def _record_version_index(self, index_path: str) -> None:
+        os.makedirs(os.path.join(self.root, CACHE_DIR), exist_ok=True)
+        atomic_write(os.path.join(self.root, CACHE_DIR, VERSION_RECORD), [self._version_record(index_path)], False)
 
     def apply_default(self, defaults: dict[str, Any]) -> None:
         """Take the dataset's value for every setting this stream left as None."""

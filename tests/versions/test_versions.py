@@ -177,3 +177,39 @@ def test_latest_reads_the_hint_and_probes_one_past_it(s3_server) -> None:
     # The probe past it finds nothing; nothing lists the history.
     assert any("00000007.json" in r.path + r.query for r in requests)
     assert not [r for r in requests if "list-type" in r.query and "prefix=set/_versions/&" in r.query + "&"]
+
+
+def test_a_pinned_version_reads_its_cached_index_without_a_request(s3_server, tmp_path: Path) -> None:
+    """A committed version never changes: once its index is cached, a new dataset (a resumed job)
+    asks the store for nothing, while an unpinned read always fetches the index again."""
+    bucket = s3_server.new_bucket()
+    root = f"s3://{bucket}/set"
+    shard_set = ShardSet(root)
+    _commit(shard_set, "overwrite", "2026-11-01", range(40))
+    _commit(shard_set, "append", "2026-11-02", range(40, 60))
+    cache = tmp_path / "cache"
+
+    def read(version: int | None) -> tuple[list[int], list]:
+        since = s3_server.log_position()
+        dataset = StreamingDataset(
+            remote=root, local=str(cache), version=version, batch_size=4, job_root=str(tmp_path / f"jobs-{since}")
+        )
+        ids = [int(sample["id"]) for sample in dataset]
+        return ids, [r for r in s3_server.requests(since) if r.path.lstrip("/").split("/")[0] == bucket]
+
+    first_ids, first_requests = read(1)
+    assert first_ids == list(range(40)) and first_requests  # the manifest, the index and the shards
+    again_ids, again_requests = read(1)
+    assert again_ids == list(range(40)) and again_requests == []
+    # Another version into the same local directory: its own index, fetched (not version 1's).
+    assert read(2)[0] == list(range(60))
+    assert read(1)[0] == list(range(40))
+    # An index left there by an unpinned read is not taken for a version's.
+    ids, requests = read(None)
+    assert ids == list(range(60)) and any(r.path.endswith("/set/index.json") for r in requests)
+    ids, requests = read(1)
+    assert ids == list(range(40)) and any(r.path.endswith(".index.json") for r in requests)
+    # A damaged cached index (a crash mid-copy) no longer matches its record: fetched again.
+    (cache / "index.json").write_bytes((cache / "index.json").read_bytes()[:-5])
+    ids, requests = read(1)
+    assert ids == list(range(40)) and any(r.path.endswith(".index.json") for r in requests)
