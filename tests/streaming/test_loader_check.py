@@ -34,6 +34,22 @@ def test_a_good_dataset_passes(tmp_path: Path, num_workers: int) -> None:
     assert report.samples_per_second > 0 and report.to_json()["passed"] is True
 
 
+def test_a_sample_streamed_twice_fails_the_check(tmp_path: Path) -> None:
+    # An epoch of 40 over 30 samples repeats 10 of them: as many samples as expected, not each once.
+    _write(str(tmp_path / "d"), 30)
+    report = check_loader(
+        local=str(tmp_path / "d"),
+        batch_size=4,
+        num_workers=0,
+        samples_expected=40,
+        epoch_size=40,
+        job_root=str(tmp_path),
+    )
+    assert report.samples_streamed == 40 and report.distinct == 30
+    assert not report.exactly_once and not report.passed and report.continuation_matches
+    assert report.problems == ["streamed 40 samples (30 distinct), expected each of 40 exactly once"]
+
+
 def test_failures_are_reported_not_raised(tmp_path: Path) -> None:
     _write(str(tmp_path / "d"), 30)
     report = check_loader(
