@@ -68,6 +68,8 @@ import netproxy
 
 IMPLS = ["ref", "litdata", "ours"]
 LABELS = {"ours": "mds_core", "ref": "Mosaic 0.13", "litdata": "LitData"}
+PINNED = "ours-pinned"  # mds_core on version 1 of a shard set holding the same shards (resume, warm cache)
+SHARD_SET = "ours-set"  # where that shard set is, beside the plain data sets
 BATCH = 256
 WORKERS = 2
 
@@ -532,9 +534,6 @@ def run_network(bench: Bench, store: Store, network: tuple[float, float | None],
         shutil.rmtree(path, ignore_errors=True)
 
 
-PINNED = "ours-pinned"  # mds_core on version 1 of a shard set holding the same shards (resume, warm cache)
-
-
 def resume_target(store: Store, impl: str) -> dict[str, Any]:
     """What a resume of ``impl`` reads: the library's data set, or (PINNED) mds_core's shard set's version 1."""
     if impl == PINNED:
@@ -551,9 +550,6 @@ def upload_shard_set(store: Store, directory: Path) -> None:
         out = open_store(tx.out)
         for path in sorted(directory.iterdir()):
             out.upload(str(path), path.name)
-
-
-SHARD_SET = "ours-set"
 
 
 def resume_dir(bench: Bench, impl: str) -> Path:

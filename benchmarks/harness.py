@@ -65,10 +65,9 @@ def shut_down_workers(loader: Any) -> None:
     Persistent workers (``mds_core``'s default with workers) outlive the epoch; torch joins them
     only when the loader's iterator goes away. Non-persistent ones are already gone: a no-op.
     """
-    iterator = getattr(loader, "_iterator", None)
-    if iterator is not None and hasattr(iterator, "_shutdown_workers"):
+    iterator = getattr(loader, "_iterator", None)  # torch keeps only a persistent loader's iterator
+    if iterator is not None:
         iterator._shutdown_workers()
-    if hasattr(loader, "_iterator"):
         loader._iterator = None
 
 

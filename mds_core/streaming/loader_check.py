@@ -263,7 +263,7 @@ def _run(
 def _epoch_with_checkpoint(loader: StreamingDataLoader) -> tuple[np.ndarray, tuple[int, Any]]:
     """One whole epoch's sample ids, and the loader's state taken halfway (in whole batches) as training
     checkpoints: mid-iteration, the loop going on. (samples before it, state) is the checkpoint."""
-    halfway = max(1, len(loader) // 2) if _has_len(loader) else 1
+    halfway = max(1, len(loader) // 2)  # over a StreamingDataset, a loader has a length
     batches: list[np.ndarray] = []
     taken = 0
     checkpoint: tuple[int, Any] = (0, None)
@@ -273,13 +273,6 @@ def _epoch_with_checkpoint(loader: StreamingDataLoader) -> tuple[np.ndarray, tup
         if step == halfway:
             checkpoint = (taken, loader.state_dict())
     return _joined(batches), checkpoint
-
-
-def _has_len(loader: StreamingDataLoader) -> bool:
-    try:
-        return len(loader) > 0
-    except TypeError:
-        return False
 
 
 def _check_resume(
