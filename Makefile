@@ -117,7 +117,8 @@ reference-tests: install bench-env
 
 # The fuzzing campaign (docs/development.md, "Fuzzing"): 100,000 mutated inputs per target (index.json,
 # datasets opened over damaged indexes, shards, every encoding, compressed shards, state dicts, manifests,
-# verify's detection; `dataset` runs a fifth of them), one process per core; a few minutes on a quiet machine.
+# verify's detection; `dataset` runs a fifth of them), then hostile inputs (decompression bombs, symlinked
+# caches, hostile shard sets and run config), one process per core; half an hour or more on two cores.
 # Not part of `make test`, which runs a slice of it (tests/fuzz/test_fuzz_slice.py).
 FUZZ_INPUTS ?= 100000
 fuzz: install

@@ -1,7 +1,7 @@
 """Train a small digit classifier from the published version of the digits shard set.
 
     python examples/train_digits.py --epochs 5                      # where `make demo` publishes, published version
-    python examples/train_digits.py --remote s3://bucket/shard-sets/digits --local /tmp/digits-cache
+    python examples/train_digits.py --remote s3://bucket/shard-sets/digits --local ~/.cache/mds/digits
 
 It pins the version it starts on and keeps it in the checkpoint with the model, the optimizer and the
 loader's state, so a restarted run (``--checkpoint`` again) continues mid-epoch on exactly the same data,

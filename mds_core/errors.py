@@ -91,6 +91,11 @@ class ConfigurationError(MDSError, ValueError):
     """Dataset, order or world settings that cannot work together (the message says which and why)."""
 
 
+class UnsafeFolderError(ConfigurationError):
+    """A folder that must be this user's alone (the job root, a cache) but that another user owns or can
+    write, or that is a symbolic link: its contents cannot be trusted, nor may this user's data go there."""
+
+
 class EmptyStreamError(ConfigurationError, RuntimeError):
     """A stream whose index lists no samples (the reference raised ``RuntimeError``)."""
 

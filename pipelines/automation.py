@@ -26,6 +26,7 @@ from dagster import (
     sensor,
 )
 
+from mds_core.storage.urls import redact
 from pipelines.assets.shards import days_of
 from pipelines.conventions import daily, op_name
 from pipelines.landing import day_url, landed_days
@@ -88,7 +89,7 @@ def landing_run_request(spec: DatasetSpec, day: str, url: str, fmt: str, signatu
         run_key=f"{day}:{signature}",
         partition_key=day,
         run_config={"ops": {op_name(spec, "raw_table"): {"config": {"kind": "path", "path": url, "format": fmt}}}},
-        tags={"mds/landing": url, "dataset": spec.name},
+        tags={"mds/landing": redact(url), "dataset": spec.name},  # the run's config keeps the URL to read
     )
 
 
@@ -132,7 +133,7 @@ def landing_requests(
         )
     cursor = json.dumps(seen, sort_keys=True)  # kept on a skip too: a day seen once is not "first seen" again
     if not requests:
-        return SensorResult(skip_reason=SkipReason(f"no new or changed days under {url}"), cursor=cursor)
+        return SensorResult(skip_reason=SkipReason(f"no new or changed days under {redact(url)}"), cursor=cursor)
     return SensorResult(run_requests=requests, cursor=cursor)
 
 

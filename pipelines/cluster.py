@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mds_core.errors import ConfigurationError
+from mds_core.storage.urls import redact
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -91,7 +92,7 @@ def check_master_reachable(master: str, timeout: float) -> None:
         except OSError as err:
             problems.append(f"{host}:{port}: {err.strerror or err}")
     raise ConfigurationError(
-        f"cannot reach the Spark master {master} ({'; '.join(problems)}) within {timeout:g} s: start the master "
+        f"cannot reach the Spark master {redact(master)} ({'; '.join(problems)}) within {timeout:g} s: start the master "
         "there (sbin/start-master.sh), or set MDS_SPARK_MASTER to its URL (spark://HOST:PORT, port 7077 by "
         "default) or to local[*]; MDS_SPARK_MASTER_TIMEOUT sets how long to wait"
     )
@@ -125,7 +126,7 @@ def wait_for_executors(session: SparkSession, master: str, timeout: float) -> No
     )
     session.stop()
     raise ConfigurationError(
-        f"the Spark master {master} accepted the application but started no executor within {timeout:g} s: "
+        f"the Spark master {redact(master)} accepted the application but started no executor within {timeout:g} s: "
         f"check on the master's web UI that workers are registered and have free cores and memory for "
         f"{asked} (MDS_SPARK_CONF), and that the workers can reach this driver; MDS_SPARK_MASTER_TIMEOUT sets "
         "how long to wait"

@@ -17,6 +17,7 @@ from typing import Any
 
 from dagster import DagsterInstance, ExecuteInProcessResult
 
+from mds_core.storage.urls import redact
 from pipelines.assets.plan import PLAN_CHECK
 from pipelines.assets.smoke import SMOKE_CHECK
 from pipelines.conventions import daily
@@ -78,7 +79,8 @@ def main() -> int:
         print(f"   training plan for {plan_summary(result)}")
     shards = store.shard_set(spec.name)
     published = shards.published()
-    print(f"\nshard set: {store.url(spec.name)}")
+    shown = redact(store.url(spec.name))
+    print(f"\nshard set: {shown}")
     for info in shards.versions()[-4:]:
         marker = "  <- published" if info.number == published else ""
         print(
@@ -86,8 +88,9 @@ def main() -> int:
             f"{info.stored_bytes} bytes, days {', '.join(info.lineage.get('days', [])[-4:])}{marker}"
         )
     print(
+        # No local=: StreamingDataset's own per-user cache, never a shared folder another user can fill first.
         "\nread it in training code:\n"
-        f"  StreamingDataset(remote={store.url(spec.name)!r}, local='/tmp/digits-cache', version={published})\n"
+        f"  StreamingDataset(remote={shown!r}, version={published}, batch_size=32)\n"
         "train on it:  .venv/bin/python examples/train_digits.py --epochs 5\n"
         f"see the runs: make ui   (DAGSTER_HOME={os.environ['DAGSTER_HOME']})"
     )

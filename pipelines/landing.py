@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from mds_core.errors import MDSError, StorageError
 from mds_core.storage.remote import RemoteStore, open_store
-from mds_core.storage.urls import join
+from mds_core.storage.urls import join, redact
 
 T = TypeVar("T")
 
@@ -117,7 +117,7 @@ def _require_bucket(fs: Any, root: str, url: str, what: str) -> None:
         _guarded(url, lambda: fs.info(bucket))
     except FileNotFoundError:
         raise StorageError(
-            f"landing zone {url}: the {what} {bucket!r} does not exist (or these credentials "
+            f"landing zone {redact(url)}: the {what} {bucket!r} does not exist (or these credentials "
             "cannot see it); check the URL"
         ) from None
 
@@ -129,8 +129,10 @@ def _guarded(url: str, call: Callable[[], T]) -> T:
     except (FileNotFoundError, MDSError):
         raise
     except Exception as err:  # network and auth errors come in many library-specific types
+        shown = redact(url)
+        problem = str(err).replace(url, shown)  # a library may quote the URL it was given
         raise StorageError(
-            f"landing zone {url}: cannot list it ({type(err).__name__}: {err}); check the URL, "
+            f"landing zone {shown}: cannot list it ({type(err).__name__}: {problem}); check the URL, "
             "the endpoint and the credentials (storage options or environment)"
         ) from err
 

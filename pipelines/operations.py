@@ -11,6 +11,7 @@ from typing import Literal
 from dagster import Config, Failure, JobDefinition, OpExecutionContext, ScheduleDefinition, job, op
 from pydantic import Field
 
+from mds_core.storage.urls import redact
 from pipelines.automation import schedule_status
 from pipelines.registry import DatasetSpec
 from pipelines.resources import ShardStore
@@ -45,7 +46,7 @@ def publish_job(spec: DatasetSpec) -> JobDefinition:
             now = config.version
         else:
             now = shards.rollback()
-        context.log.info(f"{spec.name}: published version {now} (was {before}) at {shard_store.url(spec.name)}")
+        context.log.info(f"{spec.name}: published version {now} (was {before}) at {redact(shard_store.url(spec.name))}")
         context.add_output_metadata({"published": now, "previously_published": before if before is not None else -1})
         return now
 

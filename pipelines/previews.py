@@ -5,6 +5,11 @@ shards they live in, into a temporary folder) and draws each picture-able column
 images as they are, small arrays (an 8x8 digit, a 28x28 glyph) scaled to 0-255 and enlarged with
 nearest-neighbour so single pixels stay visible. The PNG travels inside a markdown image
 (``data:image/png;base64,...``), because Dagster's UI renders markdown but has no image metadata type.
+
+The samples are nobody's vetted input, and Pillow only *warns* about an image between
+``Image.MAX_IMAGE_PIXELS`` (about 89M pixels) and twice that, then decodes it in full. So while samples
+are decoded and converted here that warning is an error, and a sample whose image Pillow refuses is left
+out of the preview with a note under the picture, instead of failing the materialisation.
 """
 
 from __future__ import annotations
@@ -14,17 +19,19 @@ import contextlib
 import io
 import math
 import tempfile
+import warnings
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from dagster import MetadataValue
 
-from mds_core.errors import ConfigurationError, StoreFileNotFoundError, UnknownEncodingError
+from mds_core.errors import ConfigurationError, DecodeError, StoreFileNotFoundError, UnknownEncodingError
 from mds_core.format.encodings import get_coder
 from mds_core.format.index import INDEX_BASENAME, ShardInfo, parse_index
 from mds_core.format.ndarray import NDArrayCoder
 from mds_core.storage.remote import RemoteStore, open_store
+from mds_core.storage.urls import redact
 from mds_core.streaming.local import LocalDataset
 from mds_core.streaming.version_sample import fetch_shards, write_subset_index
 from mds_core.versions import ShardSet
@@ -33,6 +40,7 @@ if TYPE_CHECKING:
     from PIL import Image
 
 Shape = tuple[int, ...]
+Sample = tuple[int, dict[str, Any] | None]  # a sample's index, and its columns (None: Pillow refused an image of it)
 IMAGE_ENCODINGS = frozenset({"pil", "jpeg", "png", "list[pil]", "list[jpeg]", "list[png]", "jpeg_array", "jpegarray"})
 MAX_ARRAY_SIDE = 64  # larger arrays are data (embeddings, spectra), not pictures
 TILE_SIDE = 64  # small tiles are enlarged up to this; larger images shrunk to it, to keep metadata small
@@ -81,24 +89,87 @@ def sample_preview(
     # The shard set's own store waits for ever; a preview must not hang the run that asks for it.
     store = open_store(url, retry=3, timeout=DOWNLOAD_TIMEOUT, storage_options=storage_options)
     preview: dict[str, MetadataValue] = {}
-    with _opened(store, head) as dataset:
-        samples = [dataset[index] for index in range(min(count, len(dataset)))]
+    with _opened(store, head) as dataset, _bombs_refused():
+        samples = [(index, _read_sample(dataset, index)) for index in range(min(count, len(dataset)))]
         for name in names:  # drawn while the shards are mapped: decoded arrays may be views of them
-            png = grid_png([sample[name] for sample in samples], columns.get(name))
-            if png is not None:
-                preview[f"preview_{name}"] = MetadataValue.md(
-                    f"![{name}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})"
-                )
+            markdown = _column_markdown(name, samples, columns.get(name))
+            if markdown is not None:
+                preview[f"preview_{name}"] = MetadataValue.md(markdown)
     return preview
 
 
 def grid_png(values: list[Any], shape: Shape | None = None) -> bytes | None:
     """One row (or more, past 8) of tiles as PNG bytes; None when a value is not a picture."""
-    arrays = [_as_array(value, shape) for value in values]
+    return _grid_png([_as_array(value, shape) for value in values])
+
+
+def _grid_png(arrays: list[np.ndarray | None]) -> bytes | None:
     if not arrays or any(array is None for array in arrays):
         return None  # a column some of whose samples are no pictures is not drawn at all
     tiles = _to_uint8([array for array in arrays if array is not None])
     return _encode_png(_grid(tiles))
+
+
+# -------------------------------------------------------------------------------------------------
+# images Pillow refuses to decode
+
+
+@contextlib.contextmanager
+def _bombs_refused() -> Iterator[None]:
+    """Pillow's decompression-bomb warning raised as an error (``warnings`` filters are per process)."""
+    from PIL import Image
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", Image.DecompressionBombWarning)
+        yield
+
+
+def _bombs() -> tuple[type[Exception], ...]:
+    from PIL import Image
+
+    return (Image.DecompressionBombWarning, Image.DecompressionBombError)
+
+
+def _read_sample(dataset: LocalDataset, index: int) -> dict[str, Any] | None:
+    """The sample's columns, or None when Pillow refused an image of it (mds_core's decoder wraps the refusal)."""
+    try:
+        return dataset[index]
+    except DecodeError as err:
+        cause: BaseException | None = err
+        while isinstance(cause, DecodeError):  # the shard's, the column's and the value's context around it
+            cause = cause.__cause__
+        if isinstance(cause, _bombs()):
+            return None
+        raise
+
+
+def _bomb_note(index: int) -> str:
+    from PIL import Image
+
+    return (
+        f"sample {index} not drawn: an image of it has more than {Image.MAX_IMAGE_PIXELS:,} pixels, Pillow's limit "
+        "for untrusted images (a possible decompression bomb), so it was not decoded"
+    )
+
+
+def _column_markdown(name: str, samples: list[Sample], shape: Shape | None) -> str | None:
+    """The column's grid as a markdown image, followed by a note for each sample left out; None when the
+    column is no picture."""
+    arrays: list[np.ndarray | None] = []
+    notes: list[str] = []
+    for index, sample in samples:
+        try:
+            if sample is not None:  # else Pillow refused an image of it when it was read
+                arrays.append(_as_array(sample[name], shape))
+                continue
+        except _bombs():  # refused while converting rather than opening
+            pass
+        notes.append(_bomb_note(index))
+    png = _grid_png(arrays)
+    if png is None and arrays:
+        return None
+    image = [f"![{name}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})"] if png is not None else []
+    return "\n\n".join(image + notes) or None
 
 
 # -------------------------------------------------------------------------------------------------
@@ -111,7 +182,9 @@ def _version_shards(shard_set: ShardSet, version: int | None) -> list[ShardInfo]
     try:
         published = shard_set.store.read_bytes(INDEX_BASENAME)
     except StoreFileNotFoundError:
-        raise ConfigurationError(f"{shard_set.store.url}: no version is published yet; pass version=N") from None
+        raise ConfigurationError(
+            f"{redact(shard_set.store.url)}: no version is published yet; pass version=N"
+        ) from None
     return parse_index(published, shard_set.store.url_of(INDEX_BASENAME))
 
 

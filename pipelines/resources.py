@@ -1,11 +1,13 @@
 """Resources: the Spark session, the local table catalog, the shard store and the landing folder.
 
 Every setting has one default, in its field, that works offline on a fresh clone. A field may name an
-environment variable (``MDS_SPARK_MASTER``, ``MDS_SHARD_STORE``, ...: ``env_field``); when the code
-location loads, ``bound_to_environment`` binds each field whose variable is set to ``EnvVar(name)``, so
-Dagster resolves the value when a run starts and the UI shows the variable's name, never its value.
-Dagster config (the Launchpad's ``resources:`` section, or resource objects passed to
-``Definitions``/``materialize``) sets any field too. Nothing is read from the environment at import.
+environment variable (``MDS_SPARK_MASTER``, ``MDS_SHARD_STORE``, ...: ``env_field``), bound to it when
+the code location loads (``pipelines.settings``). Dagster config (the Launchpad's ``resources:``
+section, or resource objects passed to ``Definitions``/``materialize``) sets any field too, so whoever
+launches a run chooses them: the dictionaries a run may set are checked (``pipelines.run_config``), and
+the deployment-only fields are honoured only with their variable's own value
+(``pipelines.settings.deployment_value``), before any session or store is opened. Nothing is read from
+the environment at import.
 """
 
 from __future__ import annotations
@@ -15,18 +17,20 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from dagster import ConfigurableResource, EnvVar
 from dagster_pyspark import LazyPySparkResource
 from pydantic import Field, field_validator
 
-from mds_core.errors import ConfigurationError, StoreFileNotFoundError
+from mds_core.errors import StoreFileNotFoundError
 from mds_core.order.world import DEFAULT_WORLD
 from mds_core.storage.remote import RemoteStore, open_store
-from mds_core.storage.urls import join
+from mds_core.storage.urls import join, redact
 from pipelines import cluster, jvm
 from pipelines.paths import data_dir
+from pipelines.run_config import check_spark_config, check_storage_options
+from pipelines.settings import bound_to_environment, deployment_json, env_field, environment_variables, resolved
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -43,31 +47,6 @@ else:
     Resource = ConfigurableResource
     PySpark = LazyPySparkResource
 
-R = TypeVar("R", bound=ConfigurableResource[Any])
-
-
-def env_field(default: Any, env: str, description: str, **limits: Any) -> Any:
-    """A field with its one default, whose value the named variable sets when it is set (``bound_to_environment``)."""
-    return Field(default=default, description=f"{description} (${env})", json_schema_extra={"env": env}, **limits)
-
-
-def environment_variables(resource: type[ConfigurableResource[Any]]) -> dict[str, str]:
-    """Field name -> the environment variable that sets it, for the fields that name one."""
-    named = {name: (info.json_schema_extra or {}) for name, info in resource.model_fields.items()}
-    return {name: str(extra["env"]) for name, extra in named.items() if isinstance(extra, dict) and "env" in extra}
-
-
-def bound_to_environment(resource: type[R], environ: Mapping[str, str]) -> R:
-    """``resource`` with each field whose variable is set in ``environ`` bound to ``EnvVar``: Dagster
-    reads the value when a run starts, and the UI shows the variable's name. The others keep their
-    field's default."""
-    bound: dict[str, Any] = {}
-    for field, variable in environment_variables(resource).items():
-        if variable in environ:
-            integer = resource.model_fields[field].annotation in (int, "int")
-            bound[field] = EnvVar.int(variable) if integer else EnvVar(variable)
-    return resource(**bound)
-
 
 class SparkResource(PySpark):
     """A Spark session: ``local[*]`` by default, any master URL (``spark://host:7077``, ``yarn``), or a
@@ -79,14 +58,22 @@ class SparkResource(PySpark):
     ``spark_session`` decides the settings; runs use the in-process executor so a run starts one JVM.
     """
 
-    spark_config: dict[str, Any] = Field(default_factory=dict, description="Extra Spark settings (spark.* keys).")
+    spark_config: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Spark tuning settings a run may set (shuffle partitions, memory, cores, adaptive execution; "
+        "pipelines.run_config.RUN_CONFIG_SPARK_SETTINGS); anything else goes in $MDS_SPARK_CONF.",
+    )
     master: str = env_field("local[*]", "MDS_SPARK_MASTER", "Spark master URL")
     remote: str = env_field(
         "", "MDS_SPARK_REMOTE", "Spark Connect URL, sc://host:port; when set, the session is a Connect client"
     )
     app_name: str = "mds-pipelines"
     spark_config_json: str = env_field(
-        "", "MDS_SPARK_CONF", "More Spark settings as a JSON object, e.g. credentials (set it as an EnvVar)"
+        "",
+        "MDS_SPARK_CONF",
+        "Deployment only: any Spark settings as a JSON object (JVM options, jars, executors' Python and "
+        "environment, connectors); settings whose names hold secrets are kept off the JVM's command line",
+        deployment_only=True,
     )
     writer_tasks: int = env_field(
         0, "MDS_WRITER_TASKS", "Tasks that write a shard set (one folder each); 0: the cluster's default parallelism"
@@ -107,12 +94,15 @@ class SparkResource(PySpark):
         return self.session().sparkContext
 
     def settings(self) -> dict[str, str]:
-        """``spark_config`` plus ``spark_config_json``: every extra Spark setting."""
-        extra = _json_object(self.spark_config_json, "MDS_SPARK_CONF")
+        """``spark_config`` (tuning settings only) plus ``spark_config_json`` (the deployment's): every extra
+        Spark setting, checked before any session is built."""
+        variable = environment_variables(SparkResource)["spark_config_json"]
+        check_spark_config(self.spark_config, "SparkResource.spark_config", variable)
+        extra = deployment_json(self, "spark_config_json")
         return {**{k: str(v) for k, v in self.spark_config.items()}, **extra}
 
     def session(self) -> SparkSession:
-        conf, remote = self.settings(), _resolved(self.remote)
+        conf, remote = self.settings(), resolved(self.remote)
         if remote:  # Spark Connect: checked to answer within $MDS_SPARK_CONNECT_TIMEOUT seconds
             from mds_core.convert.spark_connect import connect_session
 
@@ -192,7 +182,7 @@ class TableCatalog(Resource):
 
         location = self.location(table)
         if not self.folder(table).exists(""):
-            raise FileNotFoundError(f"table {table!r} has no data at {location}; materialise its asset first")
+            raise FileNotFoundError(f"table {table!r} has no data at {redact(location)}; materialise its asset first")
         schema = schema or self.stored_schema(table)
         reader = spark.read.schema(schema) if schema is not None else spark.read
         frame = reader.parquet(location)
@@ -219,9 +209,16 @@ class ShardStore(Resource):
     """Where versioned shard sets live: ``<data dir>/shard-sets`` by default, or ``s3://``, ``gs://``..."""
 
     root: str = env_field("", "MDS_SHARD_STORE", "Local folder or URL; default <data dir>/shard-sets")
-    storage_options: dict[str, Any] = Field(default_factory=dict, description="fsspec options (not secret).")
+    storage_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="fsspec options a run may set; no endpoint, proxy, TLS or credential option "
+        "(pipelines.run_config): those go in $MDS_STORAGE_OPTIONS.",
+    )
     storage_options_json: str = env_field(
-        "", "MDS_STORAGE_OPTIONS", "More fsspec options as a JSON object, e.g. keys (set it as an EnvVar)"
+        "",
+        "MDS_STORAGE_OPTIONS",
+        "Deployment only: fsspec options as a JSON object, endpoints and credentials included",
+        deployment_only=True,
     )
     cache_dir: str = env_field("", "MDS_CACHE_DIR", "Local cache for reading shards; default <data dir>/cache")
 
@@ -232,8 +229,11 @@ class ShardStore(Resource):
         return str(Path(self.cache_dir or data_dir() / "cache", name))
 
     def options(self) -> dict[str, Any]:
-        """Every fsspec option: ``storage_options`` plus ``storage_options_json``."""
-        return {**self.storage_options, **_json_object(self.storage_options_json, "MDS_STORAGE_OPTIONS")}
+        """Every fsspec option: ``storage_options`` (run-configurable) plus ``storage_options_json`` (the
+        deployment's), checked before any store is opened."""
+        variable = environment_variables(ShardStore)["storage_options_json"]
+        check_storage_options(self.storage_options, "ShardStore.storage_options", variable)
+        return {**self.storage_options, **deployment_json(self, "storage_options_json")}
 
     def shard_set(self, name: str) -> ShardSet:
         from mds_core.versions import ShardSet
@@ -247,14 +247,17 @@ class LandingZone(Resource):
 
     path: str = env_field("", "MDS_LANDING_DIR", "Landing folder or URL; default <data dir>/landing")
     storage_options_json: str = env_field(
-        "", "MDS_LANDING_STORAGE_OPTIONS", "fsspec options as a JSON object (set it as an EnvVar)"
+        "",
+        "MDS_LANDING_STORAGE_OPTIONS",
+        "Deployment only: fsspec options as a JSON object, endpoints and credentials included",
+        deployment_only=True,
     )
 
     def url(self, dataset: str) -> str:
         return join(self.path or str(data_dir() / "landing"), dataset)
 
     def options(self) -> dict[str, Any]:
-        return _json_object(self.storage_options_json, "MDS_LANDING_STORAGE_OPTIONS")
+        return deployment_json(self, "storage_options_json")
 
 
 class SmokeTestSettings(Resource):
@@ -303,7 +306,7 @@ class TrainingWorldSettings(Resource):
 
     def seconds_per_sample(self) -> float | None:
         """``consume_seconds`` as a number; None when it is 0 (not modelled)."""
-        return seconds_per_sample(_resolved(self.consume_seconds)) or None
+        return seconds_per_sample(resolved(self.consume_seconds)) or None
 
 
 def seconds_per_sample(text: str) -> float:
@@ -314,27 +317,6 @@ def seconds_per_sample(text: str) -> float:
     if not seconds >= 0:
         raise ValueError(f"consume_seconds must be 0 or more, got {text!r}")
     return seconds
-
-
-def _resolved(value: str) -> str:
-    """A field's value: an ``EnvVar`` left unresolved (a resource used outside a run) is read here."""
-    return (value.get_value() or "") if isinstance(value, EnvVar) else value
-
-
-def _json_object(text: str, name: str) -> dict[str, Any]:
-    text = _resolved(text)
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except ValueError as err:
-        raise ConfigurationError(
-            f"${name} is not valid JSON ({err.__class__.__name__} at {err}); give a JSON "
-            'object such as {"key": "value"}'
-        ) from None  # never echo a secret
-    if not isinstance(value, dict):
-        raise ConfigurationError(f"${name} must be a JSON object, got a {type(value).__name__}")
-    return value
 
 
 RESOURCES: dict[str, type[ConfigurableResource[Any]]] = {

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, Any, NoReturn
@@ -14,7 +15,7 @@ import click
 import numpy as np
 
 from mds_core.errors import MDSError
-from mds_core.format.index import INDEX_BASENAME, parse_index
+from mds_core.format.index import INDEX_BASENAME, MAX_INDEX_BYTES, parse_index
 from mds_core.storage.remote import open_store
 from mds_core.storage.urls import is_remote
 
@@ -35,13 +36,37 @@ def show(value: Any, limit: int = 80) -> str:
     )
 
 
+# Bidirectional overrides and isolates reorder what a terminal shows (the "Trojan Source" trick).
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def show_text(text: object) -> str:
+    """``text`` safe to print: control characters escaped (``\\x1b``), line breaks kept.
+
+    Column names, manifest fields and error messages come from datasets written by anyone; an escape
+    sequence in them would be obeyed by the terminal (set its title, rewrite lines, hide output).
+    """
+    return "\n".join("".join(map(_shown, line)) for line in str(text).split("\n"))
+
+
+def _shown(char: str) -> str:
+    if unicodedata.category(char) == "Cc" or char in _BIDI_CONTROLS:
+        return char.encode("unicode_escape").decode("ascii")
+    return char
+
+
+def say(text: object = "", err: bool = False) -> None:
+    """``click.echo`` for text that may hold dataset-controlled strings (see ``show_text``)."""
+    click.echo(show_text(text), err=err)
+
+
 class CommandError(click.ClickException):
     """What every ``mds`` command reports on a failure: one line, ``error: ...``, and exit status 2."""
 
     exit_code = 2
 
     def show(self, file: IO[Any] | None = None) -> None:
-        click.echo(f"error: {self.format_message()}", err=True)
+        say(f"error: {self.format_message()}", err=True)
 
 
 class CommandGroup(click.Group):
@@ -59,7 +84,10 @@ def fail(message: str) -> NoReturn:
 
 
 def emit(obj: Any, as_json: bool, lines: list[str]) -> None:
-    click.echo(json.dumps(obj, indent=2, default=str) if as_json else "\n".join(lines))
+    if as_json:
+        click.echo(json.dumps(obj, indent=2, default=str))  # JSON escapes control characters itself
+    else:
+        say("\n".join(lines))
 
 
 @contextmanager
@@ -72,10 +100,13 @@ def local_copy(path: str, shards: bool) -> Iterator[str]:
         return
     with tempfile.TemporaryDirectory(prefix="mds-cli-") as local:
         store = open_store(path)
-        store.download(INDEX_BASENAME, os.path.join(local, INDEX_BASENAME))
+        store.download(INDEX_BASENAME, os.path.join(local, INDEX_BASENAME), max_bytes=MAX_INDEX_BYTES)
         if shards:
-            index = parse_index(open(os.path.join(local, INDEX_BASENAME), "rb").read(), path)
+            with open(os.path.join(local, INDEX_BASENAME), "rb") as file:
+                index = parse_index(file.read(), path)
             for shard in index:
                 info = shard.zip_data or shard.raw_data  # a compressed shard exists remotely only as its zip
-                store.download(info.basename, os.path.join(local, info.basename))
+                # No more than the index declares: a larger object is cut off, not left to fill the disk. A
+                # shorter one is copied, for `mds verify` to report with the shard it belongs to.
+                store.download(info.basename, os.path.join(local, info.basename), max_bytes=info.bytes)
         yield local

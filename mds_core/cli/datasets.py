@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from mds_core.cli.common import local_copy, show
+from mds_core.cli.common import local_copy, say, show, show_text
 from mds_core.format.verify import summarize, verify_dataset
 from mds_core.sizes import format_bytes
 from mds_core.storage.remote import open_store
@@ -27,22 +27,23 @@ def inspect(path: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(summary.to_json(), indent=2))
         return
-    click.echo(f"dataset      {summary.root}")
-    click.echo(f"samples      {summary.samples}")
-    click.echo(f"shards       {summary.shards}")
-    click.echo(f"raw bytes    {summary.raw_bytes} ({format_bytes(summary.raw_bytes)})")
+    say(f"dataset      {summary.root}")
+    say(f"samples      {summary.samples}")
+    say(f"shards       {summary.shards}")
+    say(f"raw bytes    {summary.raw_bytes} ({format_bytes(summary.raw_bytes)})")
     if summary.zip_bytes is not None:
-        click.echo(
+        say(
             f"compressed   {summary.zip_bytes} ({format_bytes(summary.zip_bytes)}) with {', '.join(summary.compression)}"
         )
-        click.echo(f"ratio        {summary.ratio:.2f}x")
+        say(f"ratio        {summary.ratio:.2f}x")
     else:
-        click.echo("compressed   no")
-    click.echo(f"hashes       {', '.join(summary.hashes) or 'none'}")
-    click.echo("columns")
-    width = max((len(name) for name in summary.columns), default=0)
-    for name, encoding in summary.columns.items():
-        click.echo(f"  {name:<{width}}  {encoding}")
+        say("compressed   no")
+    say(f"hashes       {', '.join(summary.hashes) or 'none'}")
+    say("columns")
+    names = {show_text(name): show_text(encoding) for name, encoding in summary.columns.items()}
+    width = max((len(name) for name in names), default=0)
+    for name, encoding in names.items():
+        say(f"  {name:<{width}}  {encoding}")
 
 
 @click.command()
@@ -57,12 +58,14 @@ def verify(path: str, decode: bool, allow_unsafe_types: bool) -> None:
     with local_copy(path, shards=True) as local:
         report = verify_dataset(local, decode=decode, allow_unsafe_types=allow_unsafe_types)
     for problem in report.problems:
-        click.echo(f"FAIL {problem}", err=True)
+        say(f"FAIL {problem}", err=True)
     status = "OK" if report.ok else f"FAILED ({len(report.problems)} problems)"
-    click.echo(
+    say(
         f"{status}: {report.shards} shards, {report.files_checked} files, "
         f"{report.hashes_checked} hashes, {report.samples_checked} samples checked in {path}"
     )
+    if report.samples_not_decoded:
+        say(f"{report.samples_not_decoded} samples not decoded (pkl columns; --allow-unsafe-types decodes them)")
     sys.exit(0 if report.ok else 1)
 
 
@@ -83,6 +86,6 @@ def _print_head(dataset: LocalDataset, num: int) -> None:
     with dataset:
         for index in range(min(num, len(dataset))):
             sample = dataset.get_item(index)
-            click.echo(f"[{index}]")
+            say(f"[{index}]")
             for name, value in sample.items():
-                click.echo(f"  {name}: {show(value)}")
+                say(f"  {name}: {show(value)}")

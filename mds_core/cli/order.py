@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from mds_core.cli.common import show
+from mds_core.cli.common import say, show
 from mds_core.format.index import load_index
 from mds_core.order.simulate import check_order
 from mds_core.order.spec import OrderSpec
@@ -75,10 +75,10 @@ def check_order_command(
     for result in results:
         where = f"{result.world}, resumed at sample {result.resume_at}"
         if result.error:
-            click.echo(f"REFUSED  {where}: {result.error}")
+            say(f"REFUSED  {where}: {result.error}")
         elif result.first_difference:
             batch, expected, got = result.first_difference
-            click.echo(f"DIFFERS  {where}: global batch {batch} has {show(got)} instead of {show(expected)}")
+            say(f"DIFFERS  {where}: global batch {batch} has {show(got)} instead of {show(expected)}")
         else:
-            click.echo(f"same     {where}: {result.batches_compared} global batches")
+            say(f"same     {where}: {result.batches_compared} global batches")
     sys.exit(0 if all(r.ok for r in results) else 1)

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from mds_core.cli.common import fail
+from mds_core.cli.common import fail, say
 from mds_core.errors import MDSError
 from mds_core.order.world import DEFAULT_WORLD, parse_world
 from mds_core.plan import Environment, plan_training
@@ -48,7 +48,7 @@ def _size(value: str | None, what: str) -> int | None:
     "run_probe",
     is_flag=True,
     help="Measure bandwidth, latency and decode time against the "
-    "first SOURCE (downloads up to 64 MiB from this machine).",
+    "first SOURCE (downloads up to 64 MiB from this machine; pkl values are timed as bytes, never unpickled).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
 @click.option(
@@ -79,7 +79,8 @@ def plan_command(
     as_json: bool,
     plot: str | None,
 ) -> None:
-    """Plan training on the datasets at SOURCES (paths or URLs, one stream each; only their indexes are read).
+    """Plan training on the datasets at SOURCES (paths or URLs, one stream each; their indexes are read, their
+    shard files listed but never read).
 
     Downloads and cache per node are exact without a cache limit or at the recommended one: they
     follow the loader's real per-rank order. Repeated downloads under a smaller limit are a
@@ -113,4 +114,7 @@ def plan_command(
     )
     if plot:
         save_plot(plan, plot)
-    click.echo(json.dumps(plan.to_json(), indent=2) if as_json else render_text(plan))
+    if as_json:
+        click.echo(json.dumps(plan.to_json(), indent=2))
+    else:
+        say(render_text(plan))

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from mds_core.cli.common import emit
+from mds_core.cli.common import emit, say
 from mds_core.sizes import format_bytes
 from mds_core.versions import ShardSet
 
@@ -74,18 +74,22 @@ def versions_diff(root: str, old: int, new: int, as_json: bool) -> None:
     help="Leave unfinished commits younger than this alone.",
 )
 @click.option("--dry-run", is_flag=True, help="Only print what would be deleted.")
+@click.option("--force", is_flag=True, help="Vacuum a root that has no version yet (an unfinished first commit).")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 def versions_vacuum(
-    root: str, keep_last: int | None, newer_than: Any, grace_hours: float, dry_run: bool, as_json: bool
+    root: str, keep_last: int | None, newer_than: Any, grace_hours: float, dry_run: bool, force: bool, as_json: bool
 ) -> None:
-    """Delete versions outside the retention and every file no kept version needs."""
+    """Delete versions outside the retention and every file of ROOT's data/ and _versions/ no kept version needs.
+
+    ROOT must be a shard set (a folder with version manifests in _versions/); anything else is refused.
+    """
     when = newer_than.replace(tzinfo=dt.UTC) if newer_than else None
     report = _shard_set(root).vacuum(
-        keep_last=keep_last, newer_than=when, grace=dt.timedelta(hours=grace_hours), dry_run=dry_run
+        keep_last=keep_last, newer_than=when, grace=dt.timedelta(hours=grace_hours), dry_run=dry_run, force=force
     )
     verb = "would delete" if dry_run else "deleted"
     lines = [
-        f"kept versions {report.kept_versions}; removed versions {report.removed_versions}; "
+        f"{root}: kept versions {report.kept_versions}; removed versions {report.removed_versions}; "
         f"{verb} {len(report.removed_files)} files"
     ] + [f"  {name}" for name in report.removed_files]
     emit(report.to_json(), as_json, lines)
@@ -99,7 +103,7 @@ def versions_publish(root: str, version: int) -> None:
     shard_set = _shard_set(root)
     before = shard_set.published()
     shard_set.publish(version)
-    click.echo(f"published version {version} of {root} (was {before if before is not None else 'none'})")
+    say(f"published version {version} of {root} (was {before if before is not None else 'none'})")
 
 
 @versions.command("rollback")

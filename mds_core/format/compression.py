@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from mds_core.errors import CompressionError, MissingDependencyError
 
@@ -25,9 +26,17 @@ _LEVELS: dict[str, tuple[int, int, int] | None] = {
 }
 _EXTRAS = {"br": ("brotli", "br"), "snappy": ("cramjam", "snappy")}  # family -> (package, extra)
 _CHUNK = 1 << 20
+_SNAPPY_HEADER = 5  # the varint of a 32-bit uncompressed length
 
 if TYPE_CHECKING:
     import zstandard
+    from typing_extensions import Buffer
+
+
+class Writer(Protocol):
+    """Where decompressed bytes go: a binary file, or anything with its ``write``."""
+
+    def write(self, data: Buffer, /) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -59,7 +68,12 @@ class Codec:
             return _zstd_compressor(_level(self.family, self.level)).compress
         return self.compress
 
-    def decompress(self, data: bytes) -> bytes:
+    def decompress(self, data: bytes, limit: int | None = None) -> bytes:
+        """``data`` decompressed; with ``limit``, a ``CompressionError`` as soon as it would pass ``limit`` bytes."""
+        if limit is not None:  # the bounded streaming path, into memory: at most ``limit`` bytes are held
+            out = io.BytesIO()
+            self.decompress_file(io.BytesIO(data), out, limit)
+            return out.getvalue()
         try:
             return _DECOMPRESSORS[self.family](data)
         except MissingDependencyError:
@@ -67,21 +81,76 @@ class Codec:
         except Exception as err:  # each library raises its own error type
             raise CompressionError(f"data does not decompress as {self.family}: {err}") from err
 
-    def decompress_file(self, src: IO[bytes], dst: IO[bytes]) -> None:
-        """Stream-decompress where the library allows it, so peak memory stays small."""
+    def decompress_file(self, src: IO[bytes], dst: Writer, limit: int | None = None) -> None:
+        """Stream-decompress ``src`` into ``dst`` a chunk at a time, so peak memory stays small.
+
+        ``limit`` is the size the index declares: a ``CompressionError`` is raised before the output
+        would pass it (a decompression bomb then costs a chunk of work, not its inflated size), and
+        nothing past it is written. Snappy's raw block format cannot be streamed: its length header is
+        checked against ``limit`` first, then the block is decompressed in memory.
+        """
+        out: Writer = dst if limit is None else _Limited(dst, limit, self.family)
         try:
-            if self.family == "zstd":
-                _zstd().ZstdDecompressor().copy_stream(src, dst)
-            elif self.family in ("gz", "bz2"):
+            if self.family == "zstd":  # every concatenated frame, written out in zstd's 128 KiB blocks
+                _zstd().ZstdDecompressor().copy_stream(src, out)
+            elif self.family in ("gz", "bz2"):  # every concatenated member (gz) or stream (bz2)
                 opener: Callable[..., Any] = gzip.open if self.family == "gz" else bz2.open
                 with opener(src, "rb") as stream:
-                    shutil.copyfileobj(stream, dst, _CHUNK)
+                    shutil.copyfileobj(stream, out, _CHUNK)  # each read inflates at most one chunk
+            elif self.family == "br":
+                _brotli_copy(src, out)
             else:
-                dst.write(self.decompress(src.read()))
+                _snappy_copy(src, out, limit)
         except (MissingDependencyError, CompressionError):
             raise
         except Exception as err:
             raise CompressionError(f"data does not decompress as {self.family}: {err}") from err
+
+
+class _Limited:
+    """A writer that refuses the write that would take its output past ``limit`` bytes."""
+
+    __slots__ = ("_dst", "_family", "_limit", "_room")
+
+    def __init__(self, dst: Writer, limit: int, family: str) -> None:
+        self._dst, self._limit, self._room, self._family = dst, limit, limit, family
+
+    def write(self, data: Buffer) -> int:
+        size = memoryview(data).nbytes
+        if size > self._room:
+            raise CompressionError(f"{self._family} data inflates past the declared {self._limit} bytes")
+        self._room -= size
+        return self._dst.write(data)
+
+
+def _brotli_copy(src: IO[bytes], out: Writer) -> None:
+    """Brotli a chunk in, at most about a chunk out per call (brotli >= 1.1's ``output_buffer_limit``)."""
+    decompressor = _brotli().Decompressor()
+    while not decompressor.is_finished():
+        # Pending output must be drained with empty input before the decoder takes more.
+        chunk = src.read(_CHUNK) if decompressor.can_accept_more_data() else b""
+        output = decompressor.process(chunk, output_buffer_limit=_CHUNK)
+        out.write(output)
+        if not chunk and not output and not decompressor.is_finished():
+            raise CompressionError("br data is truncated: the stream ends before its last block")
+    if src.read(1):  # what follows the end of the stream: brotli.decompress refuses it too
+        raise CompressionError("br data goes on past the end of its stream")
+
+
+def _snappy_copy(src: IO[bytes], out: Writer, limit: int | None) -> None:
+    """The raw block in memory, once its length header fits ``limit``; its input read only as far as it can go."""
+    snappy = _snappy().snappy
+    head = src.read(_SNAPPY_HEADER)
+    size = snappy.decompress_raw_len(head)
+    if limit is not None and size > limit:
+        raise CompressionError(f"snappy data inflates past the declared {limit} bytes: its header says {size}")
+    # No valid encoding of ``size`` bytes is longer than this (a copy of one byte takes five), so
+    # reading one byte more is enough to refuse the block without holding whatever follows.
+    longest = _SNAPPY_HEADER + 5 * size
+    data = head + src.read(longest + 1 - len(head))
+    if len(data) > longest:
+        raise CompressionError(f"snappy data is longer than any encoding of the {size} bytes its header gives")
+    out.write(snappy.decompress_raw(data))
 
 
 def get_compressions() -> set[str]:

@@ -16,6 +16,7 @@ from mds_core.errors import InvalidIndexError, MergeError, UnsafePathError
 from mds_core.format.shard import MAX_SHARD_BYTES
 
 INDEX_BASENAME = "index.json"
+READER_CACHE = ".mds-cache"  # a reader's locks and ledger, inside a cached stream's folder
 INDEX_VERSION = 2
 SHARD_KEYS = frozenset(
     {
@@ -40,6 +41,10 @@ MAX_SHARD_SAMPLES = MAX_SHARD_BYTES // 4 - 2
 # A compressed shard has no offsets to bound it, but no codec here expands data by more than a fraction
 # (snappy's worst case, 32 + n + n/6, is the largest): twice the largest raw shard is out of reach.
 MAX_ZIP_BYTES = 2 * MAX_SHARD_BYTES
+# Nothing in a dataset declares its index's size, so a download of it is capped instead: a million
+# shard entries take about 0.5 GB of JSON, and a store (or a link to one) serving more is refused
+# before it fills the disk.
+MAX_INDEX_BYTES = 1 << 30
 
 
 def get_index_basename() -> str:
@@ -187,6 +192,8 @@ def parse_shard(entry: Any, where: str) -> ShardInfo:
     zip_data = None if entry["zip_data"] is None else _file_info(entry["zip_data"], f"{where} zip_data", MAX_ZIP_BYTES)
     if (zip_data is None) != (not entry["compression"]):
         raise InvalidIndexError(f"{where}: 'zip_data' must be present exactly when 'compression' is set")
+    if zip_data is not None and PurePosixPath(zip_data.basename) == PurePosixPath(raw_data.basename):
+        raise UnsafePathError(f"{where}: raw_data and zip_data name the same file, {raw_data.basename!r}")
     _check_samples_fit(entry["samples"], raw_data.bytes, where)
     return ShardInfo(
         column_encodings=encodings,
@@ -202,12 +209,27 @@ def parse_shard(entry: Any, where: str) -> ShardInfo:
 
 
 def check_basename(basename: Any, where: str) -> str:
-    """A basename is a relative path that stays inside the dataset directory."""
+    """A basename is a relative path to a file that stays inside the dataset directory.
+
+    Not the dataset's own ``index.json``, nor a file of a reader's cache (``.mds-cache/``): a shard
+    written or evicted there would replace or remove them.
+    """
     if not isinstance(basename, str) or not basename:
         raise InvalidIndexError(f"{where}: 'basename' must be a non-empty string")
     path = PurePosixPath(basename)
-    if path.is_absolute() or ".." in path.parts or "\\" in basename or "\0" in basename or ":" in path.parts[0]:
-        raise UnsafePathError(f"{where}: basename {basename!r} must be a relative path inside the dataset")
+    parts = path.parts
+    if (
+        not parts
+        or path.is_absolute()
+        or ".." in parts
+        or "\\" in basename
+        or "\0" in basename
+        or ":" in parts[0]
+        or basename.endswith("/")
+    ):
+        raise UnsafePathError(f"{where}: basename {basename!r} must be a relative path inside the dataset, to a file")
+    if parts == (INDEX_BASENAME,) or parts[0] == READER_CACHE:
+        raise UnsafePathError(f"{where}: basename {basename!r} names the dataset's index or a reader's cache files")
     return basename
 
 

@@ -163,7 +163,7 @@ class JSONCoder:
     def decode(self, buf: Any, offset: int, size: int) -> Any:
         try:
             return json.loads(bytes(buf[offset : offset + size]))
-        except ValueError as err:
+        except (ValueError, RecursionError) as err:  # RecursionError: absurdly deep nesting
             raise DecodeError(f"'json' value does not parse: {err}") from err
 
 

@@ -24,6 +24,7 @@ from mds_core.plan.reads import node_reads
 from mds_core.plan.recommend import PREDOWNLOAD_BATCHES, recommend
 from mds_core.plan.timing import NodeFetches, lead_steps, request_window, simulate_epoch
 from mds_core.streaming.cache_limit import cache_limit_needed, readers_at_once, shards_in_use
+from mds_core.streaming.memory import check_order_fits
 
 _CURVE_POINTS = 1000
 _PREFETCH_BATCHES = 2  # torch DataLoader's default prefetch_factor
@@ -136,6 +137,7 @@ def plan_training(
     curves: dict[str, list[list[int]]] = {"footprint": [[] for _ in caches], "downloaded": [[] for _ in caches]}
     figures, smallest, working_set = [], 0, 0
     first_timer = None
+    check_order_fits(spec.samples_per_epoch, 0, _largest_claim(streams))
     for epoch in range(epochs):
         timer = _Timer(world, batch_size, threads, spec.samples_per_epoch, environment)
         work = generate_work(spec, world.num_nodes, world.ranks_per_node, world.workers_per_rank, epoch)
@@ -196,6 +198,11 @@ def _loader_minimum(streams: Sequence[Sequence[ShardInfo]], shards: Shards, spec
     index_bytes = sum(len(dumps_index(list(stream)).encode()) for stream in streams)
     readers = readers_at_once(spec, world.num_nodes, world.ranks_per_node)
     return cache_limit_needed(shards.cached.tolist(), index_bytes, in_use, readers)[1]
+
+
+def _largest_claim(streams: Sequence[Sequence[ShardInfo]]) -> str:
+    count, stream, shard = max((s.samples, i, j) for i, entries in enumerate(streams) for j, s in enumerate(entries))
+    return f"stream {stream}, shard {shard} claims the most ({count:,} samples)"
 
 
 def _first_burst(first_shards: NDArray[np.int64], threads: int) -> NDArray[np.int64]:

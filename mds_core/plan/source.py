@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import statistics
 import tempfile
@@ -10,7 +11,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from mds_core.errors import ConfigurationError
+from mds_core.errors import ConfigurationError, InvalidIndexError
+from mds_core.format.encodings import UNSAFE_ENCODINGS
 from mds_core.format.index import INDEX_BASENAME, ShardInfo, dumps_index, parse_index
 from mds_core.plan.figures import Environment
 from mds_core.storage.remote import RemoteStore, open_store
@@ -21,14 +23,35 @@ _STARTUP_TRIES = 3
 
 
 def load_streams(sources: Sequence[str], storage_options: dict[str, Any] | None = None) -> list[list[ShardInfo]]:
-    """The index entries of each dataset (a directory or URL holding ``index.json``); shards are not read."""
+    """The index entries of each dataset (a directory or URL holding ``index.json``); shards are listed, not read."""
     if not sources:
         raise ConfigurationError("plan needs at least one dataset path or URL")
     streams = []
     for source in sources:
         store = open_store(source, storage_options=storage_options)
-        streams.append(parse_index(store.read_bytes(INDEX_BASENAME), store.url_of(INDEX_BASENAME)))
+        shards = parse_index(store.read_bytes(INDEX_BASENAME), store.url_of(INDEX_BASENAME))
+        check_files_hold_claims(shards, store)
+        streams.append(shards)
     return streams
+
+
+def check_files_hold_claims(shards: list[ShardInfo], store: RemoteStore) -> None:
+    """Refuse an index whose shard files are not on the store at the sizes it declares (one listing).
+
+    The plan's memory grows with the samples the index claims; a few hundred bytes of index can claim
+    10**9 samples. What the files hold bounds that: each shard's header alone takes 4 bytes per sample.
+    """
+    found = store.sizes()
+    for shard_id, shard in enumerate(shards):
+        if not any(found.get(info.basename) == info.bytes for info in shard.files):
+            stored = shard.zip_data or shard.raw_data
+            held = found.get(stored.basename)
+            raise InvalidIndexError(
+                f"{store.url_of(INDEX_BASENAME)}: shard {shard_id} claims {shard.samples:,} samples in "
+                f"{stored.bytes:,} bytes of {stored.basename}, but the store holds "
+                f"{'no such file' if held is None else f'{held:,} bytes'}; the index does not match its files "
+                "(`mds verify` checks them)"
+            )
 
 
 def probe(source: str, max_bytes: int = 64 << 20, storage_options: dict[str, Any] | None = None) -> Environment:
@@ -38,7 +61,7 @@ def probe(source: str, max_bytes: int = 64 << 20, storage_options: dict[str, Any
     storage libraries), the least of three such clients; latency the median of two more reads.
     Bandwidth is the rate of downloading the first shards (up to ``max_bytes``, at least one) four
     at a time, less one latency. Decode time is one pass over the
-    downloaded shards' samples, as a DataLoader worker reads them.
+    downloaded shards' samples, as a DataLoader worker reads them (``pkl`` values as bytes: never unpickled).
     """
     # A first client loads the storage libraries and reads the index; what a loader pays per new
     # client is then the second client's first request.
@@ -80,6 +103,12 @@ def probe(source: str, max_bytes: int = 64 << 20, storage_options: dict[str, Any
     )
 
 
+def _pickles_as_bytes(shard: ShardInfo) -> ShardInfo:
+    """The shard with its ``pkl`` columns read as ``bytes``: both store a length-prefixed byte string."""
+    encodings = ["bytes" if encoding in UNSAFE_ENCODINGS else encoding for encoding in shard.column_encodings]
+    return dataclasses.replace(shard, column_encodings=encodings)
+
+
 def _first_read(source: str, storage_options: dict[str, Any] | None) -> tuple[float, RemoteStore]:
     """A new client and the seconds of its first read of the index, which sets the client up."""
     began = time.perf_counter()
@@ -94,10 +123,14 @@ def _timed_read(store: RemoteStore) -> float:
 
 
 def _decode_seconds(local: str, shards: list[ShardInfo]) -> float:
-    """Seconds per sample to read every sample of the downloaded shards."""
+    """Seconds per sample to read every sample of the downloaded shards.
+
+    ``pkl`` values are read as the bytes they are stored as, never unpickled: the dataset being
+    planned may come from anyone, and unpickling runs whatever code its bytes name.
+    """
     with open(os.path.join(local, INDEX_BASENAME), "w") as file:
-        file.write(dumps_index(shards))
-    with LocalDataset(local, allow_unsafe_types=True) as dataset:
+        file.write(dumps_index([_pickles_as_bytes(shard) for shard in shards]))
+    with LocalDataset(local) as dataset:
         began = time.perf_counter()
         count = sum(1 for _ in dataset)
         return (time.perf_counter() - began) / max(count, 1)

@@ -185,6 +185,11 @@ _TEMPORARY_SUFFIX = ".tmp"
 _TEMPORARY_NAME = re.compile(r"\.(\d+)\.[^./]+\.tmp$")
 
 
+def is_temporary_of(name: str, target: str) -> bool:
+    """Whether ``name`` has the form of a temporary file made for the file named ``target`` (basenames)."""
+    return name.startswith(f"{target}.") and _TEMPORARY_NAME.fullmatch(name, len(target)) is not None
+
+
 def remove_orphaned_temporaries(directory: str, min_age: float = 60.0) -> list[str]:
     """Delete the temporary files that killed processes left under ``directory``; returns their paths.
 
@@ -224,7 +229,7 @@ def file_lock(path: str) -> Iterator[None]:
     holder dies, so a crashed process never leaves a stale lock behind.
     """
     require_file_locks(path)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)  # never through a link
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -245,8 +250,12 @@ def has_size(path: str, size: int) -> bool:
     """Whether ``path`` exists with exactly ``size`` bytes (a complete shard, say)."""
     try:
         return os.stat(path).st_size == size
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # NotADirectoryError: a file where a folder on the way belongs
         return False
+    except OSError as err:
+        if err.errno == errno.ELOOP:  # a loop of links: no file there either (writing replaces the link)
+            return False
+        raise
 
 
 def process_alive(pid: int) -> bool:

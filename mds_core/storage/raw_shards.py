@@ -13,6 +13,7 @@ from mds_core.errors import CompressionError, CorruptShardError, StorageError
 from mds_core.format.compression import get_codec
 from mds_core.format.index import ShardInfo
 from mds_core.storage.files import atomic_file, has_size
+from mds_core.storage.folders import inside
 
 
 def raw_shard_path(root: str, shard: ShardInfo, cache_root: str | None = None) -> str:
@@ -25,7 +26,7 @@ def raw_shard_path(root: str, shard: ShardInfo, cache_root: str | None = None) -
         if not os.path.exists(in_place):
             raise CorruptShardError(f"{in_place}: shard file is missing")
         return in_place  # a size mismatch is reported by the reader, with context
-    raw_path = os.path.join(cache_root or root, shard.raw_data.basename)
+    raw_path = inside(cache_root or root, shard.raw_data.basename)  # a link must not lead the output elsewhere
     if has_size(raw_path, shard.raw_data.bytes):
         return raw_path
     zip_path = os.path.join(root, shard.zip_data.basename)
@@ -36,14 +37,18 @@ def raw_shard_path(root: str, shard: ShardInfo, cache_root: str | None = None) -
 
 
 def decompress_shard(zip_path: str, raw_path: str, shard: ShardInfo) -> None:
-    """Decompress ``zip_path`` to ``raw_path`` atomically, checking the size the index records."""
+    """Decompress ``zip_path`` to ``raw_path`` atomically, checking the size the index records.
+
+    The output stops at that size: a zip that inflates past it (a damaged file or a decompression
+    bomb) fails after a chunk of work, and its temporary file is removed.
+    """
     codec = get_codec(shard.compression)
     if codec is None:  # load_index refuses this; a ShardInfo made by hand may not
         raise CorruptShardError(f"{zip_path}: the index gives the shard a compressed file but no compression")
     try:
         # A cache of the zip, checked by size before use: not synced (see RemoteStore.download).
         with open(zip_path, "rb") as src, atomic_file(raw_path, durable=False) as dst:
-            codec.decompress_file(src, dst)
+            codec.decompress_file(src, dst, shard.raw_data.bytes)
             written = dst.tell()
             if written != shard.raw_data.bytes:
                 raise CorruptShardError(

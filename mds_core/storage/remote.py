@@ -10,7 +10,6 @@ one never leaves a partial file.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import random
 import shutil
@@ -24,14 +23,15 @@ from urllib.parse import urlparse
 from mds_core.errors import ConfigurationError, MDSError, MissingDependencyError, StorageError, StoreFileNotFoundError
 from mds_core.storage.exclusive import create_if_absent
 from mds_core.storage.files import atomic_write, staged_path
+from mds_core.storage.folders import beneath
 from mds_core.storage.kill_points import kill_point
 from mds_core.storage.stores import store_kind
 from mds_core.storage.throttle import Throttled
-from mds_core.storage.urls import is_remote, local_path
+from mds_core.storage.transfer_limits import Bound, Truncated, bound, copy_until, run_bounded, with_deadline
+from mds_core.storage.urls import is_remote, local_path, redact
 
 T = TypeVar("T")
 
-_COPY_CHUNK = 8 << 20
 _MAX_BACKOFF = 8.0
 _THROTTLE_BUDGET = 300.0  # seconds of Retry-After waits per file when there is no timeout
 
@@ -93,7 +93,12 @@ class RemoteStore:
         self.kind = store_kind(self.url, any_fsspec=any_fsspec)
         self._fs: Any = None
         self._pid = os.getpid()
-        self.path = self._open()[1]
+        try:
+            self.path = self._open()[1]
+        except MDSError:
+            raise
+        except Exception as err:  # a client that connects when made (ftp, sftp): its network error, with the URL
+            raise StorageError(f"cannot open {redact(self.url)}: {_describe(err)}") from err
 
     @property
     def fs(self) -> Any:
@@ -122,9 +127,14 @@ class RemoteStore:
         return {**self.__dict__, "_fs": None}
 
     def __repr__(self) -> str:
-        return f"RemoteStore({self.url!r})"
+        return f"RemoteStore({redact(self.url)!r})"
 
     def url_of(self, rel: str) -> str:
+        """``rel``'s URL as messages show it: without a password the root URL may carry (``redact``)."""
+        return redact(self.address_of(rel))
+
+    def address_of(self, rel: str) -> str:
+        """``rel``'s full URL, credentials included: to hand to another store or writer, never to print."""
         return f"{self.url}/{rel}" if rel else self.url
 
     def _path_of(self, rel: str) -> str:
@@ -134,23 +144,32 @@ class RemoteStore:
     # transfers
 
     def download(
-        self, rel: str, dest: str, *, expected_bytes: int | None = None, check: Callable[[str], None] | None = None
+        self,
+        rel: str,
+        dest: str,
+        *,
+        expected_bytes: int | None = None,
+        max_bytes: int | None = None,
+        check: Callable[[str], None] | None = None,
     ) -> None:
         """Copy ``rel`` to the local file ``dest`` atomically.
 
-        ``expected_bytes`` catches truncated bodies; ``check(tmp_path)`` may raise to reject the
-        bytes (a hash mismatch). Both count as failed attempts and are retried. Downloads are local
-        copies (caches), not synced to disk: after a crash, file systems that record a file's size
-        only as its data is written (ext4, xfs, btrfs) leave an unsynced copy short, and the cache's
-        size check fetches it again.
+        ``expected_bytes`` catches truncated and oversized bodies: the transfer stops as soon as the
+        body passes it, so neither a store nor a forged index can make a download write more than
+        that. ``max_bytes`` bounds a file whose size nothing declares (an index) the same way.
+        ``check(tmp_path)`` may raise to reject the bytes (a hash mismatch). All count as failed
+        attempts and are retried. Downloads are local copies (caches), not synced to disk: after a
+        crash, file systems that record a file's size only as its data is written (ext4, xfs, btrfs)
+        leave an unsynced copy short, and the cache's size check fetches it again.
         """
+        limit = bound(expected_bytes, max_bytes)
 
         def attempt() -> None:
             with staged_path(dest, durable=False) as tmp:
-                self._transfer(self._get_file, self._path_of(rel), tmp)
+                self._download_to(self._path_of(rel), tmp, limit)
                 size = os.path.getsize(tmp)
                 if expected_bytes is not None and size != expected_bytes:
-                    raise _Truncated(f"got {size} bytes, expected {expected_bytes}")
+                    raise Truncated(f"got {size} bytes, expected {expected_bytes}")
                 if check is not None:
                     check(tmp)
 
@@ -158,7 +177,8 @@ class RemoteStore:
 
     def upload(self, src: str, rel: str) -> None:
         """Copy the local file ``src`` to ``rel`` (object stores replace the object in one step)."""
-        self._retrying(f"upload to {self.url_of(rel)}", lambda: self._transfer(self._put_file, src, self._path_of(rel)))
+        path = self._written(rel)
+        self._retrying(f"upload to {self.url_of(rel)}", lambda: self._transfer(self._put_file, src, path))
         kill_point(f"uploaded {rel}")
 
     def read_bytes(self, rel: str) -> bytes:
@@ -169,7 +189,8 @@ class RemoteStore:
     def write_bytes(self, rel: str, data: bytes) -> None:
         """Replace ``rel`` with ``data`` (atomically on local disks: temp file and rename)."""
         if self._is_local:
-            self._retrying(f"write of {self.url_of(rel)}", lambda: atomic_write(self._path_of(rel), [data]))
+            path = self._written(rel)
+            self._retrying(f"write of {self.url_of(rel)}", lambda: atomic_write(path, [data]))
             return
         self._retrying(f"write of {self.url_of(rel)}", lambda: self.fs.pipe_file(self._path_of(rel), data))
         kill_point(f"wrote {rel}")
@@ -184,7 +205,7 @@ class RemoteStore:
         attempt may be a retry: aiohttp resends a PUT once, unseen, when a kept-alive connection drops.
         """
         scheme = self.scheme
-        path = self._path_of(rel)
+        path = self._written(rel)
         tries = 0
 
         def attempt() -> bool:
@@ -205,9 +226,11 @@ class RemoteStore:
     def delete(self, rel: str) -> None:
         """Remove one file; a missing file is fine."""
 
+        path = self._written(rel)
+
         def attempt() -> None:
             try:
-                self.fs.rm_file(self._path_of(rel))
+                self.fs.rm_file(path)
             except FileNotFoundError:
                 pass
 
@@ -217,34 +240,41 @@ class RemoteStore:
     def delete_tree(self, rel: str) -> None:
         """Remove everything under ``rel``; a missing directory is fine."""
 
+        path = self._written(rel)
+
         def attempt() -> None:
             try:
-                self.fs.rm(self._path_of(rel), recursive=True)
+                self.fs.rm(path, recursive=True)
             except FileNotFoundError:
                 pass
 
         self._retrying(f"delete of {self.url_of(rel)}", attempt)
         kill_point(f"deleted the tree {rel}")
 
-    def list(self, rel: str = "") -> list[str]:
-        """Every file under ``rel``, as paths relative to the store's root, sorted."""
+    def list(self, rel: str = "", maxdepth: int | None = None) -> list[str]:
+        """Every file under ``rel`` (``maxdepth`` folders deep at most), as paths relative to the store's root, sorted."""
+        return sorted(self.sizes(rel, maxdepth))
+
+    def sizes(self, rel: str = "", maxdepth: int | None = None) -> dict[str, int]:
+        """Every file under ``rel`` and its size in bytes, keyed by its path relative to the store's root."""
         base = self.path.rstrip("/")
 
-        def attempt() -> list[str]:
+        def attempt() -> dict[str, int]:
             try:
-                found = self.fs.find(self._path_of(rel))
+                found = self.fs.find(self._path_of(rel), maxdepth=maxdepth, detail=True)
             except FileNotFoundError:
-                return []
-            return sorted(p[len(base) + 1 :] if p.startswith(base + "/") else p for p in found)
+                return {}
+            return {
+                (p[len(base) + 1 :] if p.startswith(base + "/") else p): int(i.get("size") or 0)
+                for p, i in found.items()
+            }
 
         return self._retrying(f"listing of {self.url_of(rel)}", attempt)
 
     def move(self, src_rel: str, dst_rel: str) -> None:
         """Rename a file (a copy then delete on object stores)."""
-        self._retrying(
-            f"move of {self.url_of(src_rel)} to {self.url_of(dst_rel)}",
-            lambda: self.fs.mv(self._path_of(src_rel), self._path_of(dst_rel)),
-        )
+        src, dst = self._written(src_rel), self._written(dst_rel)
+        self._retrying(f"move of {self.url_of(src_rel)} to {self.url_of(dst_rel)}", lambda: self.fs.mv(src, dst))
         kill_point(f"moved {src_rel} to {dst_rel}")
 
     # ---------------------------------------------------------------------------------------------
@@ -258,6 +288,10 @@ class RemoteStore:
     @property
     def _is_local(self) -> bool:
         return not is_remote(self.url)
+
+    def _written(self, rel: str) -> str:
+        """The path of ``rel`` to write, move or delete; on a local disk never through a linked folder."""
+        return beneath(self.path, rel) if self._is_local else self._path_of(rel)
 
     def _retrying(self, what: str, attempt: Callable[[], T]) -> T:
         last: BaseException | None = None
@@ -292,9 +326,9 @@ class RemoteStore:
             ) from err
         time.sleep(err.retry_after)
 
-    def _transfer(self, method: Callable[..., Any], src: str, dst: str) -> None:
+    def _transfer(self, method: Callable[..., Any], src: str, dst: str, **kwargs: Any) -> None:
         """One transfer under the deadline: cancelled (async stores) or abandoned between chunks."""
-        if getattr(self.fs, "async_impl", False) and getattr(self.fs, "loop", None) is not None:
+        if self._is_async:
             from fsspec.asyn import sync
             from fsspec.exceptions import FSTimeoutError
 
@@ -303,16 +337,29 @@ class RemoteStore:
             else:
                 coro = getattr(self.fs, "_" + method.__name__.lstrip("_"))
             try:
-                sync(self.fs.loop, _with_deadline, coro(src, dst), self.timeout)
+                sync(self.fs.loop, with_deadline, coro(src, dst, **kwargs), self.timeout)
             except FSTimeoutError:
                 raise TimeoutError(f"did not finish within the {self.timeout} s timeout") from None
         else:
-            method(src, dst)
+            method(src, dst, **kwargs)
 
-    def _get_file(self, rpath: str, lpath: str) -> None:
+    @property
+    def _is_async(self) -> bool:
+        return bool(getattr(self.fs, "async_impl", False)) and getattr(self.fs, "loop", None) is not None
+
+    def _download_to(self, rpath: str, lpath: str, limit: Bound | None) -> None:
+        """One download attempt, ended as soon as the body passes ``limit`` (see ``transfer_limits``)."""
+        if limit is None:
+            self._transfer(self._get_file, rpath, lpath)
+        elif self._is_async:  # the client's progress callback: one that never calls it is left to the size check
+            run_bounded(lambda callback: self._transfer(self._get_file, rpath, lpath, callback=callback), limit)
+        else:
+            self._transfer(self._get_file, rpath, lpath, limit=limit)
+
+    def _get_file(self, rpath: str, lpath: str, limit: Bound | None = None) -> None:
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         with self.fs.open(rpath, "rb") as source, open(lpath, "wb") as target:
-            _copy_until(source, target, deadline)
+            copy_until(source, target, deadline, limit)
 
     def _put_file(self, lpath: str, rpath: str) -> None:
         if self._is_local:
@@ -320,22 +367,6 @@ class RemoteStore:
                 shutil.copyfile(lpath, tmp)
             return
         self.fs.put_file(lpath, rpath)
-
-
-class _Truncated(Exception):
-    """A download shorter or longer than the index says: retried like a network error."""
-
-
-async def _with_deadline(coro: Any, timeout: float | None) -> Any:
-    """Cancel the transfer itself at the deadline, so nothing keeps writing to the temporary file."""
-    return await asyncio.wait_for(coro, timeout)
-
-
-def _copy_until(source: Any, target: Any, deadline: float | None) -> None:
-    while chunk := source.read(_COPY_CHUNK):
-        target.write(chunk)
-        if deadline is not None and time.monotonic() > deadline:
-            raise TimeoutError("did not finish within the download timeout")
 
 
 def _describe(err: BaseException | None) -> str:

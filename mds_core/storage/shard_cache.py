@@ -27,16 +27,17 @@ from typing import Any
 
 import numpy as np
 
-from mds_core.errors import ConfigurationError, HashMismatchError
+from mds_core.errors import ConfigurationError, HashMismatchError, UnsafePathError
 from mds_core.format.hashing import hasher
-from mds_core.format.index import FileInfo, ShardInfo
+from mds_core.format.index import READER_CACHE, FileInfo, ShardInfo
 from mds_core.storage.cache_stats import CacheStats
 from mds_core.storage.files import file_lock, has_size, process_alive, remove_orphaned_temporaries, staged_path
+from mds_core.storage.folders import cache_errors, inside
 from mds_core.storage.kill_points import kill_point
 from mds_core.storage.raw_shards import decompress_shard
 from mds_core.storage.remote import RemoteStore
 
-CACHE_DIR = ".mds-cache"  # lock files and the ledger, inside the stream's local directory
+CACHE_DIR = READER_CACHE  # lock files and the ledger, inside the stream's local directory
 HEAD_START_SECONDS = 1.0  # the longest the other downloads wait for the first one's bytes
 _HASH_CHUNK = 8 << 20
 
@@ -79,9 +80,10 @@ class ShardCache:
         self.decompressions = decompressions or _usable_cpus()
         if validate_hash:
             _check_hash_available(shards, validate_hash, store.url)
-        self._dir = os.path.join(root, CACHE_DIR)
-        os.makedirs(os.path.join(self._dir, "locks"), exist_ok=True)
-        remove_orphaned_temporaries(root)  # partial downloads of processes killed mid-transfer
+        self._dir = inside(root, CACHE_DIR)  # a link must not take the locks and the ledger elsewhere
+        with cache_errors(root):
+            os.makedirs(inside(root, f"{CACHE_DIR}/locks"), exist_ok=True)
+            remove_orphaned_temporaries(root)  # partial downloads of processes killed mid-transfer
         self._key = _index_key(shards)
         self._ledger: _Ledger | None = None
         self._pool: ThreadPoolExecutor | None = None
@@ -129,10 +131,11 @@ class ShardCache:
         self._own_process()
         started = time.perf_counter()
         future = self._futures.pop(shard_id, None)
-        # A failed prefetch reports its own error instead of retrying again.
-        missed = future.result() if future is not None else False
-        missed = self._make_present(shard_id) or missed  # evicted since the prefetch: fetched again
-        self._touch(shard_id)
+        with cache_errors(self.root):
+            # A failed prefetch reports its own error instead of retrying again.
+            missed = future.result() if future is not None else False
+            missed = self._make_present(shard_id) or missed  # evicted since the prefetch: fetched again
+            self._touch(shard_id)
         self.stats.record_lookup(hit=not missed, wait_seconds=time.perf_counter() - started)
         return self._raw_path(shard_id)
 
@@ -141,7 +144,8 @@ class ShardCache:
         future = self._futures.get(shard_id)
         if future is not None:
             return future.done()
-        return has_size(self._raw_path(shard_id), self.shards[shard_id].raw_data.bytes)
+        with cache_errors(self.root):
+            return has_size(self._raw_path(shard_id), self.shards[shard_id].raw_data.bytes)
 
     def prefetch(self, shard_ids: Iterable[int]) -> None:
         """Start fetching these shards in the background, in this order.
@@ -204,11 +208,13 @@ class ShardCache:
     # fetching
 
     def _fetch(self, shard_id: int, raw_path: str) -> None:
+        shard = self.shards[shard_id]
+        for info in shard.files:  # a link in the cache must not lead a download or decompression elsewhere
+            inside(self.root, info.basename)
         ledger = self._ledger_or_none()
         if ledger is not None:
             ledger.reserve(shard_id, self.cache_limit or 0, self.shard_bytes, self._evict)
         try:
-            shard = self.shards[shard_id]
             if shard.zip_data is None:
                 self._download(shard.raw_data, raw_path)
             else:
@@ -244,13 +250,12 @@ class ShardCache:
     def _evict(self, shard_id: int) -> None:
         self.stats.record_eviction()
         shard = self.shards[shard_id]
-        for info in (shard.raw_data, shard.zip_data):
-            if info is not None:
-                try:
-                    os.unlink(os.path.join(self.root, info.basename))
-                except FileNotFoundError:
-                    pass
-                kill_point(f"evicted {info.basename}")
+        for info in shard.files:
+            try:
+                os.unlink(inside(self.root, info.basename))
+            except FileNotFoundError:
+                pass
+            kill_point(f"evicted {info.basename}")
 
     # ---------------------------------------------------------------------------------------------
     # bookkeeping
@@ -318,6 +323,8 @@ class _Ledger:
                 table[:, 0] = [1 if is_present(i) else 0 for i in range(num_shards)]
                 with staged_path(path, durable=False) as tmp:  # a cache's ledger: rebuilt if lost
                     table.tofile(tmp)
+        if os.path.islink(path):  # mapped read-write: never through a link to another file
+            raise UnsafePathError(f"{path}: the cache's ledger is a symbolic link; remove it")
         self.table = np.memmap(path, np.uint64, "r+", shape=(num_shards, 2))
 
     def touch(self, shard_id: int) -> None:

@@ -8,6 +8,7 @@ are local; ``local_path`` turns the latter into a plain path.
 from __future__ import annotations
 
 import os
+import re
 from urllib.parse import urlparse
 
 PathLike = str | os.PathLike[str]
@@ -33,3 +34,24 @@ def join(root: PathLike, *parts: str) -> str:
     if is_remote(root):
         return "/".join([root.rstrip("/"), *(part.strip("/") for part in parts if part)])
     return os.path.join(local_path(root), *parts)
+
+
+def redact(location: PathLike) -> str:
+    """``location`` without the credentials a URL may carry: ``scheme://user:password@host/...``, and a
+    Spark Connect URL's ``;token=...`` parameter.
+
+    fsspec reads a user and password from a URL's authority (ftp, sftp, http, smb...), so a URL
+    given as a landing zone or warehouse may hold a secret. Every message, log line and piece of
+    asset metadata that shows a URL shows it through this.
+    """
+    text = os.fspath(location)
+    if not is_remote(text):
+        return text
+    text = _CONNECT_TOKEN.sub(r"\1***", text)
+    parsed = urlparse(text)
+    if "@" not in parsed.netloc:
+        return text
+    return parsed._replace(netloc="***@" + parsed.netloc.rsplit("@", 1)[1]).geturl()
+
+
+_CONNECT_TOKEN = re.compile(r"(;token=)[^;]*", re.IGNORECASE)

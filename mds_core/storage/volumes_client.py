@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 from typing import Any, cast
+from urllib.parse import urlparse
 
 from mds_core.errors import ConfigurationError
 
@@ -61,6 +62,7 @@ def workspace_client(url: str, timeout: float | None, options: dict[str, Any]) -
             f"{url}: unknown storage option(s) {unknown} for Databricks; use fields of "
             f"databricks.sdk.config.Config such as host, token, profile"
         )
+    _check_explicit_host(url, options)
     options.setdefault("disable_experimental_files_api_client", True)
     # Bounds the host-metadata probe the SDK makes when the client is created (our clock does not reach it).
     options.setdefault("retry_timeout_seconds", 1)
@@ -77,7 +79,59 @@ def workspace_client(url: str, timeout: float | None, options: dict[str, Any]) -
         ) from None
     if not config.host:
         raise ConfigurationError(f"{url}: no Databricks workspace: {_CREDENTIALS_HINT}")
+    _check_https(url, config.host)
     return WorkspaceClient(config=config)
+
+
+# Options that carry a credential of their own, for the host they name. Without one, the SDK takes the
+# credentials from the environment or a profile, which belong to the host that the environment or profile names.
+_OWN_CREDENTIALS = ("token", "client_secret", "password", "azure_client_secret", "google_credentials")
+_LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
+
+
+def _check_explicit_host(url: str, options: dict[str, Any]) -> None:
+    """Refuse a ``host`` option that would receive the environment's (or a profile's) credentials.
+
+    The SDK pairs an explicit ``host`` with ``DATABRICKS_TOKEN`` (or a profile's token) as readily as
+    with the workspace they belong to; whoever sets the option (run config, a dataset's settings)
+    would receive that token. A host given with its own credentials, or the environment's own host, is fine.
+    """
+    host = options.get("host")
+    if not host or any(options.get(name) for name in _OWN_CREDENTIALS):
+        return
+    ambient = os.environ.get("DATABRICKS_HOST") if "profile" not in options else _profile_host(options["profile"])
+    if ambient is None or _origin(host) != _origin(ambient):
+        raise ConfigurationError(
+            f"{url}: storage option host={_origin(host)} is not the workspace your credentials are for "
+            f"({'the profile ' + repr(options['profile']) if 'profile' in options else '$DATABRICKS_HOST'}: "
+            f"{_origin(ambient) if ambient else 'not set'}), and the Databricks SDK would send them there. "
+            "Give that host's own token in storage_options, or set DATABRICKS_HOST to it"
+        )
+
+
+def _check_https(url: str, host: str) -> None:
+    """Tokens go over TLS only: plain ``http`` is refused, but for a server on this machine (tests)."""
+    parsed = urlparse(_origin(host))
+    if parsed.scheme != "https" and parsed.hostname not in _LOOPBACK:
+        raise ConfigurationError(
+            f"{url}: the Databricks workspace {_origin(host)} is not https; a token sent over plain http can be "
+            "read on the way (only a loopback host, for tests, may use http)"
+        )
+
+
+def _origin(host: str) -> str:
+    """``scheme://host[:port]``, lowercased; ``https`` where no scheme is given (as the SDK assumes)."""
+    parsed = urlparse(host if "://" in host else f"https://{host}")
+    return f"{parsed.scheme.lower()}://{parsed.netloc.lower()}"
+
+
+def _profile_host(profile: str) -> str | None:
+    """The host a ``~/.databrickscfg`` profile names (``$DATABRICKS_CONFIG_FILE`` moves the file)."""
+    import configparser
+
+    parser = configparser.ConfigParser()
+    parser.read(os.path.expanduser(os.environ.get("DATABRICKS_CONFIG_FILE", "~/.databrickscfg")))
+    return parser.get(profile, "host", fallback=None)
 
 
 @contextlib.contextmanager

@@ -13,9 +13,9 @@ longer alive on this host) are swept when the next job starts. Inside it:
 from __future__ import annotations
 
 import contextlib
-import getpass
 import json
 import os
+import pwd
 import secrets
 import shutil
 import socket
@@ -29,6 +29,7 @@ import numpy as np
 from mds_core.errors import ConfigurationError
 from mds_core.order.world import World
 from mds_core.storage.files import atomic_file, atomic_write, file_lock, process_alive, require_file_locks
+from mds_core.storage.folders import private_folder
 
 OWNER_FILE = "owner.json"
 USERS = "users"  # one empty file per process using the job directory: <host>-<pid>
@@ -40,12 +41,19 @@ def default_root() -> str:
 
 
 def user_dir(root: str) -> str:
-    """Jobs of different users on one host never share or collide: each user has a private folder."""
+    """Jobs of different users on one host never share or collide: each user has a folder of their own.
+
+    Named by the uid's account (not ``$USER``, which a process may inherit from another user, under
+    ``sudo`` say), or the uid itself. ``private_folder`` makes sure it is that user's alone.
+    """
     try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
+        user = pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
         user = str(os.getuid())
     return os.path.join(root, f"mds-{user}")
+
+
+JOB_ROOT_FIX = "set MDS_JOB_ROOT (or job_root=) to a folder of your own"
 
 
 def new_job_token() -> str:
@@ -64,9 +72,9 @@ class JobDir:
         parent = user_dir(root)
         require_file_locks(f"job directory {parent}")  # refused up front, not at the first lock mid-epoch
         try:
-            os.makedirs(parent, mode=0o700, exist_ok=True)
+            private_folder(parent, JOB_ROOT_FIX)
         except OSError as err:
-            raise ConfigurationError(f"cannot create the job directory root {parent}: {err}; set job_root") from err
+            raise ConfigurationError(f"cannot create the job directory root {parent}: {err}; {JOB_ROOT_FIX}") from err
         sweep_stale_jobs(parent)
         job = cls(os.path.join(parent, token))
         os.makedirs(os.path.join(job.path, USERS), exist_ok=True)
@@ -79,7 +87,7 @@ class JobDir:
     @classmethod
     def attach(cls, root: str, token: str) -> JobDir:
         """The directory another process on this node created for the same job."""
-        job = cls(os.path.join(user_dir(root), token))
+        job = cls(os.path.join(private_folder(user_dir(root), JOB_ROOT_FIX), token))
         require_file_locks(f"job directory {job.path}")
         if not os.path.isdir(job.path):
             raise ConfigurationError(f"job directory {job.path} does not exist; was it created by the local leader?")

@@ -27,6 +27,7 @@ from mds_core.format.encodings import is_mds_encoding_safe
 from mds_core.format.index import INDEX_BASENAME, ShardInfo, load_index
 from mds_core.format.shard import Schema, ShardReader
 from mds_core.storage.raw_shards import raw_shard_path
+from mds_core.streaming.memory import check_order_fits
 
 
 class LocalDataset:
@@ -185,18 +186,20 @@ def select(get_item: Callable[[int], Any], num_samples: int, index: Any) -> Any:
 
 @contextlib.contextmanager
 def ordering(readers: list[LocalDataset], samples: int, epoch: int) -> Iterator[None]:
-    """Around computing an epoch's order: a ``MemoryError`` becomes ``EpochMemoryError`` naming the largest claim.
+    """Around computing an epoch's order: refused first if it cannot fit in memory (``check_order_fits``),
+    and a ``MemoryError`` becomes ``EpochMemoryError``; both name the largest claim.
 
     The order takes memory in proportion to the samples the indexes claim, and is computed before
     any shard is opened: an index whose counts are damaged, but agree with its own file sizes, shows here.
     """
+    count, root, shard_id = max((s.samples, r.root, i) for r in readers for i, s in enumerate(r.shards))
+    largest = f"{os.path.join(root, INDEX_BASENAME)}: shard {shard_id} claims the most ({count:,} samples)"
+    check_order_fits(samples, epoch, largest)
     try:
         yield
     except MemoryError as err:
-        count, root, shard_id = max((s.samples, r.root, i) for r in readers for i, s in enumerate(r.shards))
         raise EpochMemoryError(
-            f"epoch {epoch}: the order of its {samples:,} samples does not fit in memory; "
-            f"{os.path.join(root, INDEX_BASENAME)}: shard {shard_id} claims the most ({count:,} samples). If the "
+            f"epoch {epoch}: the order of its {samples:,} samples does not fit in memory; {largest}. If the "
             "data is not that large, that index is damaged: `mds verify` checks it against the shard files"
         ) from err
 

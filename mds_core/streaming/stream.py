@@ -8,16 +8,18 @@ import os
 import tempfile
 from typing import Any
 
-from mds_core.errors import ConfigurationError
-from mds_core.format.index import INDEX_BASENAME
+from mds_core.errors import ConfigurationError, InvalidIndexError
+from mds_core.format.index import INDEX_BASENAME, MAX_INDEX_BYTES
 from mds_core.order.mixing import StreamWeights
 from mds_core.storage.files import atomic_write
+from mds_core.storage.folders import inside, owned_folder, private_folder
 from mds_core.storage.remote import RemoteStore, open_store
 from mds_core.storage.shard_cache import CACHE_DIR, ShardCache
 from mds_core.storage.urls import local_path
 from mds_core.streaming.jobdir import user_dir
 from mds_core.streaming.local import LocalDataset
-from mds_core.versions import resolve_version_index
+from mds_core.versions import resolve_version
+from mds_core.versions.manifest import index_fingerprint
 
 # Settings a Stream inherits from its StreamingDataset when left as None.
 INHERITED = ("download_retry", "download_timeout", "validate_hash", "keep_zip")
@@ -60,12 +62,16 @@ class Stream:
             remote = None  # the dataset is already here, as in the reference
         self.remote = os.fspath(remote) if remote is not None else None
         self.split = split
-        self.local = local_path(local) if local is not None else default_cache_dir(self.remote or "", split)
         self.download_retry, self.download_timeout = download_retry, download_timeout
         self.validate_hash, self.keep_zip = validate_hash, keep_zip
         self.version = _check_version(version, self.remote, split)
-        if local is None and version is not None:
-            self.local = default_cache_dir(f"{self.remote}@{version}", split)
+        if local is not None:
+            self.local = local_path(local)
+            if self.remote is not None:  # a cache: what is found there is read as the remote's data
+                owned_folder(self.local, "pass another local=")
+        else:
+            pinned = f"{self.remote}@{version}" if version is not None else self.remote or ""
+            self.local = default_cache_dir(pinned, split)
 
     @property
     def root(self) -> str:
@@ -90,32 +96,46 @@ class Stream:
     def fetch_index(self) -> None:
         """Download ``index.json`` from the remote (once per node: the node's first rank calls this).
 
-        A pinned version's index, once cached, is not fetched again: a committed version never changes.
+        A pinned version's index must have the fingerprint its manifest records, or it is refused;
+        once cached and checked, it is not fetched again: a committed version never changes.
         """
         if self.remote is None:
             return
-        name, dest = INDEX_BASENAME, os.path.join(self.root, INDEX_BASENAME)
-        if self.version is not None:
-            if self._has_version_index(dest):
-                return  # a committed version never changes: its cached index is still its index
-            # The stream's retry budget, never fewer than ShardSet's own 3 attempts.
-            name = resolve_version_index(self.remote, self.version, retry=max(3, self.download_retry or 1))
-        self.store().download(name, dest)
-        if self.version is not None:
-            self._record_version_index(dest)
+        dest = os.path.join(self.root, INDEX_BASENAME)
+        if self.version is None:
+            self.store().download(INDEX_BASENAME, dest, max_bytes=MAX_INDEX_BYTES)
+            return
+        if self._has_version_index(dest):
+            return  # a committed version never changes: its cached index is still its index
+        # The stream's retry budget, never fewer than ShardSet's own 3 attempts.
+        version = resolve_version(self.remote, self.version, retry=max(3, self.download_retry or 1))
+        self.store().download(version.index, dest, max_bytes=MAX_INDEX_BYTES)
+        with open(dest, "rb") as file:
+            found = index_fingerprint(file.read())
+        if found != version.fingerprint:
+            os.unlink(dest)
+            raise InvalidIndexError(
+                f"{self.store().url_of(version.index)}: its fingerprint is {found}, but version {self.version}'s "
+                f"manifest records {version.fingerprint}: the index was replaced or damaged on the store"
+            )
+        self._record_version_index(dest)
 
     def _version_record(self, index_path: str) -> bytes:
-        """What ties a cached index to this remote and version: both, and the index's own hash."""
+        """What ties a cached index to this remote and version: both, the index's own hash, and the
+        fingerprint it had when it was fetched and checked against the version's manifest."""
         with open(index_path, "rb") as file:
-            digest = hashlib.sha256(file.read()).hexdigest()
-        return json.dumps({"remote": self.remote, "version": self.version, "index_sha256": digest}).encode()
+            text = file.read()
+        digest, fingerprint = hashlib.sha256(text).hexdigest(), index_fingerprint(text)
+        record = {"remote": self.remote, "version": self.version, "index_sha256": digest, "fingerprint": fingerprint}
+        return json.dumps(record).encode()
 
     def _has_version_index(self, index_path: str) -> bool:
-        """Whether ``index_path`` is the index this stream's pinned version was fetched with.
+        """Whether ``index_path`` is the index this stream's pinned version was fetched and checked with.
 
-        The record lives beside the shard cache and names the remote, the version and the index's
-        hash, so an index another version, remote or an unpinned read left in the same ``local``
-        (or a copy cut short by a crash) is fetched again.
+        The record lives beside the shard cache, in a folder only this user can write, and is written
+        only after the index matched its manifest's fingerprint. It names the remote, the version and
+        the index's hash, so an index another version, remote or an unpinned read left in the same
+        ``local`` (or a copy cut short by a crash) is fetched and checked again.
         """
         try:
             with open(os.path.join(self.root, CACHE_DIR, VERSION_RECORD), "rb") as file:
@@ -124,8 +144,9 @@ class Stream:
             return False
 
     def _record_version_index(self, index_path: str) -> None:
-        os.makedirs(os.path.join(self.root, CACHE_DIR), exist_ok=True)
-        atomic_write(os.path.join(self.root, CACHE_DIR, VERSION_RECORD), [self._version_record(index_path)], False)
+        record = inside(self.root, f"{CACHE_DIR}/{VERSION_RECORD}")  # never through a link out of the cache
+        os.makedirs(os.path.dirname(record), exist_ok=True)
+        atomic_write(record, [self._version_record(index_path)], False)
 
     def apply_default(self, defaults: dict[str, Any]) -> None:
         """Take the dataset's value for every setting this stream left as None."""
@@ -152,9 +173,19 @@ class Stream:
 
 
 def default_cache_dir(remote: str, split: str | None) -> str:
-    """A cache directory of its own for each remote, split and user: ``<temp>/mds-<user>/cache/<hash>``."""
+    """A cache directory of its own for each remote, split and user: ``<temp>/mds-<user>/cache/<hash>``.
+
+    Created here, inside the user's private folder (0700, owner checked) wherever the job root is:
+    anyone could create a folder of that predictable name first in a shared temp folder.
+    """
     key = hashlib.sha256(f"{remote}\0{split or ''}".encode()).hexdigest()[:16]
-    return os.path.join(user_dir(tempfile.gettempdir()), "cache", key)
+    user = private_folder(user_dir(tempfile.gettempdir()), DEFAULT_CACHE_FIX)
+    path = os.path.join(user, "cache", key)
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    return path
+
+
+DEFAULT_CACHE_FIX = "pass local= (a cache folder of your own), or set TMPDIR to a folder of your own"
 
 
 def _check_version(version: int | None, remote: str | None, split: str | None) -> int | None:

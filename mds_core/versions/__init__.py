@@ -5,7 +5,7 @@ guarantees.
 """
 
 from mds_core.versions.manifest import VacuumReport, VersionDiff, VersionInfo
-from mds_core.versions.shard_set import ShardSet, resolve_version_index
+from mds_core.versions.shard_set import ShardSet, resolve_version
 from mds_core.versions.transaction import Transaction
 
-__all__ = ["ShardSet", "Transaction", "VacuumReport", "VersionDiff", "VersionInfo", "resolve_version_index"]
+__all__ = ["ShardSet", "Transaction", "VacuumReport", "VersionDiff", "VersionInfo", "resolve_version"]

@@ -100,9 +100,18 @@ def manifest_name(number: int) -> str:
     return f"{VERSIONS}/{number:08d}.json"
 
 
+# A version number as it appears in a file name: ASCII digits, few enough for an int64. isdecimal() also
+# accepts other scripts' digits and 5,000-digit strings, on which int() fails or raises ValueError.
+VERSION_DIGITS = re.compile(r"[0-9]{1,18}")
+
+
+def is_version_number(text: str) -> bool:
+    return VERSION_DIGITS.fullmatch(text) is not None
+
+
 def is_manifest(name: str) -> bool:
     base = posixpath.basename(name)
-    return name.startswith(f"{VERSIONS}/") and base.endswith(".json") and base[:-5].isdecimal()  # int() reads it
+    return name.startswith(f"{VERSIONS}/") and base.endswith(".json") and is_version_number(base[:-5])
 
 
 # The JSON type of each manifest field (bool is excluded from int: JSON true is not a count).

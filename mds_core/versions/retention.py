@@ -5,8 +5,19 @@ from __future__ import annotations
 import datetime as dt
 
 from mds_core.errors import ConfigurationError
+from mds_core.format.index import INDEX_BASENAME
+from mds_core.storage.files import is_temporary_of
 from mds_core.storage.remote import RemoteStore
 from mds_core.versions.manifest import DATA, VersionInfo, is_manifest
+
+
+def root_temporaries(store: RemoteStore) -> list[str]:
+    """The published ``index.json``'s temporary copies that killed writers left in the root.
+
+    Only these are taken from the root, which may hold files that are not the set's; a local store
+    publishes through such a copy (object stores write in place), so a crash can leave one behind.
+    """
+    return [name for name in store.list(maxdepth=1) if is_temporary_of(name, INDEX_BASENAME)]
 
 
 def removable(store: RemoteStore, name: str, committed: set[str], cutoff: dt.datetime) -> bool:

@@ -33,6 +33,7 @@ from mds_core.versions.manifest import (
     describe,
     index_fingerprint,
     is_manifest,
+    is_version_number,
     manifest_name,
     now,
     parse_manifest,
@@ -41,7 +42,7 @@ from mds_core.versions.manifest import (
 from mds_core.versions.numbering import CLOCK_SKEW, check_mode, follows, seen_floor, transaction_started
 from mds_core.versions.partitions import Written, combine, read_written
 from mds_core.versions.publication import history_before, pushed, rollback_target
-from mds_core.versions.retention import removable, retained
+from mds_core.versions.retention import removable, retained, root_temporaries
 from mds_core.versions.transaction import Transaction
 from mds_core.versions.verdicts import read_verdict, verdict_of_kept, write_verdict
 
@@ -226,15 +227,25 @@ class ShardSet:
         newer_than: dt.datetime | None = None,
         grace: dt.timedelta = dt.timedelta(hours=1),
         dry_run: bool = False,
+        force: bool = False,
     ) -> VacuumReport:
-        """Delete versions outside the retention and every file no kept version needs.
+        """Delete versions outside the retention and every file of the set's own folders no kept version needs.
 
         Kept: the last ``keep_last`` versions, those created after ``newer_than``, the newest and the
         published one (with neither limit, every version is kept and only debris goes). Files of
         unfinished transactions (no manifest) are debris once older than ``grace``, so a commit in
-        progress is never removed from under its writer.
+        progress is never removed from under its writer. Only ``data/`` and ``_versions/`` are looked
+        at, and in the root only the temporary copies of its ``index.json`` a killed writer left: whatever
+        else is under the root is not the set's. A root with no manifest is refused
+        unless ``force``: it is not a shard set (a typo, a parent folder, a bucket's root).
         """
         versions = self.versions()
+        if not versions and not force:
+            raise ConfigurationError(
+                f"{self.store.url}: not a shard set (no version manifest in {VERSIONS}/), so vacuum deletes nothing "
+                f"here; check the path (a shard set's root, not the folder above it), or pass force=True (--force) "
+                f"to remove an unfinished first commit's files from {DATA}/ and {VERSIONS}/"
+            )
         keep = retained(versions, keep_last, newer_than, self.published())
         needed: set[str] = {INDEX_BASENAME, PUBLISHED, HEAD}
         for info in versions:
@@ -245,7 +256,7 @@ class ShardSet:
         committed = {v.transaction for v in versions} | {v.index for v in versions}
         doomed = [
             name
-            for name in self.store.list()
+            for name in self.store.list(DATA) + self.store.list(VERSIONS) + root_temporaries(self.store)
             if name not in needed and not verdict_of_kept(name, keep) and removable(self.store, name, committed, cutoff)
         ]
         # Manifests go first: a version disappears before any of its files do.
@@ -307,7 +318,11 @@ class ShardSet:
         listing = set(self.store.list(VERSIONS))
         for name in listing:
             number, _, rest = name[len(VERSIONS) + 1 :].partition(".")
-            if rest == f"{transaction}.index.json" and number.isdecimal() and manifest_name(int(number)) in listing:
+            if (
+                rest == f"{transaction}.index.json"
+                and is_version_number(number)
+                and manifest_name(int(number)) in listing
+            ):
                 return self.version(int(number))
         return None
 
@@ -360,11 +375,12 @@ class ShardSet:
         self.store.write_bytes(PUBLISHED, json.dumps(record).encode())
 
 
-def resolve_version_index(
+def resolve_version(
     root: str, version: int, storage_options: dict[str, Any] | None = None, retry: int = 3
-) -> str:
-    """The path of version ``version``'s index relative to ``root`` (for ``Stream(version=...)``).
+) -> VersionInfo:
+    """The manifest of version ``version`` of the shard set at ``root`` (for ``Stream(version=...)``): its
+    index's path relative to ``root``, and the fingerprint that index must have.
 
     ``retry``: attempts per read; a stream passes its ``download_retry`` so that resolving the version
     survives what its downloads survive."""
-    return ShardSet(root, storage_options=storage_options, retry=retry).version(version).index
+    return ShardSet(root, storage_options=storage_options, retry=retry).version(version)

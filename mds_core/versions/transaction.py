@@ -23,7 +23,7 @@ class Transaction:
         self.shard_set, self.mode, self.lineage, self.publish = shard_set, mode, lineage, publish
         stamp = now().strftime(STAMP_FORMAT)
         self.id = f"{stamp}-{uuid.uuid4().hex[:8]}"
-        self.out = shard_set.store.url_of(f"{DATA}/{self.id}")
+        self.out = shard_set.store.address_of(f"{DATA}/{self.id}")
         found, _ = tip(shard_set.store)
         self.seen = found[-1].version if found else None  # the newest now: this commits as seen + 1
         parent = shard_set._resolve(base, found)
@@ -39,7 +39,7 @@ class Transaction:
         folder = partition_folder(self.id, key)
         if key not in self.partitions:
             self.partitions.append(key)
-        return self.shard_set.store.url_of(folder)
+        return self.shard_set.store.address_of(folder)
 
     def __enter__(self) -> Transaction:
         return self

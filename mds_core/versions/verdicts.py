@@ -15,7 +15,7 @@ from typing import Any
 from mds_core.errors import ConfigurationError, InvalidManifestError
 from mds_core.storage.remote import RemoteStore
 from mds_core.versions.head import read_if_present
-from mds_core.versions.manifest import VERSIONS
+from mds_core.versions.manifest import VERSIONS, is_version_number
 
 CHECKS = f"{VERSIONS}/checks"
 _CHECK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
@@ -41,7 +41,7 @@ def read_verdict(store: RemoteStore, version: int, check: str) -> dict[str, Any]
         return None
     try:
         verdict = json.loads(data)
-    except ValueError as err:
+    except (ValueError, RecursionError) as err:  # RecursionError: absurdly deep nesting
         raise InvalidManifestError(f"{store.url_of(name)}: the verdict is not JSON ({err})") from None
     if not isinstance(verdict, dict):
         raise InvalidManifestError(f"{store.url_of(name)}: the verdict is a {type(verdict).__name__}, not an object")
@@ -51,4 +51,4 @@ def read_verdict(store: RemoteStore, version: int, check: str) -> dict[str, Any]
 def verdict_of_kept(name: str, kept: set[int]) -> bool:
     """Whether ``name`` is a verdict of one of the ``kept`` versions (vacuum leaves those alone)."""
     parts = name.split("/")
-    return name.startswith(f"{CHECKS}/") and len(parts) == 4 and parts[2].isdigit() and int(parts[2]) in kept
+    return name.startswith(f"{CHECKS}/") and len(parts) == 4 and is_version_number(parts[2]) and int(parts[2]) in kept

@@ -82,7 +82,7 @@ def find_partition_indexes(root: str, download_timeout: float = 60) -> list[str]
         directory = posixpath.dirname(name) + "/"
         if not any(directory.startswith(posixpath.dirname(f) + "/") for f in found):
             found.append(name)  # a merged index here already covers everything below it
-    return sorted(store.url_of(name) if is_remote(root) else os.path.join(root, name) for name in found)
+    return sorted(store.address_of(name) if is_remote(root) else os.path.join(root, name) for name in found)
 
 
 def _read_index(entry: Out, timeout: float) -> tuple[str, bytes]:

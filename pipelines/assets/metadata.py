@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from dagster import MaterializeResult, MetadataValue, TableColumn, TableSchema
 
+from mds_core.storage.urls import redact
+
 # What an asset returns: a MaterializeResult with metadata and no value. Dagster reads an @asset's
 # return annotation at runtime and, for an asset with several outputs (check specs), recognises only
 # the bare class, so the annotation stays the bare class at runtime; type checkers see its parameter.
@@ -21,9 +23,10 @@ def column_schema(columns: Iterable[tuple[str, str]]) -> TableSchema:
 
 
 def standard_metadata(rows: int, uri: str, columns: Iterable[tuple[str, str]]) -> dict[str, Any]:
-    """``dagster/row_count``, ``dagster/uri`` and ``dagster/column_schema`` (name, type)."""
+    """``dagster/row_count``, ``dagster/uri`` (without the credentials a URL may carry) and
+    ``dagster/column_schema`` (name, type)."""
     return {
         "dagster/row_count": MetadataValue.int(int(rows)),
-        "dagster/uri": MetadataValue.text(uri),
+        "dagster/uri": MetadataValue.text(redact(uri)),
         "dagster/column_schema": MetadataValue.table_schema(column_schema(columns)),
     }

@@ -2,6 +2,7 @@
 
 # No `from __future__ import annotations`: Dagster reads the resource annotations at runtime.
 import datetime as dt
+from typing import Any
 
 from dagster import (
     AssetExecutionContext,
@@ -13,6 +14,7 @@ from dagster import (
     asset,
 )
 
+from mds_core.storage.urls import redact
 from pipelines.assets.metadata import Materialized
 from pipelines.assets.run_family import run_family, written_in_this_run
 from pipelines.assets.shards import WRITER_POOL
@@ -70,15 +72,19 @@ def publish_written(context: AssetExecutionContext, spec: DatasetSpec, shard_sto
         )
     before = shards.published()
     shards.publish(version)
-    url = shard_store.url(spec.name)
-    return MaterializeResult(
-        metadata={
-            "published": version,
-            "previously_published": before if before is not None else -1,
-            "store_url": url,
-            "dagster/uri": MetadataValue.text(url),
-            "read_it": MetadataValue.md(
-                f"```python\nStreamingDataset(remote={url!r}, local='/tmp/cache', version={version})\n```"
-            ),
-        }
-    )
+    return MaterializeResult(metadata=published_metadata(shard_store.url(spec.name), version, before))
+
+
+def published_metadata(url: str, version: int, before: int | None) -> dict[str, Any]:
+    """The version published, the one before, and how to read it: with ``StreamingDataset``'s own per-user
+    cache (no ``local=``), never a shared folder such as ``/tmp/cache`` another user could fill first."""
+    shown = redact(url)
+    return {
+        "published": version,
+        "previously_published": before if before is not None else -1,
+        "store_url": shown,
+        "dagster/uri": MetadataValue.text(shown),
+        "read_it": MetadataValue.md(
+            f"```python\nStreamingDataset(remote={shown!r}, version={version}, batch_size=32)\n```"
+        ),
+    }

@@ -1,12 +1,13 @@
 """The raw table: one Spark table per dataset, partitioned by day, from the dataset's source."""
 
 # No `from __future__ import annotations`: Dagster reads the Config and resource annotations at runtime.
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from dagster import AssetExecutionContext, AssetsDefinition, Config, MaterializeResult, MetadataValue, asset
 from pydantic import Field
 
 from mds_core.errors import MissingDependencyError
+from mds_core.storage.urls import redact
 from pipelines.assets.metadata import Materialized, standard_metadata
 from pipelines.conventions import conventions
 from pipelines.notices import dagster_features_we_pin
@@ -36,6 +37,11 @@ def effective_source(source: Source, config: RawConfig) -> Source:
     """The dataset's source with the run's overrides: what this run actually reads (and its lineage records)."""
     overrides = {key: value for key, value in config.model_dump().items() if value}
     return source.model_copy(update=overrides)
+
+
+def shown_source(source: Source) -> dict[str, Any]:
+    """The source as metadata and lineage show it: its path without the credentials a URL may carry."""
+    return {**source.model_dump(), "path": redact(source.path)}
 
 
 def build_raw_table(spec: DatasetSpec) -> AssetsDefinition:
@@ -76,9 +82,9 @@ def write_raw(
             "rows": sum(counts.values()),
             "rows_per_day": MetadataValue.json(counts),
             "source": describe_source(source),
-            "effective_source": MetadataValue.json(source.model_dump()),
+            "effective_source": MetadataValue.json(shown_source(source)),
             "table": table,
-            "location": MetadataValue.path(catalog.location(table)),
+            "location": MetadataValue.path(redact(catalog.location(table))),
         }
     )
 
@@ -87,7 +93,7 @@ def describe_source(settings: Source) -> str:
     if settings.kind == "table":
         return f"table {settings.table}"
     if settings.kind == "path":
-        return f"{source_format(settings)} files at {settings.path}"
+        return f"{source_format(settings)} files at {redact(settings.path)}"
     return f"{settings.kind} ({settings.rows_per_day} rows/day)"
 
 

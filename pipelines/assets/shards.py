@@ -31,8 +31,9 @@ from dagster import (
 from pydantic import Field
 
 from mds_core.errors import MDSError
+from mds_core.storage.urls import redact
 from pipelines.assets.metadata import Materialized, standard_metadata
-from pipelines.assets.raw import RawConfig, effective_source
+from pipelines.assets.raw import RawConfig, effective_source, shown_source
 from pipelines.cluster import write_day
 from pipelines.conventions import conventions, key, op_name
 from pipelines.notices import dagster_features_we_pin
@@ -127,12 +128,12 @@ def write_version(
     info = tx.version
     assert info is not None  # leaving the with block without an error committed the version
     url = shard_store.url(spec.name)
-    context.log.info(f"{spec.name}: committed version {info.number} ({mode} on {published}) at {url}")
+    context.log.info(f"{spec.name}: committed version {info.number} ({mode} on {published}) at {redact(url)}")
     return MaterializeResult(
         metadata={
             **standard_metadata(info.rows, url, info.columns.items()),
             **version_metadata(info, mode, _stats(results), lineage),
-            "store_url": url,
+            "store_url": redact(url),
             "preview": preview(frame),
             **pictures(context, url, info.number, shard_store, spec),
         }
@@ -188,16 +189,17 @@ def _lineage(
         "replaced_days": sorted(kept & set(days)),
         "mode": mode,
         "dagster_run_id": context.run.run_id,
-        "validated_table": catalog.location(f"{spec.name}_validated"),
+        "validated_table": redact(catalog.location(f"{spec.name}_validated")),
     }
 
 
 def run_source(context: AssetExecutionContext, spec: DatasetSpec) -> dict[str, Any]:
-    """The source this run's raw_table read: the registry's, with the run config's overrides."""
+    """The source this run's raw_table read: the registry's, with the run config's overrides (a URL's
+    credentials left out: the lineage is kept in the version's manifest, for everyone who reads it)."""
     run_config: Mapping[str, Any] = context.run.run_config or {}  # dagster types its values as object
     ops = run_config.get("ops", {})
     config = ops.get(op_name(spec, "raw_table"), {}).get("config", {})
-    return effective_source(spec.source, RawConfig(**config)).model_dump()
+    return shown_source(effective_source(spec.source, RawConfig(**config)))
 
 
 def version_metadata(info: Any, mode: str, stats: dict[str, Any], lineage: dict[str, Any]) -> dict[str, Any]:

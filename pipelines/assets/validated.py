@@ -21,6 +21,8 @@ from dagster import (
 )
 from pydantic import Field
 
+from mds_core.errors import ConfigurationError
+from mds_core.storage.urls import redact
 from pipelines.assets.metadata import Materialized, standard_metadata
 from pipelines.conventions import asset_spec, daily, key, op_name
 from pipelines.notices import dagster_features_we_pin
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 COUNTS_CHECK = "quarantine_counts"
+NOT_NULL = "not_null"
+SCHEMAS_MODULE = "pipelines.schemas"
 REASONS_CHECK = "quarantine_reasons"
 
 
@@ -45,7 +49,8 @@ class ValidateConfig(Config):
     )
     schema_ref: str = Field(
         default="",
-        description="module:attribute of a ValidationSchema, or 'not_null'; empty keeps the dataset's schema.",
+        description="module:attribute of a ValidationSchema in pipelines.schemas or in the module the dataset's "
+        "registry entry names, or 'not_null'; empty keeps the dataset's schema.",
     )
 
 
@@ -116,8 +121,10 @@ def validate(
     catalog: TableCatalog,
 ) -> Iterator[Materialized | AssetCheckResult]:
     days, name = context.partition_keys, spec.name
+    reference = config.schema_ref or spec.schema_ref
+    check_schema_ref(reference, spec)  # before Spark starts, and before anything is imported
     raw = catalog.read_days(spark.session(), f"{name}_raw", days)
-    schema = load_schema(config.schema_ref or spec.schema_ref, raw)
+    schema = load_schema(reference, raw, spec)
     valid, quarantined = split_rows(raw, schema)
     catalog.write_days(valid, f"{name}_validated", days)
     catalog.write_days(quarantined, f"{name}_quarantine", days)
@@ -135,8 +142,8 @@ def validate(
             **standard_metadata(counts["valid"], location, valid.dtypes),
             **counts,
             "schema": schema.name,
-            "validated_location": MetadataValue.path(location),
-            "quarantine_location": MetadataValue.path(quarantine_location),
+            "validated_location": MetadataValue.path(redact(location)),
+            "quarantine_location": MetadataValue.path(redact(quarantine_location)),
         },
     )
     yield counts_check(counts, config.max_quarantined_fraction, reasons, leftover, key(spec, "validated_table"))
@@ -165,20 +172,42 @@ def reasons_check(spec: DatasetSpec, quarantined: int, unexplained: int, reasons
     )
 
 
-def load_schema(reference: str, frame: "DataFrame") -> ValidationSchema:
-    """``module:attribute`` naming a ValidationSchema, or ``not_null`` for the source's own columns."""
-    if reference == "not_null":
+def schema_modules(spec: DatasetSpec) -> list[str]:
+    """The modules a ``schema_ref`` may name for ``spec``: the pipelines' own, and the one its registry entry
+    declares. Naming a module imports it, so a run's config may not choose any other."""
+    declared = spec.schema_ref.partition(":")[0] if spec.schema_ref != NOT_NULL else SCHEMAS_MODULE
+    return sorted({SCHEMAS_MODULE, declared})
+
+
+def check_schema_ref(reference: str, spec: DatasetSpec) -> None:
+    """Raise ``ConfigurationError`` for a ``schema_ref`` naming a module ``schema_modules`` does not list."""
+    module_name = reference.partition(":")[0]
+    if reference != NOT_NULL and module_name not in schema_modules(spec):
+        raise ConfigurationError(
+            f"schema_ref {reference!r} names the module {module_name!r}, which the dataset registry does not "
+            f"declare for {spec.name}: run config may name a schema in {' or '.join(schema_modules(spec))}, or "
+            f"{NOT_NULL!r}; declare another module in the dataset's registry entry (schema_ref)"
+        )
+
+
+def load_schema(reference: str, frame: "DataFrame", spec: DatasetSpec) -> ValidationSchema:
+    """``module:attribute`` naming a ValidationSchema in a module ``schema_modules(spec)`` lists, or
+    ``not_null`` for the source's own columns."""
+    if reference == NOT_NULL:
         return not_null_schema(frame)
+    check_schema_ref(reference, spec)
     module_name, _, attribute = reference.partition(":")
     try:
         schema = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as error:
-        raise ValueError(
+        raise ConfigurationError(
             f"schema {reference!r} cannot be loaded ({error}); give module:attribute of a "
             "pipelines.schemas.ValidationSchema, or 'not_null'"
         ) from error
     if not isinstance(schema, ValidationSchema):
-        raise ValueError(f"schema {reference!r} is a {type(schema).__name__}, not a pipelines.schemas.ValidationSchema")
+        raise ConfigurationError(
+            f"schema {reference!r} is a {type(schema).__name__}, not a pipelines.schemas.ValidationSchema"
+        )
     return schema
 
 

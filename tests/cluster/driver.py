@@ -201,15 +201,28 @@ def pipeline(spec: dict[str, Any]) -> dict[str, Any]:
 
 def resource(spec: dict[str, Any]) -> dict[str, Any]:
     """(d) the pipelines' Spark resource against a master that is down, or that gives no executor."""
+    from dagster import EnvVar
+
     from mds_core.errors import MDSError
     from pipelines.resources import SparkResource
 
+    # The settings reach the resource as a deployment's do: $MDS_SPARK_CONF through its EnvVar-bound field
+    # (run config may only tune). Put back afterwards: the pipeline scenario reads the original next.
+    before = os.environ.get("MDS_SPARK_CONF")
+    os.environ["MDS_SPARK_CONF"] = json.dumps(spec["conf"])
     started = time.perf_counter()
     try:
-        SparkResource(master=spec["master"], spark_config=spec["conf"], master_timeout=spec["timeout"]).session()
+        SparkResource(
+            master=spec["master"], spark_config_json=EnvVar("MDS_SPARK_CONF"), master_timeout=spec["timeout"]
+        ).session()
         error = None
     except MDSError as err:
         error = {"type": type(err).__name__, "message": str(err)}
+    finally:
+        if before is None:
+            del os.environ["MDS_SPARK_CONF"]
+        else:
+            os.environ["MDS_SPARK_CONF"] = before
     from pyspark import SparkContext
 
     return {

@@ -62,7 +62,7 @@ upload("data/shard-sets/digits", "s3://my-bucket/shard-sets/digits")
     "docs/planning.md": Page(
         setup="""
 from tests.docs.setups import tokens_index
-tokens_index("data/tokens", samples=20_000, tokens=2048, size_limit=16 << 20)  # only its index: 156 MiB of shards
+tokens_index("data/tokens", samples=20_000, tokens=2048, size_limit=16 << 20)  # its index, and 156 MiB of sparse shards
 """,
         replace={"/data/tokens": "data/tokens"},  # a folder of the workspace, not of the machine's root
     ),

@@ -115,7 +115,8 @@ def upload(folder: str, url: str) -> str:
 
 def tokens_index(out: str, samples: int = 20_000, tokens: int = 2048, size_limit: int = 16 << 20) -> str:
     """The index of ``samples`` samples of ``int32[tokens]`` in shards of ``size_limit`` bytes, exactly as
-    MDSWriter lays them out, without writing the shards (``mds plan`` reads only the index)."""
+    MDSWriter lays them out, and its shard files as sparse files of those sizes: ``mds plan`` reads the
+    index and checks that the files are there at the sizes it gives, but reads none of them."""
     import json
 
     from mds_core import MDSWriter
@@ -134,6 +135,8 @@ def tokens_index(out: str, samples: int = 20_000, tokens: int = 2048, size_limit
         n = min(per_shard, left)
         raw = {**entry["raw_data"], "basename": f"shard.{len(shards):05}.mds", "bytes": fixed + n * sample}
         shards.append({**entry, "raw_data": raw, "samples": n})
+        with open(Path(out, raw["basename"]), "wb") as file:
+            file.truncate(raw["bytes"])  # sparse: takes no disk
         left -= n
     (Path(out) / "index.json").write_text(json.dumps({**index, "shards": shards}, sort_keys=True))
     for path in scratch.iterdir():

@@ -80,3 +80,99 @@ def test_zstd_many_frames_decompress_and_truncation_is_named() -> None:
     for cut in (len(framed) - 2, len(framed) // 2, 0):
         with pytest.raises(CompressionError, match="zstd data is truncated"):
             codec.decompress(framed[:cut])
+
+
+# ------------------------------------------------------------------------------------------------
+# bounded decompression: never past the size the index declares (security review, finding 4)
+
+FAMILIES = ["zstd", "gz", "bz2", "br", "snappy"]
+
+
+class _Sink:
+    """A writer that keeps only a count: what a decompression wrote, without holding it."""
+
+    def __init__(self) -> None:
+        self.size = 0
+
+    def write(self, data) -> int:
+        size = memoryview(data).nbytes
+        self.size += size
+        return size
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_output_of_exactly_the_limit_passes_and_a_byte_more_is_refused(name: str) -> None:
+    codec = get_codec(name)
+    packed = codec.compress(DATA)
+    assert codec.decompress(packed, limit=len(DATA)) == DATA
+    out = io.BytesIO()
+    codec.decompress_file(io.BytesIO(packed), out, len(DATA))
+    assert out.getvalue() == DATA
+    out = io.BytesIO()
+    with pytest.raises(CompressionError, match=rf"^{name} data inflates past the declared {len(DATA) - 1} bytes"):
+        codec.decompress_file(io.BytesIO(packed), out, len(DATA) - 1)
+    assert len(out.getvalue()) <= len(DATA) - 1
+    with pytest.raises(CompressionError, match=f"inflates past the declared {len(DATA) - 1} bytes"):
+        codec.decompress(packed, limit=len(DATA) - 1)
+
+
+def _bomb(name: str, size: int) -> bytes:
+    codec = get_codec(name)
+    if codec.concatenable:  # a MiB of zeros many times: zstd frames, gzip members, bz2 streams
+        return codec.compress(bytes(1 << 20)) * (size >> 20)
+    if name == "br":
+        import brotli
+
+        compressor = brotli.Compressor(quality=5)
+        return b"".join([compressor.process(bytes(1 << 20)) for _ in range(size >> 20)] + [compressor.finish()])
+    return codec.compress(bytes(size))
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_a_bomb_stops_at_the_limit_with_a_chunk_of_memory(name: str) -> None:
+    import tracemalloc
+
+    limit = 3 << 20  # more than a chunk: some output is written before the refusal
+    bomb, sink = _bomb(name, 64 << 20), _Sink()
+    tracemalloc.start()
+    try:
+        with pytest.raises(CompressionError, match=f"inflates past the declared {limit} bytes"):
+            get_codec(name).decompress_file(io.BytesIO(bomb), sink, limit)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert sink.size <= limit
+    # A few 1 MiB chunks (gzip and bz2 readers copy each one twice), never the 64 MiB.
+    assert peak < 8 << 20, f"{name}: {peak:,} bytes at the peak"
+
+
+@pytest.mark.parametrize("name", ["zstd", "gz", "bz2"])
+def test_concatenated_pieces_decompress_within_the_limit(name: str) -> None:
+    codec = get_codec(name)
+    pieces = [bytes([i]) * 70000 for i in range(40)]  # 2.8 MB: several pieces per 1 MiB chunk
+    packed = b"".join(codec.compress(piece) for piece in pieces)
+    raw = b"".join(pieces)
+    assert codec.decompress(packed, limit=len(raw)) == raw
+    with pytest.raises(CompressionError, match="inflates past"):
+        codec.decompress(packed, limit=len(raw) - len(pieces[-1]))
+
+
+def test_brotli_truncated_or_followed_by_more_is_refused() -> None:
+    codec = get_codec("br")
+    packed = codec.compress(DATA)
+    for bad in (packed[:-2], packed[: len(packed) // 2], b""):
+        with pytest.raises(CompressionError, match="br"):
+            codec.decompress(bad, limit=len(DATA))
+    with pytest.raises(CompressionError, match="br"):
+        codec.decompress(packed + b"x", limit=len(DATA))
+
+
+def test_snappy_is_refused_by_its_length_header_before_it_is_decompressed() -> None:
+    codec = get_codec("snappy")
+    packed = codec.compress(DATA)
+    with pytest.raises(CompressionError, match=rf"inflates past the declared 100 bytes: its header says {len(DATA)}"):
+        codec.decompress(packed, limit=100)
+    with pytest.raises(CompressionError, match="longer than any encoding"):  # never read past what could be valid
+        codec.decompress_file(io.BytesIO(b"\x01" + bytes(100)), io.BytesIO(), 10)
+    with pytest.raises(CompressionError, match="does not decompress as snappy"):
+        codec.decompress(packed[:-1], limit=len(DATA))

@@ -1,7 +1,11 @@
-"""Shared checks: a comparable form of decoded values, and the out-of-bounds test for numpy views."""
+"""Shared checks: a comparable form of decoded values, the out-of-bounds test for numpy views, and the
+state of a folder tree (what the hostile-input targets compare before and after each input)."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import stat
 from typing import Any
 
 import numpy as np
@@ -54,3 +58,31 @@ def check_views_inside(value: Any, base: np.ndarray, begin: int, end: int, where
             )
     elif isinstance(value, (bytes, str)) and len(value) > (end - begin) * (1 if isinstance(value, bytes) else 4):
         raise PropertyFailure("out-of-bounds bytes", f"{where}: {len(value)} bytes from a {end - begin}-byte sample")
+
+
+def tree_state(root: str) -> dict[str, tuple[Any, ...]]:
+    """Every entry under ``root`` (``root`` itself as ``"."``; a file or link alone if ``root`` is one), never
+    following a link: its type, size, mtime and, for a file, a digest of its bytes; for a link, where it
+    points. Two states compare equal only if nothing was created, removed, written, touched or re-pointed."""
+    state = {".": _entry_state(root)}
+    for parent, dirs, names in os.walk(root) if state["."][0] == "dir" else ():
+        for name in dirs + names:
+            path = os.path.join(parent, name)
+            state[os.path.relpath(path, root)] = _entry_state(path)
+    return state
+
+
+def _entry_state(path: str) -> tuple[Any, ...]:
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        return ("link", os.readlink(path))
+    if stat.S_ISREG(info.st_mode):
+        with open(path, "rb") as file:
+            digest = hashlib.sha1(file.read()).hexdigest()
+        return ("file", info.st_size, info.st_mtime_ns, info.st_mode, digest)
+    return ("dir", info.st_mtime_ns, info.st_mode)
+
+
+def changed_entries(before: dict[str, tuple[Any, ...]], after: dict[str, tuple[Any, ...]]) -> list[str]:
+    """The entries whose state differs (created, removed or changed), sorted."""
+    return sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))

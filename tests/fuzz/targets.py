@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from tests.fuzz.harness import Target, scratch_dir
+from tests.fuzz.targets_bomb import BombTarget
+from tests.fuzz.targets_cache import CacheTarget
 from tests.fuzz.targets_dataset import DatasetTarget
 from tests.fuzz.targets_format import CompressedTarget, DecodeTarget, IndexTarget, ShardTarget
+from tests.fuzz.targets_run_config import RunConfigTarget
+from tests.fuzz.targets_shardset import ShardSetTarget
 from tests.fuzz.targets_state import ManifestTarget, ResumeTarget
 from tests.fuzz.targets_verify import VerifyTarget
 
@@ -19,6 +23,10 @@ TARGETS: dict[str, type] = {
         ResumeTarget,
         ManifestTarget,
         VerifyTarget,
+        BombTarget,
+        CacheTarget,
+        ShardSetTarget,
+        RunConfigTarget,
     )
 }
 

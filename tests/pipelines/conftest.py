@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 from pathlib import Path
 
 import pytest
+from dagster import EnvVar
 
 from pipelines.registry import DatasetSpec, Source
 from pipelines.resources import (
@@ -22,22 +24,29 @@ from tests.spark_connect import SESSION_JVM_OPTIONS
 warnings.filterwarnings("ignore", category=FutureWarning, module="pyspark")
 warnings.filterwarnings("ignore", category=UserWarning, module="pyspark")
 
-# The same master as tests/spark (two attempts per task): in one xdist worker, whichever fixture starts
-# first creates the session the other gets.
+# The same master and settings as tests/spark (two attempts per task): in one xdist worker, whichever fixture
+# starts first creates the session the other gets. The JVM options are a deployment's setting, so they come
+# as a deployment gives them: $MDS_SPARK_CONF, read through the EnvVar-bound field (run config may only tune).
+SPARK_CONF = json.dumps({"spark.driver.extraJavaOptions": SESSION_JVM_OPTIONS})
 SPARK = SparkResource(
     master="local[2,2]",
-    spark_config={
-        "spark.driver.memory": "1g",
-        "spark.python.worker.reuse": "true",
-        "spark.driver.extraJavaOptions": SESSION_JVM_OPTIONS,
-    },
+    spark_config={"spark.driver.memory": "1g", "spark.python.worker.reuse": "true"},
+    spark_config_json=EnvVar("MDS_SPARK_CONF"),
 )
+
+
+@pytest.fixture(autouse=True)
+def deployment_spark_conf(monkeypatch) -> None:
+    """$MDS_SPARK_CONF as the deployment sets it, while a test of this folder runs (SPARK reads it in each run)."""
+    monkeypatch.setenv("MDS_SPARK_CONF", SPARK_CONF)
 
 
 @pytest.fixture(scope="session")
 def spark_session(s3_server):
     """Started after the S3 test server, so the JVM and its Python workers inherit S3_ENDPOINT_URL."""
-    session = SPARK.session()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MDS_SPARK_CONF", SPARK_CONF)
+        session = SPARK.session()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

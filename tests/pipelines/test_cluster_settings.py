@@ -87,10 +87,11 @@ def test_every_variable_names_one_field_and_its_description_says_so() -> None:
     assert default_resources({})["spark"] == SparkResource()  # nothing set: every field at its default
 
 
-def test_the_spark_resource_is_dagster_pysparks() -> None:
+def test_the_spark_resource_is_dagster_pysparks(monkeypatch) -> None:
     from dagster_pyspark import LazyPySparkResource
 
-    spark = SparkResource(spark_config={"spark.executor.memory": "2g"}, spark_config_json='{"spark.x": "1"}')
+    monkeypatch.setenv("MDS_SPARK_CONF", '{"spark.x": "1"}')
+    spark = SparkResource(spark_config={"spark.executor.memory": "2g"}, spark_config_json=EnvVar("MDS_SPARK_CONF"))
     assert isinstance(spark, LazyPySparkResource)
     assert spark.settings() == {"spark.executor.memory": "2g", "spark.x": "1"}
 

@@ -29,6 +29,7 @@ def test_raw_validated_and_shards_on_spark_connect(resources, spec, spark_connec
     # pyspark.sql.functions follows this process-wide flag (the classic tests share the process): undone after.
     monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
     monkeypatch.setenv("MDS_SPARK_REMOTE", spark_connect_server.url)
+    monkeypatch.delenv("MDS_SPARK_CONF")  # the classic session's JVM options (conftest.py) are no Connect setting
     configured = default_resources(os.environ)["spark"]
     assert configured.remote == EnvVar("MDS_SPARK_REMOTE")  # a secret: resolved when a run starts
     spark = configured.process_config_and_initialize()  # resolved as a run resolves it

@@ -577,3 +577,132 @@ def test_decompressions_take_turns_the_shard_needed_soonest_first() -> None:
     for thread in threads:
         thread.join(10)
     assert order == [0, 1, 3, 5]
+
+
+# ------------------------------------------------------------------------------------------------
+# oversized downloads (security review, finding 4): never more than the declared size on disk
+
+
+def _staged_sizes(monkeypatch) -> list[int]:
+    """The size of each download's temporary file as its attempt ends (they only grow: the high-water mark)."""
+    from contextlib import contextmanager
+
+    from mds_core.storage import remote
+
+    sizes: list[int] = []
+    real = remote.staged_path
+
+    @contextmanager
+    def recording(path: str, durable: bool = True):
+        with real(path, durable) as tmp:
+            try:
+                yield tmp
+            finally:
+                sizes.append(os.path.getsize(tmp) if os.path.exists(tmp) else 0)
+
+    monkeypatch.setattr(remote, "staged_path", recording)
+    return sizes
+
+
+@pytest.mark.parametrize("how", ["expected_bytes", "max_bytes"])
+def test_a_download_stops_at_its_declared_size(store_url: str, how: str, tmp_path: Path, monkeypatch) -> None:
+    store = open_store(store_url)
+    store.write_bytes("big.bin", bytes(2 << 20))  # larger than any client's chunk (s3fs 64 KiB, gcsfs 128 KiB)
+    sizes = _staged_sizes(monkeypatch)
+    why = "expected 1000" if how == "expected_bytes" else "at most 1000 allowed"
+    with pytest.raises(StorageError) as caught:
+        store.download("big.bin", str(tmp_path / "copy"), **{how: 1000})
+    message = str(caught.value)
+    assert message.startswith(f"download of {store.url_of('big.bin')} failed after 2 attempt(s): Truncated: ")
+    assert message.endswith(why), message
+    assert len(sizes) == 2 and max(sizes) <= 1001, (sizes, message)  # two attempts, neither wrote past the bound
+    assert not (tmp_path / "copy").exists() and _no_temporary_files(tmp_path)
+    store.download("big.bin", str(tmp_path / "copy"), **{how: 2 << 20})  # exactly the bound is fine
+    assert (tmp_path / "copy").stat().st_size == 2 << 20
+
+
+class _EndlessBody:
+    """An HTTP server whose every GET is a 200 with a chunked body of zeros (no Content-Length) of 256 MiB."""
+
+    CHUNK = 64 << 10
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        from tests.s3 import free_port
+
+        self.sent = 0
+        server = self
+        data = bytes(self.CHUNK)
+        framed = b"%x\r\n" % len(data) + data + b"\r\n"
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/octet-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                self.close_connection = True
+                try:
+                    for _ in range(4096):
+                        self.wfile.write(framed)
+                        server.sent += len(data)
+                    self.wfile.write(b"0\r\n\r\n")
+                except OSError:
+                    pass  # the client hung up: what this test wants
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.http.daemon_threads = True
+        self.endpoint = f"http://127.0.0.1:{self.http.server_address[1]}"
+        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.http.shutdown()
+        self.http.server_close()
+
+
+@pytest.mark.parametrize("scheme", ["s3", "gs"])
+def test_a_body_of_no_announced_length_is_cut_off_mid_stream(scheme: str, tmp_path: Path, monkeypatch) -> None:
+    """No Content-Length to refuse up front: the client's progress callback ends the transfer a chunk past the bound."""
+    server = _EndlessBody()
+    options = {"endpoint_url": server.endpoint}
+    if scheme == "s3":
+        options.update(key="test", secret="test")
+    sizes = _staged_sizes(monkeypatch)
+    try:
+        store = open_store(f"{scheme}://bucket/data", storage_options=options)
+        with pytest.raises(StorageError, match=r"Truncated: got more than 1000 bytes, expected 1000$"):
+            store.download("shard.mds", str(tmp_path / "copy"), expected_bytes=1000)
+    finally:
+        server.stop()
+    assert len(sizes) == 2 and max(sizes) <= 1000 + 128 * 1024, sizes  # a client's chunk at most (gcsfs: 128 KiB)
+    assert server.sent < 64 << 20, server.sent  # the rest of the 256 MiB body was never read
+    assert _no_temporary_files(tmp_path)
+
+
+def test_mds_verify_of_a_url_downloads_no_more_than_the_index_declares(s3_server, tmp_path: Path, monkeypatch) -> None:
+    url = f"s3://{s3_server.new_bucket()}/data"
+    _write(url, n=40, compression="zstd")
+    store = open_store(url)
+    index = json.loads(store.read_bytes("index.json"))
+    zip_name = index["shards"][1]["zip_data"]["basename"]
+    store.write_bytes(zip_name, bytes(4 << 20))  # replaced by something far larger than its entry says
+    result = CliRunner().invoke(cli.main, ["verify", url])
+    declared = index["shards"][1]["zip_data"]["bytes"]
+    assert result.exit_code == 2, result.output
+    assert f"download of {url}/{zip_name} failed" in result.output and f"at most {declared} allowed" in result.output
+    store.write_bytes(zip_name, bytes(10))  # a shorter one is copied and reported with its shard
+    result = CliRunner().invoke(cli.main, ["verify", url])
+    assert result.exit_code == 1 and "FAIL shard 1: " in result.output, result.output
+    assert f"10 bytes but the index says {declared} (truncated or replaced)" in result.output
+
+    monkeypatch.setattr("mds_core.cli.common.MAX_INDEX_BYTES", 100)  # an index larger than the cap
+    result = CliRunner().invoke(cli.main, ["inspect", url])
+    assert result.exit_code == 2 and f"download of {url}/index.json failed" in result.output, result.output
+    assert "at most 100 allowed" in result.output
