@@ -233,14 +233,3 @@ class _Digests:
 def _check_size(label: str, size: int, info: FileInfo) -> None:
     if size != info.bytes:
         raise MDSError(f"{label}: {size} bytes but the index says {info.bytes} (truncated or replaced)")
-
-
-@contextmanager
-def _mapped(file: IO[bytes]) -> Iterator[Any]:
-    """A read-only map of ``file`` (``b""`` for an empty one, which mmap refuses: the layout check reports it)."""
-    file.flush()
-    if os.fstat(file.fileno()).st_size == 0:
-        yield b""
-        return
-    with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-        yield buf

@@ -111,21 +111,20 @@ class Stream:
         version = resolve_version(self.remote, self.version, retry=max(3, self.download_retry or 1))
         self.store().download(version.index, dest, max_bytes=MAX_INDEX_BYTES)
         with open(dest, "rb") as file:
-            found = index_fingerprint(file.read())
+            text = file.read()
+        found = index_fingerprint(text)
         if found != version.fingerprint:
             os.unlink(dest)
             raise InvalidIndexError(
                 f"{self.store().url_of(version.index)}: its fingerprint is {found}, but version {self.version}'s "
                 f"manifest records {version.fingerprint}: the index was replaced or damaged on the store"
             )
-        self._record_version_index(dest)
+        self._record_version_index(text)
 
-    def _version_record(self, index_path: str) -> bytes:
+    def _version_record(self, index_text: bytes) -> bytes:
         """What ties a cached index to this remote and version: both, the index's own hash, and the
         fingerprint it had when it was fetched and checked against the version's manifest."""
-        with open(index_path, "rb") as file:
-            text = file.read()
-        digest, fingerprint = hashlib.sha256(text).hexdigest(), index_fingerprint(text)
+        digest, fingerprint = hashlib.sha256(index_text).hexdigest(), index_fingerprint(index_text)
         record = {"remote": self.remote, "version": self.version, "index_sha256": digest, "fingerprint": fingerprint}
         return json.dumps(record).encode()
 
@@ -138,15 +137,18 @@ class Stream:
         ``local`` (or a copy cut short by a crash) is fetched and checked again.
         """
         try:
-            with open(os.path.join(self.root, CACHE_DIR, VERSION_RECORD), "rb") as file:
-                return file.read() == self._version_record(index_path)
+            with (
+                open(os.path.join(self.root, CACHE_DIR, VERSION_RECORD), "rb") as file,
+                open(index_path, "rb") as index,
+            ):
+                return file.read() == self._version_record(index.read())
         except FileNotFoundError:
             return False
 
-    def _record_version_index(self, index_path: str) -> None:
+    def _record_version_index(self, index_text: bytes) -> None:
         record = inside(self.root, f"{CACHE_DIR}/{VERSION_RECORD}")  # never through a link out of the cache
         os.makedirs(os.path.dirname(record), exist_ok=True)
-        atomic_write(record, [self._version_record(index_path)], False)
+        atomic_write(record, [self._version_record(index_text)], False)
 
     def apply_default(self, defaults: dict[str, Any]) -> None:
         """Take the dataset's value for every setting this stream left as None."""
