@@ -3,10 +3,19 @@
     python examples/train_digits.py --epochs 5                      # where `make demo` publishes, published version
     python examples/train_digits.py --remote s3://bucket/shard-sets/digits --local ~/.cache/mds/digits
 
-It pins the version it starts on and keeps it in the checkpoint with the model, the optimizer and the
-loader's state, so a restarted run (``--checkpoint`` again) continues mid-epoch on exactly the same data,
-even if a newer version has been published since. ``--stop-after-steps N`` simulates a crash after N steps;
-``--fresh`` starts a new run even if the checkpoint is left from an earlier one.
+It pins the version it starts on and keeps it in the checkpoint with the model, the optimizer, the
+loader's state and the step, so a restarted run (``--checkpoint`` again) continues mid-epoch on exactly the
+same data, even if a newer version has been published since. ``--stop-after-steps N`` simulates a crash
+after N steps; ``--fresh`` starts a new run even if the checkpoint is left from an earlier one.
+
+It prints one line per event: steps count from 1 across the whole run, epochs from 0 as the loader's
+``state_dict()`` counts them, and ``sample`` is the loader's ``sample_in_epoch``::
+
+    starting a new run on version 3 of .../digits (5 epochs); checkpoint data/run.pt
+    epoch 0 done at step 17: loss 1.7789 over 540 samples of version 3
+    stopping after step 20 (epoch 1, sample 96) as --stop-after-steps asks; data/run.pt holds the checkpoint
+    resuming data/run.pt at step 21 (epoch 1, sample 96) on version 3
+    epoch 1 done at step 34: loss 0.5766 over 540 samples of version 3
 
 Only ``mds_core`` and ``torch`` are needed: this is what training code looks like.
 """
@@ -14,9 +23,7 @@ Only ``mds_core`` and ``torch`` are needed: this is what training code looks lik
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 from pathlib import Path
 
 import torch
@@ -57,16 +64,18 @@ def load_checkpoint(args: argparse.Namespace) -> dict | None:
     """The run to continue, or None for a new one (``--fresh``, or no checkpoint yet)."""
     if args.fresh or not args.checkpoint.exists():
         return None
-    return torch.load(args.checkpoint, weights_only=False)
+    checkpoint = torch.load(args.checkpoint, weights_only=False)
+    if "step" not in checkpoint:  # written before checkpoints kept the step: its count cannot be recovered
+        raise SystemExit(f"{args.checkpoint} is from an older train_digits.py (no step count): pass --fresh")
+    return checkpoint
 
 
 def say_finished(args: argparse.Namespace, checkpoint: dict) -> None:
     """Say so when there is nothing to resume: a silent exit looks like a run that did nothing."""
-    print(json.dumps({"finished": True, "epoch": checkpoint["epoch"], "checkpoint": str(args.checkpoint)}), flush=True)
     print(
-        f"{args.checkpoint} holds a finished run of {checkpoint['epoch']} epochs: nothing to resume. "
-        "Pass --fresh to start a new run in its place, or give a new --checkpoint.",
-        file=sys.stderr,
+        f"{args.checkpoint} holds a finished run of {checkpoint['epoch']} epochs ({checkpoint['step']} steps): "
+        "nothing to resume. Pass --fresh to start a new run in its place, or give a new --checkpoint.",
+        flush=True,
     )
 
 
@@ -89,65 +98,60 @@ def train(args: argparse.Namespace) -> list[float]:
     loader = StreamingDataLoader(dataset, batch_size=args.batch_size, num_workers=args.workers)
     net = model()
     optimizer = torch.optim.Adam(net.parameters(), lr=args.lr)
-    epoch, losses, partial = 0, [], (0.0, 0)
+    # epoch: the one in progress, from 0 (the loader's count); step: the steps done, so the next is step + 1
+    epoch, step, losses, partial = 0, 0, [], (0.0, 0)
     if checkpoint:
         net.load_state_dict(checkpoint["model"])
         optimizer.load_state_dict(checkpoint["optimizer"])
         loader.load_state_dict(checkpoint["loader"])
-        epoch, losses, partial = checkpoint["epoch"], checkpoint["losses"], tuple(checkpoint["partial"])
+        epoch, step, losses = checkpoint["epoch"], checkpoint["step"], checkpoint["losses"]
+        partial = tuple(checkpoint["partial"])
+        sample = checkpoint["loader"]["sample_in_epoch"]
         print(
-            json.dumps(
-                {
-                    "resumed": True,
-                    "version": version,
-                    "epoch": epoch,
-                    "sample_in_epoch": checkpoint["loader"]["sample_in_epoch"],
-                }
-            ),
+            f"resuming {args.checkpoint} at step {step + 1} (epoch {epoch}, sample {sample}) on version {version}",
             flush=True,
         )
-    steps = 0
+    else:
+        print(
+            f"starting a new run on version {version} of {args.remote} ({args.epochs} epochs); "
+            f"checkpoint {args.checkpoint}",
+            flush=True,
+        )
+
+    def checkpoint_now() -> int:
+        """Save the run as it is now; the loader's ``sample_in_epoch``."""
+        loader_state = loader.state_dict()
+        state = {"version": version, "model": net.state_dict(), "optimizer": optimizer.state_dict()}
+        run = {"epoch": epoch, "step": step, "losses": losses, "partial": partial}  # partial: this epoch's loss so far
+        save(args.checkpoint, {**state, "loader": loader_state, **run})
+        return int(loader_state["sample_in_epoch"])
+
+    steps_here = 0  # this process's, for --stop-after-steps
     while epoch < args.epochs:
-        total, count = partial
         for batch in loader:
             pixels, labels = batch_tensors(batch)
             loss = nn.functional.cross_entropy(net(pixels), labels)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-            total, count, steps = total + loss.item() * len(labels), count + len(labels), steps + 1
-            if args.stop_after_steps and steps == args.stop_after_steps:
-                save(
-                    args.checkpoint,
-                    {
-                        "version": version,
-                        "model": net.state_dict(),
-                        "optimizer": optimizer.state_dict(),
-                        "loader": loader.state_dict(),
-                        "epoch": epoch,
-                        "losses": losses,
-                        "partial": (total, count),
-                    },
+            step, steps_here = step + 1, steps_here + 1
+            partial = (partial[0] + loss.item() * len(labels), partial[1] + len(labels))
+            if args.stop_after_steps and steps_here == args.stop_after_steps:
+                sample = checkpoint_now()
+                print(
+                    f"stopping after step {step} (epoch {epoch}, sample {sample}) as --stop-after-steps asks; "
+                    f"{args.checkpoint} holds the checkpoint",
+                    flush=True,
                 )
-                print(json.dumps({"stopped_after_steps": steps, "epoch": epoch}), flush=True)
                 return losses
-        epoch, partial = epoch + 1, (0.0, 0)
+        total, count = partial
         losses.append(total / max(count, 1))
-        save(
-            args.checkpoint,
-            {
-                "version": version,
-                "model": net.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "loader": loader.state_dict(),
-                "epoch": epoch,
-                "losses": losses,
-                "partial": partial,
-            },
-        )
         print(
-            json.dumps({"epoch": epoch, "version": version, "samples": count, "loss": round(losses[-1], 4)}), flush=True
+            f"epoch {epoch} done at step {step}: loss {losses[-1]:.4f} over {count} samples of version {version}",
+            flush=True,
         )
+        epoch, partial = epoch + 1, (0.0, 0)
+        checkpoint_now()
     return losses
 
 

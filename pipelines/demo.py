@@ -1,33 +1,42 @@
-"""`make demo`: materialise the digits dataset's whole graph on the embedded digits, twice, and show what came out.
+"""`make demo`: the digits dataset's last three days, each converted by its own run of the dataset's
+daily job, as the schedule would have done, then what came out.
 
-1. two days as one run (like a backfill) commit and publish a version, replacing whatever those
-   days held before;
-2. the next day appends a version holding the published shards plus that day's.
+The runs are launched from the code location through the instance's run queue (a ``dagster-daemon``
+serves it meanwhile), so ``make ui`` shows them under ``digits_daily`` with a result for every check
+of every day. The demo's dataset starts where its data starts: it is the registry's entry with its
+first partition moved to the first day converted, written to ``<data dir>/demo-datasets.yaml``, which
+``make ui`` loads too. Each day builds on the version the day before published; running the demo
+again replaces the days it redoes.
 
-Runs are recorded in ``$DAGSTER_HOME`` (``make ui`` shows them). Environment variables such as
-``MDS_SHARD_STORE=s3://bucket/prefix`` point the demo elsewhere (docs/pipelines.md).
+Runs are recorded in ``$DAGSTER_HOME``. Environment variables such as ``MDS_SHARD_STORE=s3://bucket/
+prefix`` point the demo elsewhere (docs/pipelines.md).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import tempfile
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from dagster import DagsterInstance, ExecuteInProcessResult
+import yaml
+from dagster import DagsterInstance
 
 from mds_core.storage.urls import redact
 from pipelines.assets.plan import PLAN_CHECK
 from pipelines.assets.smoke import SMOKE_CHECK
-from pipelines.conventions import daily
+from pipelines.automation import daily_job_name
 from pipelines.instance import notes
+from pipelines.launch import check_results, daemon, launch_day, write_workspace
 from pipelines.paths import data_dir
-from pipelines.registry import load_registry
+from pipelines.registry import DatasetSpec, load_registry, registry_path
 from pipelines.resources import ShardStore, default_resources
-from pipelines.runs import materialize_days
 
-# The full event log is in the UI (`make ui`); the terminal gets warnings and the summary below.
+DAYS = 3
+REGISTRY = "demo-datasets.yaml"  # under the data dir; the Makefile's `ui` loads it when it is there
+# The full event log is in the UI (`make ui`); the run's own console gets warnings only.
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
@@ -40,10 +49,30 @@ def instance() -> DagsterInstance:
     return DagsterInstance.get()
 
 
-def smoke_summary(result: ExecuteInProcessResult) -> str:
-    [evaluation] = [e for e in result.get_asset_check_evaluations() if e.check_name == SMOKE_CHECK]
-    meta: dict[str, Any] = {key: value.value for key, value in evaluation.metadata.items()}  # as the check wrote it
-    verdict = "passed" if evaluation.passed else f"FAILED ({evaluation.description})"
+def demo_days(today: date) -> list[str]:
+    """The last ``DAYS`` days that have ended."""
+    return [(today - timedelta(days=back)).isoformat() for back in range(DAYS, 0, -1)]
+
+
+def demo_registry(spec: DatasetSpec, first_day: str, path: Path) -> Path:
+    """The demo's registry: ``spec`` alone, its partitions starting at ``first_day``."""
+    entry = {**spec.model_dump(mode="json"), "start_date": first_day}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "# Written by `make demo` (pipelines/demo.py): the demo's dataset, starting on its first converted day.\n"
+        + yaml.safe_dump({"datasets": [entry]}, sort_keys=False)
+    )
+    return path
+
+
+def check_meta(results: dict[str, Any], name: str) -> tuple[bool, dict[str, Any]]:
+    evaluation = results[name]
+    return evaluation.passed, {key: value.value for key, value in evaluation.metadata.items()}
+
+
+def smoke_summary(results: dict[str, Any]) -> str:
+    passed, meta = check_meta(results, SMOKE_CHECK)
+    verdict = "passed" if passed else f"FAILED ({results[SMOKE_CHECK].description})"
     return (
         f"{verdict}: {meta['rows_streamed']} samples streamed by 2 workers, exactly once: {meta['exactly_once']}, "
         f"resumed at sample {meta['resumed_at_sample']}, continuation matches: {meta['continuation_matches']}, "
@@ -51,49 +80,56 @@ def smoke_summary(result: ExecuteInProcessResult) -> str:
     )
 
 
-def plan_summary(result: ExecuteInProcessResult) -> str:
-    """The training_plan check's headline: what the declared world would download and need on disk."""
-    [evaluation] = [e for e in result.get_asset_check_evaluations() if e.check_name == PLAN_CHECK]
-    meta: dict[str, Any] = {key: value.value for key, value in evaluation.metadata.items()}  # as the check wrote it
-    return (
-        f"{meta['world']}: {max(meta['bytes_per_node_first_epoch']):,} bytes per node in the first epoch, "
-        f"recommended cache_limit {meta['plan_json']['recommendations'][0]['value']:,} bytes (mds plan for more)"
-    )
+def plan_summary(results: dict[str, Any]) -> str:
+    """The training_plan check's headline, as the UI shows it: what the declared world would download."""
+    return f"{results[PLAN_CHECK].description} (mds plan for more)"
 
 
-def main() -> int:
-    resources = default_resources(os.environ)
-    # Read here, outside a run: its settings resolved as a run resolves them (an EnvVar to its value).
-    store = resources["shard_store"].process_config_and_initialize()
+def run_days(spec: DatasetSpec, days: list[str], dagster: DagsterInstance) -> None:
+    """Each day through the daily job, in order; the daemon's log goes to ``<data dir>/demo-daemon.log``."""
+    log_path = data_dir() / "demo-daemon.log"
+    with tempfile.TemporaryDirectory() as folder, log_path.open("w") as log, daemon(write_workspace(Path(folder)), log):
+        for day in days:
+            print(f"\n== {spec.name} {day} ({spec.source.kind}, {spec.source.rows_per_day} rows/day)", flush=True)
+            workspace = Path(folder) / "workspace.yaml"
+            run = launch_day(dagster, workspace, daily_job_name(spec), day, log, run_config=QUIET)
+            results = check_results(dagster, run.run_id)
+            print(f"   run {run.run_id} of {run.job_name} succeeded; loader smoke test {smoke_summary(results)}")
+            print(f"   training plan for {plan_summary(results)}", flush=True)
+
+
+def show_versions(spec: DatasetSpec) -> None:
+    store = default_resources(os.environ)["shard_store"].process_config_and_initialize()
     assert isinstance(store, ShardStore)
-    spec = next(spec for spec in load_registry() if spec.name == os.environ.get("MDS_DEMO_DATASET", "digits"))
-    days = daily(spec).get_partition_keys()[-3:]
-    dagster = instance()
-    for run_days in (days[:2], days[2:]):
-        print(
-            f"\n== {spec.name}: {', '.join(run_days)} ({spec.source.kind}, {spec.source.rows_per_day} rows/day)",
-            flush=True,
-        )
-        result = materialize_days(spec, run_days, resources, instance=dagster, run_config=QUIET)
-        print(f"   run {result.run_id} succeeded; loader smoke test {smoke_summary(result)}")
-        print(f"   training plan for {plan_summary(result)}")
     shards = store.shard_set(spec.name)
     published = shards.published()
     shown = redact(store.url(spec.name))
     print(f"\nshard set: {shown}")
     for info in shards.versions()[-4:]:
         marker = "  <- published" if info.number == published else ""
+        parent = f"on version {info.parent}" if info.parent is not None else "the first"
         print(
-            f"  version {info.number} (parent {info.parent}, {info.mode}): {info.rows} rows, {info.shards} shards, "
-            f"{info.stored_bytes} bytes, days {', '.join(info.lineage.get('days', [])[-4:])}{marker}"
+            f"  version {info.number} ({parent}, {info.mode}): {info.rows} rows, {info.shards} shards, "
+            f"{info.stored_bytes:,} bytes, days {', '.join(info.lineage.get('days', [])[-4:])}{marker}"
         )
     print(
         # No local=: StreamingDataset's own per-user cache, never a shared folder another user can fill first.
         "\nread it in training code:\n"
         f"  StreamingDataset(remote={shown!r}, version={published}, batch_size=32)\n"
         "train on it:  .venv/bin/python examples/train_digits.py --epochs 5\n"
-        f"see the runs: make ui   (DAGSTER_HOME={os.environ['DAGSTER_HOME']})"
+        f"see the runs: make ui   (DAGSTER_HOME={os.environ['DAGSTER_HOME']}; the runs are under {daily_job_name(spec)})"
     )
+
+
+def main() -> int:
+    name = os.environ.get("MDS_DEMO_DATASET", "digits")
+    spec = next(spec for spec in load_registry() if spec.name == name)
+    days = demo_days(datetime.now(UTC).date())
+    os.environ["MDS_DATASETS"] = str(demo_registry(spec, days[0], data_dir() / REGISTRY))
+    spec = spec.model_copy(update={"start_date": days[0]})
+    print(f"registry: {registry_path()} ({spec.name} from {days[0]}; `make ui` loads it too)")
+    run_days(spec, days, instance())
+    show_versions(spec)
     return 0
 
 

@@ -55,9 +55,30 @@ def test_verify_ok_then_names_the_bad_shard(dataset: Path) -> None:
     data[-1] ^= 0xFF
     bad.write_bytes(bytes(data))
     result = _run("verify", str(dataset))
+    assert result.returncode == 1 and result.stderr == ""
+    # Issue 40, item 15: the cause first, the summary last, on one stream (so in this order wherever it goes).
+    cause, summary = result.stdout.splitlines()
+    assert cause.startswith(f"FAIL shard 2: {bad}: ")
+    assert summary.startswith("FAILED (1 problem): ") and summary.endswith(f"samples checked in {dataset}")
+    (dataset / "shard.00000.mds.zstd").write_bytes(b"")
+    two = _run("verify", str(dataset)).stdout.splitlines()
+    assert [line.split(":")[0] for line in two] == ["FAIL shard 0", "FAIL shard 2", "FAILED (2 problems)"]
+
+
+def test_verify_names_a_urls_files_by_their_url(s3_server, tmp_path: Path) -> None:
+    url = f"s3://{s3_server.new_bucket()}/d"
+    with MDSWriter(out=url, columns={"id": "int"}, size_limit=100) as writer:
+        for i in range(20):
+            writer.write({"id": i})
+    import boto3
+
+    client = boto3.client("s3", endpoint_url=s3_server.endpoint)
+    bucket, key = url[5:].split("/", 1)
+    client.put_object(Bucket=bucket, Key=f"{key}/shard.00001.mds", Body=b"short")
+    result = _run("verify", url)
     assert result.returncode == 1
-    assert "FAIL shard 2:" in result.stderr and "shard.00002.mds.zstd" in result.stderr
-    assert result.stdout.startswith("FAILED (1 problems)")
+    assert result.stdout.splitlines()[0].startswith(f"FAIL shard 1: {url}/shard.00001.mds: 5 bytes but the index says")
+    assert "mds-cli-" not in result.stdout  # not the temporary copy
 
 
 def test_head(dataset: Path) -> None:

@@ -103,8 +103,8 @@ class Checkout:
         self.env.pop("MDS_SHARD_STORE", None)
         publish_digits(tmp / "mds-data")
 
-    def run(self, line: str, name: str) -> tuple[list[dict], list[list[int]]]:
-        """Run one shell line; its JSON output lines and the ids of every batch it trained on."""
+    def run(self, line: str, name: str) -> tuple[list[str], list[list[int]]]:
+        """Run one shell line; the lines it printed and the ids of every batch it trained on."""
         trace = self.traces / f"{name}.jsonl"
         done = subprocess.run(
             line,
@@ -117,9 +117,12 @@ class Checkout:
             check=False,
         )
         assert done.returncode == 0, f"{line}\n{done.stderr[-3000:]}"
-        printed = [json.loads(out) for out in done.stdout.splitlines() if out.startswith("{")]
         batches = [json.loads(ids) for ids in trace.read_text().splitlines()] if trace.exists() else []
-        return printed, batches
+        return done.stdout.splitlines(), batches
+
+
+EPOCH_DONE = re.compile(r"epoch (\d) done at step \d+: loss ([\d.]+) over (\d+) samples of version (\d+)")
+STOPPED = re.compile(r"stopping after step 20 \(epoch (\d+), sample (\d+)\) as --stop-after-steps asks; .*")
 
 
 @pytest.mark.slow  # three training processes, 30-40 s: unique, so make test-all
@@ -131,20 +134,25 @@ def test_readme_crash_and_resume_continues_as_an_uninterrupted_run(tmp_path: Pat
     checkout = Checkout(tmp_path)
 
     full_out, full_ids = checkout.run(uninterrupted, "full")
-    epochs = [line for line in full_out if "loss" in line]
-    losses = [line["loss"] for line in epochs]
-    assert len(losses) == 5 and len(full_ids) > 20
-    # The published version (1), not the newer unpublished one; every sample once an epoch; it learns.
-    assert {(line["version"], line["samples"]) for line in epochs} == {(1, ROWS)}
+    epochs = [match.groups() for line in full_out if (match := EPOCH_DONE.fullmatch(line))]
+    losses = [float(loss) for _, loss, _, _ in epochs]
+    assert len(full_ids) > 20 and full_out[0].startswith("starting a new run on version 1 of "), full_out
+    # Epochs 0-4 of the published version (1), not the newer unpublished one; every sample once an epoch; it learns.
+    assert [(epoch, samples, version) for epoch, _, samples, version in epochs] == [
+        (str(epoch), str(ROWS), "1") for epoch in range(5)
+    ]
     assert losses[-1] < losses[0] * 0.7, losses
 
     for day in ("first", "again"):  # again: data/run.pt now holds the finished run of the first pass
         crash_out, crash_ids = checkout.run(crash, f"crash-{day}")
-        assert crash_out[-1]["stopped_after_steps"] == 20 and len(crash_ids) == 20
+        stopped = STOPPED.fullmatch(crash_out[-1])
+        assert stopped and len(crash_ids) == 20, crash_out
         resume_out, resume_ids = checkout.run(resume, f"resume-{day}")
-        assert resume_out[0]["resumed"] is True and resume_out[0]["version"] == 1, resume_out[0]
+        epoch, sample = stopped.groups()  # what the README promises: the next step is 21
+        assert resume_out[0] == f"resuming data/run.pt at step 21 (epoch {epoch}, sample {sample}) on version 1"
         assert crash_ids + resume_ids == full_ids  # step 21 onwards: the same samples in the same order
-        assert [line["loss"] for line in resume_out if "loss" in line] == losses[-len(resume_out) + 1 :]
+        assert resume_out[1:] == full_out[-len(resume_out) + 1 :]  # the same epochs, steps and losses
 
     finished_out, finished_ids = checkout.run(resume, "finished")  # nothing left: it says so, trains nothing
-    assert finished_out == [{"finished": True, "epoch": 5, "checkpoint": "data/run.pt"}] and finished_ids == []
+    assert finished_ids == [] and len(finished_out) == 1, finished_out
+    assert finished_out[0].startswith("data/run.pt holds a finished run of 5 epochs"), finished_out

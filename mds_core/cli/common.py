@@ -83,6 +83,16 @@ def fail(message: str) -> NoReturn:
     raise CommandError(message)
 
 
+def verdict(problems: list[str]) -> str:
+    """Print each problem (``FAIL ...``) on stdout, and return the summary's head to print after them:
+    ``OK``, ``FAILED (1 problem)``, ``FAILED (2 problems)``. One stream, so the causes come first wherever
+    the output goes."""
+    for problem in problems:
+        say(f"FAIL {problem}")
+    count = len(problems)
+    return "OK" if not count else f"FAILED ({count} problem{'' if count == 1 else 's'})"
+
+
 def emit(obj: Any, as_json: bool, lines: list[str]) -> None:
     if as_json:
         click.echo(json.dumps(obj, indent=2, default=str))  # JSON escapes control characters itself

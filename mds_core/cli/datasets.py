@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from mds_core.cli.common import local_copy, say, show, show_text
+from mds_core.cli.common import local_copy, say, show, show_text, verdict
 from mds_core.format.verify import summarize, verify_dataset
 from mds_core.sizes import format_bytes
 from mds_core.storage.remote import open_store
@@ -57,15 +57,15 @@ def verify(path: str, decode: bool, allow_unsafe_types: bool) -> None:
     """
     with local_copy(path, shards=True) as local:
         report = verify_dataset(local, decode=decode, allow_unsafe_types=allow_unsafe_types)
-    for problem in report.problems:
-        say(f"FAIL {problem}", err=True)
-    status = "OK" if report.ok else f"FAILED ({len(report.problems)} problems)"
+    if local != path:  # a URL's temporary copy: name the files where they are
+        report.problems = [problem.replace(local, path.rstrip("/")) for problem in report.problems]
+    if report.samples_not_decoded:
+        say(f"{report.samples_not_decoded} samples not decoded (pkl columns; --allow-unsafe-types decodes them)")
+    status = verdict(report.problems)  # the problems first, the summary last
     say(
         f"{status}: {report.shards} shards, {report.files_checked} files, "
         f"{report.hashes_checked} hashes, {report.samples_checked} samples checked in {path}"
     )
-    if report.samples_not_decoded:
-        say(f"{report.samples_not_decoded} samples not decoded (pkl columns; --allow-unsafe-types decodes them)")
     sys.exit(0 if report.ok else 1)
 
 

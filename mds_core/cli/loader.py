@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 import click
 
-from mds_core.cli.common import fail, say
+from mds_core.cli.common import fail, say, verdict
 from mds_core.storage.urls import is_remote
 from mds_core.streaming.version_sample import DEFAULT_SAMPLE_ROWS, DEFAULT_SAMPLE_SECONDS, describe_subset
 
@@ -127,9 +127,8 @@ def _print(report: LoaderCheckReport, num_workers: int, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
         return
-    verdict = "OK" if report.passed else f"FAILED ({len(report.problems)} problems)"
     say(
-        f"{verdict}: {report.samples_streamed} samples streamed by {num_workers} worker(s) "
+        f"{verdict(report.problems)}: {report.samples_streamed} samples streamed by {num_workers} worker(s) "
         f"({report.distinct} distinct, {report.samples_expected} expected), resumed at sample "
         f"{report.resumed_at_sample}: continuation {'matches' if report.continuation_matches else 'DIFFERS'}, "
         f"{report.samples_per_second:,.0f} samples/s"
@@ -143,5 +142,3 @@ def _print(report: LoaderCheckReport, num_workers: int, as_json: bool) -> None:
             f"{report.telemetry['wait_max_seconds']:.3f} s), decoded for {totals['decode_seconds']:.3f} s, "
             f"downloaded {totals['shards_downloaded']} shard(s), {totals['bytes_downloaded']:,} bytes"
         )
-    for problem in report.problems:
-        say(f"FAIL {problem}", err=True)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 
 import click
 
@@ -14,13 +16,24 @@ from mds_core.plan.report import render_text, save_plot
 from mds_core.plan.source import load_streams, probe
 from mds_core.sizes import bytes_to_int
 
+# A bare number is bytes; below this it is surely a size in another unit (``--cache-limit 5`` meaning 5 GB).
+_LEAST_BARE_BYTES = 1 << 20
 
-def _size(value: str | None, what: str) -> int | None:
-    try:
-        return None if value is None else bytes_to_int(value)
-    except MDSError as err:
-        fail(f"{what}: {err}")
+
+def _size(value: str | None, option: str) -> int | None:
+    """``option``'s size in bytes: ``50gb``, ``512MiB`` (powers of 1024), or a bare byte count of 1 MiB or more."""
+    if value is None:
         return None
+    try:  # "64.0 MiB", as the report writes sizes, is "64mb": both are powers of 1024
+        size = bytes_to_int(re.sub(r"(?i)([kmgtp])ib$", r"\1b", value.strip()))
+    except MDSError as err:
+        fail(f"{option}: {err}")
+    if re.fullmatch(r"\s*[\d.]+\s*", value) and size < _LEAST_BARE_BYTES:
+        fail(
+            f"{option} {value.strip()}: a number without a unit is bytes, and {size:,} byte(s) cannot be meant; "
+            f"give the unit, e.g. {option} {value.strip()}gb (kb, mb, gb, tb: powers of 1024)"
+        )
+    return size
 
 
 @click.command("plan")
@@ -28,7 +41,9 @@ def _size(value: str | None, what: str) -> int | None:
 @click.option("--world", default=DEFAULT_WORLD, show_default=True, help="NODESxRANKS_PER_NODExWORKERS_PER_RANK.")
 @click.option("--batch-size", type=int, required=True, help="Per-device batch size (the DataLoader's).")
 @click.option("--epochs", type=int, default=1, show_default=True)
-@click.option("--shuffle/--no-shuffle", default=True, show_default=True)
+@click.option(
+    "--shuffle/--no-shuffle", default=False, show_default=True, help="As StreamingDataset's shuffle (off by default)."
+)
 @click.option("--shuffle-algo", default="py1e", show_default=True)
 @click.option("--shuffle-seed", default=9176, show_default=True)
 @click.option("--shuffle-block-size", type=int, default=None, help="Default: the loader's, for this world.")
@@ -38,7 +53,9 @@ def _size(value: str | None, what: str) -> int | None:
 @click.option(
     "--predownload", type=int, default=None, help="Samples per worker fetched ahead (default 8 x batch size)."
 )
-@click.option("--cache-limit", default=None, help="Per node, e.g. 50gb (default: none).")
+@click.option(
+    "--cache-limit", default=None, help="Per node, e.g. 50gb or 512mb (default: none); a bare number is bytes."
+)
 @click.option("--keep-zip", is_flag=True, help="Compressed shards stay cached next to their raw files.")
 @click.option("--bandwidth", default=None, help="Per node, bytes per second, e.g. 1.2gb.")
 @click.option("--latency", type=float, default=None, help="Seconds from request to first byte.")
@@ -85,11 +102,22 @@ def plan_command(
     Downloads and cache per node are exact without a cache limit or at the recommended one: they
     follow the loader's real per-rank order. Repeated downloads under a smaller limit are a
     worst-case estimate. Time to first batch, throughput and waiting are modelled from --bandwidth,
-    --latency and --consume-time (or --probe).
+    --latency and --consume-time (or --probe, whose measurements the report shows). The order is
+    StreamingDataset's with the same options: unshuffled unless --shuffle.
     """
+    if batch_size < 1:
+        fail(
+            f"--batch-size must be a positive integer (the per-device batch size, the same as the DataLoader's), "
+            f"got {batch_size}"
+        )
+    if epochs < 1:
+        fail(f"--epochs must be at least 1, got {epochs}")
+    parsed_world = parse_world(world, zero_workers=False)
+    limit = _size(cache_limit, "--cache-limit")
+    link = _size(bandwidth, "--bandwidth")
     measured = probe(sources[0]) if run_probe else Environment()
     environment = Environment(
-        bandwidth=_size(bandwidth, "--bandwidth") or measured.bandwidth,
+        bandwidth=link or measured.bandwidth,
         latency=latency if latency is not None else measured.latency,
         consume_seconds=consume_time,
         decode_seconds=measured.decode_seconds,
@@ -97,11 +125,11 @@ def plan_command(
     )
     plan = plan_training(
         load_streams(list(sources)),
-        parse_world(world),
+        parsed_world,
         batch_size,
         epochs=epochs,
         predownload=predownload,
-        cache_limit=_size(cache_limit, "--cache-limit"),
+        cache_limit=limit,
         keep_zip=keep_zip,
         environment=environment,
         shuffle=shuffle,
@@ -112,6 +140,8 @@ def plan_command(
         partition_algo=partition_algo,
         batching_method=batching_method,
     )
+    if run_probe:
+        plan.settings["probe"] = dataclasses.asdict(measured)
     if plot:
         save_plot(plan, plot)
     if as_json:

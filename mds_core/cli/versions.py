@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from typing import Any
 
 import click
@@ -30,7 +31,7 @@ def versions_list(root: str, as_json: bool) -> None:
     found, published = shard_set.versions(), shard_set.published()
     lines = [
         f"{'*' if v.version == published else ' '} {v.version:>4}  {v.created[:19]}  {v.mode:<9} "
-        f"{v.rows:>10} rows  {v.shards:>6} shards  {format_bytes(v.stored_bytes):>10}  parent {v.parent}"
+        f"{v.rows:>10} rows  {v.shards:>6} shards  {format_bytes(v.stored_bytes):>10}  parent {_shown(v.parent)}"
         for v in found
     ] or [f"no versions in {root}"]
     emit({"published": published, "versions": [v.to_json() for v in found]}, as_json, lines)
@@ -43,7 +44,43 @@ def versions_list(root: str, as_json: bool) -> None:
 def versionsshow(root: str, version: int, as_json: bool) -> None:
     """The manifest of one version: rows, columns, writer settings, fingerprint, lineage."""
     info = _shard_set(root).version(version)
-    emit(info.to_json(), as_json, [f"{key:<13} {value}" for key, value in info.to_json().items()])
+    emit(info.to_json(), as_json, manifest_lines(info.to_json()))
+
+
+SHOWN_CHARACTERS = 100  # a longer value is cut short in `show` (--json prints it whole)
+
+
+def manifest_lines(manifest: dict[str, Any]) -> list[str]:
+    """A manifest for people: ``field  value`` lines; a mapping as its name, then an indented ``key: value``
+    line per entry (``partitions``: how many shards each key has); sizes in bytes and units."""
+    lines = []
+    for key, value in manifest.items():
+        if key == "partitions":
+            value = {part: f"{len(shards)} shard(s)" for part, shards in value.items()}
+        if isinstance(value, dict):
+            lines.append(key if value else f"{key:<13} none")
+            lines += [f"  {name}: {_shown(item)}" for name, item in value.items()]
+        elif key.endswith("_bytes") and isinstance(value, int):
+            lines.append(f"{key:<13} {value:,} ({format_bytes(value)})")
+        else:
+            lines.append(f"{key:<13} {_shown(value)}")
+    return lines
+
+
+def _shown(value: Any) -> str:
+    """One value on one line: ``none`` for None or nothing, a list comma-separated, JSON for anything nested; cut short
+    past ``SHOWN_CHARACTERS`` with the full length said."""
+    if value is None:
+        text = "none"
+    elif isinstance(value, list | tuple):
+        text = ", ".join(_shown(item) for item in value) or "none"
+    elif isinstance(value, dict):
+        text = json.dumps(value, default=str)
+    else:
+        text = str(value)
+    if len(text) > SHOWN_CHARACTERS:
+        text = f"{text[: SHOWN_CHARACTERS - 3]}... ({len(text):,} characters; --json prints all)"
+    return text
 
 
 @versions.command("diff")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from mds_core.errors import ConfigurationError, MDSError
+from mds_core.errors import ConfigurationError
 from mds_core.order.arguments import as_int
 
 
@@ -82,14 +82,29 @@ def replicate_world(num_nodes: int, ranks_per_node: int, replication: int | None
 DEFAULT_WORLD = "1x8x8"
 
 
-def parse_world(text: str) -> World:
-    """``"2x4"`` (nodes x ranks per node) or ``"2x4x2"`` (and DataLoader workers per rank; 0 means none)."""
+def parse_world(text: str, *, zero_workers: bool = True) -> World:
+    """``"2x4"`` (nodes x ranks per node) or ``"2x4x2"`` (and DataLoader workers per rank; 0, reading in the
+    rank process, orders samples as 1 does).
+
+    A field that is zero or negative is named in the error. With ``zero_workers=False`` (``mds plan``),
+    0 workers is refused too, rather than read as the one worker whose order it has.
+    """
+    shape = f"world {text!r} must look like NODESxRANKS or NODESxRANKSxWORKERS, e.g. 2x4 or 2x4x2"
     try:
         parts = [int(p) for p in text.lower().split("x")]
     except ValueError:
         parts = []
-    if len(parts) not in (2, 3) or min(parts[:2]) < 1 or (len(parts) == 3 and parts[2] < 0):
-        raise MDSError(f"world {text!r} must look like NODESxRANKS or NODESxRANKSxWORKERS, e.g. 2x4 or 2x4x2")
+    if len(parts) not in (2, 3):
+        raise ConfigurationError(shape)
+    form = "NODESxRANKS" if len(parts) == 2 else "NODESxRANKSxWORKERS"
+    for field, (name, value) in enumerate(zip(("nodes", "ranks per node", "workers per rank"), parts)):
+        least = 0 if field == 2 and zero_workers else 1
+        if value < least:
+            hint = "" if field < 2 or value < 0 else f". {_ZERO_WORKERS} {parts[0]}x{parts[1]}x1"
+            raise ConfigurationError(f"world {text!r}: {name} is {value}, must be at least {least} ({form}){hint}")
     # Iterating in the rank process (0 workers) orders samples exactly like one worker.
     workers = max(parts[2], 1) if len(parts) == 3 else 1
     return World(num_nodes=parts[0], ranks_per_node=parts[1], workers_per_rank=workers)
+
+
+_ZERO_WORKERS = "DataLoader(num_workers=0) reads in the rank process, in the order of one worker: plan it as"

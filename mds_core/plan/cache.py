@@ -146,4 +146,4 @@ def smallest_limit_without_refetch(
             low = middle
         else:
             high = middle
-    return high
+    return min(high, int(cache_bytes[used].sum()))  # a cache that holds every shard it reads never evicts

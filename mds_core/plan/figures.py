@@ -38,6 +38,7 @@ class NodeEpoch:
     peak_cache_bytes: int
     first_batch_seconds: float | None = None  # modelled; None without bandwidth or consume time
     data_wait_fraction: float | None = None  # modelled: share of the epoch its ranks wait for data
+    first_batch_bytes: int | None = None  # what it downloads before its first batch, at any link speed
 
 
 @dataclass

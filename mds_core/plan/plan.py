@@ -22,7 +22,7 @@ from mds_core.plan.cache import LRUCache, live_bytes, smallest_limit_without_ref
 from mds_core.plan.figures import Environment, EpochFigures, NodeEpoch, TrainingPlan
 from mds_core.plan.reads import node_reads
 from mds_core.plan.recommend import PREDOWNLOAD_BATCHES, recommend
-from mds_core.plan.timing import NodeFetches, lead_steps, request_window, simulate_epoch
+from mds_core.plan.timing import NodeFetches, bytes_before_first_batch, lead_steps, request_window, simulate_epoch
 from mds_core.streaming.cache_limit import cache_limit_needed, readers_at_once, shards_in_use
 from mds_core.streaming.memory import check_order_fits
 
@@ -76,10 +76,9 @@ class _Timer:
         self.nodes.append((steps, fetched, shards.download[fetched], first_shards))
 
     def epoch(self, figures: EpochFigures, predownload: int) -> EpochFigures:
-        """Fill in the modelled figures when the environment says enough to model time."""
+        """Fill in what each node downloads before its first batch, and the modelled figures when the
+        environment says enough to model time."""
         env = self.environment
-        if env.bandwidth is None and env.consume_seconds is None:
-            return figures
         lead = lead_steps(predownload, self.batch_size, self.world.workers_per_rank, _PREFETCH_BATCHES)
         fetches = []
         for steps, fetched, sizes, first_shards in self.nodes:
@@ -89,6 +88,10 @@ class _Timer:
             in_burst = np.isin(fetched, burst) & (steps <= lead) & first_fetch
             heads = np.isin(fetched, _first_burst(first_shards[:, :, : request_window(predownload)], 1)) & in_burst
             fetches.append(NodeFetches(steps, sizes, in_burst, heads))
+        for node, node_fetches in zip(figures.nodes, fetches):
+            node.first_batch_bytes = bytes_before_first_batch(node_fetches)
+        if env.bandwidth is None and env.consume_seconds is None:
+            return figures
         step = self.batch_size * max(env.consume_seconds or 0.0, env.decode_seconds / self.world.workers_per_rank)
         # No startup: iteration downloads through the client the dataset made to read its index (a forked
         # worker's own client reuses the inherited session: milliseconds). The probe still reports it.
@@ -174,7 +177,7 @@ def plan_training(
         "dataset_bytes": int(shards.download.sum()),
         "lead_steps": lead,
         "environment": dataclasses.asdict(environment),
-        "loader_minimum_cache_limit": _loader_minimum(streams, shards, spec, world),
+        "loader_minimum_cache_limit": _loader_minimum(streams, shards, spec, world, spec.block_size(world.num_nodes)),
     }
     plan = TrainingPlan(settings, figures, smallest, working_set, [], curves=_sampled(curves))
 
@@ -182,18 +185,21 @@ def plan_training(
         blank = EpochFigures(0, [NodeEpoch(n, 0, 0, 0, 0) for n in range(world.num_nodes)])
         return first_timer.epoch(blank, other).seconds if first_timer else None
 
-    plan.recommendations = recommend(plan, first_epoch_seconds)
+    def loader_minimum_with(block: int) -> int:
+        return _loader_minimum(streams, shards, spec, world, block)
+
+    plan.recommendations = recommend(plan, first_epoch_seconds, loader_minimum_with)
     plan.plan_seconds = time.perf_counter() - began
     return plan
 
 
-def _loader_minimum(streams: Sequence[Sequence[ShardInfo]], shards: Shards, spec: OrderSpec, world: World) -> int:
-    """The smallest ``cache_limit`` ``StreamingDataset`` accepts for this order (``check_cache_limit``)."""
+def _loader_minimum(
+    streams: Sequence[Sequence[ShardInfo]], shards: Shards, spec: OrderSpec, world: World, block: int
+) -> int:
+    """The smallest ``cache_limit`` ``StreamingDataset`` accepts for this order with shuffle block ``block``
+    (``check_cache_limit``)."""
     in_use = shards_in_use(
-        spec.shuffle,
-        spec.shuffle_algo,
-        spec.block_size(world.num_nodes),
-        [shard.samples for stream in streams for shard in stream],
+        spec.shuffle, spec.shuffle_algo, block, [shard.samples for stream in streams for shard in stream]
     )
     index_bytes = sum(len(dumps_index(list(stream)).encode()) for stream in streams)
     readers = readers_at_once(spec, world.num_nodes, world.ranks_per_node)

@@ -11,32 +11,53 @@ PREDOWNLOAD_BATCHES = (1, 2, 4, 8, 16, 32)  # predownload candidates, in batches
 _GOOD_ENOUGH = 1.02  # within 2% of the fastest modelled epoch
 
 
-def recommend(plan: TrainingPlan, epoch_seconds_with: Callable[[int], float | None]) -> list[Recommendation]:
-    return [_cache_limit(plan), _predownload(plan, epoch_seconds_with), _block_size(plan)]
+def recommend(
+    plan: TrainingPlan, epoch_seconds_with: Callable[[int], float | None], loader_minimum_with: Callable[[int], int]
+) -> list[Recommendation]:
+    """``loader_minimum_with(block)``: the least ``cache_limit`` ``StreamingDataset`` accepts with that shuffle block."""
+    return [_cache_limit(plan), _predownload(plan, epoch_seconds_with), _block_size(plan, loader_minimum_with)]
+
+
+_NO_REFETCH = (
+    "no shard is downloaded twice in an epoch (least-recently-used eviction, with every prefetch complete as "
+    "soon as it is asked for: the worst case)"
+)
 
 
 def _cache_limit(plan: TrainingPlan) -> Recommendation:
     loader_minimum = plan.settings["loader_minimum_cache_limit"]
-    need = -(-max(plan.smallest_cache_limit, loader_minimum) // 1024) * 1024  # whole KiB, rounded up
+    no_refetch = plan.smallest_cache_limit
+    need = -(-max(no_refetch, loader_minimum) // 1024) * 1024  # whole KiB, rounded up
     peak = max(node.peak_cache_bytes for epoch in plan.epochs for node in epoch.nodes)
     given = plan.settings["cache_limit"]
-    reason = (
-        f"the least per node with which no shard is downloaded twice in an epoch (least-recently-used "
-        f"eviction, with every prefetch complete as soon as it is asked for: the worst case), and at least the {format_bytes(loader_minimum)} StreamingDataset "
-        f"requires for this order; the shards being read at once take {format_bytes(plan.working_set_bytes)}. "
+    minimum = (
+        f"StreamingDataset's minimum for this order is {format_bytes(loader_minimum)} per node (the shards every "
+        "reader of the node works on at once, and the index)"
     )
-    if given is None:
-        reason += f"Without a limit each node keeps everything it reads: {format_bytes(peak)} after {len(plan.epochs)} epoch(s)."
+    if no_refetch >= loader_minimum:
+        reason = f"the least per node with which {_NO_REFETCH}; {minimum}."
     else:
-        refetched = plan.refetched_shards
+        reason = f"{minimum}; from {format_bytes(no_refetch)} on, {_NO_REFETCH}."
+    reason += f" The shards being read at once take {format_bytes(plan.working_set_bytes)}."
+    refetched = plan.refetched_shards
+    if given is None:
+        reason += f" Without a limit each node keeps everything it reads: {format_bytes(peak)} after {len(plan.epochs)} epoch(s)."
+    elif given < loader_minimum:  # never "enough": the run does not start
         reason += (
-            f"With cache_limit={format_bytes(given)}, {refetched:,} shard download(s) repeat over the planned epochs."
-            if refetched
-            else f"cache_limit={format_bytes(given)} is enough."
+            f" cache_limit={format_bytes(given)} is too small: StreamingDataset refuses a limit under its minimum "
+            "at construction. The figures above replay a cache that small anyway"
+            + (f": {refetched:,} shard download(s) repeat over the planned epochs." if refetched else ".")
         )
-        if given < loader_minimum:
-            reason += f" StreamingDataset refuses cache_limit={format_bytes(given)} for this order at construction."
-    reason += " A lower limit saves disk and pays for it in repeated downloads."
+    elif refetched:
+        reason += (
+            f" With cache_limit={format_bytes(given)}, {refetched:,} shard download(s) repeat over the planned epochs."
+        )
+    else:
+        reason += f" cache_limit={format_bytes(given)} is enough: no shard is downloaded twice."
+    if no_refetch > loader_minimum:
+        reason += " A lower limit, down to that minimum, saves disk and pays for it in repeated downloads."
+    else:
+        reason += " StreamingDataset accepts no lower limit for this order."
     return Recommendation("cache_limit", need, reason)
 
 
@@ -64,28 +85,43 @@ def _predownload(plan: TrainingPlan, epoch_seconds_with: Callable[[int], float |
     )
 
 
-def _block_size(plan: TrainingPlan) -> Recommendation:
+def _block_size(plan: TrainingPlan, loader_minimum_with: Callable[[int], int]) -> Recommendation:
     block = plan.settings["shuffle_block_size"]
     limit = plan.settings["cache_limit"]
     if not plan.settings["shuffle"]:
         return Recommendation("shuffle_block_size", None, "not used: shuffle is off")
-    if limit and plan.smallest_cache_limit > limit:
-        smaller = max(1, int(block * limit / plan.smallest_cache_limit))
+    if limit is None or max(plan.smallest_cache_limit, plan.settings["loader_minimum_cache_limit"]) <= limit:
         return Recommendation(
             "shuffle_block_size",
-            smaller,
+            block,
             (
-                f"cache_limit={format_bytes(limit)} is below the {format_bytes(plan.smallest_cache_limit)} this block needs; the cache "
-                "need grows about in proportion to the block, so this block fits. Smaller blocks mix samples from "
-                "fewer shards at a time (a weaker shuffle); raising cache_limit keeps the shuffle."
+                f"keep {block:,}: each node then reads {format_bytes(plan.working_set_bytes)} of shards at once. "
+                "Doubling the block mixes samples from about twice as many shards and about doubles that cache "
+                "need; halving it does the reverse."
             ),
         )
+    if loader_minimum_with(1) > limit:
+        return Recommendation(
+            "shuffle_block_size",
+            None,
+            (
+                f"no block makes cache_limit={format_bytes(limit)} enough: even the smallest leaves each of the "
+                "node's readers two shards at once, more than that holds. Raise cache_limit."
+            ),
+        )
+    # The cache need grows about in proportion to the block; the loader's minimum grows with it too.
+    fits = block if plan.smallest_cache_limit <= limit else max(1, block * limit // plan.smallest_cache_limit)
+    low, high = 1, fits  # the loader accepts ``low``; find the largest block up to ``fits`` it accepts
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if loader_minimum_with(middle) <= limit else (low, middle - 1)
     return Recommendation(
         "shuffle_block_size",
-        block,
+        low,
         (
-            f"keep {block:,}: each node then reads {format_bytes(plan.working_set_bytes)} of shards at once. Doubling the block "
-            "mixes samples from about twice as many shards and about doubles that cache need; halving it does the "
-            "reverse."
+            f"about the largest block that cache_limit={format_bytes(limit)} holds without repeated downloads, "
+            "and one StreamingDataset accepts with it: the cache need grows about in proportion to the block. "
+            "Smaller blocks mix samples from fewer shards at a time (a weaker shuffle); raising cache_limit keeps "
+            "the shuffle."
         ),
     )

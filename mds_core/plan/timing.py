@@ -117,6 +117,24 @@ def simulate_epoch(
     return EpochTiming(seconds=done, first_batch_seconds=first_batch or [0.0] * len(links), data_wait_seconds=waits)
 
 
+def bytes_before_first_batch(fetches: NodeFetches) -> int:
+    """What the node downloads before its first step can run, whatever the link's speed.
+
+    The model's order: the heads, then the rest of the first burst (each group completes at once),
+    then the other fetches by the step that needs them. The first step waits for the group, or the
+    fetch, that brings the last shard it reads.
+    """
+    step0 = fetches.needed_at == 0
+    if not step0.any():
+        return 0
+    burst = fetches.in_first_burst
+    head = burst & (fetches.in_head if fetches.in_head is not None else np.zeros(len(burst), bool))
+    sizes = fetches.download_bytes
+    if (step0 & ~burst).any():
+        return int(sizes[burst].sum() + sizes[step0 & ~burst].sum())
+    return int(sizes[burst].sum() if (step0 & ~head).any() else sizes[head].sum())
+
+
 def request_window(predownload: int) -> int:
     """Samples a worker asks shards for at once: ``StreamingDataset`` reads ``min(predownload, 4096)``
     samples per step and requests ``predownload`` samples beyond the step."""

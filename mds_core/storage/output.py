@@ -21,13 +21,14 @@ import warnings
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
-from mds_core.errors import MDSError, OutputExistsError, WriterError
+from mds_core.errors import MDSError, OutputExistsError, StoreFileNotFoundError, WriterError
 from mds_core.storage.files import atomic_write, remove_dataset
-from mds_core.storage.remote import open_store
+from mds_core.storage.remote import RemoteStore, open_store
 from mds_core.storage.urls import is_remote, local_path
 
+T = TypeVar("T")
 INDEX = "index.json"
 Out = str | os.PathLike[str] | tuple[str | None, str | None]
 
@@ -155,6 +156,7 @@ class RemoteOutput:
 
     def _refuse_or_retract_index(self, exist_ok: bool) -> None:
         if not self.store.exists(INDEX):
+            require_bucket(self.store)  # else found only at the first upload, after a shard's work
             return
         if not exist_ok:
             raise OutputExistsError(
@@ -181,7 +183,7 @@ class RemoteOutput:
     def _raise_first_failure(self, wait: bool = False) -> None:
         for future in self._uploads:
             if wait or future.done():
-                future.result()  # raises the upload's StorageError
+                result_of(future)  # raises the upload's StorageError
 
     def publish_index(self, data: bytes) -> None:
         self._raise_first_failure(wait=True)
@@ -202,6 +204,39 @@ class RemoteOutput:
         self._local.abort()
         if self._staging_is_temporary or not self.keep_local:
             shutil.rmtree(self._local.location, ignore_errors=True)
+
+
+def require_bucket(store: RemoteStore) -> None:
+    """``StoreFileNotFoundError`` if ``store``'s bucket (or container) is missing: lookups and listings read a
+    missing bucket as an empty folder, and a write would fail only at its first upload. One attempt, and only
+    "not found" counts: a credential scoped to a prefix may not look at the bucket, and its upload will tell."""
+    bucket, what = store.path.split("/", 1)[0], store.kind.bucket
+    if what is None:
+        return
+    try:
+        store.fs.info(bucket)
+    except FileNotFoundError:
+        raise StoreFileNotFoundError(
+            f"{store.url_of('')}: the {what} {bucket!r} does not exist (or these credentials cannot see it); "
+            "create it or check the URL"
+        ) from None
+    except Exception:  # no permission to look, say: the first upload reports what is wrong
+        pass
+
+
+def result_of(future: Future[T]) -> T:
+    """``future.result()``, with an ``MDSError`` raised as if here: its message names the file and the cause,
+    so neither it nor its causes carry the background thread's frames into the caller's traceback."""
+    try:
+        return future.result()
+    except MDSError as err:
+        seen: set[int] = set()
+        cause: BaseException | None = err
+        while cause is not None and id(cause) not in seen:
+            seen.add(id(cause))
+            cause.__traceback__ = None
+            cause = cause.__cause__ or cause.__context__
+        raise err from err.__cause__
 
 
 def open_output(

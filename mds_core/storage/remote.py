@@ -1,11 +1,11 @@
 """One client over fsspec for every remote store: retries with backoff, a real per-file deadline.
 
-``open_store(url)`` gives a ``RemoteStore`` rooted at ``url``: a local path, ``file://`` or a URL of any
-store in the registry (``mds_core.storage.stores``: S3, GCS, Azure, Hugging Face, Unity Catalog volumes),
-set up as its entry says. With ``any_fsspec=True`` a scheme the registry does not know goes to fsspec's
-own filesystem instead of being refused. Every failure that survives the retries is a ``StorageError``
-naming the URL; downloads land under a unique temporary name and are renamed into place, so a failed
-one never leaves a partial file.
+``open_store(url)`` gives a ``RemoteStore`` rooted at ``url``: a local path, ``file://`` or a URL of any store in
+the registry (``mds_core.storage.stores``: S3, GCS, Azure, Hugging Face, Unity Catalog volumes), set up as its entry
+says. With ``any_fsspec=True`` a scheme the registry does not know goes to fsspec's own filesystem instead of being
+refused. Every failure that survives the retries is a ``StorageError`` naming the URL (missing credentials, at once:
+a ``ConfigurationError``); downloads land under a unique temporary name and are renamed into place, so a failed one
+never leaves a partial file.
 """
 
 from __future__ import annotations
@@ -88,8 +88,7 @@ class RemoteStore:
         if timeout is not None and not timeout > 0:
             raise ConfigurationError(f"timeout must be > 0 seconds or None, got {timeout!r}")
         self.url = url.rstrip("/") if is_remote(url) else os.path.abspath(local_path(url))
-        self.retry, self.timeout = retry, timeout
-        self.storage_options = dict(storage_options or {})
+        self.retry, self.timeout, self.storage_options = retry, timeout, dict(storage_options or {})
         self.kind = store_kind(self.url, any_fsspec=any_fsspec)
         self._fs: Any = None
         self._pid = os.getpid()
@@ -225,7 +224,6 @@ class RemoteStore:
 
     def delete(self, rel: str) -> None:
         """Remove one file; a missing file is fine."""
-
         path = self._written(rel)
 
         def attempt() -> None:
@@ -239,7 +237,6 @@ class RemoteStore:
 
     def delete_tree(self, rel: str) -> None:
         """Remove everything under ``rel``; a missing directory is fine."""
-
         path = self._written(rel)
 
         def attempt() -> None:
@@ -308,6 +305,8 @@ class RemoteStore:
             except Throttled as err:  # not a failure: wait as asked, if the deadline allows
                 self._wait_as_asked(what, err, started)
             except Exception as err:  # network errors come in many library-specific types
+                if (advice := self.kind.advice_for(err)) is not None:  # no credentials: retrying cannot help
+                    raise ConfigurationError(f"{what} failed: {_describe(err)}; {advice}") from err
                 last, failures = err, failures + 1
                 if failures < self.retry:
                     time.sleep(min(_MAX_BACKOFF, 0.25 * 2 ** (failures - 1)) + random.uniform(0, 0.1))

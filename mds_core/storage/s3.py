@@ -3,7 +3,7 @@
 The endpoint comes from the ``endpoint_url`` option or ``S3_ENDPOINT_URL`` (MinIO, Ceph, R2, a test
 server), as in Mosaic Streaming; the variable reaches subprocesses (ranks, DataLoader workers) too.
 The client makes one attempt per call: ``RemoteStore`` counts the attempts itself (``download_retry``),
-and botocore's and s3fs's own retries would multiply them.
+and botocore's and s3fs's own retries would multiply them. Missing credentials are not retried at all.
 """
 
 from __future__ import annotations
@@ -31,6 +31,26 @@ def filesystem(url: str, timeout: float | None, options: dict[str, Any]) -> tupl
     )
     fs.retries = 1
     return fs, url.split("://", 1)[1]
+
+
+CREDENTIALS_ADVICE = (
+    "S3 needs credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (a profile of "
+    '~/.aws/credentials), or pass key= and secret= in storage_options; see "S3 credentials" in docs/remote-storage.md'
+)
+
+
+def credentials_advice(err: BaseException) -> str | None:
+    """What to set when botocore found no credentials (or only half of them), which no retry can fix; else None."""
+    from botocore.exceptions import NoCredentialsError, PartialCredentialsError
+
+    seen: set[int] = set()
+    cause: BaseException | None = err
+    while cause is not None and id(cause) not in seen:  # s3fs may wrap botocore's error
+        if isinstance(cause, NoCredentialsError | PartialCredentialsError):
+            return CREDENTIALS_ADVICE
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 def reopen_options(inherited: Any) -> dict[str, Any]:

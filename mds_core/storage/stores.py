@@ -38,6 +38,8 @@ CreateIfAbsent = Callable[[Any, str, bytes], bool]
 AsyncGetFile = Callable[[Any], Callable[[str, str], Any]]
 # (filesystem inherited at a fork) -> options for the child's own filesystem, taken from it
 ReopenOptions = Callable[[Any], dict[str, Any]]
+# (a failed call's exception) -> what to set, for a failure no retry can fix (no credentials); else None
+Advice = Callable[[BaseException], str | None]
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,8 @@ class StoreKind:
     that downloads a file where the filesystem's own ``_get_file`` sends more than the one GET a
     download needs; None: ``_get_file``. ``reopen_options`` gives what a forked child's new filesystem
     may take over from the one it inherited (an S3 session: credentials and parsed API models, no
-    connections), so a DataLoader worker does not build it again; None: nothing.
+    connections), so a DataLoader worker does not build it again; None: nothing. ``advice`` recognises
+    a failure that no retry can fix (no credentials) and says what to set; None: every failure is retried.
     """
 
     name: str
@@ -70,11 +73,16 @@ class StoreKind:
     extra: str | None = None
     get_file: AsyncGetFile | None = None
     reopen_options: ReopenOptions | None = None
+    advice: Advice | None = None
 
     def open(self, url: str, timeout: float | None, options: Mapping[str, Any]) -> tuple[Any, str]:
         """(fsspec filesystem, path inside it) for ``url``, with fsspec's listing cache off."""
         self.require_installed(url)
         return self.filesystem(url, timeout, {"use_listings_cache": False, **options})
+
+    def advice_for(self, err: BaseException) -> str | None:
+        """What to set to fix ``err`` when retrying cannot (``advice``), else None."""
+        return None if self.advice is None else self.advice(err)
 
     def require_installed(self, url: str) -> None:
         """``MissingDependencyError`` naming the extra when the store's package is not installed."""
@@ -154,6 +162,7 @@ STORES: Mapping[str, StoreKind] = MappingProxyType(
             package="s3fs",
             extra="s3",
             reopen_options=s3.reopen_options,
+            advice=s3.credentials_advice,
         ),
         "gcs": StoreKind(
             name="Google Cloud Storage",

@@ -50,25 +50,27 @@ def cache_limit_needed(shard_bytes: list[int], index_bytes: int, in_use: int, re
 def check_cache_limit(
     limit: int, shard_bytes: list[int], index_bytes: int, in_use: int, readers: int, order: str
 ) -> None:
-    """Raise ``ConfigurationError`` when ``limit`` cannot hold what ``readers`` need at once."""
+    """Raise ``ConfigurationError`` when ``limit`` cannot hold what ``readers`` need at once.
+
+    The message starts with the reference's words for its two cases (code written against it matches on
+    them), without their numbers, and states one minimum, ours: the reference's (the index alone, four
+    times the largest shard) are not what this order needs.
+    """
     largest = max(shard_bytes, default=0)
     shards, need = cache_limit_needed(shard_bytes, index_bytes, in_use, readers)
     if limit < need:
-        raise ConfigurationError(
-            f"{_reference_head(limit, index_bytes, need)}. "
-            f"cache_limit={limit:,} bytes is too small for this order: {order} makes this node read "
-            f"{readers} place(s) at once (the larger of its ranks and its canonical nodes), each working on "
-            f"about {in_use} shard(s), so the cache needs {shards} x {largest:,} bytes (the largest shard) + "
-            f"{index_bytes:,} bytes of index = {need:,} bytes. Raise cache_limit, lower shuffle_block_size "
-            "or num_canonical_nodes, or use shuffle_algo='py1s'"
+        head = (
+            f"Minimum cache usage is larger than the cache limit ({limit} bytes)"
+            if limit <= index_bytes
+            else f"Cache limit ({limit} bytes) is too low"
         )
-
-
-def _reference_head(limit: int, index_bytes: int, need: int) -> str:
-    """The reference's wording for the two cases it tells apart; code written against it matches on it."""
-    if limit <= index_bytes:
-        return f"Minimum cache usage ({index_bytes} bytes) is larger than the cache limit ({limit} bytes)"
-    return f"Cache limit ({limit} bytes) is too low. Increase the `cache_limit` to at least {need:,} bytes"
+        raise ConfigurationError(
+            f"{head}. Increase the `cache_limit` to at least {need:,} bytes "
+            f"for this order ({order}): this node reads {readers} place(s) at once (the larger of its ranks "
+            f"and its canonical nodes), each working on about {in_use} shard(s), so the cache holds {shards} "
+            f"shard(s) of up to {largest:,} bytes (the largest) and {index_bytes:,} bytes of index. Or lower "
+            "shuffle_block_size or num_canonical_nodes, or use shuffle_algo='py1s'"
+        )
 
 
 def parse_cache_limit(cache_limit: int | str | None) -> int | None:

@@ -106,9 +106,7 @@ class StreamingDataset:
         self.readers = [stream.open(allow_unsafe_types) for stream in self.streams]
         for stream, reader in zip(self.streams, self.readers):
             if not len(reader):
-                raise EmptyStreamError(
-                    f"Stream contains no samples: {stream.root}/index.json; drop it or write samples"
-                )
+                raise EmptyStreamError(f"Stream contains no samples: {stream.index_source()}; drop it or write samples")
         self.order_spec = OrderSpec(
             shard_sizes=[[shard.samples for shard in reader.shards] for reader in self.readers],
             weights=[stream.weights for stream in self.streams],

@@ -5,10 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from typing import Any
 
-from mds_core.errors import ConfigurationError, InvalidIndexError
+from mds_core.errors import ConfigurationError, InvalidIndexError, UnknownEncodingError, UnsafeEncodingError
 from mds_core.format.index import INDEX_BASENAME, MAX_INDEX_BYTES
 from mds_core.order.mixing import StreamWeights
 from mds_core.storage.files import atomic_write
@@ -77,6 +78,14 @@ class Stream:
     def root(self) -> str:
         """The local directory that holds this stream's ``index.json``."""
         return os.path.join(self.local, self.split or "")
+
+    def index_source(self) -> str:
+        """This stream's ``index.json`` as messages name it: the remote file (the one to repair), else the local one."""
+        if self.remote is None:
+            return os.path.join(self.root, INDEX_BASENAME)
+        if self.version is not None:  # its index is a file under _versions/ that the version's manifest names
+            return f"the index of version {self.version} of {self.store().url_of('')}"
+        return self.store().url_of(INDEX_BASENAME)
 
     def store(self) -> RemoteStore:
         """The remote directory of this stream's split (only for streams with a remote).
@@ -157,8 +166,22 @@ class Stream:
                 setattr(self, name, defaults[name])
 
     def open(self, allow_unsafe_types: bool) -> LocalDataset:
-        """The stream's samples, memory-mapped shard by shard; remote shards download on first use."""
-        dataset = LocalDataset(self.local, self.split, allow_unsafe_types=allow_unsafe_types)
+        """The stream's samples, memory-mapped shard by shard; remote shards download on first use.
+
+        A remote stream's index is a copy in the cache: an error in it names the remote file, which is
+        the one to repair (the copy is fetched again at the next start).
+        """
+        try:
+            dataset = LocalDataset(self.local, self.split, allow_unsafe_types=allow_unsafe_types)
+        except (InvalidIndexError, UnknownEncodingError, UnsafeEncodingError) as err:
+            if self.remote is None:
+                raise
+            copy, index, folder = os.path.join(self.root, INDEX_BASENAME), self.index_source(), self.store().url_of("")
+            pattern = f"{re.escape(copy)}|{re.escape(self.root.rstrip('/'))}/?"  # one pass: never a replaced name again
+            message = re.sub(pattern, lambda found: index if found[0] == copy else folder, str(err))
+            if message == str(err):
+                message = f"{index}: {message}"
+            raise type(err)(f"{message} (read from its copy in the cache, {copy})") from err
         if self.remote is not None:
             dataset.shard_cache = ShardCache(
                 self.store(),

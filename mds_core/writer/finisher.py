@@ -16,7 +16,7 @@ from mds_core.format.compression import Codec, get_codec
 from mds_core.format.hashing import digests
 from mds_core.format.index import FileInfo, ShardInfo
 from mds_core.format.shard import shard_head
-from mds_core.storage.output import Output
+from mds_core.storage.output import Output, result_of
 
 
 class ShardFinisher:
@@ -51,7 +51,7 @@ class ShardFinisher:
     def wait(self) -> None:
         if self._pending is not None:
             pending, self._pending = self._pending, None
-            self.shards.append(pending.result())
+            self.shards.append(result_of(pending))  # the caller's error, not the thread's traceback
             if self._progress is not None:
                 self._progress.update(1)
 

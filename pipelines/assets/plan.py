@@ -27,6 +27,11 @@ from pipelines.registry import DatasetSpec
 from pipelines.resources import ShardStore, TrainingWorldSettings
 
 PLAN_CHECK = "training_plan"
+# What the time model lacks, in the check's own settings (the CLI's report names its options instead).
+TIMING_SETTINGS = (
+    "Set MDS_PLAN_BANDWIDTH (the per-node link) and MDS_PLAN_CONSUME_SECONDS (training seconds per sample) "
+    "for the time to the first batch and the waiting."
+)
 
 
 def plan_version(shard_store: ShardStore, dataset: str, version: int, settings: TrainingWorldSettings) -> Any:
@@ -57,19 +62,35 @@ def plan_metadata(plan: Any) -> dict[str, Any]:
     first = plan.epochs[0]
     return {
         "world": plan.settings["world"],
-        "batch_size": plan.settings["batch_size"],
+        "batch_size": MetadataValue.text(str(plan.settings["batch_size"])),  # a setting: not plotted
         "bytes_per_node_first_epoch": MetadataValue.json([n.bytes_downloaded for n in first.nodes]),
         "peak_cache_bytes_per_node": MetadataValue.json([n.peak_cache_bytes for n in plan.epochs[-1].nodes]),
         "smallest_cache_limit": plan.smallest_cache_limit,
         "shards_fetched_again": plan.refetched_shards,
-        "first_batch_seconds": MetadataValue.json([n.first_batch_seconds for n in first.nodes]),
-        "data_wait_fraction": MetadataValue.json([n.data_wait_fraction for n in first.nodes]),
+        "first_batch_seconds": MetadataValue.json([_rounded(n.first_batch_seconds, 3) for n in first.nodes]),
+        "data_wait_fraction": MetadataValue.json([_rounded(n.data_wait_fraction, 3) for n in first.nodes]),
         "recommendations": MetadataValue.md(
             "\n".join(f"* **{r.setting}** = {r.value}: {r.reason}" for r in plan.recommendations)
         ),
-        "plan": MetadataValue.md(f"```\n{render_text(plan)}\n```"),
+        "plan": MetadataValue.md(f"```\n{render_text(plan, hint=TIMING_SETTINGS)}\n```"),
         "plan_json": MetadataValue.json(plan.to_json()),
     }
+
+
+def _rounded(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def headline(plan: Any) -> str:
+    """What the UI shows at a glance, beside the full report in the metadata."""
+    first = plan.epochs[0]
+    recommended = next((r for r in plan.recommendations if r.setting == "cache_limit"), None)
+    parts = [
+        f"{plan.settings['world']}: at most {max(n.bytes_downloaded for n in first.nodes):,} bytes per node "
+        "in the first epoch",
+        f"cache_limit {recommended.value:,} bytes recommended" if recommended and recommended.value else "",
+    ]
+    return "; ".join(part for part in parts if part)
 
 
 def plot_metadata(plan: Any) -> dict[str, Any]:
@@ -130,7 +151,7 @@ def run_plan(
     return AssetCheckResult(
         passed=not problems,
         severity=AssetCheckSeverity.WARN,
-        description="; ".join(problems) or None,
+        description="; ".join(problems) or headline(plan),
         metadata={"version": version, **plan_metadata(plan), **plot_metadata(plan)},
     )
 

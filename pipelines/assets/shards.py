@@ -75,7 +75,7 @@ def build_shard_set(spec: DatasetSpec) -> AssetsDefinition:
             **conventions(spec, "shards", {"spark", "mds"}, settings),
             description=f"{spec.name}: validated rows as MDS shards, committed as a new immutable version of "
             "the shard set on top of the published one (a day already there is replaced). "
-            "Not yet published.",
+            "Training reads the version published_version publishes, once the checks pass.",
         )
         def shard_set(
             context: AssetExecutionContext,

@@ -57,11 +57,12 @@ def report_metadata(report: Any) -> dict[str, Any]:
         "exactly_once": report.exactly_once,
         "resumed_at_sample": report.resumed_at_sample,
         "continuation_matches": report.continuation_matches,
-        "rows_per_second": report.samples_per_second,
-        "seconds": report.seconds,
+        "rows_per_second": round(report.samples_per_second, 1),
+        "seconds": round(report.seconds, 3),
         "problems": MetadataValue.json(report.problems),
-        "num_workers": report.num_workers,
-        "batch_size": report.batch_size,
+        # Settings, not measurements: text, so the UI does not plot a constant as a time series.
+        "num_workers": MetadataValue.text(str(report.num_workers)),
+        "batch_size": MetadataValue.text(str(report.batch_size)),
         **subset_metadata(report),
         **telemetry_metadata(report.telemetry),
     }

@@ -28,7 +28,7 @@ PAGES: dict[str, Page] = {
     "README.md": Page(
         setup="""
 from tests.docs.setups import published_history
-published_history("data/shard-sets/digits", versions=7)  # what `mds versions rollback` and `publish ... 7` need
+published_history("data/shard-sets/digits", versions=2)  # as `make demo` leaves it: versions 1 and 2, each published
 """
     ),
     "docs/format.md": Page(
@@ -108,14 +108,14 @@ def write_new_day(out):
             writer.write({"id": i, "day": "2026-12-01"})
 
 
-for root in ("s3://bucket/sets/events", "s3://bucket/sets/events", "s3://bucket/sets/other"):
-    with ShardSet(root).transaction("append", lineage=lineage) as tx:  # versions 1 and 2 before the page's 3
-        write_new_day(tx.out)
-""",
+with ShardSet("s3://bucket/sets/other").transaction("append", lineage=lineage) as tx:  # the second stream's
+    write_new_day(tx.out)
+""",  # the page's first block makes version 1 of s3://bucket/sets/events, as on a new bucket
         before={
             'publish=False, base="published"': """
-with shard_set.transaction("append", lineage=lineage) as tx:  # version 4, published
-    write_new_day(tx.out)
+for _ in range(3):  # versions 2 to 4, published
+    with shard_set.transaction("append", lineage=lineage) as tx:
+        write_new_day(tx.out)
 with shard_set.transaction("append", lineage=lineage, publish=False) as tx:  # version 5, whose check failed
     write_new_day(tx.out)
 """

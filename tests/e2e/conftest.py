@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,14 +94,9 @@ def project_folder(base: Path) -> Path:
     return folder
 
 
-@pytest.fixture(scope="session")
-def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
-    base = tmp_path_factory.mktemp("dagster-dev")
-    home, data_dir = project_folder(base), base / "data"
-    registry = write_registry(base / "datasets.yaml", rows_per_day=60)
-    port = free_port()
-    # As `make ui` runs it: the project's virtual environment active, from the project root, which is DAGSTER_HOME.
-    env = {
+def dev_environment(home: Path, data_dir: Path, registry: Path) -> dict[str, str]:
+    """As `make ui` runs dg: the project's virtual environment active, from the project root, which is DAGSTER_HOME."""
+    return {
         **os.environ,
         "VIRTUAL_ENV": str(VENV_BIN.parent),
         "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}",
@@ -110,7 +108,15 @@ def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
         "MDS_SPARK_CONF": json.dumps({"spark.driver.memory": "1g", "spark.hadoop.fs.s3a.secret.key": SECRET}),
         "PYTHONWARNINGS": DG_PREVIEW_FILTER,  # as make ui passes it (test_quiet checks the Makefile says the same)
     }
-    dev = DagsterDev(url=f"http://127.0.0.1:{port}", home=home, data_dir=data_dir, log=base / "dg-dev.log")
+
+
+@contextmanager
+def running_dg_dev(base: Path, env: dict[str, str]) -> Iterator[DagsterDev]:
+    """`dg dev` on a free port, from the project folder ``env["DAGSTER_HOME"]``, until the block ends."""
+    home, port = Path(env["DAGSTER_HOME"]), free_port()
+    dev = DagsterDev(
+        url=f"http://127.0.0.1:{port}", home=home, data_dir=Path(env["MDS_DATA_DIR"]), log=base / "dg-dev.log"
+    )
     with dev.log.open("w") as log:
         process = subprocess.Popen(
             [str(DG), "dev", "-h", "127.0.0.1", "-p", str(port)],
@@ -128,6 +134,39 @@ def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
         stop(process)
 
 
+@pytest.fixture(scope="session")
+def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
+    base = tmp_path_factory.mktemp("dagster-dev")
+    home, data_dir = project_folder(base), base / "data"
+    registry = write_registry(base / "datasets.yaml", rows_per_day=60)
+    with running_dg_dev(base, dev_environment(home, data_dir, registry)) as dev:
+        yield dev
+
+
+@dataclass
+class Demo:
+    """`make demo` run in a project folder, then `make ui` on what it left."""
+
+    output: str  # the demo's stdout and stderr
+    dev: DagsterDev
+
+
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory: pytest.TempPathFactory):
+    """As `make demo` then `make ui`: the demo's runs in DAGSTER_HOME, and dg dev on the registry it wrote."""
+    base = tmp_path_factory.mktemp("demo")
+    home, data_dir = project_folder(base), base / "data"
+    env = dev_environment(home, data_dir, write_registry(base / "datasets.yaml", rows_per_day=60))
+    demo_env = {key: value for key, value in env.items() if key != "PYTHONWARNINGS"}  # make demo sets none
+    done = subprocess.run(
+        [sys.executable, "-m", "pipelines.demo"], cwd=home, env=demo_env, capture_output=True, text=True, timeout=900
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-4000:]
+    with running_dg_dev(base, {**env, "MDS_DATASETS": str(data_dir / "demo-datasets.yaml")}) as dev:
+        yield Demo(output=output, dev=dev)
+
+
 def stop(process: subprocess.Popen) -> None:
     """SIGTERM the process group dg dev leads (webserver, daemon, code server), then SIGKILL."""
     if process.poll() is None:
@@ -141,3 +180,25 @@ def stop(process: subprocess.Popen) -> None:
         os.killpg(process.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+@pytest.fixture
+def browser(tmp_path):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    assert chromium and driver, "install Debian's chromium and chromium-driver (.ci/run does)"
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--window-size=1600,1000",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ):
+        options.add_argument(argument)
+    session = webdriver.Chrome(service=Service(driver), options=options)
+    yield session
+    session.quit()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -15,28 +14,6 @@ ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 GROUPS = ("digits", "synthetic")  # one asset group per dataset in the registry
 GROUP = "digits"
 ASSETS = ("raw_table", "validated_table", "shard_set", "published_version")  # shown by name in their group
-
-
-@pytest.fixture
-def browser(tmp_path):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    assert chromium and driver, "install Debian's chromium and chromium-driver (.ci/run does)"
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for argument in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-dev-shm-usage",
-        "--window-size=1600,1000",
-        f"--user-data-dir={tmp_path / 'profile'}",
-    ):
-        options.add_argument(argument)
-    session = webdriver.Chrome(service=Service(driver), options=options)
-    yield session
-    session.quit()
 
 
 def named(browser, text: str) -> int:

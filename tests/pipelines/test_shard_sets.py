@@ -52,7 +52,7 @@ def test_full_graph_backfill_on_the_embedded_default(resources, spec, tmp_path):
     report = meta(smoke)
     assert smoke.passed, smoke.description
     assert report["exactly_once"] and report["continuation_matches"] and report["rows_streamed"] == 120
-    assert report["num_workers"] == 2 and report["rows_per_second"] > 0 and report["resumed_at_sample"] > 0
+    assert report["num_workers"] == "2" and report["rows_per_second"] > 0 and report["resumed_at_sample"] > 0
     telemetry = report["telemetry"]  # the loader's own counters for the smoke test's full epoch
     assert telemetry["samples"] == 120 and telemetry["batches"] == 15 and len(telemetry["workers"]) == 2
     assert sum(w["samples"] for w in telemetry["workers"]) == 120 and report["decode_seconds"] > 0
@@ -69,6 +69,11 @@ def test_full_graph_backfill_on_the_embedded_default(resources, spec, tmp_path):
     assert planned["plan_json"]["settings"]["shards"] == len(shard_files)
     assert sum(planned["bytes_per_node_first_epoch"]) >= report["bytes_downloaded"] // 2
     assert planned["plot"].startswith("![cache and downloads per node](data:image/png;base64,")
+    # At a glance in the UI: the headline as the description, the settings as text (never plotted), rounded rates.
+    most = max(planned["bytes_per_node_first_epoch"])
+    assert plan.description.startswith(f"2 node(s) x 2 rank(s), 2 worker(s): at most {most:,} bytes per node")
+    assert planned["batch_size"] == "4" and "Set MDS_PLAN_BANDWIDTH" in planned["plan"]
+    assert report["rows_per_second"] == round(report["rows_per_second"], 1)
 
     shards_meta = meta(materialization(result, "shard_set"))
     assert shards_meta["version"] == 1 and shards_meta["mode"] == "overwrite"

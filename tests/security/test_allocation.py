@@ -51,7 +51,8 @@ def test_plan_checks_the_claims_against_the_files_before_allocating(tmp_path: Pa
 def test_an_order_larger_than_the_memory_available_is_refused_before_it_is_computed(tmp_path: Path) -> None:
     """A remote's index claiming more samples than this host can order: refused at the first epoch,
     naming the shard that claims the most, with nothing allocated for it (the OOM killer would act first)."""
-    samples = available_memory() // ORDER_BYTES_PER_SAMPLE + 1
+    # A quarter more than there is now: what other processes free before the epoch starts must not make it fit.
+    samples = available_memory() * 5 // 4 // ORDER_BYTES_PER_SAMPLE + 1
     counts = [MAX_SHARD_SAMPLES] * (samples // MAX_SHARD_SAMPLES) + [samples % MAX_SHARD_SAMPLES]
     remote = _claiming(tmp_path / "remote", [count for count in counts if count])
     dataset = StreamingDataset(remote=str(remote), local=str(tmp_path / "cache"), batch_size=8, job_root=str(tmp_path))

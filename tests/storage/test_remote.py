@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -205,17 +206,43 @@ def test_cache_limit_evicts_over_a_whole_epoch(s3_server, tmp_path: Path) -> Non
 
 
 def test_a_cache_limit_too_small_for_the_order_fails_at_construction(s3_server, tmp_path: Path) -> None:
+    """Issue 40, item 16: one minimum, ours, stated once, after the reference's first words; and it is enough."""
     url = f"s3://{s3_server.new_bucket()}/data"
     _write(url, n=300)
-    with pytest.raises(ConfigurationError, match=r"cache_limit=5,000 bytes is too small for this order: .*py1e"):
-        StreamingDataset(
+
+    def build(limit: int) -> StreamingDataset:
+        return StreamingDataset(
             remote=url,
             local=str(tmp_path / "c"),
             batch_size=4,
             shuffle=True,
-            cache_limit=5000,
-            job_root=str(tmp_path / "jobs"),
+            cache_limit=limit,
+            job_root=str(tmp_path / f"jobs-{limit}"),
         )
+
+    with pytest.raises(ConfigurationError) as caught:
+        build(5000)  # less than the index: the reference's "Minimum cache usage" case
+    message = str(caught.value)
+    match = re.fullmatch(
+        r"Minimum cache usage is larger than the cache limit \(5000 bytes\)\. Increase the `cache_limit` to at least "
+        r"([\d,]+) bytes for this order \(shuffle=True, shuffle_algo='py1e', block [\d,]+, 1 canonical node\(s\) over "
+        r"1 node\(s\)\): this node reads 1 place\(s\) at once \(the larger of its ranks and its canonical nodes\), "
+        r"each working on about (\d+) shard\(s\), so the cache holds (\d+) shard\(s\) of up to ([\d,]+) bytes \(the "
+        r"largest\) and ([\d,]+) bytes of index\. Or lower shuffle_block_size or num_canonical_nodes, or use "
+        r"shuffle_algo='py1s'",
+        message,
+    )
+    assert match, message
+    need, shards, largest, index = (int(match[i].replace(",", "")) for i in (1, 3, 4, 5))
+    assert need == shards * largest + index and index > 5000 and message.count(match[1]) == 1
+    with pytest.raises(ConfigurationError) as above_the_index:  # the reference's other case: the same one minimum
+        build(index + 1)
+    assert str(above_the_index.value) == message.replace(
+        "Minimum cache usage is larger than the cache limit (5000 bytes)", f"Cache limit ({index + 1} bytes) is too low"
+    )
+    with pytest.raises(ConfigurationError, match=r"to at least"):
+        build(need - 1)
+    assert build(need).cache_limit == need  # the minimum stated is enough
 
 
 def test_validate_hash_detects_a_corrupted_object(s3_server, tmp_path: Path) -> None:

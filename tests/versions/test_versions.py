@@ -132,6 +132,36 @@ def test_the_cli(tmp_path: Path) -> None:
     assert missing.exit_code == 2 and "no version 7" in missing.output
 
 
+def test_list_and_show_print_for_people_not_python_reprs(tmp_path: Path) -> None:
+    """Issue 40, item 17: no ``None``, no dict reprs; long values cut short; ``--json`` unchanged."""
+    root = str(tmp_path / "set")
+    shard_set = ShardSet(root)
+    _commit(shard_set, "overwrite", "d1", range(40))
+    days = [f"2026-01-{day:02}" for day in range(1, 31)]
+    with shard_set.transaction("append", lineage={"days": days, "source": {"table": "raw", "rows": 20}}) as tx:
+        write_day(tx.out, "d2", range(40, 60))
+    runner = CliRunner()
+    listed = runner.invoke(cli.main, ["versions", "list", root]).output.splitlines()
+    assert listed[0].endswith("parent none") and listed[1].endswith("parent 1") and listed[1].startswith("*")
+    one = runner.invoke(cli.main, ["versions", "show", root, "1"])
+    assert one.exit_code == 0 and "None" not in one.output and "{" not in one.output
+    lines = one.output.splitlines()
+    assert lines[1] == "parent        none"
+    assert lines[lines.index("columns") + 1 :][:2] == ["  day: str", "  id: int"]
+    at = lines.index("writer")
+    assert lines[at + 1 : at + 4] == ["  compression: none", "  hashes: none", "  size_limit: 1024"]
+    assert lines[-2:] == ["lineage", "  day: d1"]
+    raw = shard_set.version(1).raw_bytes
+    assert f"raw_bytes     {raw:,} (" in one.output
+    two = runner.invoke(cli.main, ["versions", "show", root, "2"]).output.splitlines()
+    shown_days = ", ".join(days)
+    assert two[-2] == f"  days: {shown_days[:97]}... ({len(shown_days):,} characters; --json prints all)"
+    assert two[-1] == '  source: {"table": "raw", "rows": 20}'
+    assert max(map(len, two)) <= 160
+    as_json = json.loads(runner.invoke(cli.main, ["versions", "show", root, "2", "--json"]).output)
+    assert as_json["lineage"] == {"days": days, "source": {"table": "raw", "rows": 20}} and as_json["parent"] == 1
+
+
 @pytest.mark.skipif(not REF_PYTHON.exists(), reason="needs the reference: run `make interop`")
 def test_the_reference_reads_any_version(tmp_path: Path) -> None:
     root = tmp_path / "set"

@@ -1,0 +1,77 @@
+"""A damaged remote index is reported under its remote URL, the file to repair (issue 40, item 14).
+
+The reader parses the index's copy in its cache; the error names the remote file first, and the cache
+copy second.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mds_core import MDSWriter, StreamingDataset
+from mds_core.errors import EmptyStreamError, InvalidIndexError, UnsafeEncodingError
+from mds_core.storage.remote import open_store
+
+
+def _write(out: str, columns: dict[str, str] | None = None, n: int = 10) -> None:
+    columns = columns or {"id": "int"}
+    with MDSWriter(out=out, columns=columns) as writer:
+        for i in range(n):
+            writer.write(dict.fromkeys(columns, i))
+
+
+def _open(remote: str, tmp_path: Path) -> StreamingDataset:
+    return StreamingDataset(remote=remote, local=str(tmp_path / "cache-trunc"), job_root=str(tmp_path / "jobs"))
+
+
+def test_a_truncated_index_on_s3_is_named_by_its_url(s3_server, tmp_path: Path) -> None:
+    url = f"s3://{s3_server.new_bucket()}/data"
+    _write(url)
+    store = open_store(url)
+    text = store.read_bytes("index.json")
+    store.write_bytes("index.json", text[: len(text) // 2])
+    with pytest.raises(InvalidIndexError) as caught:
+        _open(url, tmp_path)
+    message, copy = str(caught.value), tmp_path / "cache-trunc" / "index.json"
+    assert message.startswith(f"{url}/index.json: not valid JSON (")
+    assert message.endswith(f"; rewrite the dataset or restore the file (read from its copy in the cache, {copy})")
+    assert message.index(f"{url}/index.json") < message.index(str(copy))
+
+
+def test_a_damaged_index_in_a_local_remote_is_named_by_its_path(tmp_path: Path) -> None:
+    remote = tmp_path / "source"
+    _write(str(remote))
+    index = json.loads((remote / "index.json").read_text())
+    index["shards"][0]["samples"] = "ten"
+    (remote / "index.json").write_text(json.dumps(index))
+    with pytest.raises(InvalidIndexError) as caught:
+        _open(str(remote), tmp_path)
+    assert str(caught.value) == (
+        f"{remote}/index.json: shard 0: 'samples' must be a non-negative int, got 'ten' "
+        f"(read from its copy in the cache, {tmp_path / 'cache-trunc' / 'index.json'})"
+    )
+
+
+def test_other_index_errors_name_the_remote_too(tmp_path: Path) -> None:
+    remote = tmp_path / "source"
+    _write(str(remote), {"id": "pkl"})
+    with pytest.raises(UnsafeEncodingError) as unsafe:
+        _open(str(remote), tmp_path)
+    # The reference's words first (code matches on them), then the remote dataset rather than the cache.
+    assert str(unsafe.value).startswith(f"Column id contains an unsafe type: pkl. {remote}: shard 0: unpickling")
+    empty = tmp_path / "empty"
+    _write(str(empty), n=0)
+    with pytest.raises(EmptyStreamError) as no_samples:
+        StreamingDataset(remote=str(empty), local=str(tmp_path / "c2"), job_root=str(tmp_path / "jobs"))
+    assert str(no_samples.value) == f"Stream contains no samples: {empty}/index.json; drop it or write samples"
+
+
+def test_a_local_dataset_is_still_named_by_its_own_path(tmp_path: Path) -> None:
+    (tmp_path / "index.json").write_text("{oops")
+    with pytest.raises(InvalidIndexError) as caught:
+        StreamingDataset(local=str(tmp_path), job_root=str(tmp_path / "jobs"))
+    assert str(caught.value).startswith(f"{tmp_path}/index.json: not valid JSON (")
+    assert "cache" not in str(caught.value)
