@@ -88,14 +88,15 @@ def plan_summary(results: dict[str, Any]) -> str:
 def run_days(spec: DatasetSpec, days: list[str], dagster: DagsterInstance) -> None:
     """Each day through the daily job, in order; the daemon's log goes to ``<data dir>/demo-daemon.log``."""
     log_path = data_dir() / "demo-daemon.log"
-    with tempfile.TemporaryDirectory() as folder, log_path.open("w") as log, daemon(write_workspace(Path(folder)), log):
-        for day in days:
-            print(f"\n== {spec.name} {day} ({spec.source.kind}, {spec.source.rows_per_day} rows/day)", flush=True)
-            workspace = Path(folder) / "workspace.yaml"
-            run = launch_day(dagster, workspace, daily_job_name(spec), day, log, run_config=QUIET)
-            results = check_results(dagster, run.run_id)
-            print(f"   run {run.run_id} of {run.job_name} succeeded; loader smoke test {smoke_summary(results)}")
-            print(f"   training plan for {plan_summary(results)}", flush=True)
+    with tempfile.TemporaryDirectory() as folder, log_path.open("w") as log:
+        workspace = write_workspace(Path(folder))
+        with daemon(workspace, log):
+            for day in days:
+                print(f"\n== {spec.name} {day} ({spec.source.kind}, {spec.source.rows_per_day} rows/day)", flush=True)
+                run = launch_day(dagster, workspace, daily_job_name(spec), day, log, run_config=QUIET)
+                results = check_results(dagster, run.run_id)
+                print(f"   run {run.run_id} of {run.job_name} succeeded; loader smoke test {smoke_summary(results)}")
+                print(f"   training plan for {plan_summary(results)}", flush=True)
 
 
 def show_versions(spec: DatasetSpec) -> None:
