@@ -7,6 +7,18 @@ Messages name the thing at fault (file, shard, column, sample, URL) and say what
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+
+def chain_of(err: BaseException) -> Iterator[BaseException]:
+    """``err`` and what caused it (``__cause__``, else ``__context__``), each once, outermost first."""
+    seen: set[int] = set()
+    cause: BaseException | None = err
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        yield cause
+        cause = cause.__cause__ or cause.__context__
+
 
 class MDSError(Exception):
     """Root of every error raised on purpose by mds_core."""

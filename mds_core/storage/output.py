@@ -23,7 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from mds_core.errors import MDSError, OutputExistsError, StoreFileNotFoundError, WriterError
+from mds_core.errors import MDSError, OutputExistsError, StoreFileNotFoundError, WriterError, chain_of
 from mds_core.storage.files import atomic_write, remove_dataset
 from mds_core.storage.remote import RemoteStore, open_store
 from mds_core.storage.urls import is_remote, local_path
@@ -230,12 +230,8 @@ def result_of(future: Future[T]) -> T:
     try:
         return future.result()
     except MDSError as err:
-        seen: set[int] = set()
-        cause: BaseException | None = err
-        while cause is not None and id(cause) not in seen:
-            seen.add(id(cause))
+        for cause in chain_of(err):
             cause.__traceback__ = None
-            cause = cause.__cause__ or cause.__context__
         raise err from err.__cause__
 
 

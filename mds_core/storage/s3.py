@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from mds_core.errors import chain_of
+
 
 def filesystem(url: str, timeout: float | None, options: dict[str, Any]) -> tuple[Any, str]:
     """(S3FileSystem, ``bucket/key``) for an ``s3://`` or ``s3a://`` URL."""
@@ -43,14 +45,8 @@ def credentials_advice(err: BaseException) -> str | None:
     """What to set when botocore found no credentials (or only half of them), which no retry can fix; else None."""
     from botocore.exceptions import NoCredentialsError, PartialCredentialsError
 
-    seen: set[int] = set()
-    cause: BaseException | None = err
-    while cause is not None and id(cause) not in seen:  # s3fs may wrap botocore's error
-        if isinstance(cause, NoCredentialsError | PartialCredentialsError):
-            return CREDENTIALS_ADVICE
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
-    return None
+    missing = (NoCredentialsError, PartialCredentialsError)
+    return CREDENTIALS_ADVICE if any(isinstance(cause, missing) for cause in chain_of(err)) else None  # s3fs wraps it
 
 
 def reopen_options(inherited: Any) -> dict[str, Any]:
