@@ -32,7 +32,7 @@ from mds_core.streaming.registry import resolve_streams
 from mds_core.streaming.resume import EpochLedger, OrderState, check_versions, data_fingerprint, validate_state
 from mds_core.streaming.stream import Stream
 from mds_core.streaming.telemetry import WorkerMetrics, clear, read_workers, totals
-from mds_core.streaming.world import detect_world, freeze_inherited_heap
+from mds_core.streaming.world import freeze_inherited_heap, in_worker, rank_world
 
 _ITER_CHUNK = 4096  # ids mapped to shards per numpy call while iterating
 DELETION_CHECK_SECONDS = 0.5  # how often iteration looks for cached shards deleted under it
@@ -100,7 +100,7 @@ class StreamingDataset:
         self.batch_size, self.replication, self.shuffle_seed = batch_size, replication, shuffle_seed
         self.predownload = samples_ahead(predownload, batch_size)
         self.cache_limit = parse_cache_limit(cache_limit)
-        world = detect_world()
+        self._rank_world = world = rank_world()  # once: it may ask every rank; a worker may have no group
         # The job directory first: its barrier lets each node's first rank fetch the indexes alone.
         self._job = open_job(job_root or default_root(), world, on_node_leader=self._fetch_indexes)
         self.readers = [stream.open(allow_unsafe_types) for stream in self.streams]
@@ -147,6 +147,11 @@ class StreamingDataset:
                 world.ranks_per_node,
             )
 
+    @property
+    def world(self) -> World:
+        """This process's world: the rank's (found at construction) and, in a DataLoader worker, its worker."""
+        return in_worker(self._rank_world)
+
     # ----------------------------------------------------------------------------------------------
     # sizes and random access
 
@@ -172,7 +177,7 @@ class StreamingDataset:
     @property
     def next_epoch(self) -> int:
         """The epoch the next iteration of this rank starts (a loaded state's, if one is pending)."""
-        ledger = EpochLedger(self._job, detect_world().rank)
+        ledger = EpochLedger(self._job, self.world.rank)
         pending, current = ledger.pending_state(), ledger.current()
         if pending is not None:
             return pending["epoch"]
@@ -180,7 +185,7 @@ class StreamingDataset:
 
     def __len__(self) -> int:
         """Samples this device sees per epoch, as in the reference: ceil(epoch size / parallel ranks)."""
-        return math.ceil(self.epoch_size / detect_world().replicate(self.replication).num_ranks)
+        return math.ceil(self.epoch_size / self.world.replicate(self.replication).num_ranks)
 
     def __getitem__(self, index: Any) -> Any:
         return select(self.get_item, self.num_samples, index)
@@ -200,7 +205,7 @@ class StreamingDataset:
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         register_with_torch()
-        world = detect_world()
+        world = self.world
         self._heap_checked_in = freeze_inherited_heap(self._heap_checked_in)
         start = EpochLedger(self._job, world.rank).start_epoch(world.worker_of_rank)
         row = self._work_row(world, start.epoch, start.sample_in_epoch, start.state)
@@ -295,14 +300,14 @@ class StreamingDataset:
         0 counting as 1) lists exactly those workers, zeros for one not started yet; without it, the
         workers that have started. With ``telemetry=False`` the list is empty and the totals zero.
         """
-        rank = detect_world().rank
+        rank = self.world.rank
         workers = read_workers(self._job, rank, num_workers) if self.telemetry else []
         return {"rank": rank, "workers": workers, "totals": totals(workers)}
 
     def reset_metrics(self) -> None:
         """Forget this rank's worker counters (``StreamingDataLoader`` does so as each iteration begins)."""
         if self.telemetry:
-            clear(self._job, detect_world().rank)
+            clear(self._job, self.world.rank)
 
     def _start_metrics(self, world: World) -> WorkerMetrics | None:
         """Fresh counters for this worker's iteration; its shard caches count into them too."""
@@ -327,9 +332,8 @@ class StreamingDataset:
         ``num_samples`` counts global samples consumed in this epoch: since the epoch began if
         ``from_beginning``, else since this (possibly resumed) iteration started.
         """
-        world = detect_world()
-        parallel_nodes = world.replicate(self.replication).num_nodes
-        ledger = EpochLedger(self._job, world.rank)
+        parallel_nodes = self.world.replicate(self.replication).num_nodes
+        ledger = EpochLedger(self._job, self.world.rank)
         pending, current = ledger.pending_state(), ledger.current()
         base: OrderState | None
         if pending is not None:
@@ -361,7 +365,7 @@ class StreamingDataset:
         state = validate_state(obj, self.fingerprint, self.epoch_size, allow_other_data)
         if state["epoch"] < 0:  # taken before any iteration: nothing to skip
             state.update(epoch=0, sample_in_epoch=0)
-        EpochLedger(self._job, detect_world().rank).load(state)
+        EpochLedger(self._job, self.world.rank).load(state)
 
     # ----------------------------------------------------------------------------------------------
 

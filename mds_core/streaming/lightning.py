@@ -1,10 +1,9 @@
 """``StreamingDataModule``: ``StreamingDataset`` as a PyTorch Lightning ``LightningDataModule``.
 
-Lightning's DDP launcher starts each rank with ``LOCAL_RANK`` and ``WORLD_SIZE`` only, not ``RANK`` or
-``LOCAL_WORLD_SIZE``, and before the process group exists; a dataset built at the top of the script
-would see an impossible world (rank 0 with local rank 1) and refuse it. So the module builds the
-dataset in ``train_dataloader()``, after the strategy has set the ranks up, and first states the
-trainer's world in the variables the dataset and its DataLoader workers read.
+Lightning's DDP launcher starts each rank with ``LOCAL_RANK`` and ``WORLD_SIZE`` only, not ``RANK``, and
+before the process group exists; a dataset built at the top of the script would see an impossible
+world (rank 0 with local rank 1) and refuse it. So the module builds the dataset in
+``train_dataloader()``, after the strategy has joined the process group, which the dataset asks.
 
 The loader is a ``StreamingDataLoader``, which Lightning's fit loop treats as stateful: a checkpoint
 saved mid-epoch holds its ``state_dict()`` and restoring it resumes the epoch where the checkpoint
@@ -14,7 +13,6 @@ loop has run, not the batches the loader has handed out.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import lightning.pytorch as pl
@@ -29,12 +27,6 @@ class _TrainingLoader(StreamingDataLoader):
     def __init__(self, module: StreamingDataModule, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._module = module
-        # Lightning asks for the length again at teardown, after its strategy has removed WORLD_SIZE
-        # from the environment: the length of the world the loader was built for.
-        self._length = super().__len__()
-
-    def __len__(self) -> int:
-        return self._length
 
     def _samples_consumed(self) -> int:
         trainer = self._module.trainer
@@ -60,16 +52,5 @@ class StreamingDataModule(pl.LightningDataModule):
         self.dataset_kwargs = dataset_kwargs
 
     def train_dataloader(self) -> StreamingDataLoader:
-        self._state_world()
         dataset = StreamingDataset(batch_size=self.batch_size, **self.dataset_kwargs)
         return _TrainingLoader(self, dataset, batch_size=self.batch_size, **self.loader_kwargs)
-
-    def _state_world(self) -> None:
-        """The trainer's ranks, in the variables torchrun would have set (DataLoader workers inherit them)."""
-        trainer = self.trainer
-        if trainer is None:
-            return
-        os.environ["RANK"] = str(trainer.global_rank)
-        os.environ["WORLD_SIZE"] = str(trainer.world_size)
-        os.environ["LOCAL_RANK"] = str(trainer.local_rank)
-        os.environ["LOCAL_WORLD_SIZE"] = str(trainer.world_size // max(trainer.num_nodes, 1))

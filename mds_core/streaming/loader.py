@@ -13,7 +13,7 @@ from mds_core.errors import ConfigurationError
 from mds_core.streaming.collate import collate_for_transit, collate_samples, finish_batch
 from mds_core.streaming.dataset import StreamingDataset, register_with_torch
 from mds_core.streaming.telemetry import BatchWaits, totals
-from mds_core.streaming.world import detect_world
+from mds_core.streaming.world import current_rank
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, ...)
 _NUM_WORKERS_POSITION = 5
@@ -102,7 +102,7 @@ class StreamingDataLoader(DataLoader[Any]):
         if isinstance(self.dataset, StreamingDataset):
             part = self.dataset.metrics(num_workers=max(1, self.num_workers))
         else:
-            part = {"rank": detect_world().rank, "workers": [], "totals": totals([])}
+            part = {"rank": current_rank(), "workers": [], "totals": totals([])}
         waits = self._waits
         return {
             "rank": part["rank"],
@@ -119,7 +119,7 @@ class StreamingDataLoader(DataLoader[Any]):
         if not isinstance(self.dataset, StreamingDataset):
             return None
         replication = self.dataset.replication or 1
-        num_samples = self._samples_consumed() * detect_world().num_ranks // replication
+        num_samples = self._samples_consumed() * self.dataset.world.num_ranks // replication
         return self.dataset.state_dict(num_samples, from_beginning=False)
 
     def _samples_consumed(self) -> int:

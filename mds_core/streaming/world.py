@@ -1,24 +1,103 @@
-"""This process's place in the training world, read from torchrun's environment and, inside a
-DataLoader worker, from ``torch.utils.data.get_worker_info()``, as the reference does."""
+"""This process's place in the training world: from ``torch.distributed``'s process group when one is
+initialised, else from torchrun's environment, and inside a DataLoader worker from
+``torch.utils.data.get_worker_info()``."""
 
 from __future__ import annotations
 
 import gc
 import os
+import socket
 import sys
 from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
 
 from mds_core.errors import ConfigurationError
 from mds_core.order.world import World
 
 
 def detect_world(environ: Mapping[str, str] | None = None) -> World:
-    """This process's world: ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE`` and its worker."""
+    """This process's world: its rank's place (``rank_world``) and, in a DataLoader worker, its worker.
+
+    Call it once per dataset, in the rank's process (``rank_world`` may ask every rank for its host),
+    and keep the result: a DataLoader worker adds its own place with ``in_worker``.
+    """
+    return in_worker(rank_world(environ))
+
+
+def rank_world(environ: Mapping[str, str] | None = None) -> World:
+    """Nodes, ranks per node and this rank, from the process group when ``torch.distributed`` is
+    initialised, else from torchrun's ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``.
+
+    Launchers differ in what they state: Lightning's sets ``LOCAL_RANK`` and ``WORLD_SIZE`` but not
+    ``RANK``, and ``torch.multiprocessing.spawn`` with ``init_process_group`` sets none of them, so
+    every rank would read the whole epoch. The process group knows the truth. Its local world is
+    ``LOCAL_WORLD_SIZE`` where set, else the number of ranks on this host (a collective: every rank
+    must construct its dataset, as DDP training scripts do).
+    """
     env = os.environ if environ is None else environ
+    group = _initialised_group()
+    if group is None:
+        return _env_world(env)
+    rank, world_size = group.get_rank(), group.get_world_size()
+    for name, value in (("RANK", rank), ("WORLD_SIZE", world_size)):
+        stated = _env_int(env, name, value)
+        if stated != value:
+            raise ConfigurationError(
+                f"{name}={stated} in the environment, but torch.distributed's process group says {value}: "
+                f"start every rank with the same launcher settings"
+            )
+    if env.get("LOCAL_WORLD_SIZE"):
+        local_world_size = _env_int(env, "LOCAL_WORLD_SIZE", 1)
+    else:
+        hosts: list[str] = [""] * world_size
+        group.all_gather_object(hosts, socket.gethostname())
+        local_world_size = ranks_per_host(hosts)
+    return _checked(rank, world_size, rank % local_world_size, local_world_size)
+
+
+def current_rank(environ: Mapping[str, str] | None = None) -> int:
+    """This process's rank, without asking other ranks anything."""
+    group = _initialised_group()
+    env = os.environ if environ is None else environ
+    return int(group.get_rank()) if group is not None else _env_int(env, "RANK", 0)
+
+
+def ranks_per_host(hosts: list[str]) -> int:
+    """Ranks per node when rank ``r`` runs on ``hosts[r]``: node-contiguous, the same number on every node."""
+    per_node = hosts.count(hosts[0])
+    expected = [hosts[(r // per_node) * per_node] for r in range(len(hosts))]
+    if len(hosts) % per_node or hosts != expected or len(set(hosts)) != len(hosts) // per_node:
+        raise ConfigurationError(
+            f"the ranks' hosts {hosts} are not node-contiguous with the same number of ranks on every host; "
+            "set LOCAL_WORLD_SIZE, or start ranks 0..k-1 on the first host, k..2k-1 on the next, and so on"
+        )
+    return per_node
+
+
+def in_worker(world: World) -> World:
+    """``world`` as seen from this process: inside a DataLoader worker, that worker's place."""
+    workers, worker = _worker_info()
+    return replace(world, workers_per_rank=workers, worker_of_rank=worker)
+
+
+def _initialised_group() -> Any:
+    """``torch.distributed`` if this process has joined a process group (torch is not imported here)."""
+    distributed = sys.modules.get("torch.distributed")
+    if distributed is None or not distributed.is_available() or not distributed.is_initialized():
+        return None
+    return distributed
+
+
+def _env_world(env: Mapping[str, str]) -> World:
     rank = _env_int(env, "RANK", 0)
     world_size = _env_int(env, "WORLD_SIZE", 1)
     local_world_size = _env_int(env, "LOCAL_WORLD_SIZE", 1)
     local_rank = _env_int(env, "LOCAL_RANK", rank % local_world_size)
+    return _checked(rank, world_size, local_rank, local_world_size)
+
+
+def _checked(rank: int, world_size: int, local_rank: int, local_world_size: int) -> World:
     if world_size < 1 or local_world_size < 1 or world_size % local_world_size:
         raise ConfigurationError(
             f"WORLD_SIZE={world_size} must be a positive multiple of LOCAL_WORLD_SIZE={local_world_size}"
@@ -28,14 +107,7 @@ def detect_world(environ: Mapping[str, str] | None = None) -> World:
             f"RANK={rank}, LOCAL_RANK={local_rank} do not fit WORLD_SIZE={world_size} with "
             f"LOCAL_WORLD_SIZE={local_world_size} (ranks must be node-contiguous)"
         )
-    workers, worker = _worker_info()
-    return World(
-        num_nodes=world_size // local_world_size,
-        ranks_per_node=local_world_size,
-        rank=rank,
-        workers_per_rank=workers,
-        worker_of_rank=worker,
-    )
+    return World(num_nodes=world_size // local_world_size, ranks_per_node=local_world_size, rank=rank)
 
 
 def _env_int(env: Mapping[str, str], name: str, default: int) -> int:

@@ -3,6 +3,12 @@ over gloo, each batch's ids written to ``<trace>/rank<r>.jsonl``; ``--stop-at k`
 step k and kills every rank; ``--resume`` continues from that checkpoint.
 
     python tests/clients/lightning_train.py <dataset> <cache> <trace dir> <checkpoint> [--stop-at K] [--resume]
+        [--user-module]
+
+``--user-module`` swaps ``StreamingDataModule`` for a plain user ``LightningDataModule``, built the way
+Mosaic users build theirs: the dataset made in ``train_dataloader()`` (it asks the process group for
+the world), a plain torch ``DataLoader``, and the dataset's state kept in the module's own
+``state_dict()`` from the steps the trainer ran.
 """
 
 from __future__ import annotations
@@ -16,7 +22,11 @@ from typing import Any
 import lightning as L
 import torch
 
+from mds_core import StreamingDataset
 from mds_core.streaming.lightning import StreamingDataModule
+
+DATASET_KWARGS: dict[str, Any] = {"shuffle": True, "shuffle_seed": 17, "num_canonical_nodes": 1}
+BATCH = 8
 
 
 class Model(L.LightningModule):
@@ -48,21 +58,45 @@ class KillAfter(L.Callback):
             os.kill(os.getpid(), signal.SIGKILL)
 
 
+class UserDataModule(L.LightningDataModule):
+    """What a user writes without ``StreamingDataModule``."""
+
+    def __init__(self, local: str) -> None:
+        super().__init__()
+        self.local = local
+        self.dataset: StreamingDataset | None = None
+        self.resume_from: dict[str, Any] | None = None
+
+    def train_dataloader(self) -> torch.utils.data.DataLoader:
+        self.dataset = StreamingDataset(local=self.local, batch_size=BATCH, **DATASET_KWARGS)
+        if self.resume_from is not None:
+            self.dataset.load_state_dict(self.resume_from)
+        return torch.utils.data.DataLoader(self.dataset, batch_size=BATCH, num_workers=1)
+
+    def state_dict(self) -> dict[str, Any]:
+        assert self.dataset is not None and self.trainer is not None
+        samples = self.trainer.global_step * BATCH * self.trainer.world_size  # one epoch: steps since it began
+        return self.dataset.state_dict(num_samples=samples, from_beginning=True)
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.resume_from = state_dict  # the dataset is made later, in train_dataloader()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     for name in ("dataset", "cache", "trace", "checkpoint"):
         parser.add_argument(name)
     parser.add_argument("--stop-at", type=int)
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--user-module", action="store_true")
     args = parser.parse_args()
-    data = StreamingDataModule(
-        batch_size=8,
-        loader_kwargs={"num_workers": 1},
-        local=args.dataset,
-        shuffle=True,
-        shuffle_seed=17,
-        num_canonical_nodes=1,
-    )
+    data: L.LightningDataModule
+    if args.user_module:
+        data = UserDataModule(args.dataset)
+    else:
+        data = StreamingDataModule(
+            batch_size=BATCH, loader_kwargs={"num_workers": 1}, local=args.dataset, **DATASET_KWARGS
+        )
     trainer = L.Trainer(
         accelerator="cpu",
         devices=2,

@@ -5,6 +5,7 @@
 #
 #   .cache/clients/dbc16: databricks-connect 16.1 on Python 3.11 (pyspark 3.5 inside; runtimes up to 16.4 LTS)
 #   .cache/clients/dbc17: databricks-connect 17.3 on Python 3.12 (pyspark 4.0 inside; runtimes 17.x)
+#   .cache/clients/composer: Composer 0.32.1 (mosaicml), with the torch 2.7.0 it pins (a CUDA build, run on the CPU)
 #   .cache/clients/volumes-library: the project's wheel with the `databricks` extra alone, plus the pyarrow a
 #     Databricks runtime brings: what a converting cluster installs as a library (no torch, no pyspark here)
 #
@@ -27,7 +28,7 @@ find_python312() {
 }
 
 build() {
-    local name="$1" python="$2" client="$3" pins="${4:-}"
+    local name="$1" python="$2" client="$3" pins="${4:-}" check="${5:-import pyspark, mds_core.convert.spark; print('$1: pyspark', pyspark.__version__)}"
     local venv="$CLIENTS/$name" stamp="$CLIENTS/$name/.setup-stamp"
     local want
     want="$client $pins (mds_core editable)"
@@ -43,10 +44,10 @@ build() {
     # nothing replaces the client's pyspark with PyPI's.
     # shellcheck disable=SC2086  # pins: words on purpose
     "${pip[@]}" "$client" $pins "numpy>=1.26" "zstandard>=0.22" "xxhash>=3" "pillow>=10" "tqdm>=4.60" "click>=8.1" \
-        "fsspec>=2024.6" "databricks-sdk>=0.162" "pyarrow>=15" setuptools \
+        "fsspec>=2024.6" "databricks-sdk>=0.162" "pyarrow>=15" "setuptools>=77" \
         2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
     "${pip[@]}" --no-deps --no-build-isolation -e "$ROOT" 2> >(grep -v "is ignored: it is neither" >&2)
-    "$venv/bin/python" -c "import pyspark, mds_core.convert.spark; print('$name: pyspark', pyspark.__version__)"
+    "$venv/bin/python" -c "$check"
     echo "$want" > "$stamp"
 }
 
@@ -71,3 +72,5 @@ build_library
 # databricks-connect 16 keeps numpy < 2, which the newest pyarrow no longer imports with.
 build dbc16 "${PYTHON:-python3}" "databricks-connect==16.1.7" "pyarrow<20"
 build dbc17 "$(find_python312)" "databricks-connect==17.3.15"
+build composer "${PYTHON:-python3}" "mosaicml==0.32.1" "" \
+    "import composer, torch, mds_core.streaming; print('composer:', composer.__version__, 'torch', torch.__version__)"

@@ -1,4 +1,4 @@
-"""PyTorch Lightning: ``StreamingDataModule`` under ``Trainer(accelerator="cpu", devices=2, strategy="ddp")``
+"""PyTorch Lightning: ``StreamingDataModule``, and a plain user ``LightningDataModule``, under ``Trainer(accelerator="cpu", devices=2, strategy="ddp")``
 over gloo (tests/clients/lightning_train.py, in its own processes, as Lightning's launcher re-runs the
 script for rank 1). A run killed after step k, resumed from the checkpoint saved at step k, gives every
 rank the batches of an uninterrupted run; each sample is seen once."""
@@ -36,24 +36,26 @@ def _trace(work: Path) -> dict[int, list[list[int]]]:
     }
 
 
-def test_a_mid_epoch_checkpoint_resumes_the_loader_exactly(tmp_path: Path) -> None:
+@pytest.mark.parametrize("module", ["StreamingDataModule", "user module"])
+def test_a_mid_epoch_checkpoint_resumes_the_loader_exactly(tmp_path: Path, module: str) -> None:
+    flags = ("--user-module",) if module == "user module" else ()
     dataset = tmp_path / "ds"
     with MDSWriter(
         out=str(dataset), columns={"id": "int64", "features": "ndarray:float32:4"}, size_limit=1 << 10
     ) as out:
         for i in range(ROWS):
             out.write({"id": i, "features": np.array([i % 5, 1, 2, i % 3], dtype=np.float32)})
-    whole = _train(dataset, tmp_path / "whole")
+    whole = _train(dataset, tmp_path / "whole", *flags)
     assert whole.returncode == 0, whole.stderr[-3000:]
     uninterrupted = _trace(tmp_path / "whole")
     assert sorted(i for batches in uninterrupted.values() for batch in batches for i in batch) == list(range(ROWS))
 
     work = tmp_path / "killed"
-    killed = _train(dataset, work, "--stop-at", str(STOP))
+    killed = _train(dataset, work, "--stop-at", str(STOP), *flags)
     assert killed.returncode == -9, killed.stderr[-3000:]  # SIGKILL, after the checkpoint of step k
     assert _trace(work) == {r: batches[:STOP] for r, batches in uninterrupted.items()}
     for r in (0, 1):
         (work / "trace" / f"rank{r}.jsonl").unlink()
-    resumed = _train(dataset, work, "--resume")
+    resumed = _train(dataset, work, "--resume", *flags)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert _trace(work) == {r: batches[STOP:] for r, batches in uninterrupted.items()}

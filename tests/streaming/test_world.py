@@ -4,7 +4,7 @@ import pytest
 
 from mds_core.errors import ConfigurationError
 from mds_core.order.world import World
-from mds_core.streaming.world import detect_world
+from mds_core.streaming.world import detect_world, rank_world, ranks_per_host
 
 
 def test_defaults_outside_torchrun() -> None:
@@ -31,6 +31,41 @@ def test_torchrun_environment() -> None:
 def test_inconsistent_environments_raise(env: dict, message: str) -> None:
     with pytest.raises(ConfigurationError, match=message):
         detect_world(env)
+
+
+@pytest.fixture
+def process_group(tmp_path):
+    """This test process as rank 0 of a real one-rank gloo group."""
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'rendezvous'}", rank=0, world_size=1)
+    yield dist
+    dist.destroy_process_group()
+
+
+def test_an_initialised_process_group_is_asked_before_the_environment(process_group) -> None:
+    # As Lightning's launcher leaves it: LOCAL_RANK and WORLD_SIZE, no RANK, no LOCAL_WORLD_SIZE.
+    assert rank_world({"WORLD_SIZE": "1", "LOCAL_RANK": "0"}) == World(num_nodes=1, ranks_per_node=1, rank=0)
+    assert rank_world({}) == World()  # mp.spawn: nothing stated; the local world from the ranks' hosts
+    with pytest.raises(
+        ConfigurationError, match=r"WORLD_SIZE=2 in the environment, but torch.distributed's process group says 1"
+    ):
+        rank_world({"WORLD_SIZE": "2"})
+    with pytest.raises(ConfigurationError, match=r"WORLD_SIZE=1 must be a positive multiple of LOCAL_WORLD_SIZE=2"):
+        rank_world({"LOCAL_WORLD_SIZE": "2"})
+
+
+@pytest.mark.parametrize(
+    ("hosts", "per_node"), [(["a"], 1), (["a", "a", "b", "b"], 2), (["a", "b", "c"], 1), (["a"] * 8, 8)]
+)
+def test_ranks_per_host(hosts: list[str], per_node: int) -> None:
+    assert ranks_per_host(hosts) == per_node
+
+
+@pytest.mark.parametrize("hosts", [["a", "b", "a", "b"], ["a", "a", "b"], ["a", "a", "b", "b", "a", "a"]])
+def test_ranks_not_contiguous_by_host_are_refused(hosts: list[str]) -> None:
+    with pytest.raises(ConfigurationError, match=r"not node-contiguous .* set LOCAL_WORLD_SIZE"):
+        ranks_per_host(hosts)
 
 
 def test_replication_builds_the_parallel_world() -> None:
