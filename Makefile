@@ -148,6 +148,7 @@ soak: install
 bench: install bench-env bench-spark-env
 	benchmarks/.venv/bin/python benchmarks/bench_format.py --out benchmarks/results-latest.md
 	benchmarks/.venv/bin/python benchmarks/bench_streaming.py --out benchmarks/results-streaming-latest.md
+	benchmarks/.venv/bin/python benchmarks/bench_schedule.py
 	$(PY) benchmarks/bench_spark.py --scenarios local
 	$(PY) benchmarks/bench_plan.py
 	$(PY) benchmarks/bench_torch_distributor.py

@@ -13,6 +13,8 @@ __all__ = [
     "LocalDataset",
     "MDSError",
     "MDSWriter",
+    "Phase",
+    "Schedule",
     "Stream",
     "StreamingDataLoader",
     "StreamingDataset",
@@ -24,6 +26,8 @@ __all__ = [
 # Loaded on first use: StreamingDataLoader imports torch (seconds), the dataset modules pull in the
 # order machinery, and dataframe_to_mds pyarrow and pyspark, none of which plain readers and writers need.
 _LAZY = {
+    "Phase": "mds_core.order.schedule",
+    "Schedule": "mds_core.order.schedule",
     "Stream": "mds_core.streaming.stream",
     "StreamingDataset": "mds_core.streaming.dataset",
     "StreamingDataLoader": "mds_core.streaming.loader",

@@ -6,7 +6,8 @@ import sys
 
 import click
 
-from mds_core.cli.common import say, show
+from mds_core.cli.common import fail, say, show
+from mds_core.cli.schedules import load_schedule, scheduled_work, stream_names
 from mds_core.format.index import load_index
 from mds_core.order.simulate import check_order
 from mds_core.order.spec import OrderSpec
@@ -33,7 +34,9 @@ from mds_core.order.world import parse_world
     show_default=True,
     help="Resume points as fractions of the epoch; repeat the option.",
 )
-@click.option("--num-canonical-nodes", type=int, required=True, help="Pin it: the order depends on it.")
+@click.option(
+    "--num-canonical-nodes", type=int, default=None, help="Pin it: the order depends on it (not with --schedule)."
+)
 @click.option("--shuffle/--no-shuffle", default=True, show_default=True)
 @click.option("--shuffle-algo", default="py1e", show_default=True)
 @click.option("--shuffle-seed", default=9176, show_default=True)
@@ -41,12 +44,17 @@ from mds_core.order.world import parse_world
 @click.option("--partition-algo", default="relaxed", show_default=True)
 @click.option("--batching-method", default="random", show_default=True)
 @click.option("--epoch", default=0, show_default=True)
+@click.option(
+    "--schedule",
+    default=None,
+    help="A mixing schedule: its JSON, or a file holding it; streams are named by their folders' names.",
+)
 def check_order_command(
     paths: tuple[str, ...],
     global_batch: int,
     worlds: tuple[str, ...],
     resumes: tuple[float, ...],
-    num_canonical_nodes: int,
+    num_canonical_nodes: int | None,
     shuffle: bool,
     shuffle_algo: str,
     shuffle_seed: int,
@@ -54,12 +62,15 @@ def check_order_command(
     partition_algo: str,
     batching_method: str,
     epoch: int,
+    schedule: str | None,
 ) -> None:
     """Simulate the datasets at PATHS (one stream each) on several worlds and resume points.
 
     Reports whether every global batch holds the same samples as on the first world, and the first
     difference where not. Exits 1 on any difference.
     """
+    if num_canonical_nodes is None and schedule is None:
+        fail("--num-canonical-nodes is needed: the order depends on it (a --schedule's does not)")
     sizes = [[shard.samples for shard in load_index(f"{path}/index.json")] for path in paths]
     spec = OrderSpec(
         shard_sizes=sizes,
@@ -71,7 +82,8 @@ def check_order_command(
         partition_algo=partition_algo,
         batching_method=batching_method,
     )
-    results = check_order(spec, [parse_world(w) for w in worlds], global_batch, epoch, resumes)
+    work_of = scheduled_work(load_schedule(schedule), stream_names(paths), spec) if schedule else None
+    results = check_order(spec, [parse_world(w) for w in worlds], global_batch, epoch, resumes, work_of)
     for result in results:
         where = f"{result.world}, resumed at sample {result.resume_at}"
         if result.error:

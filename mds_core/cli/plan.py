@@ -9,6 +9,7 @@ import re
 import click
 
 from mds_core.cli.common import fail, say
+from mds_core.cli.schedules import load_schedule, stream_names
 from mds_core.errors import MDSError
 from mds_core.order.world import DEFAULT_WORLD, parse_world
 from mds_core.plan import Environment, plan_training
@@ -67,6 +68,11 @@ def _size(value: str | None, option: str) -> int | None:
     help="Measure bandwidth, latency and decode time against the "
     "first SOURCE (downloads up to 64 MiB from this machine; pkl values are timed as bytes, never unpickled).",
 )
+@click.option(
+    "--schedule",
+    default=None,
+    help="A mixing schedule: its JSON, or a file holding it; streams are named by their folders' names.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
 @click.option(
     "--plot",
@@ -93,6 +99,7 @@ def plan_command(
     latency: float | None,
     consume_time: float | None,
     run_probe: bool,
+    schedule: str | None,
     as_json: bool,
     plot: str | None,
 ) -> None:
@@ -139,6 +146,8 @@ def plan_command(
         num_canonical_nodes=num_canonical_nodes,
         partition_algo=partition_algo,
         batching_method=batching_method,
+        schedule=load_schedule(schedule) if schedule else None,
+        stream_names=stream_names(sources),
     )
     if run_probe:
         plan.settings["probe"] = dataclasses.asdict(measured)

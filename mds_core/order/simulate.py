@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
 
 from mds_core.errors import MDSError
 from mds_core.order.spec import OrderSpec
@@ -32,13 +36,21 @@ class Comparison:
         return self.error is None and self.first_difference is None
 
 
+# An epoch's work array for (world, per-device batch size, epoch, sample_in_epoch): a scheduled run's
+# (mds_core.streaming.scheduled) instead of the reference's order.
+WorkOf = Callable[[World, int, int, int], NDArray[np.int64]]
+
+
 def global_batches(
-    spec: OrderSpec, world: World, global_batch: int, epoch: int, sample_in_epoch: int
+    spec: OrderSpec, world: World, global_batch: int, epoch: int, sample_in_epoch: int, work_of: WorkOf | None = None
 ) -> list[Counter[int]]:
     """The multiset of sample ids in each global batch of the epoch, for one world."""
     ranks = world.num_ranks
     if global_batch % ranks:
         raise MDSError(f"global batch {global_batch} is not divisible by {ranks} ranks")
+    if work_of is not None:  # whole global batches: a row of -1 is a worker's batch fewer, not a padded batch
+        work = work_of(world, global_batch // ranks, epoch, sample_in_epoch)
+        return [Counter(row.tolist()) for row in to_global_batches(work, global_batch) if row[0] >= 0]
     spec = dataclasses.replace(spec, batch_size=global_batch // ranks)
     work = generate_work(spec, world.num_nodes, world.ranks_per_node, world.workers_per_rank, epoch, sample_in_epoch)
     return [Counter(row[row >= 0].tolist()) for row in to_global_batches(work, global_batch)]
@@ -50,22 +62,29 @@ def check_order(
     global_batch: int,
     epoch: int = 0,
     resume_fractions: tuple[float, ...] = (0.0,),
+    work_of: WorkOf | None = None,
 ) -> list[Comparison]:
     """Compare every (world, resume point) with the first world's uninterrupted epoch."""
-    baseline = global_batches(spec, worlds[0], global_batch, epoch, 0)
+    baseline = global_batches(spec, worlds[0], global_batch, epoch, 0, work_of)
     results = []
     for world in worlds:
         for fraction in resume_fractions:
             skip = int(fraction * (len(baseline) - 1))
-            results.append(_compare(spec, world, global_batch, epoch, skip, baseline))
+            results.append(_compare(spec, world, global_batch, epoch, skip, baseline, work_of))
     return results
 
 
 def _compare(
-    spec: OrderSpec, world: World, global_batch: int, epoch: int, skip: int, baseline: list[Counter[int]]
+    spec: OrderSpec,
+    world: World,
+    global_batch: int,
+    epoch: int,
+    skip: int,
+    baseline: list[Counter[int]],
+    work_of: WorkOf | None,
 ) -> Comparison:
     try:
-        batches = global_batches(spec, world, global_batch, epoch, skip * global_batch)
+        batches = global_batches(spec, world, global_batch, epoch, skip * global_batch, work_of)
     except MDSError as err:
         return Comparison(world, skip * global_batch, 0, error=str(err))
     expected = baseline[skip:]

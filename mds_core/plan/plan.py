@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 from mds_core.errors import ConfigurationError
 from mds_core.format.index import ShardInfo, dumps_index
 from mds_core.order import OrderSpec, generate_work
+from mds_core.order.schedule import Schedule
 from mds_core.order.world import World
 from mds_core.plan.cache import LRUCache, live_bytes, smallest_limit_without_refetch
 from mds_core.plan.figures import Environment, EpochFigures, NodeEpoch, TrainingPlan
@@ -25,6 +26,7 @@ from mds_core.plan.recommend import PREDOWNLOAD_BATCHES, recommend
 from mds_core.plan.timing import NodeFetches, bytes_before_first_batch, lead_steps, request_window, simulate_epoch
 from mds_core.streaming.cache_limit import cache_limit_needed, readers_at_once, shards_in_use
 from mds_core.streaming.memory import check_order_fits
+from mds_core.streaming.scheduled import ScheduledEpochs
 
 _CURVE_POINTS = 1000
 _PREFETCH_BATCHES = 2  # torch DataLoader's default prefetch_factor
@@ -114,13 +116,16 @@ def plan_training(
     cache_limit: int | None = None,
     keep_zip: bool = False,
     environment: Environment | None = None,
+    schedule: Schedule | None = None,
+    stream_names: Sequence[str] | None = None,
     **order: Any,
 ) -> TrainingPlan:
     """Plan ``epochs`` epochs of the streams (each a list of index entries) on ``world``.
 
     ``order`` takes ``StreamingDataset``'s order settings (``shuffle``, ``shuffle_algo``,
     ``shuffle_seed``, ``shuffle_block_size``, ``num_canonical_nodes``, ``partition_algo``,
-    ``batching_method``, ...). ``predownload`` defaults to ``8 * batch_size``, as in the loader.
+    ``batching_method``, ...). ``predownload`` defaults to ``8 * batch_size``, as in the loader. With a
+    mixing ``schedule``, ``stream_names`` name the streams as its phases do.
     """
     began = time.perf_counter()
     environment = environment or Environment()
@@ -141,9 +146,18 @@ def plan_training(
     figures, smallest, working_set = [], 0, 0
     first_timer = None
     check_order_fits(spec.samples_per_epoch, 0, _largest_claim(streams))
+    scheduled = (
+        None
+        if schedule is None
+        else ScheduledEpochs(schedule, stream_names or [], spec, world, batch_size, spec.epoch_size)
+    )
+    samples = spec.samples_per_epoch if scheduled is None else scheduled.epoch_size
     for epoch in range(epochs):
-        timer = _Timer(world, batch_size, threads, spec.samples_per_epoch, environment)
-        work = generate_work(spec, world.num_nodes, world.ranks_per_node, world.workers_per_rank, epoch)
+        timer = _Timer(world, batch_size, threads, samples, environment)
+        if scheduled is not None:
+            work = scheduled.work(world, epoch)
+        else:
+            work = generate_work(spec, world.num_nodes, world.ranks_per_node, world.workers_per_rank, epoch)
         nodes = []
         for node, cache in enumerate(caches):
             reads = node_reads(work, node, shards.ends)
@@ -172,7 +186,8 @@ def plan_training(
         "shuffle_block_size": spec.block_size(world.num_nodes),
         "shuffle": spec.shuffle,
         "shuffle_algo": spec.shuffle_algo,
-        "samples_per_epoch": spec.samples_per_epoch,
+        "samples_per_epoch": samples,
+        "schedule": schedule.to_json() if schedule is not None else None,
         "shards": len(shards.ends),
         "dataset_bytes": int(shards.download.sum()),
         "lead_steps": lead,

@@ -89,8 +89,10 @@ def render_text(plan: TrainingPlan, hint: str = TIMING_HINT) -> str:
     shuffle = (
         f"shuffle=True {s['shuffle_algo']}, block {s['shuffle_block_size']:,}" if s["shuffle"] else "shuffle=False"
     )
+    phases = (s.get("schedule") or {}).get("phases")
+    mixed = f"a schedule of {len(phases)} phase(s)" if phases else f"{s['num_canonical_nodes']} canonical node(s)"
     order = (
-        f"order: {shuffle}, {s['num_canonical_nodes']} canonical node(s); predownload {s['predownload']}, "
+        f"order: {shuffle}, {mixed}; predownload {s['predownload']}, "
         f"cache_limit {format_bytes(s['cache_limit']) if s['cache_limit'] else 'none'}"
     )
     lines = [title, order, *timing_lines(s, hint), ""]

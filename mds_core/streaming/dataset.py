@@ -7,8 +7,6 @@ in the job directory; each DataLoader worker then reads its own row and yields t
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import math
 import sys
 import time
@@ -21,15 +19,19 @@ import numpy as np
 
 from mds_core.errors import EmptyStreamError, SampleIndexError
 from mds_core.format.index import ShardInfo
-from mds_core.order import OrderSpec, generate_work
+from mds_core.order import OrderSpec
+from mds_core.order.schedule import Schedule
 from mds_core.order.world import World
 from mds_core.streaming.arrival import block_bounds, decode_as_ready, decode_block_size, decode_in_order
 from mds_core.streaming.cache_limit import apply_cache_limit, parse_cache_limit
+from mds_core.streaming.epochs import CanonicalEpochs
 from mds_core.streaming.jobdir import default_root, open_job
-from mds_core.streaming.local import ordering, select
+from mds_core.streaming.local import select
 from mds_core.streaming.prefetch import Prefetch, samples_ahead
 from mds_core.streaming.registry import resolve_streams
-from mds_core.streaming.resume import EpochLedger, OrderState, check_versions, data_fingerprint, validate_state
+from mds_core.streaming.resume import EpochLedger, check_versions, data_fingerprint, validate_state
+from mds_core.streaming.scheduled import ScheduledEpochs
+from mds_core.streaming.scheduled import fingerprint as scheduled_fingerprint
 from mds_core.streaming.stream import Stream
 from mds_core.streaming.telemetry import WorkerMetrics, clear, read_workers, totals
 from mds_core.streaming.world import freeze_inherited_heap, in_worker, rank_world
@@ -86,6 +88,7 @@ class StreamingDataset:
         job_root: str | None = None,
         version: int | None = None,
         telemetry: bool = True,
+        schedule: Schedule | dict[str, Any] | None = None,
     ) -> None:
         register_with_torch()
         self.streams = resolve_streams(streams, remote, local, split, stream_name, stream_config, version)
@@ -123,6 +126,11 @@ class StreamingDataset:
             batch_size=batch_size,
             replication=replication,
         )
+        self._roots = [reader.root for reader in self.readers]
+        self.scheduled = self._scheduled(schedule, world, epoch_size)
+        self._epochs = self.scheduled or CanonicalEpochs(
+            self._job, self.readers, self.order_spec, replication, shuffle_seed
+        )
         self._write_back_weights()
         self._stream_ends = list(accumulate(len(reader) for reader in self.readers))
         # Every shard of every stream in global order, so iteration maps ids to shards in bulk.
@@ -136,7 +144,11 @@ class StreamingDataset:
         self._heap_checked_in: int | None = None  # the process whose inherited heap is frozen (see world.py)
         self.telemetry = telemetry
         self._worker_metrics: WorkerMetrics | None = None  # this process's counters, while it iterates
-        self.fingerprint = data_fingerprint([reader.root for reader in self.readers], self.order_spec, self.versions)
+        self.fingerprint = (
+            data_fingerprint(self._roots, self.order_spec, self.versions)
+            if self.scheduled is None
+            else scheduled_fingerprint(self.order_spec, self.scheduled.global_batch)
+        )
         if self.cache_limit is not None:
             apply_cache_limit(
                 self.cache_limit,
@@ -157,8 +169,8 @@ class StreamingDataset:
 
     @property
     def epoch_size(self) -> int:
-        """Samples in one epoch, over all devices, after stream weighting."""
-        return self.order_spec.samples_per_epoch
+        """Samples in one epoch, over all devices, after stream weighting (whole global batches with a schedule)."""
+        return self.scheduled.epoch_size if self.scheduled is not None else self.order_spec.samples_per_epoch
 
     @property
     def num_samples(self) -> int:
@@ -179,9 +191,7 @@ class StreamingDataset:
         """The epoch the next iteration of this rank starts (a loaded state's, if one is pending)."""
         ledger = EpochLedger(self._job, self.world.rank)
         pending, current = ledger.pending_state(), ledger.current()
-        if pending is not None:
-            return pending["epoch"]
-        return current["epoch"] + 1 if current else 0
+        return pending["epoch"] if pending is not None else current["epoch"] + 1 if current else 0
 
     def __len__(self) -> int:
         """Samples this device sees per epoch, as in the reference: ceil(epoch size / parallel ranks)."""
@@ -208,13 +218,15 @@ class StreamingDataset:
         world = self.world
         self._heap_checked_in = freeze_inherited_heap(self._heap_checked_in)
         start = EpochLedger(self._job, world.rank).start_epoch(world.worker_of_rank)
-        row = self._work_row(world, start.epoch, start.sample_in_epoch, start.state)
+        row = self._epochs.row(world, start.epoch, start.sample_in_epoch, start.state)
         self._worker_metrics = self._start_metrics(world)
         if not any(stream.remote for stream in self.streams):
             for begin in range(0, len(row), _ITER_CHUNK):
                 yield from self._samples(row[begin : begin + _ITER_CHUNK])
             return
-        prefetch = Prefetch(self._shard_owners, np.searchsorted(self._shard_ends, row, side="right"))
+        prefetch = Prefetch(
+            self._shard_owners, lambda a, b: np.searchsorted(self._shard_ends, row[a:b], side="right"), len(row)
+        )
         step = max(1, min(_ITER_CHUNK, self.predownload))
         wait = True
         try:
@@ -255,39 +267,6 @@ class StreamingDataset:
             if metrics is not None and mark is not None:
                 metrics.decoded(len(block), mark)
             yield from block
-
-    def _work_row(self, world: World, epoch: int, sample_in_epoch: int, state: OrderState | None) -> np.ndarray:
-        """This worker's sample ids for the epoch, computed once per node and shared."""
-        spec = self._spec_for(state, world)
-        shape = f"{world.num_nodes}x{world.ranks_per_node}x{world.workers_per_rank}"
-        key = f"work-e{epoch}-s{sample_in_epoch}-{shape}-{_short_hash(repr(spec))}"
-
-        def compute() -> np.ndarray:
-            self._job.remove_files(f"work-e{epoch - 2}-", keep=set())  # two epochs back is done everywhere
-            return generate_work(
-                spec, world.num_nodes, world.ranks_per_node, world.workers_per_rank, epoch, sample_in_epoch
-            )
-
-        with ordering(self.readers, spec.samples_per_epoch, epoch):
-            work = self._job.shared_array(key, compute)
-        parallel = world.replicate(self.replication)
-        row = np.asarray(work[parallel.node, parallel.rank_of_node, world.worker_of_rank]).ravel()
-        return row[row >= 0]
-
-    def _spec_for(self, state: OrderState | None, world: World) -> OrderSpec:
-        """The order settings, with a resumed state's canonical nodes, seed and initial node count."""
-        parallel_nodes = world.replicate(self.replication).num_nodes
-        if state is None:
-            return dataclasses.replace(
-                self.order_spec, num_canonical_nodes=self.order_spec.canonical_nodes(parallel_nodes)
-            )
-        return dataclasses.replace(
-            self.order_spec,
-            num_canonical_nodes=state["num_canonical_nodes"],
-            shuffle_seed=state["shuffle_seed"],
-            initial_physical_nodes=state["initial_physical_nodes"],
-            weights_seed=self.shuffle_seed,  # the reference weighs streams once, with the constructor's seed
-        )
 
     # ----------------------------------------------------------------------------------------------
     # telemetry
@@ -333,18 +312,11 @@ class StreamingDataset:
         ``from_beginning``, else since this (possibly resumed) iteration started.
         """
         parallel_nodes = self.world.replicate(self.replication).num_nodes
-        ledger = EpochLedger(self._job, self.world.rank)
-        pending, current = ledger.pending_state(), ledger.current()
-        base: OrderState | None
-        if pending is not None:
-            epoch, offset, base = pending["epoch"], pending["sample_in_epoch"], pending
-        elif current is not None:
-            epoch, offset, base = current["epoch"], current["sample_in_epoch"], current["state"]
-        else:
-            epoch, offset, base = -1, 0, None
-        state = {
+        epoch, offset, base = EpochLedger(self._job, self.world.rank).position()
+        sample_in_epoch = num_samples if from_beginning else offset + num_samples
+        state: dict[str, Any] = {
             "epoch": epoch,
-            "sample_in_epoch": num_samples if from_beginning else offset + num_samples,
+            "sample_in_epoch": sample_in_epoch,
             "num_canonical_nodes": base["num_canonical_nodes"]
             if base
             else self.order_spec.canonical_nodes(parallel_nodes),
@@ -353,6 +325,8 @@ class StreamingDataset:
             "fingerprint": self.fingerprint,
             "versions": self.versions,
         }
+        if self.scheduled is not None:
+            state["schedule"] = self.scheduled.state(epoch, sample_in_epoch, base, self._roots)
         return state
 
     def load_state_dict(self, obj: dict[str, Any], allow_other_data: bool = False) -> None:
@@ -362,12 +336,23 @@ class StreamingDataset:
         (different fingerprint), raises ``ResumeError`` instead of silently restarting.
         """
         check_versions(obj, self.versions, allow_other_data)
+        if self.scheduled is not None:
+            obj = self.scheduled.resume(obj, self._roots, allow_other_data)
         state = validate_state(obj, self.fingerprint, self.epoch_size, allow_other_data)
         if state["epoch"] < 0:  # taken before any iteration: nothing to skip
             state.update(epoch=0, sample_in_epoch=0)
         EpochLedger(self._job, self.world.rank).load(state)
 
     # ----------------------------------------------------------------------------------------------
+
+    def _scheduled(self, schedule: Any, world: World, epoch_size: int | str | None) -> ScheduledEpochs | None:
+        if schedule is None:
+            return None
+        if not isinstance(schedule, Schedule):
+            schedule = Schedule.from_json(schedule)  # its JSON form, as a state dict or a config file holds it
+        return ScheduledEpochs.of_streams(
+            schedule, self.streams, self.order_spec, world, self.batch_size, epoch_size, self.replication, self._job
+        )
 
     def _fetch_indexes(self) -> None:
         for stream in self.streams:
@@ -383,10 +368,6 @@ class StreamingDataset:
     def versions(self) -> list[int | None]:
         """The shard-set version each stream reads (None: not a pinned version)."""
         return [stream.version for stream in self.streams]
-
-
-def _short_hash(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def register_with_torch() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -13,25 +14,30 @@ class Prefetch:
 
     Args:
         owners: for every global shard id, ``(LocalDataset, shard id within it)``.
-        shard_ids: the global shard id of every sample this worker will read, in order.
+        shards_of: ``shards_of(start, end)`` is the global shard id of each of this worker's samples
+            ``start .. end - 1``, in order (asked for in consecutive spans, as the consumer advances).
+        length: how many samples this worker reads.
     """
 
-    def __init__(self, owners: list[tuple[Any, int]], shard_ids: np.ndarray) -> None:
-        unique, first_use = np.unique(shard_ids, return_index=True)
-        by_first_use = np.argsort(first_use, kind="stable")
-        self._shards = unique[by_first_use].tolist()
-        self._first_use = first_use[by_first_use].tolist()
-        self._owners = owners
-        self._next = 0
+    def __init__(self, owners: list[tuple[Any, int]], shards_of: Callable[[int, int], np.ndarray], length: int) -> None:
+        self._owners, self._shards_of, self._length = owners, shards_of, length
+        self._position = 0  # samples looked at so far
+        self._requested: set[int] = set()
         self._caches: dict[int, Any] = {}
 
     def up_to(self, position: int) -> None:
         """Request every shard first needed before sample ``position`` of this worker's sequence."""
-        start = self._next
-        while self._next < len(self._shards) and self._first_use[self._next] < position:
-            self._next += 1
+        end = min(position, self._length)
+        if end <= self._position:
+            return
+        span = self._shards_of(self._position, end)
+        self._position = end
+        unique, first_use = np.unique(span, return_index=True)
         wanted: dict[int, tuple[Any, list[int]]] = {}
-        for shard in self._shards[start : self._next]:
+        for shard in unique[np.argsort(first_use, kind="stable")].tolist():
+            if shard in self._requested:
+                continue
+            self._requested.add(shard)
             dataset, shard_of_dataset = self._owners[shard]
             if dataset.shard_cache is not None:
                 wanted.setdefault(id(dataset), (dataset.shard_cache, []))[1].append(shard_of_dataset)

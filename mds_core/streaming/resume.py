@@ -14,7 +14,7 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from mds_core.errors import ResumeError
 from mds_core.format.index import INDEX_BASENAME
@@ -33,6 +33,7 @@ class OrderState(TypedDict):
     num_canonical_nodes: int
     shuffle_seed: int
     initial_physical_nodes: int
+    schedule: NotRequired[dict[str, Any]]  # a scheduled run's position (mds_core.streaming.scheduled)
 
 
 class EpochRecord(TypedDict):
@@ -118,14 +119,17 @@ def validate_state(obj: Any, fingerprint: str, epoch_size: int, allow_other_data
 
 
 def order_state(state: Mapping[str, Any]) -> OrderState:
-    """The ``STATE_KEYS`` of a state dict ``validate_state`` passed."""
-    return OrderState(
+    """The ``STATE_KEYS`` of a state dict ``validate_state`` passed, and a scheduled run's position."""
+    kept = OrderState(
         epoch=state["epoch"],
         sample_in_epoch=state["sample_in_epoch"],
         num_canonical_nodes=state["num_canonical_nodes"],
         shuffle_seed=state["shuffle_seed"],
         initial_physical_nodes=state["initial_physical_nodes"],
     )
+    if "schedule" in state:
+        kept["schedule"] = dict(state["schedule"])
+    return kept
 
 
 class EpochLedger:
@@ -143,6 +147,16 @@ class EpochLedger:
         previous = self._loaded()
         version = (previous["version"] if previous else 0) + 1
         self.job.write_json(name, _Loaded(version=version, state=order_state(state)))
+
+    def position(self) -> tuple[int, int, OrderState | None]:
+        """(epoch, first sample, state it resumed) of this rank's iteration: a pending loaded state's,
+        else the latest epoch's; ``(-1, 0, None)`` before any."""
+        pending, current = self.pending_state(), self.current()
+        if pending is not None:
+            return pending["epoch"], pending["sample_in_epoch"], pending
+        if current is not None:
+            return current["epoch"], current["sample_in_epoch"], current["state"]
+        return -1, 0, None
 
     def _loaded(self) -> _Loaded | None:
         loaded: _Loaded | None = self.job.read_json(f"resume-rank{self.rank}.json")  # as load writes it

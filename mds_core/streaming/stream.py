@@ -32,7 +32,8 @@ class Stream:
 
     Arguments and checks follow ``streaming.Stream``; at most one of ``proportion`` (relative),
     ``repeat`` or ``choose`` (absolute) may be given. ``version=N`` reads exactly version N of the
-    versioned shard set at ``remote`` (``mds_core.versions``). ``remote`` is any URL ``open_store`` accepts;
+    versioned shard set at ``remote`` (``mds_core.versions``). ``name`` is what a mixing ``Schedule`` calls
+    it (default: ``remote``, else ``local``). ``remote`` is any URL ``open_store`` accepts;
     with ``local=None`` the cache directory is ``<temp>/mds-<user>/cache/<hash of remote and split>``.
     """
 
@@ -50,6 +51,7 @@ class Stream:
         validate_hash: str | None = None,
         keep_zip: bool | None = None,
         version: int | None = None,
+        name: str | None = None,
     ) -> None:
         self.weights = StreamWeights(proportion=proportion, repeat=repeat, choose=choose)
         self.proportion, self.repeat, self.choose = proportion, repeat, choose
@@ -73,6 +75,8 @@ class Stream:
         else:
             pinned = f"{self.remote}@{version}" if version is not None else self.remote or ""
             self.local = default_cache_dir(pinned, split)
+        # What a mixing schedule calls the stream: given, or where its data comes from.
+        self.name = name if name is not None else self.remote or self.local
 
     @property
     def root(self) -> str:

@@ -49,6 +49,14 @@ for step, _ in zip(range(5), loader):  # a loader part way into its epoch
     pass
 """
     ),
+    "docs/mixing.md": Page(
+        setup="""
+from tests.docs.setups import small_dataset
+
+for name, rows in (("web", 600), ("code", 300), ("math", 100)):  # the three streams the page mixes
+    small_dataset(f"data/{name}", rows=rows)
+"""
+    ),
     "docs/operations.md": Page(
         setup="""
 from tests.docs.setups import digits_shard_set, moto_s3, upload

@@ -60,7 +60,7 @@ class ResumeTarget:
     def check(self, case: dict[str, Any]) -> None:
         state = case["state"]
         self.dataset.load_state_dict(state)
-        spec = self.dataset._spec_for(state, self.world)
+        spec = self.dataset._epochs._spec_for(state, self.world)
         epoch, position = max(state["epoch"], 0), state["sample_in_epoch"] if state["epoch"] >= 0 else 0
         try:
             generate_work(spec, 1, 1, 1, epoch, position)

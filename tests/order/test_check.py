@@ -65,3 +65,18 @@ def test_cli_exit_codes_and_report() -> None:
         timeout=120,
     )
     assert bad.returncode == 1 and "DIFFERS  2 node(s) x 2 rank(s)" in bad.stdout and "global batch 0 has" in bad.stdout
+
+
+def test_cli_checks_a_schedule_on_worlds_and_resume_points(tmp_path: Path) -> None:
+    schedule = tmp_path / "schedule.json"
+    schedule.write_text('{"phases": [{"start": 0, "weights": {"s0": 1}}, {"start": 3, "weights": {"s0": 1, "s2": 3}}]}')
+    args = [str(DATA / "s0"), str(DATA / "s2"), "--global-batch", "12", "--schedule", str(schedule)]
+    worlds = ["--world", "1x1", "--world", "1x4x2", "--world", "2x3x3", "--resume", "0", "--resume", "0.6"]
+    ok = subprocess.run([*MDS, *args, *worlds], capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.count("same") == 6 and "resumed at sample 0: 28 global batches" in ok.stdout  # 359 // 12 - 1
+    schedule.write_text('{"phases": [{"start": 0, "weights": {"s1": 1}}]}')
+    named = subprocess.run([*MDS, *args], capture_output=True, text=True, timeout=120)
+    assert named.returncode != 0 and "the schedule names streams ['s1'] that the dataset lacks" in named.stderr
+    plain = subprocess.run([*MDS, *args[:4]], capture_output=True, text=True, timeout=120)
+    assert plain.returncode != 0 and "--num-canonical-nodes is needed" in plain.stderr

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mds_core import MDSWriter, StreamingDataLoader, StreamingDataset
+from mds_core import MDSWriter, Phase, Schedule, StreamingDataLoader, StreamingDataset
 from mds_core.order.world import World
 from mds_core.plan import plan_training
 from mds_core.plan.source import load_streams, probe
@@ -60,6 +60,40 @@ def test_downloads_and_cache_per_node_are_exactly_the_plans(
     assert {key: count for key, count in gets.items() if key != "data/index.json"} == dict(expected)
     if nodes == 2:
         assert sum(expected.values()) > len(set(expected))  # nodes share some shards: each fetched its own copy
+
+
+def test_a_scheduled_runs_downloads_per_node_are_exactly_the_plans(s3_server, tmp_path: Path) -> None:
+    bucket = s3_server.new_bucket()
+    urls = {name: f"s3://{bucket}/{name}" for name in ("web", "code")}
+    _write(urls["web"], samples=480, payload=1000, size_limit=12_000)
+    _write(urls["code"], samples=240, payload=700, size_limit=9_000)
+    schedule = Schedule([Phase(0, {"web": 1.0}), Phase(20, {"web": 0.5, "code": 0.5})])
+    world = World(num_nodes=2, ranks_per_node=1, workers_per_rank=2)
+    plan = plan_training(
+        load_streams(list(urls.values())), world, 4, shuffle=True, schedule=schedule, stream_names=list(urls)
+    )
+    since = s3_server.log_position()
+    config = {
+        "remote": [[name, url] for name, url in urls.items()],
+        "local": str(tmp_path / "cache-{node}"),
+        "batch_size": 4,
+        "num_workers": 2,
+        "job_root": str(tmp_path / "jobs-{node}"),
+        "dataset_kwargs": {"shuffle": True, "schedule": schedule.to_json()},
+    }
+    outputs = _run_ranks(tmp_path, 2, 1, config)
+    assert sum(len(batch) for out in outputs for batch in out["batches"]) == plan.settings["samples_per_epoch"] == 720
+    for node, planned in enumerate(plan.epochs[0].nodes):
+        files = {
+            f"{name}/{file}": size
+            for name in urls
+            for file, size in _shard_files(tmp_path / f"cache-{node}" / name).items()
+        }
+        assert planned.shards_downloaded == len(files) and planned.bytes_downloaded == sum(files.values())
+    gets = object_gets(s3_server.requests(since), bucket)
+    assert sum(count for key, count in gets.items() if not key.endswith("index.json")) == sum(
+        node.shards_downloaded for node in plan.epochs[0].nodes
+    )
 
 
 def test_the_recommended_cache_limit_downloads_every_shard_once(s3_server, tmp_path: Path) -> None:

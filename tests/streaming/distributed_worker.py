@@ -2,7 +2,7 @@
 
 Usage: python tests/streaming/distributed_worker.py CONFIG_JSON OUT_JSON
 CONFIG: {"streams": [names], "dataset_kwargs": {...}, "batch_size": B, "num_workers": W,
-         "remote": URL and "local": cache dir (instead of "streams"),
+         "remote": URL (or [[name, URL], ...]) and "local": cache dir (instead of "streams"),
          "job_root": path, "stop_after": k or null, "state": state dict or null}
 "local" and "job_root" may contain "{node}", replaced by this rank's node (RANK // LOCAL_WORLD_SIZE), so
 that simulated nodes keep separate caches as real ones do.
@@ -27,10 +27,14 @@ def main() -> None:
         key: value.replace("{node}", str(node)) if isinstance(value, str) else value
         for key, value in json.loads(Path(sys.argv[1]).read_text()).items()
     }
-    if config.get("remote"):  # one stream downloaded from a remote store into a node-local cache
+    if isinstance(config.get("remote"), list):  # named streams, each downloaded into its own node-local cache
+        streams = [Stream(remote=url, local=f"{config['local']}/{name}", name=name) for name, url in config["remote"]]
+    elif config.get("remote"):  # one stream downloaded from a remote store into a node-local cache
         streams = [Stream(remote=config["remote"], local=config["local"])]
     else:
-        streams = [Stream(local=str(ORDER / "datasets" / name), **weights) for name, weights in config["streams"]]
+        streams = [
+            Stream(local=str(ORDER / "datasets" / name), name=name, **weights) for name, weights in config["streams"]
+        ]
     dataset = StreamingDataset(
         streams=streams, batch_size=config["batch_size"], job_root=config["job_root"], **config["dataset_kwargs"]
     )

@@ -1,0 +1,62 @@
+"""The reference's epochs: each epoch's order computed once per node for the world, shared through the job
+directory, and read by each worker as its own row (``mds_core.order.generate_work``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+
+import numpy as np
+
+from mds_core.order import OrderSpec, generate_work
+from mds_core.order.world import World
+from mds_core.streaming.jobdir import JobDir
+from mds_core.streaming.local import LocalDataset, ordering
+from mds_core.streaming.resume import OrderState
+
+
+class CanonicalEpochs:
+    """A dataset's epochs without a schedule: canonical nodes, partitions and shuffles as the reference's."""
+
+    def __init__(
+        self, job: JobDir, readers: list[LocalDataset], spec: OrderSpec, replication: int | None, shuffle_seed: int
+    ) -> None:
+        self._job, self.readers, self.order_spec = job, readers, spec
+        self.replication, self.shuffle_seed = replication, shuffle_seed
+
+    def row(self, world: World, epoch: int, sample_in_epoch: int, state: OrderState | None) -> np.ndarray:
+        """This worker's sample ids for the epoch, computed once per node and shared."""
+        spec = self._spec_for(state, world)
+        shape = f"{world.num_nodes}x{world.ranks_per_node}x{world.workers_per_rank}"
+        key = f"work-e{epoch}-s{sample_in_epoch}-{shape}-{_short_hash(repr(spec))}"
+
+        def compute() -> np.ndarray:
+            self._job.remove_files(f"work-e{epoch - 2}-", keep=set())  # two epochs back is done everywhere
+            return generate_work(
+                spec, world.num_nodes, world.ranks_per_node, world.workers_per_rank, epoch, sample_in_epoch
+            )
+
+        with ordering(self.readers, spec.samples_per_epoch, epoch):
+            work = self._job.shared_array(key, compute)
+        parallel = world.replicate(self.replication)
+        row = np.asarray(work[parallel.node, parallel.rank_of_node, world.worker_of_rank]).ravel()
+        return row[row >= 0]
+
+    def _spec_for(self, state: OrderState | None, world: World) -> OrderSpec:
+        """The order settings, with a resumed state's canonical nodes, seed and initial node count."""
+        parallel_nodes = world.replicate(self.replication).num_nodes
+        if state is None:
+            return dataclasses.replace(
+                self.order_spec, num_canonical_nodes=self.order_spec.canonical_nodes(parallel_nodes)
+            )
+        return dataclasses.replace(
+            self.order_spec,
+            num_canonical_nodes=state["num_canonical_nodes"],
+            shuffle_seed=state["shuffle_seed"],
+            initial_physical_nodes=state["initial_physical_nodes"],
+            weights_seed=self.shuffle_seed,  # the reference weighs streams once, with the constructor's seed
+        )
+
+
+def _short_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
