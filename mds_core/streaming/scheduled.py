@@ -122,13 +122,16 @@ class ScheduledEpochs:
     def state(
         self, epoch: int, sample_in_epoch: int, base: Mapping[str, Any] | None, roots: Sequence[str]
     ) -> dict[str, Any]:
-        """The ``schedule`` entry of a state dict taken at this point of the epoch."""
+        """The ``schedule`` entry of a state dict taken at this point of the epoch. A stream the resumed
+        state knew and this dataset lacks keeps its entries, so that it continues if it comes back."""
         position = self.order.advance(_position(base), self.step_of(epoch, sample_in_epoch))
+        earlier = base.get("schedule", {}) if base else {}
+        names = self.order.names
         return {
             "step": position.step,
-            "given": dict(position.given),
+            "given": {**_others(earlier.get("given", {}), names), **position.given},
             "global_batch_size": self.global_batch,
-            "indexes": dict(zip(self.order.names, (index_hash(root) for root in roots))),
+            "indexes": {**_others(earlier.get("indexes", {}), names), **dict(zip(names, map(index_hash, roots)))},
             "schedule": self.schedule.to_json(),
         }
 
@@ -194,6 +197,10 @@ def fingerprint(spec: OrderSpec, global_batch: int) -> str:
 def index_hash(root: str) -> str:
     with open(os.path.join(root, INDEX_BASENAME), "rb") as handle:
         return hashlib.sha256(handle.read()).hexdigest()[:16]
+
+
+def _others(entries: Mapping[str, Any], names: Sequence[str]) -> dict[str, Any]:
+    return {name: value for name, value in entries.items() if name not in names}
 
 
 def _position(base: Mapping[str, Any] | None) -> Position:

@@ -62,6 +62,7 @@ def test_downloads_and_cache_per_node_are_exactly_the_plans(
         assert sum(expected.values()) > len(set(expected))  # nodes share some shards: each fetched its own copy
 
 
+@pytest.mark.slow  # two real rank processes streaming two remote streams
 def test_a_scheduled_runs_downloads_per_node_are_exactly_the_plans(s3_server, tmp_path: Path) -> None:
     bucket = s3_server.new_bucket()
     urls = {name: f"s3://{bucket}/{name}" for name in ("web", "code")}

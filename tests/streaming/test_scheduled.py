@@ -100,6 +100,7 @@ def test_a_scheduled_state_on_an_unscheduled_dataset_and_back_is_refused(tmp_pat
         _dataset(FIRST, tmp_path / "b").load_state_dict(plain.state_dict(0, from_beginning=True))
 
 
+@pytest.mark.slow  # 5 runs of real rank processes: the in-process worlds of tests/order/test_schedule.py say it fast
 @pytest.mark.parametrize(("before", "after"), [(2, 1), (1, 2)])
 def test_real_ranks_resume_on_another_world_with_the_same_global_batches(
     tmp_path: Path, before: int, after: int
