@@ -25,6 +25,7 @@ pytest.importorskip("pyspark.sql.connect.session", reason="Spark Connect needs t
 DAY = "2026-01-01"
 
 
+@pytest.mark.slow  # a whole day's run over Connect (23 s); the converter's Connect paths run in make test (connect_too)
 def test_raw_validated_and_shards_on_spark_connect(resources, spec, spark_connect_server, monkeypatch, tmp_path):
     # pyspark.sql.functions follows this process-wide flag (the classic tests share the process): undone after.
     monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")

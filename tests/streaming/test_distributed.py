@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 ORDER = ROOT / "tests" / "fixtures" / "order-golden"
@@ -120,6 +121,7 @@ def test_resume_on_a_different_number_of_ranks(tmp_path: Path) -> None:
     assert [Counter(b) for b in _global_batches(first) + rest] == [Counter(b) for b in full]
 
 
+@pytest.mark.slow  # 4 multi-process runs (21 s); test_resume_on_a_different_number_of_ranks keeps 2 -> 1 in make test
 def test_state_from_2_ranks_resumes_on_1_and_on_4_ranks_exactly_once(tmp_path: Path) -> None:
     def config(where: str, batch_size: int, workers: int, **extra) -> dict:
         base = _config(tmp_path / where, batch_size, workers, **extra)
