@@ -7,7 +7,7 @@ import sys
 import click
 
 from mds_core.cli.common import fail, say, show
-from mds_core.cli.schedules import load_schedule, scheduled_work, stream_names
+from mds_core.cli.schedules import load_schedule, schedule_option, scheduled_work, stream_names
 from mds_core.format.index import load_index
 from mds_core.order.simulate import check_order
 from mds_core.order.spec import OrderSpec
@@ -44,11 +44,7 @@ from mds_core.order.world import parse_world
 @click.option("--partition-algo", default="relaxed", show_default=True)
 @click.option("--batching-method", default="random", show_default=True)
 @click.option("--epoch", default=0, show_default=True)
-@click.option(
-    "--schedule",
-    default=None,
-    help="A mixing schedule: its JSON, or a file holding it; streams are named by their folders' names.",
-)
+@schedule_option
 def check_order_command(
     paths: tuple[str, ...],
     global_batch: int,

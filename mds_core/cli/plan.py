@@ -9,7 +9,7 @@ import re
 import click
 
 from mds_core.cli.common import fail, say
-from mds_core.cli.schedules import load_schedule, stream_names
+from mds_core.cli.schedules import load_schedule, schedule_option, stream_names
 from mds_core.errors import MDSError
 from mds_core.order.world import DEFAULT_WORLD, parse_world
 from mds_core.plan import Environment, plan_training
@@ -68,11 +68,7 @@ def _size(value: str | None, option: str) -> int | None:
     help="Measure bandwidth, latency and decode time against the "
     "first SOURCE (downloads up to 64 MiB from this machine; pkl values are timed as bytes, never unpickled).",
 )
-@click.option(
-    "--schedule",
-    default=None,
-    help="A mixing schedule: its JSON, or a file holding it; streams are named by their folders' names.",
-)
+@schedule_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
 @click.option(
     "--plot",

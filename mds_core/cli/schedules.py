@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+import click
 import numpy as np
 from numpy.typing import NDArray
 
@@ -16,6 +17,12 @@ from mds_core.order.simulate import WorkOf
 from mds_core.order.spec import OrderSpec
 from mds_core.order.world import World
 from mds_core.streaming.scheduled import ScheduledEpochs
+
+schedule_option = click.option(
+    "--schedule",
+    default=None,
+    help="A mixing schedule: its JSON, or a file holding it; streams are named by their folders' names.",
+)
 
 
 def load_schedule(text: str) -> Schedule:

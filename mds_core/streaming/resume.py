@@ -63,8 +63,7 @@ def data_fingerprint(roots: list[str], spec: OrderSpec, versions: list[int | Non
     """Identifies the data (each stream's index) and the order settings a state dict is only valid for."""
     digest = hashlib.sha256()
     for root in roots:
-        with open(os.path.join(root, INDEX_BASENAME), "rb") as handle:
-            digest.update(hashlib.sha256(handle.read()).digest())
+        digest.update(index_digest(root))
     settings = [
         spec.mix.choose,
         spec.shuffle,
@@ -79,6 +78,12 @@ def data_fingerprint(roots: list[str], spec: OrderSpec, versions: list[int | Non
     digest.update(json.dumps(settings).encode())
     digest.update(json.dumps(versions).encode())
     return digest.hexdigest()[:16]
+
+
+def index_digest(root: str) -> bytes:
+    """The SHA-256 of the ``index.json`` in ``root``: what a state dict checks a stream's data by."""
+    with open(os.path.join(root, INDEX_BASENAME), "rb") as handle:
+        return hashlib.sha256(handle.read()).digest()
 
 
 def validate_state(obj: Any, fingerprint: str, epoch_size: int, allow_other_data: bool = False) -> dict[str, Any]:

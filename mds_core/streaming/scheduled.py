@@ -16,19 +16,18 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import hashlib
-import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from mds_core.errors import ConfigurationError, ResumeError
-from mds_core.format.index import INDEX_BASENAME
 from mds_core.order.mixing import parse_epoch_size
 from mds_core.order.schedule import Position, Schedule, ScheduledOrder, Shared
 from mds_core.order.spec import OrderSpec
 from mds_core.order.world import World
 from mds_core.streaming.jobdir import JobDir
+from mds_core.streaming.resume import index_digest
 from mds_core.streaming.stream import Stream
 
 
@@ -93,31 +92,46 @@ class ScheduledEpochs:
     def row(self, world: World, epoch: int, sample_in_epoch: int, base: Mapping[str, Any] | None) -> ScheduledRow:
         """This worker's sample ids for the rest of the epoch, from a state's ``schedule`` entry (or the start),
         computed as they are read: the first batch waits for no later pass of any stream."""
-        start = self.step_of(epoch, sample_in_epoch)
-        position = self.order.advance(_position(base), start)
-        end = (epoch + 1) * self.steps_per_epoch
+        batches = self._worker_batches(world.workers_per_rank, world.worker_of_rank, epoch, sample_in_epoch, base)
         b, rank = self.batch_size, world.replicate(self.replication).rank
-        batches = self.order.global_batches(position, end, world.workers_per_rank, world.worker_of_rank)
-        steps = len(range(start + world.worker_of_rank, end, world.workers_per_rank))
-        return ScheduledRow((ids[rank * b : (rank + 1) * b] for _, ids in batches), steps * b)
+        steps = len(
+            range(
+                self.step_of(epoch, sample_in_epoch) + world.worker_of_rank,
+                (epoch + 1) * self.steps_per_epoch,
+                world.workers_per_rank,
+            )
+        )
+        return ScheduledRow((ids[rank * b : (rank + 1) * b] for ids in batches), steps * b)
 
     def work(
         self, world: World, epoch: int, sample_in_epoch: int = 0, base: Mapping[str, Any] | None = None
     ) -> np.ndarray:
         """Every worker's row in one ``(P, R, W, batches, B)`` array, -1 where a worker has a batch fewer:
-        the shape ``mds_core.order.generate_work`` gives, for ``mds plan`` and ``mds check-order``."""
-        shape = (world.num_nodes, world.ranks_per_node, world.workers_per_rank)
-        rows = {
-            (n, r, w): self.row(
-                dataclasses.replace(world, rank=n * shape[1] + r, worker_of_rank=w), epoch, sample_in_epoch, base
+        the shape ``mds_core.order.generate_work`` gives, for ``mds plan`` and ``mds check-order``. Each
+        worker index's global batches are made once and sliced for every rank."""
+        workers, b = world.workers_per_rank, self.batch_size
+        per_worker = [
+            np.array(list(self._worker_batches(workers, w, epoch, sample_in_epoch, base)), np.int64).reshape(
+                -1, self.global_batch
             )
-            for n, r, w in np.ndindex(*shape)
-        }
-        longest = max(len(row) for row in rows.values())
-        work = np.full((*shape, -(-longest // self.batch_size) * self.batch_size), -1, np.int64)
-        for where, row in rows.items():
-            work[where][: len(row)] = row[: len(row)]
-        return work.reshape(*shape, -1, self.batch_size)
+            for w in range(workers)
+        ]
+        shape = (world.num_nodes, world.ranks_per_node, workers)
+        work = np.full((*shape, len(per_worker[0]), b), -1, np.int64)  # worker 0 has the most batches
+        for n, r, w in np.ndindex(*shape):
+            rank = dataclasses.replace(world, rank=n * shape[1] + r).replicate(self.replication).rank
+            batches = per_worker[w]
+            work[n, r, w, : len(batches)] = batches[:, rank * b : (rank + 1) * b]
+        return work
+
+    def _worker_batches(
+        self, workers: int, worker: int, epoch: int, sample_in_epoch: int, base: Mapping[str, Any] | None
+    ) -> Iterator[np.ndarray]:
+        """The global batches DataLoader worker ``worker`` of ``workers`` reads for the rest of the epoch."""
+        start = self.step_of(epoch, sample_in_epoch)
+        position = self.order.advance(_position(base), start)
+        end = (epoch + 1) * self.steps_per_epoch
+        return (ids for _, ids in self.order.global_batches(position, end, workers, worker))
 
     def state(
         self, epoch: int, sample_in_epoch: int, base: Mapping[str, Any] | None, roots: Sequence[str]
@@ -195,8 +209,7 @@ def fingerprint(spec: OrderSpec, global_batch: int) -> str:
 
 
 def index_hash(root: str) -> str:
-    with open(os.path.join(root, INDEX_BASENAME), "rb") as handle:
-        return hashlib.sha256(handle.read()).hexdigest()[:16]
+    return index_digest(root).hex()[:16]
 
 
 def _others(entries: Mapping[str, Any], names: Sequence[str]) -> dict[str, Any]:
