@@ -12,7 +12,9 @@ import pytest
 
 from tests.e2e.conftest import PROJECT_ENTRIES, ROOT, DagsterDev, Demo
 
-pytestmark = pytest.mark.slow  # a real webserver and its runs: make test-all
+# The first test to ask for the session's `demo` also waits for it to be made: `make demo`'s three days
+# and dg dev's start, over 300 s when the other tier's worker runs the standalone cluster beside it.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # a real webserver and its runs: make test-all
 
 WARNING = re.compile(r"Warning|WARNING")
 
