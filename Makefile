@@ -36,23 +36,20 @@ demo: install
 
 # The Dagster UI (webserver and daemon) on http://127.0.0.1:$(UI_PORT): `dg dev`, which loads the project
 # [tool.dg] in pyproject.toml declares. It runs with the project's .venv activated (dg warns when the active
-# environment is not the project's); it checks the component files (pipelines/defs/*/defs.yaml) first,
-# loading every registered component type: PYTHONWARNINGS drops the one notice about a type this project
-# does not use (pipelines/notices.py, DG_PREVIEW_FILTER).
+# environment is not the project's); it checks the component files (pipelines/defs/*/defs.yaml) first.
 # `make demo` writes its dataset's registry (digits, starting on the first day it converts) to DEMO_REGISTRY; `make ui`
 # loads that one when it is there and MDS_DATASETS is not set, so the UI's partitions are the demo's days.
 DEMO_REGISTRY := $(MDS_DATA_DIR)/demo-datasets.yaml
-DG_PREVIEW_FILTER := ignore:Class `SparkDeclarativePipelineScaffolder` is currently in preview
 ui: install
 	$(DAGSTER_ENV) $(PY) -m pipelines.instance $(DAGSTER_HOME)
 	VIRTUAL_ENV=$(CURDIR)/$(VENV) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(DAGSTER_ENV) \
 		MDS_DATASETS="$${MDS_DATASETS:-$$(test -f $(DEMO_REGISTRY) && echo $(DEMO_REGISTRY))}" \
-		PYTHONWARNINGS='$(DG_PREVIEW_FILTER)' $(VENV)/bin/dg dev -h 127.0.0.1 -p $(UI_PORT)
+		$(VENV)/bin/dg dev -h 127.0.0.1 -p $(UI_PORT)
 
-# The code location's component files checked and its definitions listed, as `dg` does in the project's .venv;
-# with the one preview notice `make ui` drops (pipelines/notices.py), and the list narrow enough for 80 columns.
+# The code location's component files checked and its definitions listed, as `dg` does in the project's .venv,
+# the list narrow enough for 80 columns.
 defs: install
-	VIRTUAL_ENV=$(CURDIR)/$(VENV) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" PYTHONWARNINGS='$(DG_PREVIEW_FILTER)' \
+	VIRTUAL_ENV=$(CURDIR)/$(VENV) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
 		sh -c 'dg check yaml && dg list defs --columns key,group,kinds'
 
 # System prerequisites first (Java 17+, a C compiler with Python headers, Chromium and chromedriver):
@@ -92,9 +89,10 @@ prerequisites:
 
 # Azurite (the Azure Blob emulator of tests/storage/test_stores.py), from npm into .cache/; once.
 emulators: install
-	$(PY) -m tests.emulators install
+	$(PY) -m testsupport.emulators install
 
-# The static gates: ruff's linter and formatter, mypy (strict on mds_core and pipelines) and the
+# The static gates: ruff's linter and formatter, mypy (strict on mds_core and pipelines, basic with the
+# bodies of untyped functions checked on tests, testsupport and benchmarks) and the
 # import layers of docs/architecture.md (import-linter; contracts in pyproject.toml).
 lint: install
 	$(VENV)/bin/ruff check .

@@ -24,12 +24,13 @@ from pathlib import Path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)  # the tests' S3 server and the per-day path they assert on
+sys.path.insert(0, ROOT)  # testsupport: the tests' S3 server and the per-day path they assert on
 
 from harness import fmt, header, write_report
 
-from tests.s3 import FaultProxy, MotoServer, apply_env, s3_env
-from tests.versions.test_daily_cost import DayCost, daily_path, seed_history
+from testsupport.daily_cost import DayCost, daily_path, seed_history
+from testsupport.fault_proxy import FaultProxy, apply_env
+from testsupport.s3 import MotoServer, s3_env
 
 
 def measure(server: MotoServer, proxy: FaultProxy, days: int, reps: int, rows: int, jobs: str) -> dict:
@@ -95,7 +96,7 @@ def main() -> None:
     from mds_core.streaming.loader_check import check_version  # noqa: F401  (torch's import is not a day's cost)
 
     with tempfile.TemporaryDirectory(prefix="mds-bench-daily-") as work:
-        server = MotoServer(Path(work))
+        server = MotoServer(Path(work), count_requests=False)  # the FaultProxy below counts
         apply_env(s3_env(server.endpoint))
         proxy = FaultProxy(server.endpoint)
         apply_env({"S3_ENDPOINT_URL": proxy.endpoint})

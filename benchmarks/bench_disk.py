@@ -500,13 +500,13 @@ def report(bench: harness.Bench, args: argparse.Namespace, path: Path, info: dic
         lines.append(
             f"| {label} | {rng(mbps(key))} | {rng(sps)} | {harness.fmt(harness.median(secs), 2)} | "
             f"{harness.fmt(harness.median(cpu), 2)} | "
-            f"{harness.fmt(100 * harness.median(c / s for c, s in zip(cpu, secs)))}% | "
+            f"{harness.fmt(100 * harness.median_of(c / s for c, s in zip(cpu, secs)))}% | "
             f"{harness.fmt(bench.med(key, 'blocked_seconds'), 2)} | "
             f"{harness.fmt(bench.med(key, 'runqueue_seconds'), 2)} | "
             f"{harness.fmt(bench.med(key, 'peak_rss_mb'))} | "
             f"{harness.fmt(bench.med(key, 'major_faults'))} | "
             f"{harness.fmt(100 * max(bench.all(key, 'resident_before')) / shard_bytes, 1)}% (max) | "
-            f"{harness.fmt(100 * harness.median(bench.all(key, 'io_read_bytes')) / shard_bytes)}% |"
+            f"{harness.fmt(100 * harness.median_of(bench.all(key, 'io_read_bytes')) / shard_bytes)}% |"
         )
     ratio = harness.ratio_of_medians(mbps(("reader",)), mbps(("disk",)))
     lines += [
@@ -514,18 +514,19 @@ def report(bench: harness.Bench, args: argparse.Namespace, path: Path, info: dic
         (f"**reader / disk** (ratio of median MB/s, [per-rep range]): {harness.ratio_cell(ratio, TARGET)}"),
         "",
     ]
-    cpu = bench.med(("reader",), "cpu_seconds")
-    alone = (bench.results.get(("consumer",)) or [None])[0]
-    if cpu:
+    reader_cpu = bench.med(("reader",), "cpu_seconds")
+    consumer_runs = bench.results.get(("consumer",))
+    alone = consumer_runs[0] if consumer_runs else None
+    if reader_cpu:
         line = (
             f"CPU bound of the reader: shard bytes / its median CPU seconds = "
-            f"**{shard_bytes / cpu / 1e6:,.0f} MB/s**, the most it could reach on one core with I/O "
+            f"**{shard_bytes / reader_cpu / 1e6:,.0f} MB/s**, the most it could reach on one core with I/O "
             "fully overlapped"
         )
         if alone:
             whole = alone["seconds"] / alone["payload"] * info["payload_bytes"]
             line += (
-                f"; of its {cpu:.2f} CPU s, the harness Consumer alone (the same samples already in "
+                f"; of its {reader_cpu:.2f} CPU s, the harness Consumer alone (the same samples already in "
                 f"memory, `harness.consumer_limit` over the first {alone['payload'] >> 20} MiB) "
                 f"accounts for about {whole:.2f} s ({shard_bytes / whole / 1e6:,.0f} MB/s)"
             )

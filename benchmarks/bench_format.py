@@ -147,13 +147,18 @@ def consumed_bytes(workload: str, n: int, seed: int) -> int:
 def make_writer(spec: dict[str, Any], samples: list[dict[str, Any]]) -> Callable[[], None]:
     impl, out, columns = spec["impl"], spec["dir"], WORKLOAD_COLUMNS[spec["workload"]]
     if impl in ("ours", "ref"):
+        writer_class: Any
         if impl == "ours":
-            from mds_core import MDSWriter
+            import mds_core
+
+            writer_class = mds_core.MDSWriter
         else:
-            from streaming import MDSWriter
+            import streaming
+
+            writer_class = streaming.MDSWriter
 
         def write() -> None:
-            with MDSWriter(
+            with writer_class(
                 out=out,
                 columns=columns,
                 compression=spec["compression"],
@@ -437,6 +442,7 @@ def workload_table(bench: harness.Bench, workload: str, n: int, info: dict[str, 
         f"| {fmt(bench.med((workload, 'consumer'), 'cpu_seconds'), 3)} | — | — | — | — | 100% | | "
         f"copies {want_consumed / 1e6:,.1f} MB |"
     )
+    key: tuple[str | None, ...]  # (workload, operation, implementation, ...): a Bench result key
     for writer in ("ref", "litdata"):
         key = (workload, "pagecache", writer)
         med, size = bench.med(key, "seconds"), info["uncompressed_bytes"].get(writer)

@@ -13,6 +13,7 @@ import argparse
 import os
 import sys
 import time
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -57,7 +58,7 @@ def main() -> None:
     began = time.perf_counter()
     shards, world = synthetic_index(args.samples), parse_world(args.world)
     link = Environment(bandwidth=1.25e9, latency=0.02, consume_seconds=2e-4, startup_seconds=0.2)
-    cases = {
+    cases: dict[str, dict[str, Any]] = {
         "exact figures only (no environment, no limit)": {},
         "with the time model (1.25 GB/s per node, 0.2 ms/sample)": {"environment": link},
         "with the time model and a 4 GiB cache limit": {"environment": link, "cache_limit": 4 << 30},

@@ -6,9 +6,9 @@ The data set is the ``mixed`` workload (int64 ``id``, int32 ``label``, ~200 B ``
 mds_core and the reference) and once by litdata's ``BinaryWriter`` (zstd, read by litdata), both with
 ``--size-limit`` shards, and uploaded to each store:
 
-* ``s3``: the tests' moto server (``tests/s3.py``), read through s3fs (ours), boto3 (the reference)
+* ``s3``: the tests' moto server (``testsupport/s3.py``), read through s3fs (ours), boto3 (the reference)
   and boto3 + obstore (litdata);
-* ``gcs``: the tests' fake-gcs-server (``tests/emulators.py``), read through gcsfs (ours). The peers'
+* ``gcs``: the tests' fake-gcs-server (``testsupport/emulators.py``), read through gcsfs (ours). The peers'
   GCS client (google-cloud-storage) is not in ``benchmarks/.venv``: only ours and the plain
   downloader run there.
 
@@ -51,6 +51,7 @@ import pickle
 import shutil
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -118,9 +119,9 @@ def open_dataset(spec: dict[str, Any], local: str) -> Any:
             job_root=spec["job_root"],
         )
     if impl == "ref":
-        from streaming import StreamingDataset
+        import streaming
 
-        return StreamingDataset(remote=url, local=local, batch_size=BATCH, shuffle=True, shuffle_algo="py1e")
+        return streaming.StreamingDataset(remote=url, local=local, batch_size=BATCH, shuffle=True, shuffle_algo="py1e")
     import litdata
 
     allow_plain_http()
@@ -174,6 +175,7 @@ def plain_download(spec: dict[str, Any], local: str) -> int:
     def get(pair: tuple[int, str]) -> int:
         number, url = pair
         parts = urlsplit(url)
+        assert parts.hostname is not None, url
         conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=600)
         try:
             conn.request("GET", parts.path + ("?" + parts.query if parts.query else ""))
@@ -283,6 +285,10 @@ class Store:
     """A server of the tests on 127.0.0.1 with a NetProxy in front; ``url(prefix)`` names a data set on it."""
 
     name = ""
+    # Set by each store's __init__ before it calls this one: the tests' server, its process and port.
+    server: Any
+    process: subprocess.Popen[Any]
+    port: int
 
     def __init__(self, work: Path) -> None:
         self.work = work
@@ -310,14 +316,30 @@ class Store:
         self.proxy.close()
         self.server.stop()
 
+    def env(self) -> dict[str, str]:
+        """The environment a measurement's process needs to reach the store through the proxy."""
+        raise NotImplementedError
+
+    def url(self, prefix: str) -> str:
+        """The URL of the data set at ``prefix`` on the store."""
+        raise NotImplementedError
+
+    def upload(self, directory: Path, prefix: str) -> None:
+        """Every file under ``directory`` to ``prefix``, by the server's address (not the proxy's)."""
+        raise NotImplementedError
+
+    def object_urls(self, prefix: str, names: list[str]) -> list[str]:
+        """URLs a plain HTTP GET fetches ``prefix/name`` by, through the proxy."""
+        raise NotImplementedError
+
 
 class S3(Store):
     name = "s3"
 
     def __init__(self, work: Path) -> None:
-        from tests.s3 import MotoServer, s3_env
+        from testsupport.s3 import MotoServer, s3_env
 
-        self.server = MotoServer(work)
+        self.server = MotoServer(work, count_requests=False)  # no proxy in this process shares the timings
         self.process, self.port = self.server.process, self.server.port
         os.environ.update(s3_env(self.server.endpoint))
         self.bucket = self.server.new_bucket()
@@ -327,7 +349,7 @@ class S3(Store):
         self.client = boto3.client("s3", endpoint_url=self.server.endpoint, region_name="us-east-1")
 
     def env(self) -> dict[str, str]:
-        from tests.s3 import s3_env
+        from testsupport.s3 import s3_env
 
         return dict(
             s3_env(self.proxy.endpoint), AWS_ENDPOINT_URL=self.proxy.endpoint, AWS_ENDPOINT_URL_S3=self.proxy.endpoint
@@ -356,7 +378,7 @@ class GCS(Store):
     name = "gcs"
 
     def __init__(self, work: Path) -> None:
-        from tests.emulators import FakeGCS
+        from testsupport.emulators import FakeGCS
 
         self.server = FakeGCS(work)
         self.process, self.port = self.server.process, self.server.port
@@ -397,6 +419,8 @@ PEER_STORES = {"s3"}  # where the reference's and litdata's clients are installe
 
 class Bench(harness.Bench):
     """The harness's Bench; ours runs in the project's environment, the peers in benchmarks/.venv."""
+
+    expected: dict[tuple, Any]  # (*tag, impl): the batch a resume must return first (set by main)
 
     def server(self, family: str) -> Any:
         if family not in self.servers:
@@ -479,7 +503,7 @@ def run_network(bench: Bench, store: Store, network: tuple[float, float | None],
     warm_cache: dict[str, Path] = {}
     setups = [*impls, PINNED] if store.name in PEER_STORES and "ours" in impls else impls
     for impl in setups:
-        state_file = bench.work / f"state-{store.name}-{impl}.pkl"
+        state_file = str(bench.work / f"state-{store.name}-{impl}.pkl")
         local = resume_dir(bench, impl)
         shutil.rmtree(local, ignore_errors=True)
         local.mkdir()
@@ -489,7 +513,7 @@ def run_network(bench: Bench, store: Store, network: tuple[float, float | None],
                 base,
                 **resume_target(store, impl),
                 op="resume-setup",
-                state_file=str(state_file),
+                state_file=state_file,
                 local=str(local),
                 keep_cache=True,
             ),
@@ -649,10 +673,8 @@ def network_section(bench: Bench, info: dict[str, Any], store_name: str, network
 
     def row(label: str, series: dict[str, list[float]], digits: int, lower: bool, target: float | None) -> None:
         cells = [fmt(harness.median(series[i]), digits) if series[i] else "—" for i in impls]
-        best = None
-        candidates = [i for i in peers if series[i]]
-        if candidates:
-            best = (min if lower else max)(candidates, key=lambda i: harness.median(series[i]))
+        medians = {i: m for i in peers if (m := harness.median(series[i])) is not None}
+        best = (min if lower else max)(medians, key=medians.__getitem__) if medians else None
         ratio = ""
         if best and series.get("ours"):
             got = harness.ratio_of_medians(series["ours"], series[best])
@@ -737,14 +759,15 @@ def network_section(bench: Bench, info: dict[str, Any], store_name: str, network
     # the physical limit
     plain = values("plain", "plain")
     if plain:
-        mb = harness.median(values("plain", "plain", "bytes")) / 1e6
+        mb = harness.median_of(values("plain", "plain", "bytes")) / 1e6
         ours_epoch = rate("epoch", "ours") if "ours" in impls else []
         limit_rate = [n / s for s in plain]
+        plain_seconds = harness.median_of(plain)
         share = harness.ratio_of_medians(ours_epoch, limit_rate)
         lines += [
             f"Physical limit: the {info['shards']} MDS shards ({mb:.1f} MB) fetched by {args.plain_threads} threads of "
-            f"raw HTTP GETs over the same proxy: **{harness.median(plain):.3f} s** ({mb / harness.median(plain):.0f} MB/s, "
-            f"{n / harness.median(plain):,.0f} samples/s), CPU s client / server / proxy "
+            f"raw HTTP GETs over the same proxy: **{plain_seconds:.3f} s** ({mb / plain_seconds:.0f} MB/s, "
+            f"{n / plain_seconds:,.0f} samples/s), CPU s client / server / proxy "
             + " / ".join(
                 fmt(harness.median(values("plain", "plain", f)), 2) for f in ("cpu_seconds", "server_cpu", "proxy_cpu")
             )
@@ -831,7 +854,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.networks == parser.get_default("networks"):
             args.networks = "0,25"
     args.impls = [i for i in args.impls.split(",") if i]
-    sys.path.insert(0, str(ROOT))  # tests.s3 and tests.emulators: the servers the tests start
+    sys.path.insert(0, str(ROOT))  # testsupport: the servers the tests start
 
     t0 = time.perf_counter()
     harness.clean_reference_shm() if "ref" in args.impls and _has_streaming() else None

@@ -26,11 +26,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np
-from harness import Consumer, Span, fmt, header, median, tree_cpu_seconds, write_report
+from harness import Consumer, Span, fmt, header, median, median_of, tree_cpu_seconds, write_report
 
 STREAMS = {"web": 300_000, "code": 200_000, "math": 100_000}
 BATCH = 256
@@ -66,7 +67,7 @@ def iterate(root: str, mode: str, workers: int, scale: float) -> dict[str, float
     samples = int(sum(STREAMS.values()) * scale)
     if mode == "plain":
         streams = [Stream(local=f"{root}/{n}", proportion=PLAIN[n]) for n in STREAMS]
-        extra = {}
+        extra: dict[str, Any] = {}
     else:
         steps = samples // BATCH
         phases = [Phase(start=i * steps // 3, weights=w) for i, w in enumerate(PHASES)]
@@ -118,7 +119,7 @@ def resume(step: int, scale: float) -> dict[str, float]:
     return {"seconds": span.seconds, "cpu_seconds": span.cpu_seconds, "peak_rss_mb": span.peak_rss_mb}
 
 
-def child(args: list[str]) -> dict[str, float]:
+def child(args: list[str | float]) -> dict[str, float]:
     command = [sys.executable, os.path.abspath(__file__), "--child", json.dumps(args)]
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -145,11 +146,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as root:
         write_streams(Path(root), scale)
         for workers in (0, 2):
-            runs = {mode: [] for mode in ("plain", "scheduled")}
+            runs: dict[str, list[dict[str, float]]] = {mode: [] for mode in ("plain", "scheduled")}
             for _ in range(reps):  # interleaved, so that drift on the machine hits both alike
                 for mode in runs:
                     runs[mode].append(child(["iterate", root, mode, workers, scale]))
-            rate = {m: median([r["samples"] / r["seconds"] for r in rs]) for m, rs in runs.items()}
+            rate = {m: median_of([r["samples"] / r["seconds"] for r in rs]) for m, rs in runs.items()}
             cpu = {m: median([r["cpu_seconds"] for r in rs]) for m, rs in runs.items()}
             reader = "rank process" if not workers else f"StreamingDataLoader, {workers} workers"
             lines.append(
@@ -161,14 +162,14 @@ def main() -> None:
         "| resumed at | to the first batch, s (median) | [min–max] | CPU s | peak RSS MiB |",
         "|---|--:|--:|--:|--:|",
     ]
-    results = {}
+    results: dict[int, float] = {}
     for step in (10, 1_000_000):
-        runs = [child(["resume", step, scale]) for _ in range(reps)]
-        walls = [r["seconds"] for r in runs]
-        results[step] = median(walls)
+        resumes = [child(["resume", step, scale]) for _ in range(reps)]
+        walls = [r["seconds"] for r in resumes]
+        results[step] = median_of(walls)
         lines.append(
             f"| step {step:,} | {fmt(median(walls), 2)} | {fmt(min(walls), 2)}–{fmt(max(walls), 2)} | "
-            f"{fmt(median([r['cpu_seconds'] for r in runs]), 2)} | {fmt(max(r['peak_rss_mb'] for r in runs))} |"
+            f"{fmt(median([r['cpu_seconds'] for r in resumes]), 2)} | {fmt(max(r['peak_rss_mb'] for r in resumes))} |"
         )
     lines.append(f"\nstep 10⁶ / step 10: {results[1_000_000] / results[10]:.3f} (target ≤ 1.10)")
     settings = f"{reps} fresh process(es) per figure, data x{scale}; see the module docstring for the data"

@@ -42,7 +42,7 @@ Scenarios (``--scenarios``):
   The moto server shares the two cores and is reset after each run; its CPU is reported apart (it is
   not in the run's process tree). No target there: it is a check of bounded executor-side disk.
 * ``cluster``: the same call on a Spark standalone cluster started for the benchmark from pyspark's own
-  distribution (``tests/spark_cluster.py``): a master and two workers on 127.0.0.1, each worker 1 core
+  distribution (``testsupport/spark_cluster.py``): a master and two workers on 127.0.0.1, each worker 1 core
   and 3 GB, one executor per worker (2 GB), the driver a separate ``spark://`` application (driver
   memory 2 GB) reading the same cached Parquet (a shared path: one host) and writing a local ``out``
   (shared the same way). Each repetition runs every run twice, interleaved: on ``local[2]`` (as in
@@ -415,14 +415,20 @@ def measure(
         "PYSPARK_DRIVER_PYTHON": str(python),
         "PYTHONWARNINGS": "ignore",
     }
-    bucket = None
+    bucket = ""  # set when the output goes to the S3 server
     if moto is not None:
         env.update(moto.env())
         bucket = moto.bucket(f"{scenario}-{table}-{run}")
         out = f"s3://{bucket}/data"
     else:
         out = str(base / "out")
-    spec = {"run": run, "source": str(source), "out": out, "scratch": str(scratch), "columns": COLUMNS[table]}
+    spec: dict[str, Any] = {
+        "run": run,
+        "source": str(source),
+        "out": out,
+        "scratch": str(scratch),
+        "columns": COLUMNS[table],
+    }
     sampled = scratch
     if cluster is not None:
         spec.update(
@@ -518,8 +524,8 @@ def section(
         if run not in got:
             continue
         results = got[run]
-        med = harness.median(secs[run])
-        cpu = harness.median(r["cpu_seconds"] for r in results)
+        med = harness.median_of(secs[run])
+        cpu = harness.median_of(r["cpu_seconds"] for r in results)
         checked = "yes" if all(r["verified"] for r in results) else "**NO**"
         lines.append(
             f"| {LABELS[run]} | {harness.fmt(rows / med)} | {harness.spread(secs[run])} | {_cpu(results)} | "
@@ -533,11 +539,11 @@ def section(
     if "ours" in got and "native" in got:
         ratio = harness.ratio_of_medians(secs["ours"], secs["native"])
         lines.append(f"| ours' time ÷ Spark's Parquet write | {harness.ratio_cell(ratio, 1.5, at_most=True)} |")
-        cpu = harness.ratio_of_medians(*[[r["cpu_seconds"] for r in got[k]] for k in ("ours", "native")])
-        lines.append(f"| ours' CPU seconds ÷ Spark's Parquet write's | {harness.ratio_cell(cpu)} |")
+        cpu_ratio = harness.ratio_of_medians(*[[r["cpu_seconds"] for r in got[k]] for k in ("ours", "native")])
+        lines.append(f"| ours' CPU seconds ÷ Spark's Parquet write's | {harness.ratio_cell(cpu_ratio)} |")
     if "ours" in got and "reference" in got:
-        cpu = harness.ratio_of_medians(*[[r["cpu_seconds"] for r in got[k]] for k in ("reference", "ours")])
-        lines.append(f"| the reference's CPU seconds ÷ ours | {harness.ratio_cell(cpu)} |")
+        cpu_ratio = harness.ratio_of_medians(*[[r["cpu_seconds"] for r in got[k]] for k in ("reference", "ours")])
+        lines.append(f"| the reference's CPU seconds ÷ ours | {harness.ratio_cell(cpu_ratio)} |")
     stages = [run for run in ("arrow", "ours-raw", "ours") if run in got]
     if scenario == "local" and len(stages) > 1:
         lines += [
@@ -552,10 +558,10 @@ def section(
         ]
         previous = None
         for run in stages:
-            med = harness.median(secs[run])
-            cpu = harness.median(r["cpu_seconds"] for r in got[run])
+            med = harness.median_of(secs[run])
+            cpu = harness.median_of(r["cpu_seconds"] for r in got[run])
             added = "" if previous is None else f"{med - previous[0]:+.1f} / {cpu - previous[1]:+.1f}"
-            share = med / harness.median(secs["ours"]) if "ours" in got else None
+            share = med / harness.median_of(secs["ours"]) if "ours" in got else None
             label = (
                 LABELS[run]
                 if run != "ours"
@@ -599,7 +605,7 @@ def run_cluster(
 ) -> None:
     """Each run on local[2] (key "cluster-local"), then on the 2-worker standalone cluster (key "cluster")."""
     sys.path.insert(0, str(ROOT))
-    from tests.spark_cluster import StandaloneCluster
+    from testsupport.spark_cluster import StandaloneCluster
 
     root = args.work / "cluster"
     shutil.rmtree(root, ignore_errors=True)
@@ -678,8 +684,8 @@ def cluster_section(table: str, rows: int, results: dict[tuple[str, str, str], l
             if not got:
                 continue
             secs = [r["seconds"] for r in got]
-            med = harness.median(secs)
-            cpu = harness.median(r["cpu_seconds"] for r in got)
+            med = harness.median_of(secs)
+            cpu = harness.median_of(r["cpu_seconds"] for r in got)
             checked = "yes" if all(r["verified"] for r in got) else "**NO**"
             lines.append(
                 f"| {LABELS[run]} | {where} | {harness.fmt(rows / med)} | {harness.spread(secs)} | "
@@ -694,9 +700,9 @@ def cluster_section(table: str, rows: int, results: dict[tuple[str, str, str], l
             target = 1.25 if run == "ours" else None
             cell = harness.ratio_cell(ratio, target, at_most=True) if target else harness.ratio_cell(ratio)
             lines.append(f"| {LABELS[run].split(':')[0]}: cluster time ÷ `local[2]` time | {cell} |")
-            cpu = harness.ratio_of_medians([r["cpu_seconds"] for r in remote], [r["cpu_seconds"] for r in local])
+            cpu_ratio = harness.ratio_of_medians([r["cpu_seconds"] for r in remote], [r["cpu_seconds"] for r in local])
             lines.append(
-                f"| {LABELS[run].split(':')[0]}: cluster CPU seconds ÷ `local[2]`'s | {harness.ratio_cell(cpu)} |"
+                f"| {LABELS[run].split(':')[0]}: cluster CPU seconds ÷ `local[2]`'s | {harness.ratio_cell(cpu_ratio)} |"
             )
     return lines + [""]
 

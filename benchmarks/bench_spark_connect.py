@@ -6,7 +6,7 @@ columns inferred). Each repetition runs, interleaved so both see the same machin
 
 * ``classic``: as ``bench_spark.py``'s ``ours`` run: a fresh process with a ``local[2]`` session (driver
   memory 6 GB), ``spark.read.parquet`` and a warm-up ``count()``, then only the call is timed;
-* ``connect``: a fresh Spark Connect server (``tests/spark_connect.py``: pyspark 4.3's own server,
+* ``connect``: a fresh Spark Connect server (``testsupport/spark_connect.py``: pyspark 4.3's own server,
   ``spark-submit --class ...SparkConnectServer``, ``local[2]``, driver memory 6 GB) on 127.0.0.1, and
   a fresh client process that connects to it, reads the same Parquet, runs the warm-up ``count()``, then
   times the same call. The server is started anew for every run (not timed), as the classic JVM is.
@@ -127,7 +127,7 @@ def _cpu(server_pid: int | None) -> dict[int, tuple[str, float]]:
 
 def measure(mode: str, run: str, work: Path, source: Path, columns: Any) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT))
-    from tests.spark_connect import ConnectServer
+    from testsupport.spark_connect import ConnectServer
 
     base = work / f"{mode}-{run}"
     shutil.rmtree(base, ignore_errors=True)

@@ -112,24 +112,26 @@ def fingerprint(keys: list[int]) -> str:
 def import_family(family: str) -> None:
     """What a family's measurements use, imported in its template process (never timed)."""
     if family == "ours":
-        from mds_core import StreamingDataLoader, StreamingDataset  # noqa: F401
-        from mds_core.order import OrderSpec, generate_work  # noqa: F401
+        import mds_core.order  # noqa: F401
     elif family == "ref":
-        import streaming  # noqa: F401
-        from streaming.base.batching import generate_work  # noqa: F401
+        import streaming.base.batching  # noqa: F401
     elif family == "litdata":
-        import litdata  # noqa: F401
-        from litdata.streaming.writer import BinaryWriter  # noqa: F401
+        import litdata.streaming.writer  # noqa: F401
 
 
 def write_dataset(spec: dict[str, Any]) -> None:
     samples = iter_samples(spec["workload"], spec["n"], spec["seed"])
     if spec["impl"] in ("ref", "ours"):
+        writer_class: Any
         if spec["impl"] == "ours":
-            from mds_core import MDSWriter
+            import mds_core
+
+            writer_class = mds_core.MDSWriter
         else:
-            from streaming import MDSWriter
-        with MDSWriter(
+            import streaming
+
+            writer_class = streaming.MDSWriter
+        with writer_class(
             out=spec["dir"], columns=WORKLOAD_COLUMNS[spec["workload"]], size_limit=spec["size_limit"]
         ) as writer:
             for sample in samples:
@@ -137,11 +139,11 @@ def write_dataset(spec: dict[str, Any]) -> None:
     else:
         from litdata.streaming.writer import BinaryWriter
 
-        writer = BinaryWriter(spec["dir"], chunk_bytes=spec["size_limit"])
+        chunks = BinaryWriter(spec["dir"], chunk_bytes=spec["size_limit"])
         for index, sample in enumerate(samples):
-            writer.add_item(index, sample)
-        writer.done()
-        writer.merge()
+            chunks.add_item(index, sample)
+        chunks.done()
+        chunks.merge()
 
 
 def open_dataset(spec: dict[str, Any]) -> Any:
@@ -182,16 +184,23 @@ def litdata_bytes_collate(items: list[Any]) -> Any:
 
 def open_loader(spec: dict[str, Any], ds: Any) -> Any:
     kwargs: dict[str, Any] = {}
+    loader_class: Any
     if spec["impl"] == "ours":
-        from mds_core import StreamingDataLoader
+        import mds_core
+
+        loader_class = mds_core.StreamingDataLoader
     elif spec["impl"] == "ref":
-        from streaming import StreamingDataLoader
+        import streaming
+
+        loader_class = streaming.StreamingDataLoader
     else:
-        from litdata import StreamingDataLoader
+        import litdata
+
+        loader_class = litdata.StreamingDataLoader
 
         if spec["workload"] == "mixed":
             kwargs["collate_fn"] = litdata_bytes_collate
-    return StreamingDataLoader(ds, batch_size=spec["batch_size"], num_workers=spec["workers"], **kwargs)
+    return loader_class(ds, batch_size=spec["batch_size"], num_workers=spec["workers"], **kwargs)
 
 
 def order_sizes(n: int, shard: int) -> list[int]:
@@ -211,7 +220,7 @@ def ref_order_standin(sizes: list[int], ncn: int, batch_size: int) -> Any:
     class StandIn:
         resample_streams = RefStreamingDataset.resample_streams
 
-    self = StandIn()
+    self: Any = StandIn()  # the attributes below are set one by one, as __init__ would
     self.num_streams = 1
     self.samples_per_shard = np.array(sizes, np.int64)
     self.sample_offset_per_shard = self.samples_per_shard.cumsum() - self.samples_per_shard
@@ -249,7 +258,7 @@ def generate_order(spec: dict[str, Any]) -> np.ndarray:
     return ref_generate_work("random", standin, RefWorld(nodes, ranks, workers, 0), 0, 0)
 
 
-def consumed_bytes(workload: str, n: int, seed: int) -> int | None:
+def consumed_bytes(workload: str, n: int, seed: int) -> int:
     """What the consumer must copy for one epoch (the unpacked integers of 'mixed' are not copied)."""
     if workload == "mixed":
         return bf.consumed_bytes(workload, n, seed)
@@ -259,7 +268,8 @@ def consumed_bytes(workload: str, n: int, seed: int) -> int | None:
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
     """One measurement; runs in a fresh process forked from the impl's template."""
     signal.alarm(spec.get("timeout", 0))  # a hung measurement dies: its reply says so
-    op, impl, workload = spec["op"], spec["impl"], spec.get("workload")
+    op, impl = spec["op"], spec["impl"]
+    workload: str = spec.get("workload", "")  # "order" measurements have none
     result: dict[str, Any] = {}
     if op == "consumer":  # the consumer alone over the same samples, already in memory
         return harness.consumer_limit(list(iter_samples(workload, spec["n"], spec["seed"])))

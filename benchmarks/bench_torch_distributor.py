@@ -2,7 +2,7 @@
 ``StreamingDataLoader`` over a Volume, every payload byte consumed) started both ways, two processes,
 a cold cache each run, repetitions interleaved.
 
-The Volume is the loopback Files API server of tests/databricks_files.py (in this process's threads),
+The Volume is the loopback Files API server of testsupport/databricks_files.py (in this process's threads),
 so the figures compare the two launchers on the same store, not Databricks' network. Reported:
 the loop's samples/s (slowest rank, construction to last batch), the wall time of the whole run
 (launch included), and CPU seconds of the process tree.
@@ -78,7 +78,7 @@ def main() -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    from tests.databricks_files import FilesApiServer
+    from testsupport.databricks_files import FilesApiServer
 
     spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
     server = FilesApiServer()

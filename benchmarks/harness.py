@@ -347,8 +347,8 @@ class Bench:
 
     def fastest(self, impls: list[str], key_of: Callable[[str], tuple]) -> str | None:
         """Of ``impls``, the one with the smallest median time for ``key_of(impl)`` (None if none ran)."""
-        timed = [impl for impl in impls if self.med(key_of(impl), "seconds")]
-        return min(timed, key=lambda impl: self.med(key_of(impl), "seconds"), default=None)
+        medians = {impl: seconds for impl in impls if (seconds := self.med(key_of(impl), "seconds"))}
+        return min(medians, key=medians.__getitem__, default=None)
 
     def error_note(self, key: tuple) -> list[str]:
         return [f"error: {self.errors[key]}"] if key in self.errors else []
@@ -385,6 +385,14 @@ def median(values: Iterable[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
+def median_of(values: Iterable[float]) -> float:
+    """The median of figures that must be there (a measurement that ran at least once)."""
+    value = median(values)
+    if value is None:
+        raise ValueError("no figures to take the median of")
+    return value
+
+
 def spread(values: list[float], digits: int = 1) -> str:
     """``20.7 [20.1–21.5]``: the median and the smallest and largest value."""
     if not values:
@@ -394,10 +402,11 @@ def spread(values: list[float], digits: int = 1) -> str:
 
 def ratio_of_medians(a: list[float], b: list[float]) -> tuple[float, float, float] | None:
     """``median(a) / median(b)`` and the smallest and largest per-rep ratio ``a[i] / b[i]``."""
-    if not a or not b or not median(b):
+    median_a, median_b = median(a), median(b)
+    if median_a is None or not median_b:
         return None
     per_rep = [x / y for x, y in zip(a, b) if y]
-    return median(a) / median(b), min(per_rep or [0]), max(per_rep or [0])
+    return median_a / median_b, min(per_rep or [0]), max(per_rep or [0])
 
 
 def ratio_cell(value: tuple[float, float, float] | None, target: float | None = None, at_most: bool = False) -> str:

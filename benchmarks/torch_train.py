@@ -42,4 +42,5 @@ def loop(host: str, token: str, remote: str, cache: str, out: str, batch_size: i
 
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    loop(*sys.argv[1:6])
+    host, token, remote, cache, out = sys.argv[1:6]
+    loop(host, token, remote, cache, out)

@@ -5,9 +5,19 @@ Training code moves over by changing one import::
     from mds_core import MDSWriter, LocalDataset, StreamingDataset, StreamingDataLoader
 """
 
+from typing import TYPE_CHECKING
+
 from mds_core.errors import MDSError
 from mds_core.streaming.local import LocalDataset
 from mds_core.writer import MDSWriter, merge_index
+
+if TYPE_CHECKING:  # the lazy names below, typed for their callers
+    from mds_core.convert.spark import dataframe_to_mds
+    from mds_core.order.schedule import Phase, Schedule
+    from mds_core.streaming.dataset import StreamingDataset
+    from mds_core.streaming.loader import StreamingDataLoader
+    from mds_core.streaming.registry import streams_registry
+    from mds_core.streaming.stream import Stream
 
 __all__ = [
     "LocalDataset",

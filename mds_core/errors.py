@@ -104,8 +104,11 @@ class ConfigurationError(MDSError, ValueError):
 
 
 class UnsafeFolderError(ConfigurationError):
-    """A folder that must be this user's alone (the job root, a cache) but that another user owns or can
-    write, or that is a symbolic link: its contents cannot be trusted, nor may this user's data go there."""
+    """A folder that must be this user's alone (the job root, a cache) but is not.
+
+    Another user owns it or can write it, or it is a symbolic link: its contents cannot be trusted, nor may
+    this user's data go there.
+    """
 
 
 class EmptyStreamError(ConfigurationError, RuntimeError):
@@ -113,8 +116,11 @@ class EmptyStreamError(ConfigurationError, RuntimeError):
 
 
 class EpochMemoryError(MDSError, MemoryError):
-    """An epoch's sample order that does not fit in memory: an index claiming far more samples than its
-    shard files hold (the order is computed before any shard is opened), or data too large for this host."""
+    """An epoch's sample order that does not fit in memory.
+
+    An index claiming far more samples than its shard files hold (the order is computed before any shard is opened), or
+    data too large for this host.
+    """
 
 
 class ResumeError(MDSError, ValueError):

@@ -1,5 +1,8 @@
-"""Sizes for people: ``"64mb"`` -> 67108864 (powers of 1024, as the reference's ``bytes_to_int``), and
-67108864 -> ``"64.0 MiB"`` for every report and command."""
+"""Sizes for people.
+
+``"64mb"`` -> 67108864 (powers of 1024, as the reference's ``bytes_to_int``), and 67108864 -> ``"64.0 MiB"`` for every
+report and command.
+"""
 
 from __future__ import annotations
 
@@ -12,16 +15,22 @@ _SIZE_RE = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)$")
 
 
 def bytes_to_int(size: int | float | str) -> int:
-    """Parse ``1024``, ``1024.7``, ``"1024"``, ``"1.5kb"`` or ``"64MB"`` into a byte count."""
+    """Parse ``1024``, ``1024.7``, ``"1024"``, ``"1.5kb"`` or ``"64MB"`` into a byte count.
+
+    Raises:
+        SizeError: (a ``ValueError``, as the reference raised) for anything else; the message quotes it. Each
+            caller names the argument: ``parse_size_limit`` as a ``WriterError``, ``cache_limit`` as a
+            ``ConfigurationError``.
+    """
     if isinstance(size, bool):
-        raise WriterError(f"a size must be a number or a string like '64mb', got {size!r}")
+        raise SizeError(f"a size must be a number or a string like '64mb', got {size!r}")
     if isinstance(size, (int, float)):
         return int(size)
     if not isinstance(size, str):
-        raise WriterError(f"a size must be a number or a string like '64mb', got {type(size).__name__}")
+        raise SizeError(f"a size must be a number or a string like '64mb', got {type(size).__name__}")
     match = _SIZE_RE.match(size.strip().lower())
     if not match or (match.group(2) not in _BYTE_SUFFIXES and match.group(2)):
-        raise WriterError(
+        raise SizeError(
             f"Unsupported value/suffix {size!r}: a size is bytes or a number with a suffix {sorted(_BYTE_SUFFIXES)}, e.g. '64mb'"
         )
     number, suffix = match.groups()

@@ -1,7 +1,7 @@
 """Automation per dataset: its daily job and schedule, and a sensor on its landing folder (any fsspec URL).
 
 Schedules and sensors start stopped, so `dagster dev` launches nothing by itself; turn them on in the
-UI (Automation tab), or have them start running with the registry component's ``automation: on``
+UI (Automation tab), or have them start running with each dataset component's ``automation: on``
 (``MDS_AUTOMATION=on``).
 """
 
@@ -12,8 +12,6 @@ from typing import Any
 
 from dagster import (
     AssetSelection,
-    DefaultScheduleStatus,
-    DefaultSensorStatus,
     RunRequest,
     ScheduleDefinition,
     ScheduleEvaluationContext,
@@ -28,25 +26,19 @@ from dagster import (
 
 from mds_core.storage.urls import redact
 from pipelines.assets.shards import days_of
-from pipelines.conventions import daily, op_name
+from pipelines.conventions import daily, op_name, schedule_status, sensor_status
 from pipelines.landing import day_url, landed_days
 from pipelines.registry import DatasetSpec
 from pipelines.resources import LandingZone, ShardStore
 
 
-def schedule_status(running: bool) -> DefaultScheduleStatus:
-    return DefaultScheduleStatus.RUNNING if running else DefaultScheduleStatus.STOPPED
-
-
-def sensor_status(running: bool) -> DefaultSensorStatus:
-    return DefaultSensorStatus.RUNNING if running else DefaultSensorStatus.STOPPED
-
-
 def daily_job_name(spec: DatasetSpec) -> str:
+    """The name of ``spec``'s daily job."""
     return f"{spec.name}_daily"
 
 
 def daily_job(spec: DatasetSpec) -> Any:  # Dagster exports no name for the unresolved job define_asset_job makes
+    """The job that materialises ``spec``'s whole graph for a day."""
     return define_asset_job(
         daily_job_name(spec),
         selection=AssetSelection.groups(spec.name),
@@ -62,7 +54,8 @@ def daily_schedule(spec: DatasetSpec, running: bool = False) -> ScheduleDefiniti
     A plain schedule, not ``build_schedule_from_partitioned_job``: that one takes only a time of day
     for a daily job, and a deployment may want another cadence. Each tick requests the day that had
     ended by then (the day is the run key, which Dagster dedups within a tick, not across ticks), so a
-    cron that ticks more often than daily converts the same day again: replace mode, the same result."""
+    cron that ticks more often than daily converts the same day again: replace mode, the same result.
+    """
 
     @schedule(
         name=f"{spec.name}_daily_schedule",
@@ -94,6 +87,8 @@ def landing_run_request(spec: DatasetSpec, day: str, url: str, fmt: str, signatu
 
 
 def landing_sensor(spec: DatasetSpec, running: bool = False) -> SensorDefinition:
+    """The sensor that starts a run for each day that lands in ``spec``'s landing folder."""
+
     @sensor(
         name=f"{spec.name}_landing_sensor",
         job_name=daily_job_name(spec),
@@ -111,6 +106,7 @@ def landing_sensor(spec: DatasetSpec, running: bool = False) -> SensorDefinition
 def landing_requests(
     context: SensorEvaluationContext, spec: DatasetSpec, landing: LandingZone, shard_store: ShardStore
 ) -> SensorResult:
+    """A run request per landed day that is new or changed; the cursor remembers each day's files."""
     url = landing.url(spec.name)
     seen: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
     valid_days = set(daily(spec).get_partition_keys())

@@ -39,6 +39,7 @@ LOG_SETTINGS = Path(__file__).resolve().with_name("log4j2.properties")
 
 
 def defaults_for(master: str) -> dict[str, str]:
+    """The Spark settings every session gets on ``master``, a local one's included."""
     return {**COMMON_DEFAULTS, **(LOCAL_DEFAULTS if is_local(master) else {})}
 
 
@@ -59,6 +60,7 @@ def quiet_local_jvm(master: str, conf: dict[str, str]) -> dict[str, str]:
 
 
 def is_local(master: str) -> bool:
+    """Whether ``master`` runs Spark in this process's JVM."""
     return master.startswith("local")
 
 
@@ -133,15 +135,16 @@ def wait_for_executors(session: SparkSession, master: str, timeout: float) -> No
     )
 
 
-def writer_partitions(frame: DataFrame, tasks: int, *columns: str) -> DataFrame:
+def writer_partitions(frame: DataFrame, tasks: int, *columns: str, connect: bool | None = None) -> DataFrame:
     """``frame`` sorted by ``columns`` in ``tasks`` range partitions (0: the cluster's default parallelism).
 
     Unlike ``orderBy``, whose partition count is ``spark.sql.shuffle.partitions`` (then coalesced by
     adaptive execution), this gives the writer exactly ``tasks`` tasks, each holding one range of the order.
+    ``connect``: whether ``frame`` is a Spark Connect DataFrame, when the caller knows (else it is asked).
     """
     from mds_core.convert.cluster import default_parallelism
 
-    count = tasks or default_parallelism(frame.sparkSession)
+    count = tasks or default_parallelism(frame.sparkSession, connect=connect)
     return frame.repartitionByRange(count, *columns).sortWithinPartitions(*columns)
 
 
@@ -152,7 +155,9 @@ def write_day(frame: DataFrame, day: str, tasks: int, mds_kwargs: dict[str, Any]
     runs it in the clients' own environments (tests/clients/convert_client.py).
     """
     from mds_core.convert.spark import dataframe_to_mds
-    from mds_core.convert.spark_connect import functions_for
+    from mds_core.convert.spark_connect import functions_module, is_connect
 
-    day_frame = writer_partitions(frame.where(functions_for(frame).col("day") == day), tasks, "id")
+    connect = is_connect(frame)  # asked once here; dataframe_to_mds asks once at its own door
+    of_day = functions_module(connect=connect).col("day") == day
+    day_frame = writer_partitions(frame.where(of_day), tasks, "id", connect=connect)
     return dataframe_to_mds(day_frame, merge_index=True, mds_kwargs=mds_kwargs)

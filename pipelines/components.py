@@ -1,30 +1,41 @@
-"""The dataset registry as a Dagster component: ``pipelines/defs/datasets/defs.yaml`` is its instance.
+"""A dataset as a Dagster component: ``pipelines/defs/<dataset>/defs.yaml`` is one instance each.
 
-Each dataset of the registry file gets its assets, checks, jobs, schedules and landing sensor
-(``pipelines.factory``). ``dg check yaml`` checks the instance's attributes against this model and
-``dg list defs`` lists what it builds.
+Its attributes are the dataset's ``DatasetSpec`` fields (``pipelines.registry``), so ``dg check yaml``
+checks every dataset's settings, and ``dg list defs`` shows each dataset's assets, checks, jobs,
+schedules and sensor under its own file (``pipelines.factory`` builds them).
 """
 
 # No `from __future__ import annotations`: Dagster resolves the model's fields from their annotations.
-from pathlib import Path
-
-from dagster import Component, ComponentLoadContext, Definitions, Model, Resolvable
+from dagster import Component, ComponentLoadContext, Definitions, Resolvable
 from pydantic import Field
 
 from pipelines.factory import datasets_definitions
-from pipelines.registry import DEFAULT_REGISTRY, load_registry
+from pipelines.registry import COMPONENT_ATTRIBUTES, DatasetSpec, Source
 
 ON = ("1", "on", "true", "yes")
 
 
-class DatasetRegistry(Component, Resolvable, Model):
-    """The datasets of a registry file, each with its own graph, jobs, schedules and sensor."""
+def switched_on(value: str) -> bool:
+    """``MDS_AUTOMATION``'s reading: on, 1, true or yes (any case) start the schedules and sensors."""
+    return value.strip().lower() in ON
 
-    registry: str = Field(default="", description="The registry YAML file; empty: pipelines/datasets.yaml.")
+
+class DatasetSource(Source, Resolvable):
+    """A dataset's ``source`` as a component attribute (Resolvable, so the component's schema has its fields)."""
+
+
+class Dataset(Component, Resolvable, DatasetSpec):
+    """One dataset, with its own graph, jobs, schedules and sensor: the ``DatasetSpec`` fields, plus ``automation``."""
+
+    source: DatasetSource = Field(default_factory=DatasetSource)
     automation: str = Field(
         default="", description="on: schedules and sensors start running; empty or off: they start stopped."
     )
 
+    def spec(self) -> DatasetSpec:
+        """The dataset's settings, without what the component adds (``COMPONENT_ATTRIBUTES``)."""
+        return DatasetSpec(**self.model_dump(exclude=set(COMPONENT_ATTRIBUTES)))
+
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
-        specs = load_registry(Path(self.registry) if self.registry else DEFAULT_REGISTRY)
-        return datasets_definitions(specs, automation=self.automation.strip().lower() in ON)
+        """The dataset's assets, checks, jobs, schedules and sensor."""
+        return datasets_definitions([self.spec()], automation=switched_on(self.automation))

@@ -1,6 +1,8 @@
-"""What every asset of a dataset carries: its key under the dataset's prefix, its step name, its daily
-partitions, the backfill policy that makes a range one run, and its group, owners, tags, kinds and code
-version."""
+"""What every asset of a dataset carries.
+
+Its key under the dataset's prefix, its step name, its daily partitions, the backfill policy that makes a range one run,
+and its group, owners, tags, kinds and code version; and the status its schedules and sensor start with.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +10,14 @@ import hashlib
 import json
 from typing import Any, TypedDict
 
-from dagster import AssetKey, AssetSpec, BackfillPolicy, DailyPartitionsDefinition
+from dagster import (
+    AssetKey,
+    AssetSpec,
+    BackfillPolicy,
+    DailyPartitionsDefinition,
+    DefaultScheduleStatus,
+    DefaultSensorStatus,
+)
 
 from pipelines.registry import DatasetSpec
 
@@ -17,12 +26,23 @@ LOGIC_VERSION = "2"
 
 
 def daily(spec: DatasetSpec) -> DailyPartitionsDefinition:
+    """Daily partitions from the dataset's start date."""
     return DailyPartitionsDefinition(start_date=spec.start_date)
 
 
 def key(spec: DatasetSpec, asset: str) -> AssetKey:
     """``<dataset>/<asset>``: every dataset's assets under its own prefix."""
     return AssetKey([spec.name, asset])
+
+
+def schedule_status(running: bool) -> DefaultScheduleStatus:
+    """Schedules start stopped unless the deployment turned automation on (``MDS_AUTOMATION``)."""
+    return DefaultScheduleStatus.RUNNING if running else DefaultScheduleStatus.STOPPED
+
+
+def sensor_status(running: bool) -> DefaultSensorStatus:
+    """Sensors start stopped unless the deployment turned automation on (``MDS_AUTOMATION``)."""
+    return DefaultSensorStatus.RUNNING if running else DefaultSensorStatus.STOPPED
 
 
 def op_name(spec: DatasetSpec, asset: str) -> str:
@@ -73,8 +93,10 @@ def asset_spec(
     deps: list[AssetKey],
     settings: dict[str, Any] | None = None,
 ) -> AssetSpec:
-    """One asset of a ``multi_asset`` with the conventions above (the decorator carries the partitions
-    and the backfill policy)."""
+    """One asset of a ``multi_asset`` with the conventions above.
+
+    The decorator carries the partitions and the backfill policy.
+    """
     shared = conventions(spec, layer, kinds, settings)
     return AssetSpec(
         key(spec, asset),

@@ -1,5 +1,7 @@
-"""`make demo`: the digits dataset's last three days, each converted by its own run of the dataset's
-daily job, as the schedule would have done, then what came out.
+"""`make demo`.
+
+The digits dataset's last three days, each converted by its own run of the dataset's daily job, as the schedule would
+have done, then what came out.
 
 The runs are launched from the code location through the instance's run queue (a ``dagster-daemon``
 serves it meanwhile), so ``make ui`` shows them under ``digits_daily`` with a result for every check
@@ -41,8 +43,10 @@ QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
 def instance() -> DagsterInstance:
-    """The instance under $DAGSTER_HOME (``make demo``: the project root), else ``<data dir>/dagster-home``;
-    the packaged dagster.yaml goes in only where there is none."""
+    """The instance under $DAGSTER_HOME (``make demo``: the project root), else ``<data dir>/dagster-home``.
+
+    The packaged dagster.yaml goes in only where there is none.
+    """
     home = Path(os.environ.setdefault("DAGSTER_HOME", str(data_dir() / "dagster-home"))).resolve()
     for line in notes(home):
         print(line)
@@ -66,11 +70,13 @@ def demo_registry(spec: DatasetSpec, first_day: str, path: Path) -> Path:
 
 
 def check_meta(results: dict[str, Any], name: str) -> tuple[bool, dict[str, Any]]:
+    """Whether the check ``name`` passed, and its metadata as plain values."""
     evaluation = results[name]
     return evaluation.passed, {key: value.value for key, value in evaluation.metadata.items()}
 
 
 def smoke_summary(results: dict[str, Any]) -> str:
+    """The smoke test's verdict and figures in one line."""
     passed, meta = check_meta(results, SMOKE_CHECK)
     verdict = "passed" if passed else f"FAILED ({results[SMOKE_CHECK].description})"
     return (
@@ -100,6 +106,7 @@ def run_days(spec: DatasetSpec, days: list[str], dagster: DagsterInstance) -> No
 
 
 def show_versions(spec: DatasetSpec) -> None:
+    """Print the dataset's versions and which one is published."""
     store = default_resources(os.environ)["shard_store"].process_config_and_initialize()
     assert isinstance(store, ShardStore)
     shards = store.shard_set(spec.name)
@@ -123,6 +130,7 @@ def show_versions(spec: DatasetSpec) -> None:
 
 
 def main() -> int:
+    """Convert the demo days, each in its own run, then show the versions that came out."""
     name = os.environ.get("MDS_DEMO_DATASET", "digits")
     spec = next(spec for spec in load_registry() if spec.name == name)
     days = demo_days(datetime.now(UTC).date())

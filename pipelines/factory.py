@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dagster import Definitions
+from dagster import AssetChecksDefinition, AssetsDefinition, Definitions, ScheduleDefinition, SensorDefinition
 
 from pipelines.assets.plan import build_plan_check
 from pipelines.assets.published import build_published_version
@@ -22,11 +22,11 @@ from pipelines.registry import DatasetSpec
 class DatasetDefinitions:
     """One dataset's definitions, to be merged into the code location's ``Definitions``."""
 
-    assets: list[Any] = field(default_factory=list)
-    checks: list[Any] = field(default_factory=list)
-    jobs: list[Any] = field(default_factory=list)
-    schedules: list[Any] = field(default_factory=list)
-    sensors: list[Any] = field(default_factory=list)
+    assets: list[AssetsDefinition] = field(default_factory=list)
+    checks: list[AssetChecksDefinition] = field(default_factory=list)
+    jobs: list[Any] = field(default_factory=list)  # define_asset_job's unresolved jobs and JobDefinitions
+    schedules: list[ScheduleDefinition] = field(default_factory=list)
+    sensors: list[SensorDefinition] = field(default_factory=list)
 
 
 def dataset_definitions(spec: DatasetSpec, automation: bool = False) -> DatasetDefinitions:
@@ -55,12 +55,10 @@ def datasets_definitions(specs: list[DatasetSpec], automation: bool = False) -> 
 
 
 def graph_for(spec: DatasetSpec) -> list[Any]:
-    """The assets and checks ``materialize()`` needs for one dataset's whole graph."""
-    return [
-        build_raw_table(spec),
-        build_validated_table(spec),
-        build_shard_set(spec),
-        build_published_version(spec),
-        build_smoke_check(spec),
-        build_plan_check(spec),
-    ]
+    """The assets and checks ``materialize()`` needs for one dataset's whole graph.
+
+    The same builders as the code location's (``dataset_definitions``), so an asset added there is in every run made
+    here.
+    """
+    parts = dataset_definitions(spec)
+    return [*parts.assets, *parts.checks]

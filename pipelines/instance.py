@@ -1,5 +1,6 @@
-"""The Dagster instance's settings: ``pipelines/dagster.yaml``, shipped in the package, goes into a
-``$DAGSTER_HOME`` that has none.
+"""The Dagster instance's settings.
+
+``pipelines/dagster.yaml``, shipped in the package, goes into a ``$DAGSTER_HOME`` that has none.
 
 ``python -m pipelines.instance HOME`` prepares a deployment's home. An existing ``dagster.yaml`` there
 is the user's (storage, run coordinator, retention they chose), so it is never overwritten: the
@@ -18,8 +19,6 @@ import yaml
 
 # What the pipelines need from the instance: one shard-set writer at a time (the file says why).
 NEEDED = {("concurrency", "pools", "default_limit"): 1}
-# Where `make ui` and `make demo` kept the instance before the checkout's dagster.yaml moved to the top.
-LEGACY_HOME = ".dagster_home"
 
 
 def packaged_settings() -> str:
@@ -45,29 +44,17 @@ def prepare_home(home: Path) -> list[str]:
     return missing
 
 
-def legacy_settings(home: Path) -> Path | None:
-    """A checkout's ``.dagster_home/dagster.yaml`` from before: its runs are still used, the file no longer is."""
-    old = home / LEGACY_HOME / "dagster.yaml"
-    return old if (home / "dagster.yaml").exists() and old.exists() else None
-
-
 def notes(home: Path) -> list[str]:
     """What a user should know about ``home``'s instance settings, one line each."""
-    lines = [
+    return [
         f"note: kept your {home / 'dagster.yaml'}; it lacks `{setting}` (see pipelines/dagster.yaml in the "
         "package), so two runs could race to commit the same shard-set version"
         for setting in prepare_home(home)
     ]
-    old = legacy_settings(home)
-    if old is not None:
-        lines.append(
-            f"note: {old} is no longer read (the instance settings are {home / 'dagster.yaml'}; runs and "
-            f"history in {old.parent} are used as they are): merge any change you made, then delete it"
-        )
-    return lines
 
 
 def main() -> None:
+    """Print on stderr a note for each setting the dagster.yaml of the instance folder given lacks."""
     for line in notes(Path(sys.argv[1]).resolve()):
         print(line, file=sys.stderr)
 

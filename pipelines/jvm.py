@@ -42,8 +42,10 @@ def secret_setting(key: str) -> bool:
 
 
 def start_context(conf: SparkConf) -> SparkContext:
-    """A new SparkContext for ``conf``, its JVM's stderr without the incubator notice, and no secret
-    setting on the JVM's command line (the context gets them over py4j)."""
+    """A new SparkContext for ``conf``, its JVM's stderr without the incubator notice.
+
+    No secret setting goes on the JVM's command line (the context gets them over py4j).
+    """
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 

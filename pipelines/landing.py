@@ -110,8 +110,10 @@ def _listing(url: str, storage_options: dict[str, Any] | None) -> dict[str, dict
 
 
 def _require_bucket(fs: Any, root: str, url: str, what: str) -> None:
-    """A misspelt bucket (or container) must not read as "nothing landed yet" for ever: only a missing
-    folder means that."""
+    """A misspelt bucket (or container) must not read as "nothing landed yet" for ever.
+
+    Only a missing folder means that.
+    """
     bucket = root.split("/", 1)[0]
     try:
         _guarded(url, lambda: fs.info(bucket))

@@ -89,6 +89,7 @@ def launch_day(
 
 
 def wait_for(instance: DagsterInstance, run_id: str, timeout: float) -> DagsterRun:
+    """The run once it has finished, refused after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while True:
         run = instance.get_run_by_id(run_id)

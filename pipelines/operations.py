@@ -12,13 +12,15 @@ from dagster import Config, Failure, JobDefinition, OpExecutionContext, Schedule
 from pydantic import Field
 
 from mds_core.storage.urls import redact
-from pipelines.automation import schedule_status
+from pipelines.conventions import schedule_status
 from pipelines.registry import DatasetSpec
 from pipelines.resources import ShardStore
 from pipelines.retries import RETRY
 
 
 class PublishConfig(Config):
+    """The run config of the publish-or-rollback job."""
+
     action: Literal["publish", "rollback"] = Field(
         default="rollback",
         description="rollback: publish the version published before the current one; publish: publish `version`.",
@@ -27,6 +29,8 @@ class PublishConfig(Config):
 
 
 class VacuumConfig(Config):
+    """The run config of the vacuum job."""
+
     keep_last: int = Field(
         default=0, ge=0, description="Versions to keep besides the published one; 0: the dataset's keep_versions."
     )
@@ -35,6 +39,8 @@ class VacuumConfig(Config):
 
 
 def publish_job(spec: DatasetSpec) -> JobDefinition:
+    """The job that publishes a version of ``spec``'s shard set or rolls back to the previous one."""
+
     @op(name=f"{spec.name}_publish_or_rollback", tags={"dataset": spec.name})
     def publish_or_rollback(context: OpExecutionContext, config: PublishConfig, shard_store: ShardStore) -> int:
         shards = shard_store.shard_set(spec.name)
@@ -63,6 +69,8 @@ def publish_job(spec: DatasetSpec) -> JobDefinition:
 
 
 def vacuum_job(spec: DatasetSpec) -> JobDefinition:
+    """The job that removes the old versions of ``spec``'s shard set."""
+
     @op(name=f"{spec.name}_vacuum_versions", retry_policy=RETRY, tags={"dataset": spec.name})
     def vacuum(context: OpExecutionContext, config: VacuumConfig, shard_store: ShardStore) -> None:
         keep = config.keep_last or spec.keep_versions

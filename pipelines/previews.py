@@ -153,8 +153,10 @@ def _bomb_note(index: int) -> str:
 
 
 def _column_markdown(name: str, samples: list[Sample], shape: Shape | None) -> str | None:
-    """The column's grid as a markdown image, followed by a note for each sample left out; None when the
-    column is no picture."""
+    """The column's grid as a markdown image, followed by a note for each sample left out.
+
+    None when the column is no picture.
+    """
     arrays: list[np.ndarray | None] = []
     notes: list[str] = []
     for index, sample in samples:

@@ -20,13 +20,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from dagster import ConfigurableResource, EnvVar
-from dagster_pyspark import LazyPySparkResource
 from pydantic import Field, field_validator
 
-from mds_core.errors import StoreFileNotFoundError
+from mds_core.errors import SizeError, StoreFileNotFoundError
 from mds_core.order.world import DEFAULT_WORLD
+from mds_core.sizes import bytes_to_int
 from mds_core.storage.remote import RemoteStore, open_store
 from mds_core.storage.urls import join, redact
+from mds_core.streaming.version_sample import (
+    DEFAULT_CHECK_BATCH_SIZE,
+    DEFAULT_CHECK_WORKERS,
+    DEFAULT_SAMPLE_ROWS,
+    DEFAULT_SAMPLE_SECONDS,
+)
 from pipelines import cluster, jvm
 from pipelines.paths import data_dir
 from pipelines.run_config import check_spark_config, check_storage_options
@@ -42,20 +48,19 @@ if TYPE_CHECKING:
 # own). The bases stay the bare class at runtime: subscripting a pydantic model makes a new class.
 if TYPE_CHECKING:
     Resource: TypeAlias = ConfigurableResource[Any]
-    PySpark: TypeAlias = ConfigurableResource[Any]
 else:
     Resource = ConfigurableResource
-    PySpark = LazyPySparkResource
 
 
-class SparkResource(PySpark):
-    """A Spark session: ``local[*]`` by default, any master URL (``spark://host:7077``, ``yarn``), or a
-    Spark Connect server (``remote``).
+class SparkResource(Resource):
+    """A Spark session.
 
-    dagster-pyspark's ``LazyPySparkResource``, with ``spark_config`` its Spark settings, and the session
-    built here: a local JVM started with its stderr filtered, a ``spark://`` master checked to answer,
-    a Connect server checked to answer. Sessions are per process (the JVM is), so the first
-    ``spark_session`` decides the settings; runs use the in-process executor so a run starts one JVM.
+    ``local[*]`` by default, any master URL (``spark://host:7077``, ``yarn``), or a Spark Connect server (``remote``).
+
+    A plain ``ConfigurableResource``, not dagster-pyspark's ``LazyPySparkResource``: the session is built
+    here (docs/pipelines.md says why): a local JVM started with its stderr filtered, a ``spark://`` master
+    checked to answer, a Connect server checked to answer. Sessions are per process (the JVM is), so the
+    first ``session()`` decides the settings; runs use the in-process executor so a run starts one JVM.
     """
 
     spark_config: dict[str, Any] = Field(
@@ -84,24 +89,18 @@ class SparkResource(PySpark):
         "Seconds to reach a spark:// master and get a first executor",
     )
 
-    @property
-    def spark_session(self) -> Any:
-        """dagster-pyspark's accessor: the session ``session()`` makes (one per process)."""
-        return self.session()
-
-    @property
-    def spark_context(self) -> Any:
-        return self.session().sparkContext
-
     def settings(self) -> dict[str, str]:
-        """``spark_config`` (tuning settings only) plus ``spark_config_json`` (the deployment's): every extra
-        Spark setting, checked before any session is built."""
+        """``spark_config`` (tuning settings only) plus ``spark_config_json`` (the deployment's).
+
+        Every extra Spark setting, checked before any session is built.
+        """
         variable = environment_variables(SparkResource)["spark_config_json"]
         check_spark_config(self.spark_config, "SparkResource.spark_config", variable)
         extra = deployment_json(self, "spark_config_json")
         return {**{k: str(v) for k, v in self.spark_config.items()}, **extra}
 
     def session(self) -> SparkSession:
+        """The process's Spark session, built and checked on first use."""
         conf, remote = self.settings(), resolved(self.remote)
         if remote:  # Spark Connect: checked to answer within $MDS_SPARK_CONNECT_TIMEOUT seconds
             from mds_core.convert.spark_connect import connect_session
@@ -147,17 +146,34 @@ class TableCatalog(Resource):
     Path-based tables survive across run processes without a Hive metastore (whose embedded Derby
     database admits one JVM at a time, so concurrent runs would fail). Spark reads and writes the rows;
     everything else (clearing days, the schema file) goes through ``mds_core.storage`` like the shard
-    store, so a warehouse on a store gets its set-up: retries, ``S3_ENDPOINT_URL``, no listing cache.
+    store, so a warehouse on a store gets its set-up: retries, ``S3_ENDPOINT_URL``, no listing cache, and
+    the fsspec options of ``options()``. Spark's own reads and writes take Spark's settings (docs/cluster.md).
     """
 
     warehouse: str = env_field("", "MDS_WAREHOUSE", "Warehouse folder or URL; default <data dir>/warehouse")
+    storage_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="fsspec options a run may set for the warehouse's folders; no endpoint, proxy, TLS or "
+        "credential option (pipelines.run_config): those go in $MDS_WAREHOUSE_STORAGE_OPTIONS.",
+    )
+    storage_options_json: str = env_field(
+        "",
+        "MDS_WAREHOUSE_STORAGE_OPTIONS",
+        "Deployment only: fsspec options for the warehouse as a JSON object, endpoints and credentials included",
+        deployment_only=True,
+    )
 
     def location(self, table: str) -> str:
+        """Where ``table``'s files go in the warehouse."""
         return join(self.warehouse or str(data_dir() / "warehouse"), table)
+
+    def options(self) -> dict[str, Any]:
+        """Every fsspec option, as ``store_options`` merges them."""
+        return store_options(self)
 
     def folder(self, table: str) -> RemoteStore:
         """The table's folder as a store; an fsspec URL that mds_core does not know goes to its fallback."""
-        return open_store(self.location(table), any_fsspec=True)
+        return open_store(self.location(table), any_fsspec=True, storage_options=self.options() or None)
 
     def write_days(self, frame: DataFrame, table: str, days: list[str]) -> None:
         """Replace the table's rows for ``days`` with ``frame``'s; other days stay as they are.
@@ -223,27 +239,29 @@ class ShardStore(Resource):
     cache_dir: str = env_field("", "MDS_CACHE_DIR", "Local cache for reading shards; default <data dir>/cache")
 
     def url(self, name: str) -> str:
+        """The shard set's URL for dataset ``name``."""
         return join(self.root or str(data_dir() / "shard-sets"), name)
 
     def cache(self, name: str) -> str:
+        """The local cache folder for dataset ``name``."""
         return str(Path(self.cache_dir or data_dir() / "cache", name))
 
     def options(self) -> dict[str, Any]:
-        """Every fsspec option: ``storage_options`` (run-configurable) plus ``storage_options_json`` (the
-        deployment's), checked before any store is opened."""
-        variable = environment_variables(ShardStore)["storage_options_json"]
-        check_storage_options(self.storage_options, "ShardStore.storage_options", variable)
-        return {**self.storage_options, **deployment_json(self, "storage_options_json")}
+        """Every fsspec option, as ``store_options`` merges them."""
+        return store_options(self)
 
     def shard_set(self, name: str) -> ShardSet:
+        """The versioned shard set of dataset ``name``."""
         from mds_core.versions import ShardSet
 
         return ShardSet(self.url(name), storage_options=self.options() or None)
 
 
 class LandingZone(Resource):
-    """Where new files arrive, per dataset ``<root>/<dataset>/<YYYY-MM-DD>/*.parquet|csv|json``: a local
-    folder or any fsspec URL (``s3://bucket/landing``); each dataset's sensor watches its own folder."""
+    """Where new files arrive, per dataset ``<root>/<dataset>/<YYYY-MM-DD>/*.parquet|csv|json``.
+
+    A local folder or any fsspec URL (``s3://bucket/landing``); each dataset's sensor watches its own folder.
+    """
 
     path: str = env_field("", "MDS_LANDING_DIR", "Landing folder or URL; default <data dir>/landing")
     storage_options_json: str = env_field(
@@ -254,9 +272,11 @@ class LandingZone(Resource):
     )
 
     def url(self, dataset: str) -> str:
+        """The landing folder of ``dataset``."""
         return join(self.path or str(data_dir() / "landing"), dataset)
 
     def options(self) -> dict[str, Any]:
+        """The deployment's fsspec options for the landing zone."""
         return deployment_json(self, "storage_options_json")
 
 
@@ -267,15 +287,28 @@ class SmokeTestSettings(Resource):
     ``sample_rows`` and ``sample_seconds``, so a daily run costs the same on day 2 and on day 1,000.
     """
 
-    num_workers: int = 2
-    # Batches as large as training's: at 16, handing batches between processes took most of the check's time.
-    batch_size: int = 256
-    sample_rows: int = env_field(20_000, "MDS_SMOKE_SAMPLE_ROWS", "Most older rows sampled", ge=0)
-    sample_seconds: int = env_field(30, "MDS_SMOKE_SAMPLE_SECONDS", "Most seconds spent on the older rows", ge=0)
+    # mds_core's defaults for the check (``check_version``'s), so the asset check and ``mds check-loader`` agree.
+    num_workers: int = DEFAULT_CHECK_WORKERS
+    batch_size: int = DEFAULT_CHECK_BATCH_SIZE
+    sample_rows: int = env_field(DEFAULT_SAMPLE_ROWS, "MDS_SMOKE_SAMPLE_ROWS", "Most older rows sampled", ge=0)
+    # An int: Dagster binds environment variables to str and int fields only.
+    sample_seconds: int = env_field(
+        int(DEFAULT_SAMPLE_SECONDS), "MDS_SMOKE_SAMPLE_SECONDS", "Most seconds spent on the older rows", ge=0
+    )
     cache_limit: str = Field(
         default="", description="Bound on the check's scratch cache, e.g. 2gb; empty: the checked shards only."
     )
     min_rows_per_second: int = env_field(0, "MDS_SMOKE_MIN_ROWS_PER_SECOND", "Fail below this throughput", ge=0)
+
+    @field_validator("cache_limit")
+    @classmethod
+    def _check_cache_limit(cls, value: str) -> str:
+        """A size that does not parse is refused with the settings, naming the field, before any check runs."""
+        try:
+            bytes_to_int(value or 0)
+        except SizeError as err:
+            raise ValueError(f"cache_limit: {err}") from None
+        return value
 
 
 class TrainingWorldSettings(Resource):
@@ -310,6 +343,7 @@ class TrainingWorldSettings(Resource):
 
 
 def seconds_per_sample(text: str) -> float:
+    """``consume_seconds`` as a non-negative number of seconds."""
     try:
         seconds = float(text or 0)
     except ValueError:
@@ -330,6 +364,20 @@ RESOURCES: dict[str, type[ConfigurableResource[Any]]] = {
 
 
 def default_resources(environ: Mapping[str, str]) -> dict[str, Any]:
-    """The code location's resources: every field at its default, or bound to its variable where
-    ``environ`` sets it (pass ``os.environ`` when the definitions load)."""
+    """The code location's resources.
+
+    Every field at its default, or bound to its variable where ``environ`` sets it (pass ``os.environ`` when the
+    definitions load).
+    """
     return {name: bound_to_environment(resource, environ) for name, resource in RESOURCES.items()}
+
+
+def store_options(resource: TableCatalog | ShardStore) -> dict[str, Any]:
+    """``storage_options`` (run-configurable) plus ``storage_options_json`` (the deployment's).
+
+    The run's options are checked before any store is opened: no endpoint, proxy, TLS or credential option.
+    """
+    kind = type(resource)
+    variable = environment_variables(kind)["storage_options_json"]
+    check_storage_options(resource.storage_options, f"{kind.__name__}.storage_options", variable)
+    return {**resource.storage_options, **deployment_json(resource, "storage_options_json")}

@@ -28,7 +28,7 @@ def materialize_days(
     raise_on_error: bool = True,
     selection: Any = None,
 ) -> ExecuteInProcessResult:
-    """raw → validated → shard set (+ smoke test and training plan) → published, for consecutive ``days``."""
+    """Run raw → validated → shard set (+ smoke test and training plan) → published, for consecutive ``days``."""
     if not days:
         raise ValueError("materialize_days needs at least one day")
     ops = dict((run_config or {}).get("ops", {}))

@@ -39,6 +39,7 @@ class ValidationSchema:
     extra_rules: Callable[[], list[RowRule]] = field(default=list)
 
     def row_rules(self) -> list[RowRule]:
+        """The schema's column rules, then its extra rules."""
         return column_rules(self.build()) + self.extra_rules()
 
 
@@ -118,7 +119,6 @@ def _in_range(column: Column, stats: dict[str, Any]) -> Column:
 
 def column_rules(schema: DataFrameSchema) -> list[RowRule]:
     """Row rules from a schema's columns: nullability first, then every built-in check."""
-
     rules: list[RowRule] = []
     for name, column in schema.columns.items():
         if not column.nullable:
@@ -182,6 +182,6 @@ def _check_columns(frame: DataFrame, schema: DataFrameSchema) -> None:
 
 
 def pandera_errors(frame: DataFrame, schema: DataFrameSchema) -> dict[str, Any]:
-    """pandera's own verdict on a DataFrame (empty when it passes)."""
+    """The verdict of pandera itself on a DataFrame (empty when it passes)."""
     validated = schema.validate(frame)
     return dict(validated.pandera.errors or {})

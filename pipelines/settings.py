@@ -53,9 +53,11 @@ def deployment_only_fields(resource: type[ConfigurableResource[Any]]) -> dict[st
 
 
 def bound_to_environment(resource: type[R], environ: Mapping[str, str]) -> R:
-    """``resource`` with each field whose variable is set in ``environ`` bound to ``EnvVar``: Dagster
-    reads the value when a run starts, and the UI shows the variable's name. The others keep their
-    field's default."""
+    """``resource`` with each field whose variable is set in ``environ`` bound to ``EnvVar``.
+
+    Dagster reads the value when a run starts, and the UI shows the variable's name. The others keep their field's
+    default.
+    """
     bound: dict[str, Any] = {}
     for field, variable in environment_variables(resource).items():
         if variable in environ:
@@ -70,8 +72,10 @@ def resolved(value: str) -> str:
 
 
 def deployment_value(resource: ConfigurableResource[Any], field: str) -> str:
-    """A deployment-only field's value, refused unless it is its variable's value in this process's
-    environment (the run's: a run worker inherits the code server's). Empty is always fine."""
+    """A deployment-only field's value, refused unless it is its variable's value in this process's environment.
+
+    That is the run's environment: a run worker inherits the code server's. Empty is always fine.
+    """
     variable = deployment_only_fields(type(resource))[field]
     value = resolved(getattr(resource, field))
     if value and value != os.environ.get(variable):

@@ -5,7 +5,7 @@ import pytest
 
 from tests.golden import GOLDEN
 from tests.heavy import GroupScheduling, check_groups
-from tests.spark_connect import spark_connect_server  # noqa: F401  (a session fixture)
+from testsupport.spark_connect import spark_connect_server  # noqa: F401  (a session fixture)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -71,7 +71,8 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory):
     ``S3_ENDPOINT_URL`` and dummy credentials go into ``os.environ`` so that subprocesses
     (DataLoader workers, torch.distributed ranks, Spark executors) reach the same server.
     """
-    from tests.s3 import MotoServer, apply_env, restore_env, s3_env
+    from testsupport.fault_proxy import apply_env, restore_env
+    from testsupport.s3 import MotoServer, s3_env
 
     server = MotoServer(tmp_path_factory.mktemp("moto"))
     saved = apply_env(s3_env(server.endpoint))
@@ -83,7 +84,7 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture
 def fault_proxy(s3_server):
     """A fault-injecting proxy in front of the S3 server; ``S3_ENDPOINT_URL`` points at it meanwhile."""
-    from tests.s3 import FaultProxy, apply_env, restore_env
+    from testsupport.fault_proxy import FaultProxy, apply_env, restore_env
 
     proxy = FaultProxy(s3_server.endpoint)
     saved = apply_env({"S3_ENDPOINT_URL": proxy.endpoint})
@@ -93,7 +94,7 @@ def fault_proxy(s3_server):
 
 
 def _emulator(kind, tmp_path_factory: pytest.TempPathFactory):
-    from tests.s3 import apply_env, restore_env
+    from testsupport.fault_proxy import apply_env, restore_env
 
     server = kind(tmp_path_factory.mktemp(kind.name))
     saved = apply_env(server.env(server.endpoint))
@@ -104,8 +105,8 @@ def _emulator(kind, tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="session")
 def gcs_server(tmp_path_factory: pytest.TempPathFactory):
-    """fake-gcs-server on 127.0.0.1 for the session; ``STORAGE_EMULATOR_HOST`` points at it (tests/emulators.py)."""
-    from tests.emulators import FakeGCS
+    """fake-gcs-server on 127.0.0.1 for the session; ``STORAGE_EMULATOR_HOST`` points at it (testsupport/emulators.py)."""
+    from testsupport.emulators import FakeGCS
 
     yield from _emulator(FakeGCS, tmp_path_factory)
 
@@ -113,7 +114,7 @@ def gcs_server(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="session")
 def azurite_server(tmp_path_factory: pytest.TempPathFactory):
     """Azurite's Blob service on 127.0.0.1 for the session; ``AZURE_STORAGE_CONNECTION_STRING`` points at it."""
-    from tests.emulators import Azurite
+    from testsupport.emulators import Azurite
 
     yield from _emulator(Azurite, tmp_path_factory)
 
@@ -121,7 +122,7 @@ def azurite_server(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="session")
 def volumes_server(tmp_path_factory: pytest.TempPathFactory):
     """The Databricks Files API (Unity Catalog volumes) on 127.0.0.1 for the session, in a thread
-    (tests/databricks_files.py); ``DATABRICKS_HOST`` and ``DATABRICKS_TOKEN`` point at it."""
-    from tests.databricks_files import FilesApiServer
+    (testsupport/databricks_files.py); ``DATABRICKS_HOST`` and ``DATABRICKS_TOKEN`` point at it."""
+    from testsupport.databricks_files import FilesApiServer
 
     yield from _emulator(FilesApiServer, tmp_path_factory)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 LINT_IMPORTS = str(Path(sys.executable).parent / "lint-imports")
 MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60  # the ``def`` line to the end of the body, without decorators and the docstring
 
 
 def _lint(cwd: Path) -> subprocess.CompletedProcess:
@@ -70,6 +72,46 @@ def test_no_module_grows_past_one_idea() -> None:
     assert not long, f"split these modules by concern: {long}"
 
 
+def _long_functions(path: Path, root: Path) -> list[str]:
+    """``file:line name (length)`` for every function or method in ``path`` longer than ``MAX_FUNCTION_LINES``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            # ``lineno`` is the ``def`` line (decorators come before it); ``end_lineno`` the body's last line.
+            length = (node.end_lineno or node.lineno) - node.lineno + 1 - _docstring_lines(node)
+            if length > MAX_FUNCTION_LINES:
+                found.append(f"{path.relative_to(root)}:{node.lineno} {node.name} ({length} lines)")
+    return found
+
+
+def _docstring_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """The docstring's lines: an ``Args:`` section documents a function, it does not lengthen its logic."""
+    first = node.body[0]
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+        return (first.end_lineno or first.lineno) - first.lineno + 1
+    return 0
+
+
+def test_no_function_grows_past_a_screen() -> None:
+    long = [
+        hit for path in _tracked("mds_core", "pipelines") if path.suffix == ".py" for hit in _long_functions(path, ROOT)
+    ]
+    print("\n".join(long))
+    assert not long, f"split these functions into named steps (at most {MAX_FUNCTION_LINES} lines):\n" + "\n".join(long)
+
+
+def test_a_planted_long_function_is_reported(tmp_path: Path) -> None:
+    statements = [f"x{i} = {i}" for i in range(MAX_FUNCTION_LINES - 1)]
+    fits = ["@decorated", "def fits():", '    """Its docstring does not count,', '    nor its decorator."""']
+    fits += [f"    {line}" for line in statements]  # exactly MAX_FUNCTION_LINES long
+    too_long = ["class Holder:", "    def too_long(self):", '        """A method one line longer."""', "        pass"]
+    too_long += [f"        {line}" for line in statements]
+    (tmp_path / "planted.py").write_text("\n".join([*fits, "", *too_long]) + "\n")
+    first_line = len(fits) + 3  # the blank line and ``class Holder:`` come before the ``def``
+    expected = f"planted.py:{first_line} too_long ({MAX_FUNCTION_LINES + 1} lines)"
+    assert _long_functions(tmp_path / "planted.py", tmp_path) == [expected]
+
+
 def test_nothing_refers_to_files_outside_the_repository() -> None:
     outside = "../" + "shared"  # spelled in two parts so that this file does not match itself
     spec_dir = "shared/" + "spec"
@@ -97,3 +139,32 @@ def test_every_docs_section_the_code_cites_exists() -> None:
         assert doc.exists(), f"code cites docs/{page}, which does not exist"
         headings = [line.lstrip("#").strip() for line in doc.read_text().splitlines() if line.startswith("#")]
         assert not section or section in headings, f"code cites section {section!r} of docs/{page}: {headings}"
+
+
+def _test_imports(path: Path, root: Path) -> list[str]:
+    """``file:line`` of every import of the ``tests`` package or a module in it."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names = [node.module or ""]
+        else:
+            continue
+        if any(name == "tests" or name.startswith("tests.") for name in names):
+            found.append(f"{path.relative_to(root)}:{node.lineno}")
+    return found
+
+
+def test_benchmarks_and_the_support_package_import_no_test_module() -> None:
+    """The loopback servers and shared harness live in testsupport/, which tests and benchmarks both import."""
+    modules = [path for path in _tracked("benchmarks", "testsupport") if path.suffix == ".py"]
+    assert {"bench_daily_cost.py", "daily_cost.py", "s3.py"} <= {path.name for path in modules}
+    hits = [hit for path in modules for hit in _test_imports(path, ROOT)]
+    assert not hits, f"these import the test suite; move what they need to testsupport/: {hits}"
+
+
+def test_a_planted_test_import_is_reported(tmp_path: Path) -> None:
+    lines = ["import os", "from tests.s3 import MotoServer", "import tests.clients", "from testsupport.s3 import x"]
+    (tmp_path / "bench.py").write_text("\n".join(lines) + "\n")
+    assert _test_imports(tmp_path / "bench.py", tmp_path) == ["bench.py:2", "bench.py:3"]

@@ -223,10 +223,10 @@ def test_an_absurd_sample_count_is_an_invalid_index_naming_file_and_shard(two_sh
     with pytest.raises(InvalidIndexError, match=message):
         StreamingDataset(local=str(out), job_root=str(out.parent / "jobs"), batch_size=2, telemetry=False)
     cache = out.parent / "cache"
-    with pytest.raises(InvalidIndexError) as caught:  # named by the file to repair, then the cache's copy
+    with pytest.raises(InvalidIndexError) as caught:  # named by the file to repair, never the cache's copy
         StreamingDataset(remote=str(out), local=str(cache), job_root=str(out.parent / "jobs"), batch_size=2)
     assert str(caught.value).startswith(f"{out}/index.json: shard 1: 'samples' is {samples:,} but a shard")
-    assert str(caught.value).endswith(f"(read from its copy in the cache, {cache}/index.json)")
+    assert str(cache) not in str(caught.value)
 
 
 def _entry(samples: int, raw_bytes: int, zip_bytes: int | None = None) -> bytes:

@@ -58,6 +58,7 @@ def test_writer_reproduces_reference_bytes(name: str, tmp_path: Path) -> None:
         ours["zip_data"] = ref["zip_data"] = None
         assert ours == ref
         codec = get_codec(ref["compression"])
+        assert codec is not None, ref["compression"]
         raw_ours = codec.decompress(
             (our_dir / ref["raw_data"]["basename"]).with_suffix(f".mds.{codec.extension}").read_bytes()
         )

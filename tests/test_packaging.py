@@ -25,7 +25,9 @@ def _names(extra: str) -> set[str]:
     for requirement in EXTRAS[extra]:
         name = re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0]
         if name == "mds-pipelines":
-            for inner in re.search(r"\[(.*)\]", requirement).group(1).split(","):
+            extras = re.search(r"\[(.*)\]", requirement)
+            assert extras is not None, requirement
+            for inner in extras.group(1).split(","):
                 names |= _names(inner.strip())
         else:
             names.add(name.lower().replace("-", "_"))

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import string
+from collections.abc import Callable
 from decimal import Decimal
+from typing import Any, Literal
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
@@ -35,18 +37,22 @@ INT_RANGES = {
 }
 
 
+# Each float encoding and the width hypothesis draws its values at.
+FLOAT_WIDTHS: list[tuple[str, Literal[16, 32, 64]]] = [("float16", 16), ("float32", 32), ("float64", 64)]
+
+
 def _array(dtype: str, shape) -> st.SearchStrategy:
     return hnp.arrays(np.dtype(dtype), shape, elements={"allow_nan": False} if dtype.startswith("f") else None)
 
 
-def _column() -> st.SearchStrategy[tuple[str, st.SearchStrategy, callable]]:
+def _column() -> st.SearchStrategy[tuple[str, st.SearchStrategy, Callable[[Any], Any]]]:
     """(encoding, value strategy, expected decoded value from the written value)."""
     ident = lambda v: v  # noqa: E731
     scalar = st.sampled_from(sorted(INT_RANGES)).map(
         lambda name: (name, st.integers(*INT_RANGES[name]), lambda v, n=name: np.dtype(n).type(v))
     )
-    floats = st.sampled_from(["float16", "float32", "float64"]).map(
-        lambda name: (name, st.floats(width=int(name[5:]), allow_nan=False), lambda v, n=name: np.dtype(n).type(v))
+    floats = st.sampled_from(FLOAT_WIDTHS).map(
+        lambda named: (named[0], st.floats(width=named[1], allow_nan=False), lambda v, n=named[0]: np.dtype(n).type(v))
     )
     fixed = [
         ("bytes", st.binary(max_size=300), ident),

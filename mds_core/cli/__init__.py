@@ -18,8 +18,10 @@ from mds_core.cli.versions import versions
 @click.group(cls=CommandGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="mds-pipelines")
 def main() -> None:
-    """Inspect, verify and read MDS (Mosaic Data Shard) datasets; check sample orders and loaders; manage
-    the versions of shard sets; plan a training run."""
+    """Inspect, verify and read MDS (Mosaic Data Shard) datasets.
+
+    Check sample orders and loaders; manage the versions of shard sets; plan a training run.
+    """
 
 
 for command in (inspect, verify, head, check_order_command, check_loader_command, plan_command, versions):

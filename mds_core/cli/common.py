@@ -1,5 +1,8 @@
-"""What every ``mds`` command shares: one error path (an ``MDSError`` becomes one line and exit status 2), rendering values,
-and a local copy of a remote dataset's index (and shards) for the commands that read files."""
+"""What every ``mds`` command shares.
+
+One error path (an ``MDSError`` becomes one line and exit status 2), rendering values, and a local copy of a remote
+dataset's index (and shards) for the commands that read files.
+"""
 
 from __future__ import annotations
 
@@ -41,7 +44,7 @@ _BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u20
 
 
 def show_text(text: object) -> str:
-    """``text`` safe to print: control characters escaped (``\\x1b``), line breaks kept.
+    r"""``text`` safe to print: control characters escaped (``\x1b``), line breaks kept.
 
     Column names, manifest fields and error messages come from datasets written by anyone; an escape
     sequence in them would be obeyed by the terminal (set its title, rewrite lines, hide output).
@@ -66,6 +69,7 @@ class CommandError(click.ClickException):
     exit_code = 2
 
     def show(self, file: IO[Any] | None = None) -> None:
+        """Print the error as one ``error: ...`` line on stderr, without click's usage hint."""
         say(f"error: {self.format_message()}", err=True)
 
 
@@ -73,6 +77,7 @@ class CommandGroup(click.Group):
     """A group whose commands report an ``MDSError`` as a ``CommandError`` instead of a traceback."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        """Run the command, turning an ``MDSError`` into a ``CommandError``."""
         try:
             return super().invoke(ctx)
         except MDSError as err:
@@ -80,13 +85,16 @@ class CommandGroup(click.Group):
 
 
 def fail(message: str) -> NoReturn:
+    """Stop the command with ``message`` as its error (exit status 2)."""
     raise CommandError(message)
 
 
 def verdict(problems: list[str]) -> str:
-    """Print each problem (``FAIL ...``) on stdout, and return the summary's head to print after them:
-    ``OK``, ``FAILED (1 problem)``, ``FAILED (2 problems)``. One stream, so the causes come first wherever
-    the output goes."""
+    """Print each problem (``FAIL ...``) on stdout, and return the summary's head to print after them.
+
+    The head is ``OK``, ``FAILED (1 problem)``, ``FAILED (2 problems)``... One stream, so the causes come first wherever the output
+    goes.
+    """
     for problem in problems:
         say(f"FAIL {problem}")
     count = len(problems)
@@ -94,6 +102,7 @@ def verdict(problems: list[str]) -> str:
 
 
 def emit(obj: Any, as_json: bool, lines: list[str]) -> None:
+    """Print ``obj`` as indented JSON when ``as_json``, else ``lines``."""
     if as_json:
         click.echo(json.dumps(obj, indent=2, default=str))  # JSON escapes control characters itself
     else:

@@ -10,7 +10,13 @@ import click
 
 from mds_core.cli.common import fail, say, verdict
 from mds_core.storage.urls import is_remote
-from mds_core.streaming.version_sample import DEFAULT_SAMPLE_ROWS, DEFAULT_SAMPLE_SECONDS, describe_subset
+from mds_core.streaming.version_sample import (
+    DEFAULT_CHECK_BATCH_SIZE,
+    DEFAULT_CHECK_WORKERS,
+    DEFAULT_SAMPLE_ROWS,
+    DEFAULT_SAMPLE_SECONDS,
+    describe_subset,
+)
 
 if TYPE_CHECKING:
     from mds_core.streaming.loader_check import LoaderCheckReport
@@ -30,8 +36,8 @@ class _CommonArgs(TypedDict):
 @click.argument("path")
 @click.option("--version", type=int, default=None, help="A version of the shard set at PATH (a root).")
 @click.option("--cache", default=None, help="Local cache for a remote PATH; default: a temporary directory.")
-@click.option("--batch-size", default=256, show_default=True, help="Per-device batch size.")
-@click.option("--workers", "num_workers", default=2, show_default=True, help="DataLoader workers.")
+@click.option("--batch-size", default=DEFAULT_CHECK_BATCH_SIZE, show_default=True, help="Per-device batch size.")
+@click.option("--workers", "num_workers", default=DEFAULT_CHECK_WORKERS, show_default=True, help="DataLoader workers.")
 @click.option("--min-samples-per-second", default=0.0, show_default=True, help="Fail below this throughput.")
 @click.option(
     "--sample",
@@ -71,8 +77,10 @@ def check_loader_command(
     allow_unsafe_types: bool,
     as_json: bool,
 ) -> None:
-    """Stream the dataset at PATH as training does: every sample exactly once, and a resume from a
-    mid-epoch state dict continues the same order. Exits 1 when a check fails.
+    """Stream the dataset at PATH as training does.
+
+    Every sample exactly once, and a resume from a mid-epoch state dict continues the same order. Exits 1 when a check
+    fails.
 
     PATH is a dataset directory, a URL, or (with --version) a versioned shard set's root. With
     --sample, only the version's new shards and a bounded sample of the rest are streamed: the

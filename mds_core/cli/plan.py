@@ -12,7 +12,7 @@ from mds_core.cli.common import fail, say
 from mds_core.cli.schedules import load_schedule, schedule_option, stream_names
 from mds_core.errors import MDSError
 from mds_core.order.world import DEFAULT_WORLD, parse_world
-from mds_core.plan import Environment, plan_training
+from mds_core.plan import Environment, TrainingPlan, plan_training
 from mds_core.plan.report import render_text, save_plot
 from mds_core.plan.source import load_streams, probe
 from mds_core.sizes import bytes_to_int
@@ -99,8 +99,9 @@ def plan_command(
     as_json: bool,
     plot: str | None,
 ) -> None:
-    """Plan training on the datasets at SOURCES (paths or URLs, one stream each; their indexes are read, their
-    shard files listed but never read).
+    """Plan training on the datasets at SOURCES (paths or URLs, one stream each).
+
+    Their indexes are read, their shard files listed but never read.
 
     Downloads and cache per node are exact without a cache limit or at the recommended one: they
     follow the loader's real per-rank order. Repeated downloads under a smaller limit are a
@@ -108,24 +109,11 @@ def plan_command(
     --latency and --consume-time (or --probe, whose measurements the report shows). The order is
     StreamingDataset's with the same options: unshuffled unless --shuffle.
     """
-    if batch_size < 1:
-        fail(
-            f"--batch-size must be a positive integer (the per-device batch size, the same as the DataLoader's), "
-            f"got {batch_size}"
-        )
-    if epochs < 1:
-        fail(f"--epochs must be at least 1, got {epochs}")
+    _check_counts(batch_size, epochs)
     parsed_world = parse_world(world, zero_workers=False)
     limit = _size(cache_limit, "--cache-limit")
     link = _size(bandwidth, "--bandwidth")
-    measured = probe(sources[0]) if run_probe else Environment()
-    environment = Environment(
-        bandwidth=link or measured.bandwidth,
-        latency=latency if latency is not None else measured.latency,
-        consume_seconds=consume_time,
-        decode_seconds=measured.decode_seconds,
-        startup_seconds=measured.startup_seconds,
-    )
+    measured = probe(sources[0]) if run_probe else None
     plan = plan_training(
         load_streams(list(sources)),
         parsed_world,
@@ -134,7 +122,7 @@ def plan_command(
         predownload=predownload,
         cache_limit=limit,
         keep_zip=keep_zip,
-        environment=environment,
+        environment=_environment(measured, link, latency, consume_time),
         shuffle=shuffle,
         shuffle_algo=shuffle_algo,
         shuffle_seed=shuffle_seed,
@@ -145,8 +133,38 @@ def plan_command(
         schedule=load_schedule(schedule) if schedule else None,
         stream_names=stream_names(sources),
     )
-    if run_probe:
+    if measured is not None:  # the report shows what the model's figures came from
         plan.settings["probe"] = dataclasses.asdict(measured)
+    _output(plan, plot, as_json)
+
+
+def _check_counts(batch_size: int, epochs: int) -> None:
+    """Refuse a batch size or an epoch count below one, naming the option."""
+    if batch_size < 1:
+        fail(
+            f"--batch-size must be a positive integer (the per-device batch size, the same as the DataLoader's), "
+            f"got {batch_size}"
+        )
+    if epochs < 1:
+        fail(f"--epochs must be at least 1, got {epochs}")
+
+
+def _environment(
+    measured: Environment | None, link: int | None, latency: float | None, consume_time: float | None
+) -> Environment:
+    """The hardware to model: the options given, and for the rest what ``--probe`` measured (or the defaults)."""
+    found = measured if measured is not None else Environment()
+    return Environment(
+        bandwidth=link or found.bandwidth,
+        latency=latency if latency is not None else found.latency,
+        consume_seconds=consume_time,
+        decode_seconds=found.decode_seconds,
+        startup_seconds=found.startup_seconds,
+    )
+
+
+def _output(plan: TrainingPlan, plot: str | None, as_json: bool) -> None:
+    """Write the plot if one is asked for, then print the plan as JSON or as tables."""
     if plot:
         save_plot(plan, plot)
     if as_json:

@@ -1,5 +1,8 @@
-"""``--schedule`` for ``mds check-order`` and ``mds plan``: a mixing schedule over the streams given, which
-are named after their folders (``.../web`` is ``web``), as ``Stream(name=...)`` names them in training."""
+"""``--schedule`` for ``mds check-order`` and ``mds plan``.
+
+A mixing schedule over the streams given, which are named after their folders (``.../web`` is ``web``), as
+``Stream(name=...)`` names them in training.
+"""
 
 from __future__ import annotations
 

@@ -51,8 +51,11 @@ SHOWN_CHARACTERS = 100  # a longer value is cut short in `show` (--json prints i
 
 
 def manifest_lines(manifest: dict[str, Any]) -> list[str]:
-    """A manifest for people: ``field  value`` lines; a mapping as its name, then an indented ``key: value``
-    line per entry (``partitions``: how many shards each key has); sizes in bytes and units."""
+    """A manifest for people.
+
+    ``field  value`` lines; a mapping as its name, then an indented ``key: value`` line per entry (``partitions``: how
+    many shards each key has); sizes in bytes and units.
+    """
     lines = []
     for key, value in manifest.items():
         if key == "partitions":
@@ -68,8 +71,11 @@ def manifest_lines(manifest: dict[str, Any]) -> list[str]:
 
 
 def _shown(value: Any) -> str:
-    """One value on one line: ``none`` for None or nothing, a list comma-separated, JSON for anything nested; cut short
-    past ``SHOWN_CHARACTERS`` with the full length said."""
+    """One value on one line.
+
+    ``none`` for None or nothing, a list comma-separated, JSON for anything nested; cut short past ``SHOWN_CHARACTERS``
+    with the full length said.
+    """
     if value is None:
         text = "none"
     elif isinstance(value, list | tuple):

@@ -1,6 +1,8 @@
-"""Tables to MDS: ``table_to_mds`` (pyarrow, pandas or dicts; no Spark) and, in ``mds_core.convert.spark``,
-``dataframe_to_mds`` (Spark DataFrames, written from the executors). Both follow one set of type rules
-(``type_rules``), encode Arrow record batches column-wise (``arrow``) and apply one null policy (``nulls``).
+"""Tables to MDS.
+
+``table_to_mds`` (pyarrow, pandas or dicts; no Spark) and, in ``mds_core.convert.spark``, ``dataframe_to_mds`` (Spark
+DataFrames, written from the executors). Both follow one set of type rules (``type_rules``), encode Arrow record batches
+column-wise (``arrow``) and apply one null policy (``nulls``).
 """
 
 try:

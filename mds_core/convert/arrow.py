@@ -171,6 +171,7 @@ class ListLayout:
 
 
 def list_layout(arr: pa.Array, ndim: int) -> ListLayout:
+    """Each row's bounds, dimensions, raggedness and inner nulls in a list column of ``ndim`` levels."""
     n = len(arr)
     bounds = np.arange(n + 1, dtype=np.int64)
     dims = np.zeros((n, ndim), np.int64)

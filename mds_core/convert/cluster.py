@@ -26,16 +26,15 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+from mds_core.convert.route import Route
 from mds_core.convert.spark_connect import is_connect
 from mds_core.convert.staging import STAGING_DIR
 from mds_core.errors import ConfigurationError, ConversionError, MissingDependencyError
-from mds_core.storage.output import parse_out
-from mds_core.storage.urls import is_remote
 
 _PROBE_DDL = "host string, pid long, cwd string, seen boolean"
 
 
-def prepare(dataframe: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+def prepare(dataframe: Any, kwargs: dict[str, Any], route: Route) -> tuple[Any, dict[str, Any]]:
     """The DataFrame to write and the writer arguments without the driver-only ``num_tasks``.
 
     Raises ``ConfigurationError`` when ``out`` is a local path that some executor cannot see.
@@ -43,34 +42,35 @@ def prepare(dataframe: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]
     kwargs = dict(kwargs)
     num_tasks = kwargs.pop("num_tasks", None)
     spark = dataframe.sparkSession
-    location = parse_out(kwargs["out"])
-    if location.remote is None and location.local and not is_remote(location.local):
-        check_out_is_shared(spark, os.path.abspath(location.local))
+    if route.shared_local_out:
+        check_out_is_shared(spark, route.shared_local_out, connect=route.connect)
     if num_tasks is not None:
-        dataframe = dataframe.repartition(_num_tasks(spark, num_tasks))
+        dataframe = dataframe.repartition(_num_tasks(spark, num_tasks, route.connect))
     return dataframe, kwargs
 
 
-def _num_tasks(spark: Any, value: Any) -> int:
+def _num_tasks(spark: Any, value: Any, connect: bool) -> int:
     if value == "auto":
-        return default_parallelism(spark)
+        return default_parallelism(spark, connect=connect)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConversionError(f"mds_kwargs['num_tasks'] must be a positive int or 'auto', got {value!r}")
     return value
 
 
 def master(spark: Any) -> str:
+    """The session's ``spark.master`` setting, or ``""`` when it cannot be read (a Connect session)."""
     try:
         return str(spark.conf.get("spark.master", "") or "")
     except Exception:
         return ""
 
 
-def default_parallelism(spark: Any) -> int:
+def default_parallelism(spark: Any, *, connect: bool | None = None) -> int:
     """``spark.default.parallelism`` if set, else the cluster's cores as Spark counts them.
 
     Classic sessions ask the SparkContext (the executors' total cores on a cluster); Connect sessions,
-    which have none, count the partitions ``spark.range`` gets by default (the same number).
+    which have none, count the partitions ``spark.range`` gets by default (the same number). ``connect``
+    says which kind ``spark`` is, when the caller has decided it already; else it is asked here.
     """
     try:
         configured = spark.conf.get("spark.default.parallelism", None)
@@ -78,21 +78,24 @@ def default_parallelism(spark: Any) -> int:
         configured = None
     if configured:
         return int(configured)
-    if not is_connect(spark):
+    if not (is_connect(spark) if connect is None else connect):
         return int(spark.sparkContext.defaultParallelism)
     from pyspark.sql.connect import functions as F
 
     return int(spark.range(0, 1 << 20).select(F.spark_partition_id().alias("p")).distinct().count())
 
 
-def needs_probe(spark: Any) -> bool:
-    """Whether executors may have another view of the driver's files: anything but a local master."""
-    return is_connect(spark) or not master(spark).startswith("local")
+def needs_probe(spark: Any, connect: bool) -> bool:
+    """Whether executors may have another view of the driver's files.
+
+    A Connect session (its client may not be the server's host) or anything but a local master.
+    """
+    return connect or not master(spark).startswith("local")
 
 
-def check_out_is_shared(spark: Any, path: str) -> None:
+def check_out_is_shared(spark: Any, path: str, *, connect: bool) -> None:
     """Fail fast, writing nothing, when an executor cannot see the local directory ``path``."""
-    if not needs_probe(spark):
+    if not needs_probe(spark, connect):
         return
     created = not os.path.exists(path)
     probe_dir = os.path.join(path, STAGING_DIR)
@@ -103,7 +106,7 @@ def check_out_is_shared(spark: Any, path: str) -> None:
         os.makedirs(probe_dir, exist_ok=True)
         with open(probe, "w") as handle:
             handle.write(token)
-        tasks = max(2, default_parallelism(spark))
+        tasks = max(2, default_parallelism(spark, connect=connect))
         rows = spark.range(0, tasks, 1, tasks).mapInArrow(functools.partial(_look, probe, token), _PROBE_DDL).collect()
     except Exception as err:
         if "No module named 'mds_core'" in str(err):

@@ -29,6 +29,7 @@ from typing import Any
 
 from mds_core import errors
 from mds_core.convert import cluster
+from mds_core.convert.route import route_for
 from mds_core.convert.spark_connect import check_reachable, is_connect, is_spark_dataframe
 from mds_core.convert.spark_schema import detect_shapes, spark_to_arrow
 from mds_core.convert.spark_tasks import MANIFEST_DDL, TaskSpec, convert_partition
@@ -47,6 +48,7 @@ class ConversionResult(tuple[str, str]):
     stats: ConversionStats
 
     def __new__(cls, local: str, remote: str, stats: ConversionStats) -> ConversionResult:
+        """A ``(local, remote)`` tuple that also carries ``stats``."""
         result = super().__new__(cls, (local, remote))
         result.stats = stats
         return result
@@ -73,6 +75,7 @@ def dataframe_to_mds(
             written with the encoding of its type (docs/spark.md, "Type mapping").
         udf_iterable: ``f(pandas_df, **udf_kwargs)`` returning sample dicts, as in the reference
             (needs ``columns``; this path is row by row).
+        udf_kwargs: keyword arguments for ``udf_iterable``.
         null_policy: ``"error"`` (name the column and first bad row), ``"skip"`` (count them) or ``"fill"``.
         fill_values: column -> replacement value for ``"fill"``.
 
@@ -83,19 +86,20 @@ def dataframe_to_mds(
     _import_pyspark()
     started = time.perf_counter()
     check_null_policy(null_policy, fill_values)
-    kwargs = _check_arguments(dataframe, mds_kwargs, udf_iterable)
-    plans = _plans(dataframe, kwargs.get("columns"), udf_iterable is None)
-    dataframe, kwargs = cluster.prepare(dataframe, kwargs)  # num_tasks; a local out every executor sees
+    kwargs, connect = _check_arguments(dataframe, mds_kwargs, udf_iterable)
+    plans = _plans(dataframe, kwargs.get("columns"), udf_iterable is None, connect)
+    route = route_for(kwargs["out"], connect=connect)  # decided once; the steps below take it as it is
+    dataframe, kwargs = cluster.prepare(dataframe, kwargs, route)  # num_tasks; a local out every executor sees
     # Only after every check passed: with exist_ok this removes what was there.
-    target = open_target(kwargs["out"], bool(kwargs.get("exist_ok", False)))
+    target = open_target(route, bool(kwargs.get("exist_ok", False)))
     if udf_iterable is None:
         dataframe = dataframe.select(*[f"`{plan.name}`" for plan in plans])
     spec = TaskSpec(
         plans=plans,
         columns={p.name: p.encoding for p in plans} if udf_iterable is None else kwargs["columns"],
-        writer_kwargs=_writer_kwargs(kwargs, target.remote),
+        writer_kwargs=_writer_kwargs(kwargs, route.remote),
         staging=target.staging_location(uuid.uuid4().hex[:16]),
-        remote=target.remote,
+        remote=route.remote,
         null_policy=null_policy,
         fill_values=fill_values,
         udf_iterable=udf_iterable,
@@ -104,7 +108,7 @@ def dataframe_to_mds(
     spec, manifests = _run_until_shapes_hold(dataframe, spec, target, kwargs.get("progress_bar"))
     stats = target.commit(manifests, spec.staging, merge_index)
     stats.seconds = time.perf_counter() - started
-    return ConversionResult(target.local_result(kwargs.get("keep_local", False)), target.location.remote or "", stats)
+    return ConversionResult(target.local_result(kwargs.get("keep_local", False)), route.location.remote or "", stats)
 
 
 def _import_pyspark() -> Any:
@@ -115,14 +119,21 @@ def _import_pyspark() -> Any:
     return pyspark
 
 
-def _check_arguments(dataframe: Any, mds_kwargs: dict[str, Any] | None, udf_iterable: Any) -> dict[str, Any]:
+def _check_arguments(
+    dataframe: Any, mds_kwargs: dict[str, Any] | None, udf_iterable: Any
+) -> tuple[dict[str, Any], bool]:
+    """The writer arguments (a copy, with defaults), and whether ``dataframe`` is a Spark Connect one.
+
+    The one place the converter asks (the steps after it take the answer, ``Route.connect``).
+    """
     if not is_spark_dataframe(dataframe):
         kind = type(dataframe)
         raise ConversionError(
             f"dataframe must be a pyspark.sql.DataFrame (classic or Spark Connect), "
             f"got {kind.__module__}.{kind.__qualname__}"
         )
-    if is_connect(dataframe):  # a dead server would make the first call below retry for minutes
+    connect = is_connect(dataframe)
+    if connect:  # a dead server would make the first call below retry for minutes
         check_reachable(dataframe.sparkSession)
     kwargs = dict(mds_kwargs or {})  # the reference mutates the caller's dict; we copy it
     if "out" not in kwargs:
@@ -130,10 +141,10 @@ def _check_arguments(dataframe: Any, mds_kwargs: dict[str, Any] | None, udf_iter
     kwargs.setdefault("compression", "zstd")
     if udf_iterable is not None and "columns" not in kwargs:
         raise ConversionError("with udf_iterable, mds_kwargs must give 'columns' (name -> encoding)")
-    return kwargs
+    return kwargs, connect
 
 
-def _writer_kwargs(kwargs: dict[str, Any], remote: str | None) -> dict[str, Any]:
+def _writer_kwargs(kwargs: dict[str, Any], remote: bool) -> dict[str, Any]:
     writer_kwargs = {k: v for k, v in kwargs.items() if k not in _DRIVER_KWARGS}
     if remote:
         writer_kwargs.setdefault("max_workers", 1)  # one upload in flight: about two shards on local disk
@@ -143,14 +154,14 @@ def _writer_kwargs(kwargs: dict[str, Any], remote: str | None) -> dict[str, Any]
 # ---- planning (driver) ----------------------------------------------------------------------------
 
 
-def _plans(dataframe: Any, columns: dict[str, str] | None, check: bool) -> list[ColumnPlan]:
+def _plans(dataframe: Any, columns: dict[str, str] | None, check: bool, connect: bool) -> list[ColumnPlan]:
     schema, vectors, type_names = spark_to_arrow(dataframe.schema)
     if not check:  # with a udf the written columns come from the udf, not the schema
         if dataframe.isEmpty():
             raise ConversionError("dataframe is empty; there is nothing to convert")
         return []
     plans = plan_columns(schema, columns, vectors=vectors, type_names=type_names)
-    return detect_shapes(dataframe, plans, columns)
+    return detect_shapes(dataframe, plans, columns, connect=connect)
 
 
 # ---- running and committing (driver) --------------------------------------------------------------
@@ -165,7 +176,7 @@ def _run_tasks(dataframe: Any, spec: TaskSpec, target: Target, progress: bool | 
     """
     job = (
         _ConnectJob(dataframe, progress, target.url)
-        if is_connect(dataframe)
+        if target.route.connect
         else _ClassicJob(dataframe, progress, target.url)
     )
     finished = False

@@ -45,12 +45,17 @@ def is_spark_dataframe(obj: Any) -> bool:
 
 
 def functions_for(dataframe: Any) -> Any:
-    """``pyspark.sql.functions`` for the DataFrame's kind.
+    """``pyspark.sql.functions`` for the DataFrame's kind (see ``functions_module``)."""
+    return functions_module(connect=is_connect(dataframe))
+
+
+def functions_module(*, connect: bool) -> Any:
+    """``pyspark.sql.functions`` for Spark Connect (``connect``) or classic sessions.
 
     ``pyspark.sql.functions`` picks classic or Connect from a process-wide flag that pyspark sets when
     a Connect session is created; a process holding both kinds must build each one's columns itself.
     """
-    if is_connect(dataframe):
+    if connect:
         from pyspark.sql.connect import functions as connect_functions
 
         return connect_functions
@@ -60,6 +65,7 @@ def functions_for(dataframe: Any) -> Any:
 
 
 def timeout_seconds(timeout: float | None = None) -> float:
+    """``timeout`` if given, else ``$MDS_SPARK_CONNECT_TIMEOUT``, else the default."""
     if timeout is not None:
         return timeout
     value = os.environ.get(TIMEOUT_ENV, "")

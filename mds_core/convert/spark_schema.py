@@ -1,5 +1,8 @@
-"""Spark schemas for the converter: their Arrow form (as ``mapInArrow`` delivers batches), ML vector
-columns, and the fixed shapes of array columns guessed from the first row."""
+"""Spark schemas for the converter.
+
+Their Arrow form (as ``mapInArrow`` delivers batches), ML vector columns, and the fixed shapes of array columns guessed
+from the first row.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from mds_core.convert.spark_connect import functions_for
+from mds_core.convert.spark_connect import functions_module
 from mds_core.convert.type_rules import ColumnPlan, with_shape
 from mds_core.errors import ConversionError
 
@@ -63,14 +66,17 @@ def _arrow_type(dtype: Any) -> pa.DataType:
     return pa.month_day_nano_interval()  # intervals, variants...: rejected by the type rules
 
 
-def detect_shapes(dataframe: Any, plans: list[ColumnPlan], columns: dict[str, str] | None) -> list[ColumnPlan]:
+def detect_shapes(
+    dataframe: Any, plans: list[ColumnPlan], columns: dict[str, str] | None, *, connect: bool
+) -> list[ColumnPlan]:
     """Guess the fixed shape of inferred ndarray columns from the first row (one cheap ``first()``).
 
     Tasks verify every row against the guess and report a miss instead of failing; the driver then
     runs again with the dynamic-shape form (``_run_until_shapes_hold``). A full extra pass over the
-    data to check the shapes first would cost as much as reading it.
+    data to check the shapes first would cost as much as reading it. ``connect``: the DataFrame is a
+    Spark Connect one (its columns are built with Connect's functions).
     """
-    F = functions_for(dataframe)
+    F = functions_module(connect=connect)
 
     # A declared encoding is used as given; only inferred ones get the fixed-shape form.
     todo = [p for p in plans if p.kind == "ndarray" and p.shape is None and columns is None]

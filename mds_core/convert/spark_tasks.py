@@ -1,5 +1,8 @@
-"""What runs on the Spark executors: each task attempt writes its partition's shards to its own staging
-directory (uploading as it goes when the output is remote) and returns one small manifest row."""
+"""What runs on the Spark executors.
+
+Each task attempt writes its partition's shards to its own staging directory (uploading as it goes when the output is
+remote) and returns one small manifest row.
+"""
 
 from __future__ import annotations
 
@@ -44,7 +47,7 @@ class TaskSpec:
     columns: dict[str, str]
     writer_kwargs: dict[str, Any]
     staging: str  # a local directory or a URL; each attempt writes below it
-    remote: str | None
+    remote: bool  # staging is a URL: each attempt writes on the executor's disk and uploads
     null_policy: str
     fill_values: dict[str, Any] | None
     udf_iterable: Callable[..., Any] | None = None

@@ -13,14 +13,13 @@ import shutil
 import tempfile
 from typing import Any
 
+from mds_core.convert.route import Route
 from mds_core.convert.table import ConversionStats
 from mds_core.errors import ConfigurationError, OutputExistsError
 from mds_core.format.index import INDEX_BASENAME, dumps_merged_index, parse_index
 from mds_core.storage.files import atomic_write, fsync_directory
 from mds_core.storage.kill_points import kill_point
-from mds_core.storage.output import Out, OutputLocation, parse_out
 from mds_core.storage.remote import RemoteStore, open_store
-from mds_core.storage.urls import is_remote, join
 
 STAGING_DIR = "_staging"
 
@@ -28,21 +27,23 @@ STAGING_DIR = "_staging"
 class Target:
     """The converter's output location: where staging lives, how attempts are committed.
 
-    ``url`` is the dataset's home (an absolute path or a URL), ``remote`` the same URL when the
-    home is remote (executors then stage locally and upload), ``local`` the driver's directory for
-    a copy of the merged ``index.json`` (``out=(local, remote)``), if any.
+    ``route`` says where the dataset's home is (``url``: an absolute path or a URL) and whether it is
+    remote (executors then stage locally and upload); ``local`` is the driver's directory for a copy
+    of the merged ``index.json`` (``out=(local, remote)``), if any.
     """
 
-    def __init__(self, location: OutputLocation, local: str | None) -> None:
-        self.location = location
-        home = location.home
-        self.url = home if is_remote(home) else os.path.abspath(home)
-        self.remote = self.url if is_remote(home) else None
+    def __init__(self, route: Route, local: str | None) -> None:
+        self.route = route
+        self.url = route.url
+        self.remote = route.remote
         self.local = local
         self._remote_store: RemoteStore | None = None
 
     def staging_location(self, run: str) -> str:
-        return join(self.url, STAGING_DIR, run)
+        """Where the executors stage run ``run``'s attempts: a folder under the output."""
+        if self.remote:
+            return f"{self.url}/{STAGING_DIR}/{run}"
+        return os.path.join(self.url, STAGING_DIR, run)
 
     def commit(self, manifests: list[dict[str, Any]], staging: str, merge: bool) -> ConversionStats:
         """Move each partition's winning attempt into place, drop the rest, publish index.json last."""
@@ -68,8 +69,11 @@ class Target:
         return stats
 
     def _check_attempts_visible(self, manifests: list[dict[str, Any]], staging: str) -> None:
-        """Before moving anything: every attempt the executors wrote must be here (a local ``out`` that
-        an executor wrote on its own disk is not), else nothing is committed."""
+        """Before moving anything.
+
+        Every attempt the executors wrote must be here (a local ``out`` that an executor wrote on its own disk is not),
+        else nothing is committed.
+        """
         if self.remote:
             return
         missing = [
@@ -130,16 +134,15 @@ class Target:
         return self._remote_store
 
 
-def open_target(out: Out, exist_ok: bool) -> Target:
-    """Resolve ``out`` and refuse (or, with ``exist_ok``, clear) a location that already holds data."""
-    location = parse_out(out)
-    if location.remote is None:
-        target = Target(location, None)
+def open_target(route: Route, exist_ok: bool) -> Target:
+    """Refuse (or, with ``exist_ok``, clear) a location that already holds data; the ``Target`` to write."""
+    if route.location.remote is None:
+        target = Target(route, None)
         _prepare_local(target.url, exist_ok)
         return target
-    local = location.local or tempfile.mkdtemp(prefix="mds-driver-")
+    local = route.location.local or tempfile.mkdtemp(prefix="mds-driver-")
     os.makedirs(local, exist_ok=True)
-    target = Target(location, local)
+    target = Target(route, local)
     if target.remote:
         _prepare_remote(target, exist_ok)
     else:

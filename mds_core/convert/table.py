@@ -1,5 +1,7 @@
-"""Tables to MDS without Spark: ``table_to_mds`` converts a pyarrow Table, a pandas DataFrame or an
-iterable of dicts with the same type rules and null policy as ``mds_core.convert.spark.dataframe_to_mds``.
+"""Tables to MDS without Spark.
+
+``table_to_mds`` converts a pyarrow Table, a pandas DataFrame or an iterable of dicts with the same type rules and null
+policy as ``mds_core.convert.spark.dataframe_to_mds``.
 
 Values are encoded a record batch at a time (``mds_core.convert.arrow``) and handed to an
 ``MDSWriter`` as finished sample bytes, so the writer's shard layout, compression, hashing and
@@ -42,12 +44,15 @@ class ConversionStats:
 
     @property
     def rows_per_second(self) -> float:
+        """Rows converted per second of wall time (0 for an instant run)."""
         return self.rows / self.seconds if self.seconds > 0 else 0.0
 
     def as_dict(self) -> dict[str, Any]:
+        """The statistics as a dict, rows per second included."""
         return {**asdict(self), "rows_per_second": self.rows_per_second}
 
     def add_shards(self, shards: list[ShardInfo]) -> None:
+        """Count ``shards`` and their raw and compressed bytes in."""
         self.shards += len(shards)
         self.raw_bytes += sum(s.raw_data.bytes for s in shards)
         self.compressed_bytes += sum((s.zip_data or s.raw_data).bytes for s in shards)
@@ -70,13 +75,15 @@ def table_to_mds(
     Args:
         data: a ``pyarrow.Table``/``RecordBatch``, a pandas ``DataFrame``, or an iterable of dicts
             (read in batches of 8192; ``schema`` fixes their Arrow types, else the first batch's).
+        out: a local directory, a URL, or ``(local, remote)``, as ``MDSWriter`` takes it.
         columns: column -> encoding to write only those columns with those encodings (validated);
             by default every column with the encoding of its type (docs/spark.md, "Type mapping").
-        compression, **writer_kwargs: as for ``MDSWriter`` (``hashes``, ``size_limit``, ``exist_ok``...);
-            compression defaults to zstd, like ``dataframe_to_mds``.
+        compression: as for ``MDSWriter``, but zstd by default, like ``dataframe_to_mds``.
         null_policy: ``"error"`` (name the column and row), ``"skip"`` (drop and count) or ``"fill"``.
         fill_values: column -> value used by ``"fill"`` instead of the type's default (0, "", False...).
+        schema: the Arrow schema of an iterable of dicts; None takes the first batch's types.
         progress_bar: show rows written; ``None`` shows it on a terminal for conversions over a second.
+        **writer_kwargs: further ``MDSWriter`` arguments (``hashes``, ``size_limit``, ``exist_ok``...).
     """
     check_null_policy(null_policy, fill_values)
     started = time.perf_counter()

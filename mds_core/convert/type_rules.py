@@ -66,6 +66,7 @@ class ColumnPlan:
 
 
 def is_list(dtype: pa.DataType) -> bool:
+    """Whether ``dtype`` is any of Arrow's list types (list, large list, fixed-size list)."""
     return bool(pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_fixed_size_list(dtype))
 
 
@@ -189,6 +190,7 @@ def _declared_array(inferred: ColumnPlan, coder: object, encoding: str, where: s
 
 
 def accepted_encodings(plan: ColumnPlan) -> list[str]:
+    """The encodings a column with this plan may be given explicitly."""
     if plan.kind in ("ndarray", "vector"):
         return [f"ndarray:{plan.dtype}", f"ndarray:{plan.dtype}:<shape>"] + (["json"] if plan.kind == "ndarray" else [])
     if plan.kind == "bytes":
@@ -245,6 +247,7 @@ def _check_declared(columns: dict[str, str], names: list[str]) -> None:
 
 
 def check_null_policy(null_policy: str, fill_values: dict[str, object] | None) -> None:
+    """Refuse an unknown ``null_policy``, or ``fill_values`` without ``null_policy='fill'``."""
     if null_policy not in NULL_POLICIES:
         raise ConversionError(f"null_policy must be one of {list(NULL_POLICIES)}, got {null_policy!r}")
     if fill_values and null_policy != "fill":

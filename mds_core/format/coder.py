@@ -13,11 +13,15 @@ class Coder(Protocol):
     """
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The encoding's name as ``index.json`` spells it."""
 
     @property
-    def size(self) -> int | None: ...
+    def size(self) -> int | None:
+        """The encoded size in bytes of every value, or None when values vary."""
 
-    def encode(self, obj: Any) -> bytes: ...
+    def encode(self, obj: Any) -> bytes:
+        """One value's bytes."""
 
-    def decode(self, buf: Any, offset: int, size: int) -> Any: ...
+    def decode(self, buf: Any, offset: int, size: int) -> Any:
+        """The value whose ``size`` bytes start at ``offset`` in ``buf``."""

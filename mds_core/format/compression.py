@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 class Writer(Protocol):
     """Where decompressed bytes go: a binary file, or anything with its ``write``."""
 
-    def write(self, data: Buffer, /) -> int: ...
+    def write(self, data: Buffer, /) -> int:
+        """Write ``data``; return how many bytes were taken."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class Codec:
 
     @property
     def extension(self) -> str:
+        """The compressed files' extension: the family's name."""
         return self.family
 
     @property
@@ -56,6 +58,7 @@ class Codec:
         return self.family in ("zstd", "gz", "bz2")
 
     def compress(self, data: bytes) -> bytes:
+        """``data`` compressed at this codec's level."""
         return _COMPRESSORS[self.family](data, self.level)
 
     def compressor(self) -> Callable[[bytes], bytes]:

@@ -43,6 +43,7 @@ def get_coder(encoding: str) -> Coder:
 
 
 def is_mds_encoding(encoding: str) -> bool:
+    """Whether ``encoding`` names an encoding this library reads and writes."""
     try:
         get_coder(encoding)
     except UnknownEncodingError:
@@ -51,10 +52,12 @@ def is_mds_encoding(encoding: str) -> bool:
 
 
 def is_mds_encoding_safe(encoding: str) -> bool:
+    """Whether decoding ``encoding`` runs no code (``pkl`` does)."""
     return encoding not in UNSAFE_ENCODINGS
 
 
 def get_mds_encoded_size(encoding: str) -> int | None:
+    """The fixed size of a value in ``encoding``, or None when values vary."""
     return get_coder(encoding).size
 
 
@@ -64,4 +67,5 @@ def mds_encode(encoding: str, obj: Any) -> bytes:
 
 
 def mds_decode(encoding: str, data: bytes) -> Any:
+    """Decode one value's bytes."""
     return get_coder(encoding).decode(data, 0, len(data))

@@ -20,9 +20,11 @@ def get_hashes() -> set[str]:
 class Hasher(Protocol):
     """An incremental hash object, as hashlib's and xxhash's constructors make."""
 
-    def update(self, data: bytes | memoryview, /) -> None: ...
+    def update(self, data: bytes | memoryview, /) -> None:
+        """Add ``data`` to the hash."""
 
-    def hexdigest(self) -> str: ...
+    def hexdigest(self) -> str:
+        """The hash of everything added, in hex."""
 
 
 def hasher(algo: str) -> Callable[[], Hasher]:

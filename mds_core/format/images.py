@@ -50,11 +50,13 @@ class PILCoder:
     size: int | None = None
 
     def encode(self, obj: Any) -> bytes:
+        """The image's size, mode and raw pixels."""
         image = _require_image(obj, self.name)
         mode = image.mode.encode("utf-8")
         return _PIL_HEAD.pack(image.width, image.height, len(mode)) + mode + image.tobytes()
 
     def decode(self, buf: Any, offset: int, size: int) -> Any:
+        """The image from its size, mode and raw pixels."""
         if size < _PIL_HEAD.size:
             raise DecodeError("'pil' value is shorter than its header")
         width, height, mode_len = _PIL_HEAD.unpack_from(buf, offset)
@@ -82,6 +84,7 @@ class SavedImageCoder:
     size: int | None = None
 
     def encode(self, obj: Any) -> bytes:
+        """The image in this coder's format (an opened JPEG's own bytes, kept)."""
         image = _require_image(obj, self.name)
         filename = getattr(image, "filename", None)
         if self.format == "JPEG" and image.format == "JPEG" and filename:
@@ -96,6 +99,7 @@ class SavedImageCoder:
         return out.getvalue()
 
     def decode(self, buf: Any, offset: int, size: int) -> Any:
+        """The image opened from its encoded bytes."""
         return _open_image(bytes(buf[offset : offset + size]), self.name)
 
 
@@ -130,14 +134,17 @@ class ImageListCoder:
 
     @property
     def name(self) -> str:
+        """``list[<element>]``."""
         return f"list[{self.element.name}]"
 
     def encode(self, obj: Any) -> bytes:
+        """A list's elements, each encoded, behind their count and sizes."""
         if not isinstance(obj, list):
             raise EncodeError(f"encoding {self.name!r} needs a list, got {type(obj).__name__}")
         return _U32.pack(0) + _pack_parts([self.element.encode(item) for item in obj])
 
     def decode(self, buf: Any, offset: int, size: int) -> list[Any]:
+        """The list of decoded elements."""
         if size < 4:
             raise DecodeError(f"{self.name!r} value is shorter than its header")
         parts = _unpack_parts(buf, offset + 4, size - 4, self.name)
@@ -152,6 +159,7 @@ class JPEGArrayCoder:
     size: int | None = None
 
     def encode(self, obj: Any) -> bytes:
+        """A sequence of JPEG-encoded bytes, kept as they are, behind their count and sizes."""
         if isinstance(obj, (str, bytes)) or not hasattr(obj, "__len__"):
             raise EncodeError(f"encoding {self.name!r} needs a sequence of JPEG bytes, got {type(obj).__name__}")
         if not all(isinstance(item, (bytes, bytearray)) for item in obj):  # the reference takes bytearrays
@@ -159,6 +167,7 @@ class JPEGArrayCoder:
         return _pack_parts(list(obj))
 
     def decode(self, buf: Any, offset: int, size: int) -> list[Any]:
+        """The list of images opened from their JPEG bytes."""
         parts = _unpack_parts(buf, offset, size, self.name)
         if not parts:
             raise DecodeError(f"{self.name!r} value holds no images")

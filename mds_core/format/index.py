@@ -48,6 +48,7 @@ MAX_INDEX_BYTES = 1 << 30
 
 
 def get_index_basename() -> str:
+    """``index.json``, as the reference's function of this name returns."""
     return INDEX_BASENAME
 
 
@@ -60,6 +61,7 @@ class FileInfo:
     hashes: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
+        """The file's entry as ``index.json`` writes it."""
         return {"basename": self.basename, "bytes": self.bytes, "hashes": dict(self.hashes)}
 
 
@@ -87,6 +89,7 @@ class ShardInfo:
 
     @property
     def files(self) -> list[FileInfo]:
+        """The shard's files: the raw one, and the compressed one if any."""
         return [self.raw_data] + ([self.zip_data] if self.zip_data else [])
 
     def with_prefix(self, prefix: str) -> ShardInfo:
@@ -99,6 +102,7 @@ class ShardInfo:
         return replace(self, raw_data=moved(self.raw_data), zip_data=zip_data)
 
     def to_json(self) -> dict[str, Any]:
+        """The shard's entry as ``index.json`` writes it."""
         # Keys in sorted order, so even an unsorted json.dump matches the reference's merge output.
         return {
             "column_encodings": list(self.column_encodings),
@@ -136,14 +140,19 @@ def dumps_merged_index(shards: list[ShardInfo]) -> str:
     return json.dumps({"version": INDEX_VERSION, "shards": [s.to_json() for s in shards]})
 
 
-def load_index(path: str | os.PathLike[str]) -> list[ShardInfo]:
-    """Read and validate an ``index.json`` file."""
+def load_index(path: str | os.PathLike[str], source: str | None = None) -> list[ShardInfo]:
+    """Read and validate an ``index.json`` file.
+
+    ``source`` names it in error messages (default ``path``): the remote file that ``path`` is a copy of, say, the one
+    to repair.
+    """
+    where = str(path) if source is None else source
     try:
         with open(path, "rb") as file:
             text = file.read()
     except FileNotFoundError as err:
-        raise InvalidIndexError(f"{path}: no index.json here; is this an MDS dataset directory?") from err
-    return parse_index(text, str(path))
+        raise InvalidIndexError(f"{where}: no index.json here; is this an MDS dataset directory?") from err
+    return parse_index(text, where)
 
 
 def parse_index(text: str | bytes, where: str = INDEX_BASENAME) -> list[ShardInfo]:

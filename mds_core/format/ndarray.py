@@ -55,6 +55,8 @@ MAX_NDIM = 63
 
 @dataclass(frozen=True)
 class NDArrayCoder:
+    """The ``ndarray`` encodings: a numpy array, with its dtype and shape fixed by the name or stored with it."""
+
     dtype: np.dtype | None = None
     shape: tuple[int, ...] | None = None
 
@@ -87,6 +89,7 @@ class NDArrayCoder:
 
     @property
     def name(self) -> str:
+        """``ndarray``, then the fixed dtype and shape, colon-separated."""
         parts = ["ndarray"]
         if self.dtype is not None:
             parts.append(self.dtype.name)
@@ -96,11 +99,13 @@ class NDArrayCoder:
 
     @property
     def size(self) -> int | None:
+        """The encoded size when dtype and shape are both fixed, else None."""
         if self.dtype is None or self.shape is None:
             return None
         return math.prod(self.shape) * self.dtype.itemsize
 
     def encode(self, obj: Any) -> bytes:
+        """The array's bytes, behind the dtype and shape the name does not fix."""
         arr = obj if self._is_plain_match(obj) else self._checked_array(obj)
         head = b""
         if self.dtype is None:

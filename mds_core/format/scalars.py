@@ -36,26 +36,34 @@ def _require(obj: object, kind: type[_T], encoding: str) -> _T:
 
 @dataclass(frozen=True)
 class BytesCoder:
+    """``bytes``: the value as it is."""
+
     name: str = "bytes"
     size: int | None = None
 
     def encode(self, obj: Any) -> bytes:
+        """The bytes themselves."""
         return _require(obj, bytes, self.name)
 
     def decode(self, buf: Any, offset: int, size: int) -> bytes:
+        """A copy of the value's bytes."""
         # A slice of bytes or of a map is bytes already (bytes() returns it as is); of a memoryview, a copy.
         return bytes(buf[offset : offset + size])
 
 
 @dataclass(frozen=True)
 class StrCoder:
+    """``str``: UTF-8 text."""
+
     name: str = "str"
     size: int | None = None
 
     def encode(self, obj: Any) -> bytes:
+        """The text in UTF-8."""
         return _require(obj, str, self.name).encode("utf-8")
 
     def decode(self, buf: Any, offset: int, size: int) -> str:
+        """The text, refused when it is not valid UTF-8."""
         try:
             return str(buf[offset : offset + size], "utf-8")  # any buffer: bytes, a map, a memoryview
         except UnicodeDecodeError as err:
@@ -70,6 +78,7 @@ class IntCoder:
     size: int | None = 8
 
     def encode(self, obj: Any) -> bytes:
+        """The int as 8 little-endian bytes, refused out of the int64 range."""
         if not isinstance(obj, (int, np.integer)):
             raise EncodeError(f"encoding 'int' needs an int, got {_type_name(obj)}")
         try:
@@ -78,6 +87,7 @@ class IntCoder:
             raise EncodeError(f"{obj} does not fit in the int64 of encoding 'int'") from err
 
     def decode(self, buf: Any, offset: int, size: int) -> int:
+        """The int from its 8 bytes."""
         value: int = _INT64.unpack_from(buf, offset)[0]  # "<q" unpacks one int
         return value
 
@@ -95,9 +105,11 @@ class NumberCoder:
 
     @property
     def size(self) -> int:
+        """The numpy dtype's item size."""
         return self.dtype.itemsize
 
     def encode(self, obj: Any) -> bytes:
+        """The number in the dtype's little-endian bytes."""
         try:
             # struct packs in-range ints and finite floats exactly as numpy's cast does, ~10x faster.
             return _NUMBER_STRUCTS[self.name].pack(obj)
@@ -116,6 +128,7 @@ class NumberCoder:
             raise EncodeError(f"{obj!r} cannot be stored as {self.name}: {err}") from err
 
     def decode(self, buf: Any, offset: int, size: int) -> np.generic:
+        """The numpy scalar, bit for bit."""
         # A 0-d view then [()] copies the bits exactly (NaN payloads too), faster than frombuffer.
         # numpy's stubs type indexing with () as an array; on a 0-d array it gives the scalar.
         return cast(np.generic, np.ndarray((), self.dtype, buf, offset)[()])
@@ -135,11 +148,13 @@ class TextNumberCoder:
     size: int | None = None
 
     def encode(self, obj: Any) -> bytes:
+        """The number's decimal text, in ASCII."""
         _require(obj, self.kind, self.name)
         text = float.__repr__(obj) if self.kind is float else str(obj)
         return text.encode("ascii")
 
     def decode(self, buf: Any, offset: int, size: int) -> Any:
+        """The number parsed from its decimal text."""
         text = bytes(buf[offset : offset + size]).decode("ascii", errors="replace")
         try:
             return self.kind(text)
@@ -149,10 +164,13 @@ class TextNumberCoder:
 
 @dataclass(frozen=True)
 class JSONCoder:
+    """``json``: any JSON-serialisable value (numpy arrays as lists), as UTF-8 JSON text."""
+
     name: str = "json"
     size: int | None = None
 
     def encode(self, obj: Any) -> bytes:
+        """The value as UTF-8 JSON text."""
         if isinstance(obj, np.ndarray):
             obj = obj.tolist()
         try:
@@ -161,6 +179,7 @@ class JSONCoder:
             raise EncodeError(f"value is not JSON-serialisable: {err}") from err
 
     def decode(self, buf: Any, offset: int, size: int) -> Any:
+        """The value parsed from its JSON text."""
         try:
             return json.loads(bytes(buf[offset : offset + size]))
         except (ValueError, RecursionError) as err:  # RecursionError: absurdly deep nesting
@@ -175,12 +194,14 @@ class PickleCoder:
     size: int | None = None
 
     def encode(self, obj: Any) -> bytes:
+        """The value pickled."""
         try:
             return pickle.dumps(obj)
         except (pickle.PicklingError, TypeError, AttributeError) as err:
             raise EncodeError(f"value cannot be pickled: {err}") from err
 
     def decode(self, buf: Any, offset: int, size: int) -> Any:
+        """The value unpickled (this runs code the data chooses: read only trusted data)."""
         try:
             return pickle.loads(bytes(buf[offset : offset + size]))
         except Exception as err:  # unpickling can raise almost anything

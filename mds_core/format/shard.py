@@ -28,6 +28,8 @@ _LITTLE_ENDIAN = sys.byteorder == "little"
 
 @dataclass(frozen=True)
 class Column:
+    """One column: its name, its coder and its fixed size (None when values vary)."""
+
     name: str
     coder: Coder
     size: int | None
@@ -60,6 +62,7 @@ class Schema:
 
     @classmethod
     def from_columns(cls, columns: dict[str, str]) -> Schema:
+        """The schema of ``{name: encoding}``, columns in name order as the reference stores them."""
         names = sorted(columns)
         return cls(names, [columns[name] for name in names])
 
@@ -329,6 +332,7 @@ class ShardReader:
             raise CorruptShardError(f"{self.path}: {err}") from err
 
     def close(self) -> None:
+        """Release the shard's file map and views."""
         self._offsets64 = self._u8 = None  # numpy views of the map would keep it open
         offsets = getattr(self, "_offsets", None)
         if isinstance(offsets, memoryview):

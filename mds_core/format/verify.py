@@ -46,9 +46,11 @@ class Summary:
 
     @property
     def ratio(self) -> float | None:
+        """Raw bytes per compressed byte, or None when nothing is compressed."""
         return self.raw_bytes / self.zip_bytes if self.zip_bytes else None
 
     def to_json(self) -> dict[str, Any]:
+        """The summary as a dict, the ratio included."""
         return {**self.__dict__, "ratio": self.ratio}
 
 
@@ -66,10 +68,12 @@ class Report:
 
     @property
     def ok(self) -> bool:
+        """Whether no problem was found."""
         return not self.problems
 
 
 def summarize(root: str) -> Summary:
+    """Shards, samples, columns and bytes of the dataset at ``root``, from its index."""
     shards = load_index(os.path.join(root, INDEX_BASENAME))
     columns: dict[str, str] = {}
     for shard in shards:
@@ -124,8 +128,11 @@ def _verify_shard(root: str, shard: ShardInfo, report: Report, decode: bool, all
 
 @contextmanager
 def _raw_file(root: str, shard: ShardInfo, raw_path: str, report: Report) -> Iterator[IO[bytes]]:
-    """The raw shard as an open file, once its files' sizes and digests are checked: where there is a zip
-    (readers use it), decompressed from it into scratch space (see ``_scratch``), else the raw file itself."""
+    """The raw shard as an open file, once its files' sizes and digests are checked.
+
+    Where there is a zip (readers use it), decompressed from it into scratch space (see ``_scratch``), else the raw file
+    itself.
+    """
     zip_path = None if shard.zip_data is None else os.path.join(root, shard.zip_data.basename)
     if shard.zip_data is not None and zip_path is not None and os.path.exists(zip_path):
         codec = get_codec(shard.compression)

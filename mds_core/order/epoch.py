@@ -1,5 +1,8 @@
-"""One epoch's settings: the order settings with every default resolved for a world, and the steps all
-batching methods share (resampling, partitioning, shuffling one stream or all of them)."""
+"""One epoch's settings.
+
+The order settings with every default resolved for a world, and the steps all batching methods share (resampling,
+partitioning, shuffling one stream or all of them).
+"""
 
 from __future__ import annotations
 
@@ -29,9 +32,11 @@ class EpochSettings:
 
     @property
     def global_batch_size(self) -> int:
+        """Samples per step over all ranks."""
         return self.world.num_ranks * self.batch_size
 
     def resample(self, stream_id: int | None = None) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """Each shard's sample ids after the streams' repeat or choose weights (of one stream, or all)."""
         spec = self.spec
         return resample_streams(
             spec.shard_sizes,
@@ -49,6 +54,7 @@ class EpochSettings:
         return self.spec.mix.choose == self.spec.stream_sizes
 
     def positions(self, num_samples: int, num_nodes: int, batch_size: int, drop_first: int) -> NDArray[np.int64]:
+        """The partition of ``num_samples`` positions over nodes, ranks and workers by the partition algorithm."""
         return get_partitions(
             self.spec.partition_algo,
             num_samples,
@@ -80,6 +86,7 @@ class EpochSettings:
         return remap_in_place(permutation, positions)
 
     def stream_block_size(self, stream_id: int) -> int:
+        """The shuffle block of one stream when streams are shuffled one by one."""
         # Per-stream shuffles scale the block by the stream's share, so the block over all streams
         # stays about shuffle_block_size (and so does the cache a node needs).
         return int(self.block_size * self.spec.mix.proportion[stream_id])

@@ -96,10 +96,12 @@ class StreamWeights:
 
     @property
     def is_relative(self) -> bool:
+        """Whether the stream's weight is a proportion of the epoch."""
         return self.proportion is not None
 
     @property
     def is_unspecified(self) -> bool:
+        """Whether the stream sets no weight at all."""
         return self.proportion is None and self.repeat is None and self.choose is None
 
     @classmethod
@@ -142,6 +144,7 @@ class StreamMix:
 
     @property
     def epoch_size(self) -> int:
+        """Samples in one epoch: all streams' chosen samples."""
         return sum(self.choose)
 
 
@@ -308,6 +311,7 @@ def sampling_rngs_use_epoch(sampling_method: str, shuffle: bool) -> tuple[bool, 
 
 
 def check_sampling_method(sampling_method: str) -> None:
+    """Refuse a sampling method other than ``balanced`` or ``fixed``."""
     if sampling_method not in SAMPLING_METHODS:
         raise ConfigurationError(
             f"Invalid sampling method: {sampling_method!r}; sampling_method must be one of {', '.join(SAMPLING_METHODS)}"

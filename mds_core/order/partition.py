@@ -211,7 +211,9 @@ def get_partitions(
         algo: one of ``PARTITION_ALGOS`` (``relaxed`` is the dataset's default).
         num_samples: ``N``, the epoch size.
         num_canonical_nodes: ``C``.
-        num_physical_nodes, ranks_per_node, workers_per_rank: the world ``P``, ``R``, ``W``.
+        num_physical_nodes: ``P``, the nodes of the world.
+        ranks_per_node: ``R``, the ranks on each node.
+        workers_per_rank: ``W``, the DataLoader workers of each rank.
         batch_size: ``B``, the per-device batch size (the DataLoader must use the same).
         drop_first: samples of the epoch already consumed (resumption); dropped from the front.
         initial_physical_nodes: ``P`` of the run's first epoch, for ``relaxed`` resumption.
@@ -224,12 +226,7 @@ def get_partitions(
     Raises:
         ConfigurationError: unknown algorithm, invalid sizes, or a world the reference refuses.
     """
-    try:
-        partition = PARTITION_FUNCTIONS[algo]
-    except (KeyError, TypeError):
-        raise ConfigurationError(
-            f"unknown partition_algo {algo!r}; expected one of {', '.join(PARTITION_ALGOS)}"
-        ) from None
+    partition = _partition_function(algo)
     num_samples = as_int("num_samples", num_samples, 0)
     if num_samples == 0:
         raise ConfigurationError("an epoch of 0 samples cannot be partitioned; check the streams' sizes and weights")
@@ -241,17 +238,7 @@ def get_partitions(
     drop_first = as_int("drop_first", drop_first, 0)
     if initial_physical_nodes is not None:
         initial_physical_nodes = as_int("initial_physical_nodes", initial_physical_nodes, 1)
-
-    # The reference allows resuming into the world-size padding at the end of the epoch (a full
-    # extra world when N divides evenly), so resuming exactly at the end works.
-    world_size = num_physical_nodes * ranks_per_node
-    limit = num_samples + world_size - num_samples % world_size
-    if drop_first > limit:
-        raise ConfigurationError(
-            f"Resuming further into the dataset ({drop_first}) than it has samples ({num_samples}): "
-            f"at most {limit} with padding for {world_size} devices; the resume "
-            "state does not belong to this dataset or world"
-        )
+    _check_resume_point(drop_first, num_samples, num_physical_nodes * ranks_per_node)
     return partition(
         num_samples,
         num_canonical_nodes,
@@ -262,3 +249,28 @@ def get_partitions(
         drop_first,
         initial_physical_nodes,
     )
+
+
+def _partition_function(algo: str) -> PartitionFn:
+    """The function behind ``partition_algo`` ``algo``, or a ``ConfigurationError`` listing the known ones."""
+    try:
+        return PARTITION_FUNCTIONS[algo]
+    except (KeyError, TypeError):  # TypeError: an unhashable value
+        raise ConfigurationError(
+            f"unknown partition_algo {algo!r}; expected one of {', '.join(PARTITION_ALGOS)}"
+        ) from None
+
+
+def _check_resume_point(drop_first: int, num_samples: int, world_size: int) -> None:
+    """Refuse resuming past the epoch's end, padding included: the state is another dataset's or world's.
+
+    The reference allows resuming into the world-size padding at the end of the epoch (a full
+    extra world when N divides evenly), so resuming exactly at the end works.
+    """
+    limit = num_samples + world_size - num_samples % world_size
+    if drop_first > limit:
+        raise ConfigurationError(
+            f"Resuming further into the dataset ({drop_first}) than it has samples ({num_samples}): "
+            f"at most {limit} with padding for {world_size} devices; the resume "
+            "state does not belong to this dataset or world"
+        )

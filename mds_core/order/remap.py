@@ -1,5 +1,7 @@
-"""Mapping an epoch's positions through a permutation or a table, keeping ``-1`` padding, without
-N-sized temporaries; and, for a resumed epoch, where each canonical node's reading starts."""
+"""Mapping an epoch's positions through a permutation or a table, keeping ``-1`` padding, without N-sized temporaries.
+
+Also, for a resumed epoch, where each canonical node's reading starts.
+"""
 
 from __future__ import annotations
 

@@ -43,8 +43,10 @@ _GOLDEN = Fraction(1_000_000_000_000, 1_618_033_988_750)  # 1/φ, to 12 digits: 
 class Phase:
     """From ``start`` (a step, or a sample count with ``Schedule(unit="sample")``) on, draw streams by ``weights``.
 
-    ``weights`` maps stream names (``Stream(name=...)``) to non-negative numbers; only their ratios
-    matter. A stream left out, or weighted 0, gives no samples in this phase.
+    Args:
+        start: the first step (or sample) of the phase; the first phase starts at 0.
+        weights: stream names (``Stream(name=...)``) to non-negative numbers; only their ratios
+            matter. A stream left out, or weighted 0, gives no samples in this phase.
     """
 
     start: int
@@ -71,7 +73,12 @@ class Phase:
 
 @dataclass(frozen=True)
 class Schedule:
-    """Phases in order of ``start``; the first starts at 0. ``unit`` says what ``start`` counts."""
+    """A mixing schedule for ``StreamingDataset(schedule=...)``: weights that change at given steps.
+
+    Args:
+        phases: the phases in order of ``start``; the first starts at 0.
+        unit: what a phase's ``start`` counts: ``"step"`` (default) or ``"sample"``.
+    """
 
     phases: Sequence[Phase]
     unit: str = "step"
@@ -93,6 +100,7 @@ class Schedule:
         return list(dict.fromkeys(name for phase in self.phases for name in phase.weights))
 
     def to_json(self) -> dict[str, Any]:
+        """The schedule as JSON: its unit and its phases."""
         return {"unit": self.unit, "phases": [{"start": p.start, "weights": dict(p.weights)} for p in self.phases]}
 
     @classmethod
@@ -227,6 +235,7 @@ class ScheduledOrder:
         ]
 
     def phase_at(self, step: int) -> int:
+        """The index of the phase that step ``step`` is in."""
         return max(p for p, start in enumerate(self.starts) if start <= step)
 
     def advance(self, position: Position, step: int) -> Position:
@@ -246,8 +255,10 @@ class ScheduledOrder:
     def global_batches(
         self, position: Position, end: int, every: int = 1, first: int = 0
     ) -> Iterator[tuple[int, NDArray[np.int64]]]:
-        """``(step, ids)``, each step's ``G`` global sample ids, for the steps before ``end`` that are
-        ``first`` past a multiple of ``every`` from ``position.step`` (a DataLoader worker's steps).
+        """Yield ``(step, ids)``, each step's ``G`` global sample ids, for a DataLoader worker's steps.
+
+        Those are the steps before ``end`` that are ``first`` past a multiple of ``every`` from
+        ``position.step``.
 
         A batch holds each stream's samples in the stream's order, streams in turn; with ``shuffle``,
         they are spread over the batch by a fixed stride, so that every rank's slice gets a mix.

@@ -25,6 +25,8 @@ from mds_core.order.world import World
 
 @dataclass(frozen=True)
 class Comparison:
+    """How a resumed loader's batches compared with an uninterrupted run's, for one world."""
+
     world: World
     resume_at: int
     batches_compared: int
@@ -33,6 +35,7 @@ class Comparison:
 
     @property
     def ok(self) -> bool:
+        """Whether the run could be compared and no batch differed."""
         return self.error is None and self.first_difference is None
 
 

@@ -94,10 +94,12 @@ class OrderSpec:
 
     @property
     def num_streams(self) -> int:
+        """How many streams the order covers."""
         return len(self.shard_sizes)
 
     @property
     def stream_sizes(self) -> tuple[int, ...]:
+        """Each stream's number of samples."""
         return tuple(sum(sizes) for sizes in self.shard_sizes)
 
     @cached_property

@@ -15,6 +15,8 @@ from mds_core.order.arguments import as_int
 
 @dataclass(frozen=True)
 class World:
+    """Nodes, ranks per node, this rank, and DataLoader workers per rank."""
+
     num_nodes: int = 1
     ranks_per_node: int = 1
     rank: int = 0
@@ -23,14 +25,17 @@ class World:
 
     @property
     def num_ranks(self) -> int:
+        """Ranks over all nodes."""
         return self.num_nodes * self.ranks_per_node
 
     @property
     def node(self) -> int:
+        """The node this rank is on."""
         return self.rank // self.ranks_per_node
 
     @property
     def rank_of_node(self) -> int:
+        """This rank's place among its node's ranks."""
         return self.rank % self.ranks_per_node
 
     @property
@@ -83,8 +88,9 @@ DEFAULT_WORLD = "1x8x8"
 
 
 def parse_world(text: str, *, zero_workers: bool = True) -> World:
-    """``"2x4"`` (nodes x ranks per node) or ``"2x4x2"`` (and DataLoader workers per rank; 0, reading in the
-    rank process, orders samples as 1 does).
+    """Parse ``"2x4"`` (nodes x ranks per node) or ``"2x4x2"`` (and DataLoader workers per rank).
+
+    0 workers (reading in the rank process) orders samples as 1 does.
 
     A field that is zero or negative is named in the error. With ``zero_workers=False`` (``mds plan``),
     0 workers is refused too, rather than read as the one worker whose order it has.

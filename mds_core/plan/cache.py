@@ -77,8 +77,10 @@ class LRUCache:
         return out
 
     def _fetch(self, shard: int, needed_at: int, out: CacheReplay, fetched_this_epoch: set[int], record: bool) -> bool:
-        """Fetch ``shard`` (for step ``needed_at``) as the most recently used, evicting the least recently used;
-        whether it is a refetch."""
+        """Fetch ``shard`` (for step ``needed_at``) as the most recently used, evicting the least recently used.
+
+        Returns whether it is a refetch.
+        """
         again = shard in fetched_this_epoch
         out.refetched_shards += again
         fetched_this_epoch.add(shard)

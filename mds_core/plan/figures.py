@@ -43,6 +43,8 @@ class NodeEpoch:
 
 @dataclass
 class EpochFigures:
+    """One epoch of a plan: each node's downloads and cache, and the modelled times."""
+
     epoch: int
     nodes: list[NodeEpoch]
     seconds: float | None = None  # modelled
@@ -51,6 +53,8 @@ class EpochFigures:
 
 @dataclass
 class Recommendation:
+    """A setting the plan advises (``value`` None: keep yours), and why."""
+
     setting: str
     value: int | None
     reason: str
@@ -74,6 +78,7 @@ class TrainingPlan:
         return sum(node.refetched_shards for epoch in self.epochs for node in epoch.nodes)
 
     def to_json(self, with_curves: bool = False) -> dict[str, Any]:
+        """The figures as JSON, the per-step curves only if ``with_curves``."""
         data = dataclasses.asdict(self)
         if not with_curves:
             data.pop("curves")

@@ -20,12 +20,14 @@ from mds_core.order import OrderSpec, generate_work
 from mds_core.order.schedule import Schedule
 from mds_core.order.world import World
 from mds_core.plan.cache import LRUCache, live_bytes, smallest_limit_without_refetch
-from mds_core.plan.figures import Environment, EpochFigures, NodeEpoch, TrainingPlan
+from mds_core.plan.figures import Environment, EpochFigures, NodeEpoch, Recommendation, TrainingPlan
 from mds_core.plan.reads import node_reads
 from mds_core.plan.recommend import PREDOWNLOAD_BATCHES, recommend
 from mds_core.plan.timing import NodeFetches, bytes_before_first_batch, lead_steps, request_window, simulate_epoch
+from mds_core.storage.download_threads import download_threads
 from mds_core.streaming.cache_limit import cache_limit_needed, readers_at_once, shards_in_use
 from mds_core.streaming.memory import check_order_fits
+from mds_core.streaming.prefetch import samples_ahead
 from mds_core.streaming.scheduled import ScheduledEpochs
 
 _CURVE_POINTS = 1000
@@ -42,6 +44,7 @@ class Shards:
 
     @classmethod
     def of(cls, streams: Sequence[Sequence[ShardInfo]], keep_zip: bool) -> Shards:
+        """The shards of all streams in order, with their download, cache and sample figures."""
         shards = [shard for stream in streams for shard in stream]
         download = [(s.zip_data or s.raw_data).bytes for s in shards]
         cached = [s.raw_data.bytes + (s.zip_data.bytes if s.zip_data and keep_zip else 0) for s in shards]
@@ -78,8 +81,10 @@ class _Timer:
         self.nodes.append((steps, fetched, shards.download[fetched], first_shards))
 
     def epoch(self, figures: EpochFigures, predownload: int) -> EpochFigures:
-        """Fill in what each node downloads before its first batch, and the modelled figures when the
-        environment says enough to model time."""
+        """Fill in what each node downloads before its first batch, and the modelled figures.
+
+        The figures only when the environment says enough to model time.
+        """
         env = self.environment
         lead = lead_steps(predownload, self.batch_size, self.world.workers_per_rank, _PREFETCH_BATCHES)
         fetches = []
@@ -122,59 +127,39 @@ def plan_training(
 ) -> TrainingPlan:
     """Plan ``epochs`` epochs of the streams (each a list of index entries) on ``world``.
 
-    ``order`` takes ``StreamingDataset``'s order settings (``shuffle``, ``shuffle_algo``,
-    ``shuffle_seed``, ``shuffle_block_size``, ``num_canonical_nodes``, ``partition_algo``,
-    ``batching_method``, ...). ``predownload`` defaults to ``8 * batch_size``, as in the loader. With a
-    mixing ``schedule``, ``stream_names`` name the streams as its phases do.
+    Args:
+        streams: each stream's shards, as its ``index.json`` lists them.
+        world: nodes, ranks per node and DataLoader workers per rank.
+        batch_size: samples per rank per step, as the loader's ``batch_size``.
+        epochs: how many epochs to replay; each draws its own order.
+        predownload: samples each worker reads ahead; defaults to the loader's (``8 * batch_size``).
+        cache_limit: bytes the cache may hold per node; ``None`` plans without eviction.
+        keep_zip: whether each shard's compressed form stays in the cache beside the decompressed one.
+        environment: bandwidth and per-sample cost, for the time estimates; the default has none.
+        schedule: a mixing schedule (``docs/mixing.md``); the plan then follows its phases.
+        stream_names: the streams' names as the schedule's phases give them.
+        **order: ``StreamingDataset``'s order settings (``shuffle``, ``shuffle_algo``, ``shuffle_seed``,
+            ``shuffle_block_size``, ``num_canonical_nodes``, ``partition_algo``, ``batching_method``, ...).
+
+    Returns:
+        The plan: bytes, downloads and evictions per node, the first batch's wait and recommendations.
     """
     began = time.perf_counter()
     environment = environment or Environment()
-    if epochs < 1:
-        raise ConfigurationError(f"epochs must be >= 1, got {epochs}")
-    if order.get("replication") not in (None, 1):
-        raise ConfigurationError(
-            "plan does not model replication yet: plan the world of parallel ranks instead "
-            "(nodes x ranks / replication)"
-        )
+    _check_plannable(epochs, order)
     spec = OrderSpec(shard_sizes=[[s.samples for s in stream] for stream in streams], batch_size=batch_size, **order)
     shards = Shards.of(streams, keep_zip)
-    predownload = predownload or 8 * batch_size
-    threads = 2 if cache_limit else 4  # ShardCache's download threads per worker
+    predownload = predownload or samples_ahead(None, batch_size)
     lead = lead_steps(predownload, batch_size, world.workers_per_rank, _PREFETCH_BATCHES)
-    caches = [LRUCache(shards.cached, shards.download, cache_limit) for _ in range(world.num_nodes)]
-    curves: dict[str, list[list[int]]] = {"footprint": [[] for _ in caches], "downloaded": [[] for _ in caches]}
-    figures, smallest, working_set = [], 0, 0
-    first_timer = None
+    replays = _Replays.of(shards, lead, cache_limit, world.num_nodes)
     check_order_fits(spec.samples_per_epoch, 0, _largest_claim(streams))
-    scheduled = (
-        None
-        if schedule is None
-        else ScheduledEpochs(schedule, stream_names or [], spec, world, batch_size, spec.epoch_size)
-    )
-    samples = spec.samples_per_epoch if scheduled is None else scheduled.epoch_size
+    scheduled, samples = _scheduled(schedule, stream_names, spec, world, batch_size)
+    figures, first_timer = [], None
     for epoch in range(epochs):
-        timer = _Timer(world, batch_size, threads, samples, environment)
-        if scheduled is not None:
-            work = scheduled.work(world, epoch)
-        else:
-            work = generate_work(spec, world.num_nodes, world.ranks_per_node, world.workers_per_rank, epoch)
-        nodes = []
-        for node, cache in enumerate(caches):
-            reads = node_reads(work, node, shards.ends)
-            replay = cache.replay(reads, lead)
-            smallest = max(smallest, smallest_limit_without_refetch(reads, shards.cached, shards.download, lead))
-            working_set = max(working_set, int(live_bytes(reads, shards.cached).max(initial=0)))
-            timer.keep(
-                work[node], shards, np.array(replay.fetch_steps, np.int64), np.array(replay.fetch_shards, np.int64)
-            )
-            nodes.append(
-                NodeEpoch(node, replay.fetched_shards, replay.fetched_bytes, replay.refetched_shards, replay.peak_bytes)
-            )
-            curves["footprint"][node] += replay.footprint
-            curves["downloaded"][node] += replay.downloaded
-        del work  # the next epoch's takes its place
+        timer = _Timer(world, batch_size, download_threads(cache_limit), samples, environment)
+        nodes = replays.epoch(_work(spec, world, scheduled, epoch), timer)  # the epoch's work is freed here
         figures.append(timer.epoch(EpochFigures(epoch, nodes), predownload))
-        first_timer = first_timer or timer
+        first_timer = first_timer or timer  # later epochs' fetches are not kept
     settings = {
         "world": str(world),
         "batch_size": batch_size,
@@ -182,6 +167,93 @@ def plan_training(
         "predownload": predownload,
         "cache_limit": cache_limit,
         "keep_zip": keep_zip,
+        **_derived_settings(streams, shards, spec, world, samples, schedule, lead, environment),
+    }
+    plan = TrainingPlan(settings, figures, replays.smallest, replays.working_set, [], curves=_sampled(replays.curves))
+    plan.recommendations = _recommendations(plan, first_timer, streams, shards, spec, world)
+    plan.plan_seconds = time.perf_counter() - began
+    return plan
+
+
+def _check_plannable(epochs: int, order: dict[str, Any]) -> None:
+    """Refuse what the planner does not model, before any work."""
+    if epochs < 1:
+        raise ConfigurationError(f"epochs must be >= 1, got {epochs}")
+    if order.get("replication") not in (None, 1):
+        raise ConfigurationError(
+            "plan does not model replication yet: plan the world of parallel ranks instead "
+            "(nodes x ranks / replication)"
+        )
+
+
+def _scheduled(
+    schedule: Schedule | None, stream_names: Sequence[str] | None, spec: OrderSpec, world: World, batch_size: int
+) -> tuple[ScheduledEpochs | None, int]:
+    """The mixing schedule's epochs, as the loader makes them (None without a schedule), and the samples per epoch."""
+    if schedule is None:
+        return None, spec.samples_per_epoch
+    scheduled = ScheduledEpochs(schedule, stream_names or [], spec, world, batch_size, spec.epoch_size)
+    return scheduled, scheduled.epoch_size
+
+
+def _work(spec: OrderSpec, world: World, scheduled: ScheduledEpochs | None, epoch: int) -> NDArray[np.int64]:
+    """Every sample id the world reads in ``epoch``: (nodes, ranks per node, workers, batches, batch)."""
+    if scheduled is not None:
+        return scheduled.work(world, epoch)
+    return generate_work(spec, world.num_nodes, world.ranks_per_node, world.workers_per_rank, epoch)
+
+
+@dataclasses.dataclass
+class _Replays:
+    """Each node's cache over the epochs: what it fetches, and the largest limits and working sets seen."""
+
+    shards: Shards
+    lead: int
+    caches: list[LRUCache]
+    smallest: int = 0
+    working_set: int = 0
+    curves: dict[str, list[list[int]]] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.curves = {"footprint": [[] for _ in self.caches], "downloaded": [[] for _ in self.caches]}
+
+    @classmethod
+    def of(cls, shards: Shards, lead: int, cache_limit: int | None, num_nodes: int) -> _Replays:
+        """A fresh cache of ``cache_limit`` bytes (None: no limit) on each of ``num_nodes`` nodes."""
+        return cls(shards, lead, [LRUCache(shards.cached, shards.download, cache_limit) for _ in range(num_nodes)])
+
+    def epoch(self, work: NDArray[np.int64], timer: _Timer) -> list[NodeEpoch]:
+        """Replay one epoch's ``work`` through every node's cache; ``timer`` keeps the fetches to time them."""
+        shards, nodes = self.shards, []
+        for node, cache in enumerate(self.caches):
+            reads = node_reads(work, node, shards.ends)
+            replay = cache.replay(reads, self.lead)
+            no_refetch = smallest_limit_without_refetch(reads, shards.cached, shards.download, self.lead)
+            self.smallest = max(self.smallest, no_refetch)
+            self.working_set = max(self.working_set, int(live_bytes(reads, shards.cached).max(initial=0)))
+            timer.keep(
+                work[node], shards, np.array(replay.fetch_steps, np.int64), np.array(replay.fetch_shards, np.int64)
+            )
+            nodes.append(
+                NodeEpoch(node, replay.fetched_shards, replay.fetched_bytes, replay.refetched_shards, replay.peak_bytes)
+            )
+            self.curves["footprint"][node] += replay.footprint
+            self.curves["downloaded"][node] += replay.downloaded
+        return nodes
+
+
+def _derived_settings(
+    streams: Sequence[Sequence[ShardInfo]],
+    shards: Shards,
+    spec: OrderSpec,
+    world: World,
+    samples: int,
+    schedule: Schedule | None,
+    lead: int,
+    environment: Environment,
+) -> dict[str, Any]:
+    """The plan's settings that follow from the order, the data and the environment."""
+    return {
         "num_canonical_nodes": spec.canonical_nodes(world.num_nodes),
         "shuffle_block_size": spec.block_size(world.num_nodes),
         "shuffle": spec.shuffle,
@@ -194,7 +266,17 @@ def plan_training(
         "environment": dataclasses.asdict(environment),
         "loader_minimum_cache_limit": _loader_minimum(streams, shards, spec, world, spec.block_size(world.num_nodes)),
     }
-    plan = TrainingPlan(settings, figures, smallest, working_set, [], curves=_sampled(curves))
+
+
+def _recommendations(
+    plan: TrainingPlan,
+    first_timer: _Timer | None,
+    streams: Sequence[Sequence[ShardInfo]],
+    shards: Shards,
+    spec: OrderSpec,
+    world: World,
+) -> list[Recommendation]:
+    """``recommend``, re-timing the first epoch for other ``predownload`` values and re-checking other blocks."""
 
     def first_epoch_seconds(other: int) -> float | None:
         blank = EpochFigures(0, [NodeEpoch(n, 0, 0, 0, 0) for n in range(world.num_nodes)])
@@ -203,16 +285,16 @@ def plan_training(
     def loader_minimum_with(block: int) -> int:
         return _loader_minimum(streams, shards, spec, world, block)
 
-    plan.recommendations = recommend(plan, first_epoch_seconds, loader_minimum_with)
-    plan.plan_seconds = time.perf_counter() - began
-    return plan
+    return recommend(plan, first_epoch_seconds, loader_minimum_with)
 
 
 def _loader_minimum(
     streams: Sequence[Sequence[ShardInfo]], shards: Shards, spec: OrderSpec, world: World, block: int
 ) -> int:
-    """The smallest ``cache_limit`` ``StreamingDataset`` accepts for this order with shuffle block ``block``
-    (``check_cache_limit``)."""
+    """The smallest ``cache_limit`` ``StreamingDataset`` accepts for this order with shuffle block ``block``.
+
+    As ``check_cache_limit`` computes it.
+    """
     in_use = shards_in_use(
         spec.shuffle, spec.shuffle_algo, block, [shard.samples for stream in streams for shard in stream]
     )

@@ -31,6 +31,7 @@ class NodeReads:
         return first
 
     def last_use(self, num_shards: int) -> NDArray[np.int64]:
+        """The last step that reads each shard, -1 for a shard never read."""
         last = np.full(num_shards, -1, np.int64)
         last[self.shards] = self.steps
         return last

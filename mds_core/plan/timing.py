@@ -37,6 +37,8 @@ class NodeFetches:
 
 @dataclass(frozen=True)
 class EpochTiming:
+    """An epoch's modelled times: its length, and each node's wait for its first batch and its data."""
+
     seconds: float  # until the last step is done
     first_batch_seconds: list[float]  # per node: until the first step's data is there
     data_wait_seconds: list[float]  # per node: time its ranks wait for their own node's data
@@ -136,8 +138,11 @@ def bytes_before_first_batch(fetches: NodeFetches) -> int:
 
 
 def request_window(predownload: int) -> int:
-    """Samples a worker asks shards for at once: ``StreamingDataset`` reads ``min(predownload, 4096)``
-    samples per step and requests ``predownload`` samples beyond the step."""
+    """Samples a worker asks shards for at once.
+
+    ``StreamingDataset`` reads ``min(predownload, 4096)`` samples per step and requests ``predownload`` samples beyond
+    the step.
+    """
     return predownload + max(1, min(4096, predownload))
 
 

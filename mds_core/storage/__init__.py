@@ -1,4 +1,7 @@
-"""Where bytes live: local files written safely (``files``), the one URL rule (``urls``), the registry of
-stores (``stores``, with each store's set-up in ``s3``, ``gcs``, ``azure`` and ``volumes``), every store
-through one client (``remote``), the writers' destinations (``output``), decompressed shards for readers
-(``raw_shards``) and the node's shard cache with its eviction (``shard_cache``)."""
+"""Where bytes live.
+
+Local files written safely (``files``), the one URL rule (``urls``), the registry of stores (``stores``, with each
+store's set-up in ``s3``, ``gcs``, ``azure`` and ``volumes``), every store through one client (``remote``), the writers'
+destinations (``output``), decompressed shards for readers (``raw_shards``) and the node's shard cache with its eviction
+(``shard_cache``).
+"""

@@ -70,6 +70,7 @@ class CacheStats:
             values[_SLOT["download_max_seconds"]] = max(values[_SLOT["download_max_seconds"]], seconds)
 
     def record_eviction(self) -> None:
+        """Count one shard evicted from the cache."""
         with self._lock:
             self.values[_SLOT["evictions"]] += 1
 

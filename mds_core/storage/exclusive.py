@@ -19,6 +19,7 @@ class ExclusiveCreateUnsupported(ConfigurationError):
 
 
 def supports_exclusive_create(scheme: str) -> bool:
+    """Whether the store behind ``scheme`` can create a file only if it is missing."""
     kind = stores.kind_of_scheme(scheme)
     return kind is not None and kind.exclusive_create is not None
 

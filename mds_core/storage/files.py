@@ -163,8 +163,9 @@ def _create_by_open(path: str, data: bytes) -> bool:
 
 
 def _temporary_beside(path: str) -> tuple[int, str]:
-    """A new, uniquely named file in ``path``'s directory (created if needed): same file system, so
-    renaming or linking it to ``path`` is atomic.
+    """A new, uniquely named file in ``path``'s directory (created if needed).
+
+    Same file system, so renaming or linking it to ``path`` is atomic.
 
     Created with mode 0666 less the umask, like any file a program writes (``mkstemp`` would make it
     0600, and a training job running as another user could not read the published shards). The pid
@@ -212,8 +213,10 @@ def remove_orphaned_temporaries(directory: str, min_age: float = 60.0) -> list[s
 
 
 def remove_dataset(directory: str) -> None:
-    """Remove a dataset directory, ``index.json`` first: a crash halfway never leaves an index
-    naming shards that are already gone."""
+    """Remove a dataset directory, ``index.json`` first.
+
+    A crash halfway never leaves an index naming shards that are already gone.
+    """
     with contextlib.suppress(FileNotFoundError):
         os.unlink(os.path.join(directory, INDEX_BASENAME))
         fsync_directory(directory)

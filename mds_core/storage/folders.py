@@ -46,9 +46,11 @@ def private_folder(path: str, fix: str) -> str:
 
 
 def owned_folder(path: str, fix: str) -> str:
-    """``path`` (followed if a link: a folder the user chose) as a folder of this user's that not every
-    user can write; created 0700 if missing. Group write is allowed: with a private group per user
-    (Ubuntu's default umask 002), a user's folders are group-writable and still theirs alone."""
+    """``path`` (followed if a link: a folder the user chose) as a folder of this user's that not every user can write.
+
+    Created 0700 if missing. Group write is allowed: with a private group per user (Ubuntu's default umask 002), a
+    user's folders are group-writable and still theirs alone.
+    """
     os.makedirs(path, mode=0o700, exist_ok=True)
     info = os.stat(path)
     problem = _problem(info, stat.S_IWOTH)
@@ -72,8 +74,10 @@ def inside(root: str, rel: str) -> str:
 
 
 def beneath(root: str, rel: str) -> str:
-    """``root/rel``, refused (``UnsafePathError``) when a folder on the way down from ``root`` is a symbolic
-    link. The file itself may be one: it is replaced or removed, never written through."""
+    """``root/rel``, refused (``UnsafePathError``) when a folder on the way down from ``root`` is a symbolic link.
+
+    The file itself may be one: it is replaced or removed, never written through.
+    """
     path = os.path.join(root, rel)
     expected = os.path.normpath(os.path.join(os.path.realpath(root), os.path.dirname(rel)))
     if os.path.realpath(os.path.dirname(path)) != expected:

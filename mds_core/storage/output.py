@@ -46,6 +46,7 @@ class OutputLocation:
 
     @property
     def home(self) -> str:
+        """The dataset's place: the remote URL if any, else the local directory."""
         return self.remote if self.remote is not None else self.local or ""
 
 
@@ -75,11 +76,14 @@ class Output(Protocol):
 
     location: str
 
-    def write_file(self, basename: str, parts: Sequence[bytes | memoryview]) -> None: ...
+    def write_file(self, basename: str, parts: Sequence[bytes | memoryview]) -> None:
+        """Store one file of the dataset from ``parts``."""
 
-    def publish_index(self, data: bytes) -> None: ...
+    def publish_index(self, data: bytes) -> None:
+        """Store ``index.json`` last, once every shard is stored."""
 
-    def abort(self) -> None: ...
+    def abort(self) -> None:
+        """Remove what was written, after a failure."""
 
 
 class LocalOutput:
@@ -105,10 +109,12 @@ class LocalOutput:
             raise WriterError(f"cannot create output directory {directory}: {err}") from err
 
     def write_file(self, basename: str, parts: Sequence[bytes | memoryview]) -> None:
+        """Write the file atomically in the directory."""
         atomic_write(os.path.join(self.location, basename), parts, durable=self.durable)
         self._written.append(basename)
 
     def publish_index(self, data: bytes) -> None:
+        """Write ``index.json`` atomically in the directory."""
         atomic_write(os.path.join(self.location, INDEX), [data], durable=self.durable)
 
     def abort(self) -> None:
@@ -166,6 +172,7 @@ class RemoteOutput:
         self.store.delete(INDEX)
 
     def write_file(self, basename: str, parts: Sequence[bytes | memoryview]) -> None:
+        """Write the file in the local copy and queue its upload."""
         self._raise_first_failure()
         self._local.write_file(basename, parts)
         self._slots.acquire()
@@ -186,6 +193,7 @@ class RemoteOutput:
                 result_of(future)  # raises the upload's StorageError
 
     def publish_index(self, data: bytes) -> None:
+        """Wait for every upload, then write and upload ``index.json``."""
         self._raise_first_failure(wait=True)
         self._pool.shutdown(wait=True)
         self._local.publish_index(data)
@@ -207,9 +215,12 @@ class RemoteOutput:
 
 
 def require_bucket(store: RemoteStore) -> None:
-    """``StoreFileNotFoundError`` if ``store``'s bucket (or container) is missing: lookups and listings read a
-    missing bucket as an empty folder, and a write would fail only at its first upload. One attempt, and only
-    "not found" counts: a credential scoped to a prefix may not look at the bucket, and its upload will tell."""
+    """``StoreFileNotFoundError`` if ``store``'s bucket (or container) is missing.
+
+    Lookups and listings read a missing bucket as an empty folder, and a write would fail only at its first upload. One
+    attempt, and only "not found" counts: a credential scoped to a prefix may not look at the bucket, and its upload
+    will tell.
+    """
     bucket, what = store.path.split("/", 1)[0], store.kind.bucket
     if what is None:
         return
@@ -225,8 +236,11 @@ def require_bucket(store: RemoteStore) -> None:
 
 
 def result_of(future: Future[T]) -> T:
-    """``future.result()``, with an ``MDSError`` raised as if here: its message names the file and the cause,
-    so neither it nor its causes carry the background thread's frames into the caller's traceback."""
+    """``future.result()``, with an ``MDSError`` raised as if here.
+
+    Its message names the file and the cause, so neither it nor its causes carry the background thread's frames into the
+    caller's traceback.
+    """
     try:
         return future.result()
     except MDSError as err:

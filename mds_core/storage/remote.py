@@ -181,6 +181,7 @@ class RemoteStore:
         kill_point(f"uploaded {rel}")
 
     def read_bytes(self, rel: str) -> bytes:
+        """The whole file ``rel``, retried on transient errors."""
         # fsspec ships no types: its filesystems are Any to mypy (cat_file returns bytes, exists a bool).
         data: bytes = self._retrying(f"read of {self.url_of(rel)}", lambda: self.fs.cat_file(self._path_of(rel)))
         return data
@@ -219,6 +220,7 @@ class RemoteStore:
         return created
 
     def exists(self, rel: str) -> bool:
+        """Whether ``rel`` exists, retried on transient errors."""
         found: bool = self._retrying(f"lookup of {self.url_of(rel)}", lambda: self.fs.exists(self._path_of(rel)))
         return found
 

@@ -31,6 +31,7 @@ from mds_core.errors import ConfigurationError, HashMismatchError, UnsafePathErr
 from mds_core.format.hashing import hasher
 from mds_core.format.index import READER_CACHE, FileInfo, ShardInfo
 from mds_core.storage.cache_stats import CacheStats
+from mds_core.storage.download_threads import download_threads
 from mds_core.storage.files import file_lock, has_size, process_alive, remove_orphaned_temporaries, staged_path
 from mds_core.storage.folders import cache_errors, inside
 from mds_core.storage.kill_points import kill_point
@@ -52,8 +53,8 @@ class ShardCache:
         validate_hash: an algorithm to check each newly downloaded file with, or None.
         keep_zip: keep compressed files after decompressing them.
         cache_limit: bytes this cache may hold (shard files; the index is not counted), or None.
-        threads: downloads run in parallel by ``prefetch`` (8: with 4, a cold epoch at 100 ms of
-            latency kept 2.6 GETs in flight and read 11k samples/s; with 8, 4.0 and 14k/s).
+        threads: downloads run in parallel by ``prefetch``; None (the default): ``download_threads`` of
+            the cache limit in force when downloads start (a dataset sets each stream's share after opening it).
         decompressions: how many of them may decompress at once (default: the CPUs this process may
             use); the shard needed soonest goes first.
 
@@ -71,12 +72,12 @@ class ShardCache:
         validate_hash: str | None = None,
         keep_zip: bool = False,
         cache_limit: int | None = None,
-        threads: int = 8,
+        threads: int | None = None,
         decompressions: int | None = None,
     ) -> None:
         self.store, self.root, self.shards = store, root, shards
         self.validate_hash, self.keep_zip, self.cache_limit = validate_hash, keep_zip, cache_limit
-        self.threads = threads
+        self._threads = threads
         self.decompressions = decompressions or _usable_cpus()
         if validate_hash:
             _check_hash_available(shards, validate_hash, store.url)
@@ -106,6 +107,11 @@ class ShardCache:
         self.__dict__.update(
             state, _gate=_PriorityGate(state["decompressions"]), _head_start=threading.Event(), _pid=os.getpid()
         )
+
+    @property
+    def threads(self) -> int:
+        """Downloads run at once: as constructed, or by ``download_threads`` under the current ``cache_limit``."""
+        return self._threads or download_threads(self.cache_limit)
 
     def _own_process(self) -> None:
         """In a forked child, forget the parent's threads, futures and gate (their threads are not here)."""

@@ -109,7 +109,7 @@ def _local_filesystem(url: str, timeout: float | None, options: dict[str, Any]) 
 
 
 def _fsspec_filesystem(url: str, timeout: float | None, options: dict[str, Any]) -> tuple[Any, str]:
-    """fsspec's own filesystem for the URL, with the options as given (and no listing cache)."""
+    """The fsspec filesystem for the URL, with the options as given (and no listing cache)."""
     import fsspec
 
     fs, path = fsspec.core.url_to_fs(url, **options)
@@ -128,9 +128,12 @@ def _create_local(fs: Any, path: str, data: bytes) -> bool:
 
 
 def _create_with_precondition(fs: Any, path: str, data: bytes) -> bool:
-    """gcsfs sends ``ifGenerationMatch=0``, adlfs ``overwrite=False`` (If-None-Match: *) and
-    ``VolumesFileSystem`` a Files API upload with ``overwrite=false`` for ``mode="create"``; each turns
-    the store's refusal (412, 409 BlobAlreadyExists, 409 Conflict) into FileExistsError."""
+    """Create ``path`` with ``data`` unless it exists, by the store's own precondition; whether it was created.
+
+    For ``mode="create"`` gcsfs sends ``ifGenerationMatch=0``, adlfs ``overwrite=False`` (If-None-Match: *) and
+    ``VolumesFileSystem`` a Files API upload with ``overwrite=false``; each turns the store's refusal (412, 409
+    BlobAlreadyExists, 409 Conflict) into FileExistsError.
+    """
     try:
         fs.pipe_file(path, data, mode="create")
         return True
@@ -244,7 +247,7 @@ def store_kind(url: str, *, any_fsspec: bool = False) -> StoreKind:
 
 
 def fsspec_fallback(url: str, timeout: float | None, options: dict[str, Any]) -> tuple[Any, str]:
-    """fsspec's own filesystem for a scheme the registry does not know (``memory://``, ``sftp://``...).
+    """The fsspec filesystem for a scheme the registry does not know (``memory://``, ``sftp://``...).
 
     It gets none of a registered store's set-up: its client retries and timeouts are fsspec's. A fresh
     instance each time, so a long-lived process never reads a listing an earlier call cached.

@@ -1,5 +1,6 @@
-"""A store's "slow down" answer (HTTP 429 or 503 with ``Retry-After``), as store clients report it to
-``RemoteStore``'s retry loop.
+"""A store's "slow down" answer (HTTP 429 or 503 with ``Retry-After``).
+
+Store clients report it to ``RemoteStore``'s retry loop.
 
 Throttling is not a failure of the request: the service asks to be called again after a while. The
 retry loop waits as long as it asks, within the file's deadline, without counting the attempt, so

@@ -32,9 +32,11 @@ class Bound:
     why: str
 
     def announced(self, size: int) -> str:
+        """The error's reason when the store announces more bytes than allowed."""
         return f"the store announces {size} bytes, {self.why}"
 
     def passed(self) -> str:
+        """The error's reason when more bytes arrive than allowed."""
         return f"got more than {self.limit} bytes, {self.why}"
 
 

@@ -37,8 +37,9 @@ def join(root: PathLike, *parts: str) -> str:
 
 
 def redact(location: PathLike) -> str:
-    """``location`` without the credentials a URL may carry: ``scheme://user:password@host/...``, and a
-    Spark Connect URL's ``;token=...`` parameter.
+    """``location`` without the credentials a URL may carry.
+
+    ``scheme://user:password@host/...``, and a Spark Connect URL's ``;token=...`` parameter.
 
     fsspec reads a user and password from a URL's authority (ftp, sftp, http, smb...), so a URL
     given as a landing zone or warehouse may hold a secret. Every message, log line and piece of

@@ -102,11 +102,13 @@ class VolumesFileSystem(AbstractFileSystem):  # type: ignore[misc]
         return _Download(response.contents, self, path)
 
     def cat_file(self, path: str, start: int | None = None, end: int | None = None, **kwargs: Any) -> bytes:
+        """The file's bytes (from ``start`` to ``end`` if given)."""
         with self._open(path) as source:
             data = source.read()
         return data[start:end] if start is not None or end is not None else data
 
     def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
+        """The file's or directory's fsspec entry."""
         path = self._strip_protocol(path)
         try:
             meta = self._call(path, self.files.get_metadata, path)
@@ -129,10 +131,12 @@ class VolumesFileSystem(AbstractFileSystem):  # type: ignore[misc]
             return False
 
     def modified(self, path: str) -> dt.datetime:
+        """When the file was last modified."""
         modified: dt.datetime = self.info(path)["LastModified"]  # what _modified puts there
         return modified
 
     def ls(self, path: str, detail: bool = True, **kwargs: Any) -> list[Any]:
+        """The directory's entries (their fsspec entries with ``detail``, else their paths)."""
         path = self._strip_protocol(path)
         try:
             entries = self._entries(path)
@@ -190,13 +194,17 @@ class VolumesFileSystem(AbstractFileSystem):  # type: ignore[misc]
         self._upload(path, io.BytesIO(value), overwrite=mode != "create")
 
     def put_file(self, lpath: str, rpath: str, callback: Any = None, mode: str = "overwrite", **kwargs: Any) -> None:
+        """Upload the local file ``lpath`` to ``rpath``; ``mode="create"`` refuses an existing file."""
         rpath = self._strip_protocol(rpath)
         with open(lpath, "rb") as source:
             self._upload(rpath, source, overwrite=mode != "create")
 
     def _upload(self, path: str, contents: Any, overwrite: bool) -> None:
-        """One upload; if the service answers 404 because the parent directory is missing, the
-        directory is created (``mkdir -p``) and the upload sent once more."""
+        """One upload.
+
+        If the service answers 404 because the parent directory is missing, the directory is created (``mkdir -p``) and
+        the upload sent once more.
+        """
         start = contents.tell()
         try:
             self._call(path, self.files.upload, path, contents, overwrite=overwrite)
@@ -206,6 +214,7 @@ class VolumesFileSystem(AbstractFileSystem):  # type: ignore[misc]
             self._call(path, self.files.upload, path, contents, overwrite=overwrite)
 
     def cp_file(self, path1: str, path2: str, **kwargs: Any) -> None:
+        """Copy ``path1`` to ``path2`` through a local spool (the Files API has no copy)."""
         path1, path2 = self._strip_protocol(path1), self._strip_protocol(path2)
         with tempfile.TemporaryFile() as spool:
             with self._open(path1) as source:
@@ -219,19 +228,24 @@ class VolumesFileSystem(AbstractFileSystem):  # type: ignore[misc]
         self.rm_file(path1)
 
     def mkdir(self, path: str, create_parents: bool = True, **kwargs: Any) -> None:
+        """Create the directory and its parents."""
         path = self._strip_protocol(path)
         self._call(path, self.files.create_directory, path)
 
     def makedirs(self, path: str, exist_ok: bool = False) -> None:
+        """Create the directory and its parents (an existing one is fine)."""
         self.mkdir(path)
 
     def rm_file(self, path: str) -> None:
+        """Delete one file."""
         path = self._strip_protocol(path)
         self._call(path, self.files.delete, path)
 
     def rm(self, path: Any, recursive: bool = False, maxdepth: int | None = None) -> None:
-        """Delete files, and with ``recursive`` a directory's tree: files first, then the emptied
-        directories, deepest first. A volume's root directory is emptied, never deleted."""
+        """Delete files, and with ``recursive`` a directory's tree.
+
+        Files first, then the emptied directories, deepest first. A volume's root directory is emptied, never deleted.
+        """
         if isinstance(path, (list, tuple)):
             for one in path:
                 self.rm(one, recursive=recursive, maxdepth=maxdepth)

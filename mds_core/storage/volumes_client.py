@@ -1,6 +1,7 @@
-"""The Databricks SDK client behind ``VolumesFileSystem``: its configuration, and its errors as the builtin
-exceptions ``RemoteStore`` sorts by (404 ``FileNotFoundError``, 401/403 ``PermissionError``, timeouts
-``TimeoutError``; anything else is retried).
+"""The Databricks SDK client behind ``VolumesFileSystem``.
+
+Its configuration, and its errors as the builtin exceptions ``RemoteStore`` sorts by (404 ``FileNotFoundError``, 401/403
+``PermissionError``, timeouts ``TimeoutError``; anything else is retried).
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ _CREDENTIALS_HINT = (
 
 
 class OneAttemptClock:
-    """A ``databricks.sdk.clock.Clock`` for the SDK's retry loop: its first sleep jumps past every
-    deadline, so no call retries.
+    """A ``databricks.sdk.clock.Clock`` for the SDK's retry loop.
+
+    Its first sleep jumps past every deadline, so no call retries.
 
     The loop (``databricks.sdk.retries.retried``) re-checks ``time() < deadline`` after sleeping and then
     raises ``TimeoutError`` from the error it gave up on; ``translate_error`` unwraps that.
@@ -40,14 +42,17 @@ class OneAttemptClock:
         self._lock = threading.Lock()
 
     def time(self) -> float:
+        """The wall time, pushed ahead by every sleep."""
         return time.time() + self._ahead
 
     def sleep(self, seconds: float) -> None:
+        """Jump the clock past every deadline instead of sleeping."""
         with self._lock:
             self._ahead += 10**7  # about four months: far past any retry_timeout_seconds
 
 
 def workspace_client(url: str, timeout: float | None, options: dict[str, Any]) -> Any:
+    """A Databricks ``WorkspaceClient`` for ``url`` whose calls do not retry and time out after ``timeout``."""
     from databricks.sdk import WorkspaceClient
     from databricks.sdk.clock import Clock
     from databricks.sdk.config import Config

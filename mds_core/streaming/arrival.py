@@ -1,5 +1,7 @@
-"""Decoding a block of samples a shard at a time: in one go (local shards), or handed out as their
-shards arrive (streams that download them)."""
+"""Decoding a block of samples a shard at a time.
+
+In one go (local shards), or handed out as their shards arrive (streams that download them).
+"""
 
 from __future__ import annotations
 
@@ -21,9 +23,11 @@ def decode_block_size(total_bytes: int, samples: int) -> int:
 
 
 def block_bounds(count: int, per_call: int) -> list[tuple[int, int]]:
-    """``[begin, end)`` of each block of ``count`` samples: the first of at most ``MIN_DECODE_BLOCK``, the
-    others of ``per_call``, so the first samples of an iteration (a first batch, a resumed loader's
-    next one) wait for 256 samples to be decoded, not 4,096."""
+    """``[begin, end)`` of each block of ``count`` samples.
+
+    The first of at most ``MIN_DECODE_BLOCK``, the others of ``per_call``, so the first samples of an iteration (a first
+    batch, a resumed loader's next one) wait for 256 samples to be decoded, not 4,096.
+    """
     first = min(count, MIN_DECODE_BLOCK)
     return [(0, first)] * bool(first) + [(b, min(count, b + per_call)) for b in range(first, count, per_call)]
 

@@ -11,7 +11,7 @@ import math
 import os
 from typing import Any
 
-from mds_core.errors import ConfigurationError, MDSError
+from mds_core.errors import ConfigurationError, SizeError
 from mds_core.format.index import INDEX_BASENAME
 from mds_core.order.spec import OrderSpec
 from mds_core.sizes import bytes_to_int
@@ -41,8 +41,11 @@ def readers_at_once(spec: OrderSpec, parallel_nodes: int, ranks_per_node: int) -
 
 
 def cache_limit_needed(shard_bytes: list[int], index_bytes: int, in_use: int, readers: int) -> tuple[int, int]:
-    """(shards held at once, bytes): what ``readers`` each working on ``in_use`` shards need, counting
-    every shard as the largest, plus one arriving, plus the index."""
+    """(shards held at once, bytes).
+
+    What ``readers`` each working on ``in_use`` shards need, counting every shard as the largest, plus one arriving,
+    plus the index.
+    """
     shards = min(len(shard_bytes), in_use * readers + 1)
     return shards, index_bytes + max(shard_bytes, default=0) * shards
 
@@ -79,7 +82,7 @@ def parse_cache_limit(cache_limit: int | str | None) -> int | None:
         return None
     try:
         return bytes_to_int(cache_limit)
-    except MDSError as err:
+    except SizeError as err:
         raise ConfigurationError(f"cache_limit: {err}") from None
 
 
@@ -113,6 +116,5 @@ def apply_cache_limit(
     total = sum(shard_bytes)
     for cache, (_, reader) in zip(caches, remote):
         share = sum(cache.shard_bytes(i) for i in range(len(cache.shards)))
-        cache.cache_limit = limit * share // max(1, total)
-        cache.threads = 2  # fewer shards in flight under a limit
+        cache.cache_limit = limit * share // max(1, total)  # and so its download threads (download_threads)
         reader.max_open = in_use + 1

@@ -12,6 +12,7 @@ import sys
 import time
 from bisect import bisect_right
 from collections.abc import Iterator
+from dataclasses import fields
 from itertools import accumulate
 from typing import Any
 
@@ -24,37 +25,63 @@ from mds_core.order.schedule import Schedule
 from mds_core.order.world import World
 from mds_core.streaming.arrival import block_bounds, decode_as_ready, decode_block_size, decode_in_order
 from mds_core.streaming.cache_limit import apply_cache_limit, parse_cache_limit
+from mds_core.streaming.dataset_metrics import DatasetMetrics
 from mds_core.streaming.epochs import CanonicalEpochs
 from mds_core.streaming.jobdir import default_root, open_job
-from mds_core.streaming.local import select
+from mds_core.streaming.local import LocalDataset, select
 from mds_core.streaming.prefetch import Prefetch, samples_ahead
-from mds_core.streaming.registry import resolve_streams
+from mds_core.streaming.registry import apply_download_defaults, resolve_streams
 from mds_core.streaming.resume import EpochLedger, check_versions, data_fingerprint, validate_state
 from mds_core.streaming.scheduled import ScheduledEpochs
 from mds_core.streaming.scheduled import fingerprint as scheduled_fingerprint
 from mds_core.streaming.stream import Stream
-from mds_core.streaming.telemetry import WorkerMetrics, clear, read_workers, totals
+from mds_core.streaming.telemetry import WorkerMetrics
 from mds_core.streaming.world import freeze_inherited_heap, in_worker, rank_world
 
 _ITER_CHUNK = 4096  # ids mapped to shards per numpy call while iterating
 DELETION_CHECK_SECONDS = 0.5  # how often iteration looks for cached shards deleted under it
+# The order settings among the constructor's arguments; the rest of OrderSpec comes from the streams or a resume.
+_ORDER_SETTINGS = {field.name for field in fields(OrderSpec)} - {"shard_sizes", "weights"}
 
 
-class StreamingDataset:
-    """Iterate one or more MDS streams in Mosaic Streaming's exact order. Arguments follow ``streaming.StreamingDataset``.
+class StreamingDataset(DatasetMetrics):
+    """Iterate one or more MDS streams in Mosaic Streaming's exact order, resumable mid-epoch.
 
-    Pass ``streams=[Stream(...), ...]`` or a single ``local=`` (and ``split=``). ``batch_size`` (the
-    per-device batch size, equal to the DataLoader's) is needed before iterating. ``job_root`` (or
-    ``$MDS_JOB_ROOT``) is where the per-job coordination directory goes; the default is the system
-    temp directory.
+    Arguments and defaults follow ``streaming.StreamingDataset``; what differs is in
+    [Differences from Mosaic Streaming](differences.md#reading-streamingdataset). torch is not imported:
+    the class becomes a virtual ``torch.utils.data.IterableDataset`` once torch is loaded, so import torch
+    (or ``StreamingDataLoader``) before building a ``DataLoader`` on it.
 
-    With ``telemetry`` (the default) each worker counts its samples, decode time and downloads
-    (see ``metrics``); ``telemetry=False`` turns that off, and ``metrics`` then lists no workers.
-
-    torch is not imported here (it takes seconds): the class is registered as a virtual subclass of
-    ``torch.utils.data.IterableDataset`` as soon as torch is loaded, so ``DataLoader`` treats it as
-    iterable. Import torch (or ``StreamingDataLoader``) before constructing the dataset, as training
-    scripts do anyway.
+    Args:
+        streams: the streams to mix; else one stream is made from ``remote``/``local``/``split``.
+        remote: the dataset's URL (any store fsspec opens) or a versioned shard set's root.
+        local: the cache folder (yours alone); default ``<temp>/mds-<user>/cache/<hash>``.
+        split: the subfolder of ``remote`` and ``local`` to read.
+        download_retry: attempts per download after the first (default 2); streams may override it.
+        download_timeout: seconds each download may take (default 60), a deadline on every store.
+        validate_hash: a hash algorithm to check downloaded shards with; None checks none.
+        keep_zip: keep the compressed shards in the cache beside the decompressed ones.
+        epoch_size: samples per epoch (an int or a string like ``"10k"``); None: the streams' total.
+        predownload: samples to fetch ahead per worker; default ``8 * batch_size``.
+        cache_limit: the most bytes the cache may hold (``"50gb"`` too); checked against the shuffle.
+        sampling_method: ``"balanced"`` or ``"fixed"``, how stream weights pick samples each epoch.
+        sampling_granularity: samples taken from a shard at a time when sampling.
+        partition_algo: how an epoch is split over nodes, ranks and workers (default ``"relaxed"``).
+        num_canonical_nodes: the node count the order is computed for; default from the physical nodes.
+        batch_size: the per-device batch size, the DataLoader's; needed before iterating.
+        shuffle: shuffle the samples (default False).
+        shuffle_algo: the shuffle algorithm, ``"py1e"`` by default.
+        shuffle_seed: the seed of the shuffle and of the stream weights (default 9176).
+        shuffle_block_size: samples per shuffle block; default from the canonical node count.
+        batching_method: ``"random"``, ``"stratified"``, ``"per_stream"`` or ``"device_per_stream"``.
+        allow_unsafe_types: read ``pkl`` columns (unpickling runs code the data chooses).
+        replication: ranks that read the same samples (for tensor or sequence parallelism).
+        stream_name: the ``streams_registry`` name that builds the stream from ``stream_config``.
+        stream_config: keyword arguments for the registered stream.
+        job_root: where the per-job folder goes; default ``$MDS_JOB_ROOT``, else the temp folder (ours).
+        version: read this version of the [versioned shard set](versions.md) at ``remote`` (ours).
+        telemetry: count each worker's samples, decode time and downloads for ``metrics`` (ours).
+        schedule: a mixing ``Schedule`` whose weights change at given steps ([mixing](mixing.md), ours).
     """
 
     def __init__(
@@ -90,74 +117,31 @@ class StreamingDataset:
         telemetry: bool = True,
         schedule: Schedule | dict[str, Any] | None = None,
     ) -> None:
+        order_settings = _order_settings(locals())  # first: before any other local is bound
         register_with_torch()
         self.streams = resolve_streams(streams, remote, local, split, stream_name, stream_config, version)
-        defaults = {
-            "download_retry": download_retry,
-            "download_timeout": download_timeout,
-            "validate_hash": validate_hash,
-            "keep_zip": keep_zip,
-        }
-        for stream in self.streams:
-            stream.apply_default(defaults)
+        apply_download_defaults(self.streams, download_retry, download_timeout, validate_hash, keep_zip)
         self.batch_size, self.replication, self.shuffle_seed = batch_size, replication, shuffle_seed
         self.predownload = samples_ahead(predownload, batch_size)
         self.cache_limit = parse_cache_limit(cache_limit)
         self._rank_world = world = rank_world()  # once: it may ask every rank; a worker may have no group
         # The job directory first: its barrier lets each node's first rank fetch the indexes alone.
         self._job = open_job(job_root or default_root(), world, on_node_leader=self._fetch_indexes)
-        self.readers = [stream.open(allow_unsafe_types) for stream in self.streams]
-        for stream, reader in zip(self.streams, self.readers):
-            if not len(reader):
-                raise EmptyStreamError(f"Stream contains no samples: {stream.index_source()}; drop it or write samples")
-        self.order_spec = OrderSpec(
-            shard_sizes=[[shard.samples for shard in reader.shards] for reader in self.readers],
-            weights=[stream.weights for stream in self.streams],
-            epoch_size=epoch_size,
-            shuffle=shuffle,
-            shuffle_algo=shuffle_algo,
-            shuffle_seed=shuffle_seed,
-            num_canonical_nodes=num_canonical_nodes,
-            shuffle_block_size=shuffle_block_size,
-            sampling_method=sampling_method,
-            sampling_granularity=sampling_granularity,
-            partition_algo=partition_algo,
-            batching_method=batching_method,
-            batch_size=batch_size,
-            replication=replication,
-        )
+        self.readers = self._open_readers(allow_unsafe_types)
+        self.order_spec = self._order_spec(order_settings)
         self._roots = [reader.root for reader in self.readers]
         self.scheduled = self._scheduled(schedule, world, epoch_size)
         self._epochs = self.scheduled or CanonicalEpochs(
             self._job, self.readers, self.order_spec, replication, shuffle_seed
         )
         self._write_back_weights()
-        self._stream_ends = list(accumulate(len(reader) for reader in self.readers))
-        # Every shard of every stream in global order, so iteration maps ids to shards in bulk.
-        self._shard_owners = [(reader, i) for reader in self.readers for i in range(len(reader.shards))]
-        sizes = np.array([shard.samples for reader in self.readers for shard in reader.shards], np.int64)
-        self._shard_ends = np.cumsum(sizes)
-        self._shard_starts = self._shard_ends - sizes
-        raw = sum(shard.raw_data.bytes for reader in self.readers for shard in reader.shards)
-        self._decode_block = decode_block_size(raw, int(sizes.sum()))
+        self._tabulate_shards()
         self._deletion_check_due = 0.0
         self._heap_checked_in: int | None = None  # the process whose inherited heap is frozen (see world.py)
         self.telemetry = telemetry
         self._worker_metrics: WorkerMetrics | None = None  # this process's counters, while it iterates
-        self.fingerprint = (
-            data_fingerprint(self._roots, self.order_spec, self.versions)
-            if self.scheduled is None
-            else scheduled_fingerprint(self.order_spec, self.scheduled.global_batch)
-        )
-        if self.cache_limit is not None:
-            apply_cache_limit(
-                self.cache_limit,
-                self.streams,
-                self.readers,
-                self.order_spec,
-                world.replicate(replication).num_nodes,
-                world.ranks_per_node,
-            )
+        self.fingerprint = self._fingerprint()
+        self._limit_cache(world)
 
     @property
     def world(self) -> World:
@@ -179,6 +163,7 @@ class StreamingDataset:
 
     @property
     def size(self) -> int:
+        """The number of samples, as the reference's ``size``."""
         return self.num_samples
 
     @property
@@ -268,36 +253,6 @@ class StreamingDataset:
                 metrics.decoded(len(block), mark)
             yield from block
 
-    # ----------------------------------------------------------------------------------------------
-    # telemetry
-
-    def metrics(self, num_workers: int | None = None) -> dict[str, Any]:
-        """This rank's worker counters: ``{"rank", "workers": [...], "totals": {...}}`` (plain, JSON-ready).
-
-        Each worker's counters are cumulative since its current (or last) iteration began; fields
-        are described in docs/operations.md, "Loader telemetry". ``num_workers`` (the DataLoader's,
-        0 counting as 1) lists exactly those workers, zeros for one not started yet; without it, the
-        workers that have started. With ``telemetry=False`` the list is empty and the totals zero.
-        """
-        rank = self.world.rank
-        workers = read_workers(self._job, rank, num_workers) if self.telemetry else []
-        return {"rank": rank, "workers": workers, "totals": totals(workers)}
-
-    def reset_metrics(self) -> None:
-        """Forget this rank's worker counters (``StreamingDataLoader`` does so as each iteration begins)."""
-        if self.telemetry:
-            clear(self._job, self.world.rank)
-
-    def _start_metrics(self, world: World) -> WorkerMetrics | None:
-        """Fresh counters for this worker's iteration; its shard caches count into them too."""
-        if not self.telemetry:
-            return None
-        metrics = WorkerMetrics(self._job, world.rank, world.worker_of_rank)
-        for reader in self.readers:
-            if reader.shard_cache is not None:
-                reader.shard_cache.stats = metrics.cache
-        return metrics
-
     def __getstate__(self) -> dict[str, Any]:
         # A DataLoader worker gets no copy of this process's counters: it starts its own file.
         return {**self.__dict__, "_worker_metrics": None}
@@ -344,6 +299,48 @@ class StreamingDataset:
         EpochLedger(self._job, self.world.rank).load(state)
 
     # ----------------------------------------------------------------------------------------------
+    # construction steps
+
+    def _open_readers(self, allow_unsafe_types: bool) -> list[LocalDataset]:
+        """Each stream's samples; a stream with none is refused, since no order can draw from it."""
+        readers = [stream.open(allow_unsafe_types) for stream in self.streams]
+        for stream, reader in zip(self.streams, readers):
+            if not len(reader):
+                raise EmptyStreamError(f"Stream contains no samples: {stream.index_source()}; drop it or write samples")
+        return readers
+
+    def _order_spec(self, settings: dict[str, Any]) -> OrderSpec:
+        """The order's inputs: the streams' shard sizes and weights, and the constructor's order settings."""
+        return OrderSpec(
+            shard_sizes=[[shard.samples for shard in reader.shards] for reader in self.readers],
+            weights=[stream.weights for stream in self.streams],
+            **settings,
+        )
+
+    def _tabulate_shards(self) -> None:
+        """Every shard of every stream in global order, so that iteration maps ids to shards in bulk."""
+        self._stream_ends = list(accumulate(len(reader) for reader in self.readers))
+        self._shard_owners = [(reader, i) for reader in self.readers for i in range(len(reader.shards))]
+        sizes = np.array([shard.samples for reader in self.readers for shard in reader.shards], np.int64)
+        self._shard_ends = np.cumsum(sizes)
+        self._shard_starts = self._shard_ends - sizes
+        raw = sum(shard.raw_data.bytes for reader in self.readers for shard in reader.shards)
+        self._decode_block = decode_block_size(raw, int(sizes.sum()))
+
+    def _fingerprint(self) -> str:
+        """What a resume state must have been taken on: the data and order settings, or the schedule's."""
+        if self.scheduled is not None:
+            return scheduled_fingerprint(self.order_spec, self.scheduled.global_batch)
+        return data_fingerprint(self._roots, self.order_spec, self.versions)
+
+    def _limit_cache(self, world: World) -> None:
+        """Share ``cache_limit`` among the remote streams' shard caches, once the order is known."""
+        if self.cache_limit is None:
+            return
+        parallel_nodes = world.replicate(self.replication).num_nodes
+        apply_cache_limit(
+            self.cache_limit, self.streams, self.readers, self.order_spec, parallel_nodes, world.ranks_per_node
+        )
 
     def _scheduled(self, schedule: Any, world: World, epoch_size: int | str | None) -> ScheduledEpochs | None:
         if schedule is None:
@@ -368,6 +365,11 @@ class StreamingDataset:
     def versions(self) -> list[int | None]:
         """The shard-set version each stream reads (None: not a pinned version)."""
         return [stream.version for stream in self.streams]
+
+
+def _order_settings(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The constructor's arguments that ``OrderSpec`` takes too: they share the reference's names."""
+    return {name: value for name, value in arguments.items() if name in _ORDER_SETTINGS}
 
 
 def register_with_torch() -> None:

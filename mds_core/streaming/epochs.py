@@ -1,5 +1,8 @@
-"""The reference's epochs: each epoch's order computed once per node for the world, shared through the job
-directory, and read by each worker as its own row (``mds_core.order.generate_work``)."""
+"""The reference's epochs.
+
+Each epoch's order computed once per node for the world, shared through the job directory, and read by each worker as
+its own row (``mds_core.order.generate_work``).
+"""
 
 from __future__ import annotations
 

@@ -57,6 +57,7 @@ JOB_ROOT_FIX = "set MDS_JOB_ROOT (or job_root=) to a folder of your own"
 
 
 def new_job_token() -> str:
+    """A random token that names one training job's directory."""
     return secrets.token_hex(8)
 
 
@@ -109,6 +110,7 @@ class JobDir:
         return {"path": self.path}
 
     def file(self, name: str) -> str:
+        """The path of ``name`` in the job directory."""
         return os.path.join(self.path, name)
 
     def lock(self, name: str) -> contextlib.AbstractContextManager[None]:
@@ -116,6 +118,7 @@ class JobDir:
         return file_lock(self.file(f"{name}.lock"))
 
     def read_json(self, name: str) -> Any | None:
+        """The JSON file ``name`` in the job directory, or None if it is missing."""
         try:
             with open(self.file(name), "rb") as handle:
                 return json.load(handle)
@@ -123,6 +126,7 @@ class JobDir:
             return None
 
     def write_json(self, name: str, obj: Any) -> None:
+        """Write ``obj`` to the JSON file ``name`` atomically."""
         atomic_write(self.file(name), [json.dumps(obj, sort_keys=True).encode("utf-8")], durable=False)
 
     def shared_array(self, name: str, compute: Callable[[], np.ndarray]) -> np.ndarray:

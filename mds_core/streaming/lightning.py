@@ -52,5 +52,6 @@ class StreamingDataModule(pl.LightningDataModule):
         self.dataset_kwargs = dataset_kwargs
 
     def train_dataloader(self) -> StreamingDataLoader:
+        """A fresh StreamingDataLoader over a new StreamingDataset built from the module's arguments."""
         dataset = StreamingDataset(batch_size=self.batch_size, **self.dataset_kwargs)
         return _TrainingLoader(self, dataset, batch_size=self.batch_size, **self.loader_kwargs)

@@ -42,6 +42,14 @@ class StreamingDataLoader(DataLoader[Any]):
     clients made, instead of forking and setting up new ones (0.09 s before its first batch, most of
     it fork and set-up). A loaded state and the epoch reach living workers through the job directory.
     Pass ``persistent_workers=False`` to have torch shut the workers down after each epoch.
+
+    Args:
+        *args: torch's ``DataLoader`` arguments, the dataset first.
+        metrics_callback: called with ``metrics()`` every ``metrics_every`` batches and at the end of
+            an epoch; ``None`` (the default) calls nothing.
+        metrics_every: batches between two calls of ``metrics_callback`` (an int, at least 1; 100).
+        **kwargs: torch's ``DataLoader`` keyword arguments; ``collate_fn`` defaults to
+            ``collate_samples`` and ``persistent_workers`` to True when there are workers.
     """
 
     def __init__(

@@ -27,6 +27,8 @@ from mds_core.streaming.dataset import StreamingDataset
 from mds_core.streaming.loader import StreamingDataLoader
 from mds_core.streaming.stream import Stream
 from mds_core.streaming.version_sample import (
+    DEFAULT_CHECK_BATCH_SIZE,
+    DEFAULT_CHECK_WORKERS,
     DEFAULT_SAMPLE_ROWS,
     DEFAULT_SAMPLE_SECONDS,
     VersionSubset,
@@ -61,9 +63,11 @@ class LoaderCheckReport:
 
     @property
     def passed(self) -> bool:
+        """Whether the check found no problem."""
         return not self.problems
 
     def to_json(self) -> dict[str, Any]:
+        """The report as a dict, ``passed`` included."""
         return {**asdict(self), "passed": self.passed}
 
 
@@ -81,8 +85,8 @@ def check_loader(
     local: str | None = None,
     *,
     version: int | None = None,
-    batch_size: int = 256,
-    num_workers: int = 2,
+    batch_size: int = DEFAULT_CHECK_BATCH_SIZE,
+    num_workers: int = DEFAULT_CHECK_WORKERS,
     samples_expected: int | None = None,
     min_samples_per_second: float = 0.0,
     **dataset_kwargs: Any,
@@ -119,8 +123,8 @@ def check_version(
     sample_seconds: float | None = DEFAULT_SAMPLE_SECONDS,
     seed: int = 0,
     cache_limit: int | str | None = None,
-    batch_size: int = 256,
-    num_workers: int = 2,
+    batch_size: int = DEFAULT_CHECK_BATCH_SIZE,
+    num_workers: int = DEFAULT_CHECK_WORKERS,
     min_samples_per_second: float = 0.0,
     **dataset_kwargs: Any,
 ) -> LoaderCheckReport:
@@ -170,8 +174,10 @@ def check_version(
 
 
 class _PlacedIndexStream(Stream):
-    """A stream whose ``index.json`` was put in its cache beforehand (the subset's), not fetched from the
-    root, and whose downloads use the check's ``storage_options`` (a plain Stream uses the environment's)."""
+    """A stream whose ``index.json`` (the subset's) was put in its cache beforehand, not fetched from the root.
+
+    Its downloads use the check's ``storage_options`` (a plain Stream uses the environment's).
+    """
 
     def __init__(self, *, storage_options: dict[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -207,8 +213,11 @@ def _check_subset(
 def _loader_factory(
     source: Callable[[], dict[str, Any]], batch_size: int, num_workers: int, dataset_kwargs: dict[str, Any]
 ) -> Callable[[], StreamingDataLoader]:
-    """Fresh loaders over the same data; ``source`` gives the dataset's remote/local/version or streams
-    anew each time, since a dataset adopts its Stream objects (it writes their weights back)."""
+    """Fresh loaders over the same data.
+
+    ``source`` gives the dataset's remote/local/version or streams anew each time, since a dataset adopts its Stream
+    objects (it writes their weights back).
+    """
 
     def make() -> StreamingDataLoader:
         dataset = _IdTaggedDataset(**source(), batch_size=batch_size, **dataset_kwargs)
@@ -261,8 +270,10 @@ def _run(
 
 
 def _epoch_with_checkpoint(loader: StreamingDataLoader) -> tuple[np.ndarray, tuple[int, Any]]:
-    """One whole epoch's sample ids, and the loader's state taken halfway (in whole batches) as training
-    checkpoints: mid-iteration, the loop going on. (samples before it, state) is the checkpoint."""
+    """One whole epoch's sample ids, and the loader's state taken halfway (in whole batches) as training checkpoints.
+
+    Mid-iteration, the loop going on. (samples before it, state) is the checkpoint.
+    """
     halfway = max(1, len(loader) // 2)  # over a StreamingDataset, a loader has a length
     batches: list[np.ndarray] = []
     taken = 0

@@ -38,6 +38,9 @@ class LocalDataset:
         split: an optional sub-directory of ``local``.
         allow_unsafe_types: read ``pkl`` columns (unpickling untrusted data can run code).
         cache_dir: where decompressed shards go; defaults to next to the compressed files.
+        source: the dataset as messages name it, when the directory is a copy of another (a remote
+            folder's URL): an error in the index names the file to repair, not the copy. Default: the directory.
+        index_source: its ``index.json`` as messages name it. Default: ``<source>/index.json``, or the local file.
     """
 
     def __init__(
@@ -47,13 +50,18 @@ class LocalDataset:
         *,
         allow_unsafe_types: bool = False,
         cache_dir: str | os.PathLike[str] | None = None,
+        source: str | None = None,
+        index_source: str | None = None,
     ) -> None:
         self.local = os.fspath(local)
         self.split = split
         self.root = os.path.join(self.local, split or "")
         self.cache_dir = os.fspath(cache_dir) if cache_dir is not None else None
-        self.shards: list[ShardInfo] = load_index(os.path.join(self.root, INDEX_BASENAME))
-        self._schemas = _build_schemas(self.shards, self.root, allow_unsafe_types)
+        index_path = os.path.join(self.root, INDEX_BASENAME)
+        default_index = index_path if source is None else f"{source.rstrip('/')}/{INDEX_BASENAME}"
+        self.index_source = index_source or default_index
+        self.shards: list[ShardInfo] = load_index(index_path, self.index_source)
+        self._schemas = _build_schemas(self.shards, source or self.root, allow_unsafe_types)
         self._ends = list(accumulate(s.samples for s in self.shards))
         self._starts = [end - s.samples for end, s in zip(self._ends, self.shards)]
         self._readers: list[ShardReader | None] = [None] * len(self.shards)
@@ -66,10 +74,12 @@ class LocalDataset:
 
     @property
     def num_samples(self) -> int:
+        """Samples in the dataset."""
         return self._num_samples
 
     @property
     def size(self) -> int:
+        """The number of samples, as the reference's ``size``."""
         return self.num_samples
 
     def __len__(self) -> int:
@@ -151,6 +161,7 @@ class LocalDataset:
                 reader.close()
 
     def close(self) -> None:
+        """Close every open shard reader."""
         for reader in self._readers:
             if reader is not None:
                 reader.close()
@@ -186,14 +197,16 @@ def select(get_item: Callable[[int], Any], num_samples: int, index: Any) -> Any:
 
 @contextlib.contextmanager
 def ordering(readers: list[LocalDataset], samples: int, epoch: int) -> Iterator[None]:
-    """Around computing an epoch's order: refused first if it cannot fit in memory (``check_order_fits``),
-    and a ``MemoryError`` becomes ``EpochMemoryError``; both name the largest claim.
+    """Around computing an epoch's order.
+
+    Refused first if it cannot fit in memory (``check_order_fits``), and a ``MemoryError`` becomes ``EpochMemoryError``;
+    both name the largest claim.
 
     The order takes memory in proportion to the samples the indexes claim, and is computed before
     any shard is opened: an index whose counts are damaged, but agree with its own file sizes, shows here.
     """
-    count, root, shard_id = max((s.samples, r.root, i) for r in readers for i, s in enumerate(r.shards))
-    largest = f"{os.path.join(root, INDEX_BASENAME)}: shard {shard_id} claims the most ({count:,} samples)"
+    count, index, shard_id = max((s.samples, r.index_source, i) for r in readers for i, s in enumerate(r.shards))
+    largest = f"{index}: shard {shard_id} claims the most ({count:,} samples)"
     check_order_fits(samples, epoch, largest)
     try:
         yield

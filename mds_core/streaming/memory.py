@@ -35,8 +35,10 @@ def check_order_fits(samples: int, epoch: int, largest: str) -> None:
 
 
 def available_memory() -> int | None:
-    """Bytes this process can still allocate: the host's ``MemAvailable``, or less under a cgroup limit
-    or an address-space limit (``RLIMIT_AS``)."""
+    """Bytes this process can still allocate.
+
+    The host's ``MemAvailable``, or less under a cgroup limit or an address-space limit (``RLIMIT_AS``).
+    """
     found = [amount for amount in (_meminfo_available(), _cgroup_room(), _address_space_room()) if amount is not None]
     return min(found) if found else None
 

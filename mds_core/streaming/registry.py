@@ -47,6 +47,7 @@ class StreamRegistry:
         return func
 
     def get(self, name: str) -> StreamFactory:
+        """The stream factory registered as ``name``, else the one an installed entry point names."""
         if name in self._factories:
             return self._factories[name]
         for entry in entry_points(group=ENTRY_POINT_GROUP, name=name):
@@ -104,3 +105,17 @@ def resolve_streams(
     if not isinstance(stream, Stream):
         raise ConfigurationError(f"stream_name={stream_name!r} built a {type(stream).__name__}, not an mds_core.Stream")
     return [stream]
+
+
+def apply_download_defaults(
+    streams: list[Stream], download_retry: int, download_timeout: float, validate_hash: str | None, keep_zip: bool
+) -> None:
+    """The dataset's download settings, for every stream that leaves them unset."""
+    defaults = {
+        "download_retry": download_retry,
+        "download_timeout": download_timeout,
+        "validate_hash": validate_hash,
+        "keep_zip": keep_zip,
+    }
+    for stream in streams:
+        stream.apply_default(defaults)

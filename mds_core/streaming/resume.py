@@ -54,6 +54,8 @@ class _Loaded(TypedDict):
 
 @dataclass(frozen=True)
 class EpochStart:
+    """Where a rank's iteration starts: its epoch, the first sample, and the state it resumes."""
+
     epoch: int
     sample_in_epoch: int
     state: OrderState | None  # the loaded state this epoch, or an earlier one of this run, resumed
@@ -154,8 +156,10 @@ class EpochLedger:
         self.job.write_json(name, _Loaded(version=version, state=order_state(state)))
 
     def position(self) -> tuple[int, int, OrderState | None]:
-        """(epoch, first sample, state it resumed) of this rank's iteration: a pending loaded state's,
-        else the latest epoch's; ``(-1, 0, None)`` before any."""
+        """(epoch, first sample, state it resumed) of this rank's iteration.
+
+        A pending loaded state's, else the latest epoch's; ``(-1, 0, None)`` before any.
+        """
         pending, current = self.pending_state(), self.current()
         if pending is not None:
             return pending["epoch"], pending["sample_in_epoch"], pending
@@ -210,8 +214,10 @@ class EpochLedger:
 
 
 def check_versions(state: Any, ours: list[int | None], allow_other_data: bool) -> None:
-    """A state's ``versions`` (the shard-set version of each stream) must be well formed and, for
-    pinned versions, those this dataset reads, unless ``allow_other_data``."""
+    """Check a state's ``versions`` (the shard-set version of each stream).
+
+    They must be well formed and, for pinned versions, those this dataset reads, unless ``allow_other_data``.
+    """
     theirs = state.get("versions") if isinstance(state, dict) else None
     if theirs is not None and not (
         isinstance(theirs, list) and all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in theirs)

@@ -84,14 +84,18 @@ class ScheduledEpochs:
 
     @property
     def epoch_size(self) -> int:
+        """Samples in one epoch of the schedule, over all ranks."""
         return self.steps_per_epoch * self.global_batch
 
     def step_of(self, epoch: int, sample_in_epoch: int) -> int:
+        """The global step at ``sample_in_epoch`` of ``epoch``."""
         return max(epoch, 0) * self.steps_per_epoch + sample_in_epoch // self.global_batch
 
     def row(self, world: World, epoch: int, sample_in_epoch: int, base: Mapping[str, Any] | None) -> ScheduledRow:
-        """This worker's sample ids for the rest of the epoch, from a state's ``schedule`` entry (or the start),
-        computed as they are read: the first batch waits for no later pass of any stream."""
+        """This worker's sample ids for the rest of the epoch, from a state's ``schedule`` entry (or the start).
+
+        They are computed as they are read: the first batch waits for no later pass of any stream.
+        """
         batches = self._worker_batches(world.workers_per_rank, world.worker_of_rank, epoch, sample_in_epoch, base)
         b, rank = self.batch_size, world.replicate(self.replication).rank
         steps = len(
@@ -106,9 +110,11 @@ class ScheduledEpochs:
     def work(
         self, world: World, epoch: int, sample_in_epoch: int = 0, base: Mapping[str, Any] | None = None
     ) -> np.ndarray:
-        """Every worker's row in one ``(P, R, W, batches, B)`` array, -1 where a worker has a batch fewer:
-        the shape ``mds_core.order.generate_work`` gives, for ``mds plan`` and ``mds check-order``. Each
-        worker index's global batches are made once and sliced for every rank."""
+        """Every worker's row in one ``(P, R, W, batches, B)`` array, -1 where a worker has a batch fewer.
+
+        The shape ``mds_core.order.generate_work`` gives, for ``mds plan`` and ``mds check-order``. Each worker index's
+        global batches are made once and sliced for every rank.
+        """
         workers, b = world.workers_per_rank, self.batch_size
         per_worker = [
             np.array(list(self._worker_batches(workers, w, epoch, sample_in_epoch, base)), np.int64).reshape(
@@ -136,8 +142,10 @@ class ScheduledEpochs:
     def state(
         self, epoch: int, sample_in_epoch: int, base: Mapping[str, Any] | None, roots: Sequence[str]
     ) -> dict[str, Any]:
-        """The ``schedule`` entry of a state dict taken at this point of the epoch. A stream the resumed
-        state knew and this dataset lacks keeps its entries, so that it continues if it comes back."""
+        """The ``schedule`` entry of a state dict taken at this point of the epoch.
+
+        A stream the resumed state knew and this dataset lacks keeps its entries, so that it continues if it comes back.
+        """
         position = self.order.advance(_position(base), self.step_of(epoch, sample_in_epoch))
         earlier = base.get("schedule", {}) if base else {}
         names = self.order.names
@@ -209,6 +217,7 @@ def fingerprint(spec: OrderSpec, global_batch: int) -> str:
 
 
 def index_hash(root: str) -> str:
+    """A short hash of the ``index.json`` at ``root``, as a state's schedule entry records it."""
     return index_digest(root).hex()[:16]
 
 

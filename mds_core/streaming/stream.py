@@ -5,11 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import tempfile
 from typing import Any
 
-from mds_core.errors import ConfigurationError, InvalidIndexError, UnknownEncodingError, UnsafeEncodingError
+from mds_core.errors import ConfigurationError, InvalidIndexError
 from mds_core.format.index import INDEX_BASENAME, MAX_INDEX_BYTES
 from mds_core.order.mixing import StreamWeights
 from mds_core.storage.files import atomic_write
@@ -30,11 +29,23 @@ VERSION_RECORD = "version-index.json"  # in CACHE_DIR: which pinned version the 
 class Stream:
     """A dataset directory (``local``, optionally copied from ``remote``) and how much of it an epoch takes.
 
-    Arguments and checks follow ``streaming.Stream``; at most one of ``proportion`` (relative),
-    ``repeat`` or ``choose`` (absolute) may be given. ``version=N`` reads exactly version N of the
-    versioned shard set at ``remote`` (``mds_core.versions``). ``name`` is what a mixing ``Schedule`` calls
-    it (default: ``remote``, else ``local``). ``remote`` is any URL ``open_store`` accepts;
-    with ``local=None`` the cache directory is ``<temp>/mds-<user>/cache/<hash of remote and split>``.
+    Arguments and checks follow ``streaming.Stream``; at most one of ``proportion``, ``repeat`` or
+    ``choose`` may be given. The download settings left None take the dataset's.
+
+    Args:
+        remote: the dataset's URL (any URL ``open_store`` accepts) or a versioned shard set's root.
+        local: the dataset's folder, or the cache of ``remote`` (yours alone); with None the cache is
+            ``<temp>/mds-<user>/cache/<hash of remote and split>``.
+        split: the subfolder of ``remote`` and ``local`` to read.
+        proportion: the stream's share of the epoch, relative to the other streams' proportions.
+        repeat: how many times over the stream each epoch takes (absolute; may be fractional).
+        choose: how many of the stream's samples each epoch takes (absolute).
+        download_retry: attempts per download after the first; None takes the dataset's.
+        download_timeout: seconds each download may take; None takes the dataset's.
+        validate_hash: a hash algorithm to check downloads with; None takes the dataset's.
+        keep_zip: keep compressed shards in the cache too; None takes the dataset's.
+        version: read exactly this version of the [versioned shard set](versions.md) at ``remote`` (ours).
+        name: what a mixing ``Schedule`` calls the stream; default ``remote``, else ``local`` (ours).
     """
 
     def __init__(
@@ -135,8 +146,11 @@ class Stream:
         self._record_version_index(text)
 
     def _version_record(self, index_text: bytes) -> bytes:
-        """What ties a cached index to this remote and version: both, the index's own hash, and the
-        fingerprint it had when it was fetched and checked against the version's manifest."""
+        """What ties a cached index to this remote and version.
+
+        Both, the index's own hash, and the fingerprint it had when it was fetched and checked against the version's
+        manifest.
+        """
         digest, fingerprint = hashlib.sha256(index_text).hexdigest(), index_fingerprint(index_text)
         record = {"remote": self.remote, "version": self.version, "index_sha256": digest, "fingerprint": fingerprint}
         return json.dumps(record).encode()
@@ -173,27 +187,21 @@ class Stream:
         """The stream's samples, memory-mapped shard by shard; remote shards download on first use.
 
         A remote stream's index is a copy in the cache: an error in it names the remote file, which is
-        the one to repair (the copy is fetched again at the next start).
+        the one to repair (the copy is fetched again at the next start), and never the copy.
         """
-        try:
-            dataset = LocalDataset(self.local, self.split, allow_unsafe_types=allow_unsafe_types)
-        except (InvalidIndexError, UnknownEncodingError, UnsafeEncodingError) as err:
-            if self.remote is None:
-                raise
-            copy, index, folder = os.path.join(self.root, INDEX_BASENAME), self.index_source(), self.store().url_of("")
-            pattern = f"{re.escape(copy)}|{re.escape(self.root.rstrip('/'))}/?"  # one pass: never a replaced name again
-            message = re.sub(pattern, lambda found: index if found[0] == copy else folder, str(err))
-            if message == str(err):
-                message = f"{index}: {message}"
-            raise type(err)(f"{message} (read from its copy in the cache, {copy})") from err
-        if self.remote is not None:
-            dataset.shard_cache = ShardCache(
-                self.store(),
-                dataset.root,
-                dataset.shards,
-                validate_hash=self.validate_hash,
-                keep_zip=bool(self.keep_zip),
-            )
+        if self.remote is None:
+            return LocalDataset(self.local, self.split, allow_unsafe_types=allow_unsafe_types)
+        store = self.store()
+        dataset = LocalDataset(
+            self.local,
+            self.split,
+            allow_unsafe_types=allow_unsafe_types,
+            source=store.url_of(""),
+            index_source=self.index_source(),
+        )
+        dataset.shard_cache = ShardCache(
+            store, dataset.root, dataset.shards, validate_hash=self.validate_hash, keep_zip=bool(self.keep_zip)
+        )
         return dataset
 
     def __repr__(self) -> str:

@@ -121,6 +121,7 @@ class BatchWaits:
     max_seconds: float = 0.0
 
     def add(self, seconds: float) -> None:
+        """Count one batch that waited ``seconds``."""
         self.batches += 1
         self.seconds += seconds
         self.max_seconds = max(self.max_seconds, seconds)

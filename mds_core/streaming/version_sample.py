@@ -27,6 +27,11 @@ from mds_core.versions.shard_set import ShardSet
 
 DEFAULT_SAMPLE_ROWS = 20_000  # a few seconds of streaming for typical rows; see docs/operations.md
 DEFAULT_SAMPLE_SECONDS = 30.0  # the most the sample's downloads may take, whatever the store's speed
+# The loader the checks (check_loader, check_version) stream with, here where the CLI and the pipelines'
+# settings import them without torch. Batches as large as training's: at 16, handing batches between
+# processes took most of the check's time.
+DEFAULT_CHECK_BATCH_SIZE = 256
+DEFAULT_CHECK_WORKERS = 2
 
 
 @dataclass
@@ -54,6 +59,7 @@ class VersionSubset:
 
     @property
     def rows(self) -> int:
+        """Rows in the shards checked, new and sampled."""
         return sum(s.samples for s in (*self.new, *self.sampled))
 
     def to_json(self) -> dict[str, Any]:
@@ -160,8 +166,10 @@ def fetch_shards(
     deadline: float | None = None,
     clock: Any = time.monotonic,
 ) -> int:
-    """Download ``shards`` into ``local`` (raw files at their basenames), all queued at once and taken in
-    order until ``deadline`` (a ``clock()`` time; None: all). Returns how many arrived in time."""
+    """Download ``shards`` into ``local`` (raw files at their basenames); return how many arrived in time.
+
+    All are queued at once and taken in order until ``deadline`` (a ``clock()`` time; None: all).
+    """
     cache = ShardCache(store, local, shards, validate_hash=validate_hash)
     cache.prefetch(range(len(shards)))
     try:

@@ -1,6 +1,8 @@
-"""This process's place in the training world: from ``torch.distributed``'s process group when one is
-initialised, else from torchrun's environment, and inside a DataLoader worker from
-``torch.utils.data.get_worker_info()``."""
+"""This process's place in the training world.
+
+From ``torch.distributed``'s process group when one is initialised, else from torchrun's environment, and inside a
+DataLoader worker from ``torch.utils.data.get_worker_info()``.
+"""
 
 from __future__ import annotations
 
@@ -26,8 +28,10 @@ def detect_world(environ: Mapping[str, str] | None = None) -> World:
 
 
 def rank_world(environ: Mapping[str, str] | None = None) -> World:
-    """Nodes, ranks per node and this rank, from the process group when ``torch.distributed`` is
-    initialised, else from torchrun's ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``.
+    """Nodes, ranks per node and this rank.
+
+    From the process group when ``torch.distributed`` is initialised, else from torchrun's ``RANK``,
+    ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``.
 
     Launchers differ in what they state: Lightning's sets ``LOCAL_RANK`` and ``WORLD_SIZE`` but not
     ``RANK``, and ``torch.multiprocessing.spawn`` with ``init_process_group`` sets none of them, so

@@ -10,14 +10,23 @@ that probing would cost more than listing, falls back to one listing.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 import posixpath
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from mds_core.errors import StorageError, StoreFileNotFoundError
 from mds_core.storage.remote import RemoteStore
-from mds_core.versions.manifest import HEAD, VERSIONS, VersionInfo, is_manifest, manifest_name, parse_manifest
+from mds_core.versions.manifest import (
+    HEAD,
+    VERSIONS,
+    VersionInfo,
+    created_before,
+    is_manifest,
+    manifest_name,
+    parse_manifest,
+)
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +42,7 @@ def read_if_present(store: RemoteStore, rel: str) -> bytes | None:
 
 
 def manifest_if_present(store: RemoteStore, number: int) -> VersionInfo | None:
+    """The manifest of version ``number``, or None when it is missing."""
     data = read_if_present(store, manifest_name(number))
     return None if data is None else parse_manifest(data, store.url_of(manifest_name(number)), number)
 
@@ -48,8 +58,11 @@ def read_head(store: RemoteStore) -> int | None:
 
 
 def write_head(store: RemoteStore, number: int) -> None:
-    """Point the hint at ``number``. Best effort: the version is committed already, and a stale or
-    missing hint only costs later readers a probe or a listing, so a failure here is not the commit's."""
+    """Point the hint at ``number``.
+
+    Best effort: the version is committed already, and a stale or missing hint only costs later readers a probe or a
+    listing, so a failure here is not the commit's.
+    """
     try:
         store.write_bytes(HEAD, json.dumps({"version": number}).encode())
     except StorageError as err:
@@ -57,8 +70,10 @@ def write_head(store: RemoteStore, number: int) -> None:
 
 
 def tip(store: RemoteStore) -> tuple[list[VersionInfo], bool]:
-    """The manifests from the hinted version to the newest, oldest first ([] when there is none), and
-    whether the hint named the newest (False: a commit should rewrite it)."""
+    """The manifests from the hinted version to the newest, oldest first, and whether the hint named the newest.
+
+    The list is empty when there is no version; False says a commit should rewrite the hint.
+    """
     hint = read_head(store)
     if hint is not None:
         found: list[VersionInfo] = []
@@ -84,3 +99,16 @@ def _manifest(store: RemoteStore, number: int) -> VersionInfo:
 def newest_listed(listing: Iterable[str]) -> int | None:
     """The highest version number whose manifest is in a listing of ``_versions/``."""
     return max((int(posixpath.basename(n)[:-5]) for n in listing if is_manifest(n)), default=None)
+
+
+def newest_first(store: RemoteStore, since: dt.datetime | None = None) -> Iterator[VersionInfo]:
+    """The versions from the newest back, one manifest read each, without listing ``_versions/``.
+
+    The walk ends at a missing number (a vacuumed version) or before the first version created before
+    ``since``, so a caller looking for a recent version reads a few manifests, not the history.
+    """
+    found, _ = tip(store)
+    info = found[-1] if found else None
+    while info is not None and not (since is not None and created_before(info, since)):
+        yield info
+        info = manifest_if_present(store, info.version - 1) if info.version > 0 else None

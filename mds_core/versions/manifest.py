@@ -57,9 +57,11 @@ class VersionInfo:
 
     @property
     def number(self) -> int:
+        """The version's number."""
         return self.version
 
     def to_json(self) -> dict[str, Any]:
+        """The manifest as JSON, without ``partitions`` for a set that has none."""
         obj = asdict(self)
         if not self.partitions:  # a set without partitions writes what older readers parse
             del obj["partitions"]
@@ -78,16 +80,20 @@ class VersionDiff:
     removed_rows: int
 
     def to_json(self) -> dict[str, Any]:
+        """The diff as JSON."""
         return asdict(self)
 
 
 @dataclass(frozen=True)
 class VacuumReport:
+    """What a vacuum kept and removed."""
+
     kept_versions: list[int]
     removed_versions: list[int]
     removed_files: list[str]
 
     def to_json(self) -> dict[str, Any]:
+        """The report as JSON."""
         return asdict(self)
 
 
@@ -97,6 +103,7 @@ def index_fingerprint(index_text: bytes) -> str:
 
 
 def manifest_name(number: int) -> str:
+    """The manifest's path for version ``number``: ``_versions/<8 digits>.json``."""
     return f"{VERSIONS}/{number:08d}.json"
 
 
@@ -106,10 +113,12 @@ VERSION_DIGITS = re.compile(r"[0-9]{1,18}")
 
 
 def is_version_number(text: str) -> bool:
+    """Whether ``text`` is a version number as a file name spells it."""
     return VERSION_DIGITS.fullmatch(text) is not None
 
 
 def is_manifest(name: str) -> bool:
+    """Whether ``name`` is the path of a version's manifest."""
     base = posixpath.basename(name)
     return name.startswith(f"{VERSIONS}/") and base.endswith(".json") and is_version_number(base[:-5])
 
@@ -171,6 +180,7 @@ def parse_manifest(data: bytes, where: str, number: int | None = None) -> Versio
 
 
 def check_partition_key(key: Any, where: str) -> str:
+    """``key``, refused unless it is a string that may name a folder; ``where`` names the caller."""
     if not isinstance(key, str) or not PARTITION_KEY.fullmatch(key):
         raise ConfigurationError(
             f"{where}: partition key {key!r} must match {PARTITION_KEY.pattern} (it names a folder on the store)"
@@ -202,7 +212,8 @@ class Published(TypedDict):
 def parse_published(data: bytes, where: str) -> Published:
     """Validate ``published.json``: ``{"version": int, "fingerprint": str, "history": [int, ...]}``.
 
-    ``history`` (the versions published before, oldest first) is absent from files older than it."""
+    ``history`` (the versions published before, oldest first) is absent from files older than it.
+    """
     obj = _json_object(data, where)
     history = obj.get("history", [])
     if (
@@ -218,6 +229,7 @@ def parse_published(data: bytes, where: str) -> Published:
 
 
 def now() -> dt.datetime:
+    """The time now, in UTC."""
     return dt.datetime.now(dt.UTC)
 
 
@@ -242,6 +254,7 @@ def describe(
     lineage: dict[str, Any],
     partitions: dict[str, list[str]] | None = None,
 ) -> VersionInfo:
+    """The manifest of a new version built on ``parent``."""
     first = shards[0]
     return VersionInfo(
         version=number,

@@ -22,6 +22,7 @@ _STAMP = re.compile(r"(\d{8}T\d{6})-")
 
 
 def check_mode(mode: str) -> None:
+    """Refuse a mode other than the transaction modes."""
     if mode not in MODES:
         raise ConfigurationError(f"mode must be one of {MODES}, got {mode!r}")
 
@@ -49,6 +50,7 @@ def follows(parent: Any, seen: Any, base: VersionInfo | None, newest: int | None
 
 
 def transaction_started(transaction: str) -> dt.datetime | None:
+    """When a transaction began, from the time stamp in its name; None if it has none."""
     match = _STAMP.match(transaction)
     if match is None:
         return None

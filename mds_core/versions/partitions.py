@@ -91,8 +91,11 @@ def _listed_keys(store: RemoteStore, folder: str) -> list[str]:
 def combine(
     mode: str, base: VersionInfo | None, base_shards: list[ShardInfo], written: Written, root: str
 ) -> tuple[list[ShardInfo], dict[str, list[str]]]:
-    """The new version's shards and partitions: ``base_shards`` (those of ``base``, for an append or a
-    replace) less the replaced partitions' shards, then the new ones, in that order."""
+    """The new version's shards and partitions.
+
+    ``base_shards`` (those of ``base``, for an append or a replace) less the replaced partitions' shards, then the new
+    ones, in that order.
+    """
     if mode == "overwrite":
         return list(written.shards), dict(sorted(written.partitions.items()))
     if mode == "replace" and not written.partitions:

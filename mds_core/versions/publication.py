@@ -26,8 +26,11 @@ def pushed(record: Published | None, number: int) -> list[int]:
 
 
 def history_before(record: Published | None, current: int | None) -> list[int]:
-    """The versions published before ``current`` (the root index's, which ``record`` may lag: a
-    publish that died between its two writes updated the root index but not ``published.json``)."""
+    """The versions published before ``current`` (the root index's).
+
+    ``record`` may lag behind it: a publish that died between its two writes updated the root index but not
+    ``published.json``.
+    """
     if record is None:
         return []
     history = list(record["history"])
@@ -41,8 +44,10 @@ def history_before(record: Published | None, current: int | None) -> list[int]:
 def rollback_target(
     history: list[int], current: int | None, lookup: Callable[[int], T | None]
 ) -> tuple[T, list[int]] | None:
-    """The most recent earlier publication that still exists (``lookup`` finds it, or None once
-    vacuumed), and the history that remains once it is published again; None when there is none."""
+    """The most recent earlier publication that still exists, and the history left once it is published again.
+
+    ``lookup`` finds a publication, or None once vacuumed; the result is None when there is no such one.
+    """
     for position in range(len(history) - 1, -1, -1):
         if history[position] == current:
             continue

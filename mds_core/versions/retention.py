@@ -21,8 +21,11 @@ def root_temporaries(store: RemoteStore) -> list[str]:
 
 
 def removable(store: RemoteStore, name: str, committed: set[str], cutoff: dt.datetime) -> bool:
-    """Unneeded files of committed versions go at once; anything else (an unfinished commit's files)
-    only once older than the grace period, so a commit in progress is never removed from its writer."""
+    """Unneeded files of committed versions go at once.
+
+    Anything else (an unfinished commit's files) only once older than the grace period, so a commit in progress is never
+    removed from its writer.
+    """
     parts = name.split("/")
     if is_manifest(name) or name in committed or (parts[0] == DATA and len(parts) > 2 and parts[1] in committed):
         return True
@@ -40,6 +43,7 @@ def _modified(store: RemoteStore, name: str) -> dt.datetime:
 def retained(
     versions: list[VersionInfo], keep_last: int | None, newer_than: dt.datetime | None, published: int | None
 ) -> set[int]:
+    """The version numbers a vacuum keeps: the newest ``keep_last``, those newer than ``newer_than``, the published one."""
     if keep_last is None and newer_than is None:
         return {v.version for v in versions}
     if keep_last is not None and keep_last < 1:

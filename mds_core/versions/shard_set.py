@@ -13,13 +13,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import posixpath
+from collections.abc import Iterator
 from typing import Any
 
 from mds_core.errors import ConfigurationError, InvalidManifestError, NothingToRollBackError, VersionConflictError
 from mds_core.format.index import INDEX_BASENAME, ShardInfo, check_same_columns, dumps_merged_index, parse_index
 from mds_core.storage.exclusive import require_exclusive_create
 from mds_core.storage.remote import RemoteStore, open_store
-from mds_core.versions.head import manifest_if_present, read_head, read_if_present, tip, write_head
+from mds_core.versions.head import manifest_if_present, newest_first, read_head, read_if_present, tip, write_head
 from mds_core.versions.manifest import (
     DATA,
     HEAD,
@@ -29,26 +30,31 @@ from mds_core.versions.manifest import (
     VacuumReport,
     VersionDiff,
     VersionInfo,
-    created_before,
     describe,
     index_fingerprint,
     is_manifest,
-    is_version_number,
     manifest_name,
     now,
     parse_manifest,
     parse_published,
 )
-from mds_core.versions.numbering import CLOCK_SKEW, check_mode, follows, seen_floor, transaction_started
+from mds_core.versions.numbering import check_mode, follows, seen_floor
 from mds_core.versions.partitions import Written, combine, read_written
 from mds_core.versions.publication import history_before, pushed, rollback_target
 from mds_core.versions.retention import removable, retained, root_temporaries
+from mds_core.versions.retried import committed_as
 from mds_core.versions.transaction import Transaction
 from mds_core.versions.verdicts import read_verdict, verdict_of_kept, write_verdict
 
 
 class ShardSet:
-    """The versions under ``root``. Every operation reads the store afresh: there is no cached state."""
+    """The versions under ``root``. Every operation reads the store afresh: there is no cached state.
+
+    Args:
+        root: the shard set's folder, local or any URL fsspec opens.
+        storage_options: fsspec options for the store (credentials, endpoint); None takes the environment's.
+        retry: attempts per read or write of the store (default 3).
+    """
 
     def __init__(self, root: str, *, storage_options: dict[str, Any] | None = None, retry: int = 3) -> None:
         self.store: RemoteStore = open_store(root, retry=retry, timeout=None, storage_options=storage_options)
@@ -68,10 +74,16 @@ class ShardSet:
         return sorted((self._manifest(n) for n in names), key=lambda v: v.version)
 
     def latest(self) -> VersionInfo | None:
-        """The newest committed version: the hint, its manifest and one probe past it (three reads),
-        however long the history."""
+        """The newest committed version.
+
+        The hint, its manifest and one probe past it (three reads), however long the history.
+        """
         found, _ = tip(self.store)
         return found[-1] if found else None
+
+    def newest_first(self, since: dt.datetime | None = None) -> Iterator[VersionInfo]:
+        """The versions from the newest back, one read each, ending at a gap or before one created before ``since``."""
+        return newest_first(self.store, since)
 
     def version(self, number: int) -> VersionInfo:
         """The manifest of version ``number`` (``mds versions show``)."""
@@ -104,6 +116,7 @@ class ShardSet:
         return self.store.read_bytes(self.version(number).index)
 
     def shards(self, number: int) -> list[ShardInfo]:
+        """The shards of version ``number``."""
         return parse_index(self.index_bytes(number), f"{self.store.url} version {number}")
 
     def diff(self, old: int, new: int) -> VersionDiff:
@@ -123,15 +136,31 @@ class ShardSet:
         publish: bool = True,
         base: int | str | None = "latest",
     ) -> Transaction:
-        """``with shard_set.transaction("append") as tx:`` write an MDS dataset to ``tx.out`` (or partitions to
-        ``tx.partition_out(key)``); commit on exit.
+        """Start a new version: write it inside ``with shard_set.transaction(mode) as tx:``, commit on exit.
 
-        ``base`` is the version the new one is built on: ``"latest"``, ``"published"``, a number, or
-        None (start empty). Whatever the base, the new version's number is the newest's plus one.
+        Write an MDS dataset to ``tx.out`` (or partitions to ``tx.partition_out(key)``).
+
+        Args:
+            mode: ``append`` (the base's shards and the new), ``overwrite`` (the new alone) or
+                ``replace`` (the base's, with the partitions written here replaced whole).
+            lineage: JSON-able facts kept in the manifest (source table, run id, ...).
+            publish: point the root's ``index.json`` at the new version when it commits.
+            base: the version built on: ``"latest"``, ``"published"``, a number, or None (start
+                empty). Whatever the base, the new version's number is the newest's plus one.
         """
         check_mode(mode)
         self._require_exclusive_create()  # before anything is written, not at the commit
-        return Transaction(self, mode, dict(lineage or {}), publish, base)
+        found, _ = tip(self.store)
+        parent = self._resolve(base, found)
+        return Transaction(
+            self.store,
+            self.commit,
+            mode,
+            dict(lineage or {}),
+            publish,
+            parent=parent.version if parent is not None else None,  # what this writer builds on
+            seen=found[-1].version if found else None,  # the newest now: this commits as seen + 1
+        )
 
     def commit(
         self,
@@ -161,7 +190,7 @@ class ShardSet:
         self._require_exclusive_create()
         found, fresh = tip(self.store)
         newest = found[-1].version if found else None
-        done = self._committed_as(transaction, found, seen_floor(parent, seen))
+        done = committed_as(self.store, transaction, found, seen_floor(parent, seen), self.version)
         if done is not None:
             return self._finish_retry(done, newest, fresh, publish)
         base = self._resolve(parent, found)
@@ -231,13 +260,19 @@ class ShardSet:
     ) -> VacuumReport:
         """Delete versions outside the retention and every file of the set's own folders no kept version needs.
 
-        Kept: the last ``keep_last`` versions, those created after ``newer_than``, the newest and the
-        published one (with neither limit, every version is kept and only debris goes). Files of
-        unfinished transactions (no manifest) are debris once older than ``grace``, so a commit in
-        progress is never removed from under its writer. Only ``data/`` and ``_versions/`` are looked
-        at, and in the root only the temporary copies of its ``index.json`` a killed writer left: whatever
-        else is under the root is not the set's. A root with no manifest is refused
-        unless ``force``: it is not a shard set (a typo, a parent folder, a bucket's root).
+        The newest and the published versions are always kept. Only ``data/`` and ``_versions/`` are
+        looked at, and in the root only the temporary copies of its ``index.json`` a killed writer
+        left: whatever else is under the root is not the set's.
+
+        Args:
+            keep_last: keep the last this many versions (with neither limit, every version is kept
+                and only debris goes).
+            newer_than: keep the versions created after this time.
+            grace: files of unfinished transactions (no manifest) are debris once older than this,
+                so a commit in progress is never removed from under its writer.
+            dry_run: report what would go, delete nothing.
+            force: clean a root with no manifest, which is refused otherwise: it is not a shard set
+                (a typo, a parent folder, a bucket's root).
         """
         versions = self.versions()
         if not versions and not force:
@@ -294,38 +329,6 @@ class ShardSet:
             )
         return next((v for v in found if v.version == base), None) or self.version(base)
 
-    def _committed_as(self, transaction: str, found: list[VersionInfo], floor: int | None) -> VersionInfo | None:
-        """The version that committed ``transaction`` already, if any, without listing the history.
-
-        Only versions newer than ``floor`` (the newest the writer saw) can be it; when that is not
-        known, those created since the transaction started (its id is stamped) can.
-        """
-        started = transaction_started(transaction) if floor is None else None
-        if floor is None and started is None:  # an id not made by Transaction: one listing answers
-            return self._committed_in_listing(transaction)
-        cutoff = None if started is None else started - CLOCK_SKEW  # known exactly when floor is not
-        known = {v.version: v for v in found}
-        for number in range(found[-1].version if found else 0, floor or 0, -1):
-            info = known.get(number) or manifest_if_present(self.store, number)
-            if info is not None and info.transaction == transaction:
-                return info
-            if cutoff is not None and (info is None or created_before(info, cutoff)):
-                return None  # older than the transaction (or below a gap vacuum made): it cannot be one
-        return None
-
-    def _committed_in_listing(self, transaction: str) -> VersionInfo | None:
-        """A version's index is named after its transaction, so a listing answers without reading manifests."""
-        listing = set(self.store.list(VERSIONS))
-        for name in listing:
-            number, _, rest = name[len(VERSIONS) + 1 :].partition(".")
-            if (
-                rest == f"{transaction}.index.json"
-                and is_version_number(number)
-                and manifest_name(int(number)) in listing
-            ):
-                return self.version(int(number))
-        return None
-
     def _finish_retry(self, done: VersionInfo, newest: int | None, fresh: bool, publish: bool) -> VersionInfo:
         if not fresh and newest is not None:  # the earlier attempt may have died before rewriting the hint
             write_head(self.store, newest)
@@ -378,9 +381,11 @@ class ShardSet:
 def resolve_version(
     root: str, version: int, storage_options: dict[str, Any] | None = None, retry: int = 3
 ) -> VersionInfo:
-    """The manifest of version ``version`` of the shard set at ``root`` (for ``Stream(version=...)``): its
-    index's path relative to ``root``, and the fingerprint that index must have.
+    """The manifest of version ``version`` of the shard set at ``root`` (for ``Stream(version=...)``).
+
+    Its index's path relative to ``root``, and the fingerprint that index must have.
 
     ``retry``: attempts per read; a stream passes its ``download_retry`` so that resolving the version
-    survives what its downloads survive."""
+    survives what its downloads survive.
+    """
     return ShardSet(root, storage_options=storage_options, retry=retry).version(version)

@@ -37,18 +37,22 @@ class ShardFinisher:
 
     @property
     def next_index(self) -> int:
+        """The index of the next shard to be finished."""
         return len(self.shards) + (self._pending is not None)
 
     def compress(self, parts: list[bytes | memoryview]) -> Future[bytes]:
+        """Compress one piece of a shard in the background."""
         compress = self._compress
         assert compress is not None  # called only when there is a codec
         return self._executor.submit(lambda: compress(b"".join(parts)))
 
     def submit(self, sizes: list[int], parts: list[bytes | memoryview], chunks: list[Future[bytes]]) -> None:
+        """Finish a shard in the background (after the previous one, so at most one waits in memory)."""
         self.wait()  # keeps at most one finished shard in memory
         self._pending = self._executor.submit(self._store, self.next_index, sizes, parts, chunks)
 
     def wait(self) -> None:
+        """Wait for the shard being finished and record it."""
         if self._pending is not None:
             pending, self._pending = self._pending, None
             self.shards.append(result_of(pending))  # the caller's error, not the thread's traceback
@@ -78,6 +82,7 @@ class ShardFinisher:
         return ShardInfo.from_config(self.config, raw_info, len(sizes), zip_info)
 
     def close(self, discard: bool = False) -> None:
+        """Wait for the last shard (or drop it with ``discard``) and stop the threads."""
         if discard and self._pending is not None:
             try:
                 self._pending.result()

@@ -34,7 +34,10 @@ ZSTD_CHUNK_BYTES = 112 << 10
 
 
 class MDSWriter:
-    """Write MDS shards. Arguments and defaults follow ``streaming.MDSWriter``.
+    """Write MDS shards; use it as a context manager, or call ``finish()``.
+
+    Arguments and defaults follow ``streaming.MDSWriter``; what differs (durable, atomic files; nothing
+    published after an exception) is in [Differences from Mosaic Streaming](differences.md#writing).
 
     Args:
         columns: column name -> encoding, e.g. ``{"id": "int", "tokens": "ndarray:uint16:2048"}``.
@@ -42,12 +45,12 @@ class MDSWriter:
             directory), or ``(local, remote)``. Shards upload in the background as they are written;
             ``index.json`` goes up last, after every shard upload has succeeded.
         keep_local: keep local files after upload (for remote output).
-        retry: total attempts per upload (default 2); max_workers: parallel uploads (default 4).
         compression: ``None``, ``"zstd"``, ``"zstd:7"``, ``"gz"``, ``"bz2"``, ``"br"`` or ``"snappy"``.
         hashes: hash algorithms recorded per shard file; sorted and unique.
         size_limit: the most bytes in one raw shard, as an int or a string like ``"64mb"``; falsy for one shard.
-        exist_ok: replace a non-empty output directory instead of raising.
-        progress_bar: show a progress bar of shards written.
+        **kwargs: ``retry`` (total attempts per upload, default 2), ``max_workers`` (parallel uploads,
+            default 4), ``exist_ok`` (replace a non-empty output directory instead of raising) and
+            ``progress_bar`` (show a bar of shards written); any other name raises ``WriterError``.
     """
 
     format = "mds"

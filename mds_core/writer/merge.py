@@ -27,6 +27,11 @@ def merge_index(*args: Any, **kwargs: Any) -> None:
     ``index.json`` files (paths or ``(local, remote)`` pairs) in the given order.
     ``merge_index(out, keep_local=True, download_timeout=60)`` finds every top-level partition
     ``index.json`` under ``out`` (sorted by path) and merges those.
+
+    Args:
+        *args: ``index_file_urls`` then ``out``, or ``out`` alone, as above.
+        **kwargs: ``index_file_urls`` and ``out`` by name, and ``keep_local`` (keep the downloaded
+            partition indexes, True) and ``download_timeout`` (seconds per download, 60).
     """
     first = args[0] if args else kwargs.get("index_file_urls", kwargs.get("out"))
     if not first:

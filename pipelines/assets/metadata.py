@@ -19,12 +19,15 @@ else:
 
 
 def column_schema(columns: Iterable[tuple[str, str]]) -> TableSchema:
+    """A Dagster table schema of (name, type) columns."""
     return TableSchema(columns=[TableColumn(name, str(kind)) for name, kind in columns])
 
 
 def standard_metadata(rows: int, uri: str, columns: Iterable[tuple[str, str]]) -> dict[str, Any]:
-    """``dagster/row_count``, ``dagster/uri`` (without the credentials a URL may carry) and
-    ``dagster/column_schema`` (name, type)."""
+    """The table metadata Dagster shows: ``dagster/row_count``, ``dagster/uri`` and ``dagster/column_schema``.
+
+    The URI is without the credentials a URL may carry; the schema lists (name, type).
+    """
     return {
         "dagster/row_count": MetadataValue.int(int(rows)),
         "dagster/uri": MetadataValue.text(redact(uri)),

@@ -9,7 +9,7 @@ warns when the declared ``cache_limit`` would download shards twice or is refuse
 import base64
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dagster import (
     AssetCheckExecutionContext,
@@ -20,11 +20,14 @@ from dagster import (
     asset_check,
 )
 
-from pipelines.assets.smoke import version_to_check
+from pipelines.assets.run_family import version_to_check
 from pipelines.conventions import daily, key
 from pipelines.notices import dagster_features_we_pin
 from pipelines.registry import DatasetSpec
 from pipelines.resources import ShardStore, TrainingWorldSettings
+
+if TYPE_CHECKING:  # imported when the check runs
+    from mds_core.plan import TrainingPlan
 
 PLAN_CHECK = "training_plan"
 # What the time model lacks, in the check's own settings (the CLI's report names its options instead).
@@ -34,7 +37,9 @@ TIMING_SETTINGS = (
 )
 
 
-def plan_version(shard_store: ShardStore, dataset: str, version: int, settings: TrainingWorldSettings) -> Any:
+def plan_version(
+    shard_store: ShardStore, dataset: str, version: int, settings: TrainingWorldSettings
+) -> "TrainingPlan":
     """``mds_core.plan`` on one version of the shard set, for the declared world (its index only)."""
     from mds_core.order.world import parse_world
     from mds_core.plan import Environment, plan_training
@@ -56,7 +61,8 @@ def plan_version(shard_store: ShardStore, dataset: str, version: int, settings: 
     )
 
 
-def plan_metadata(plan: Any) -> dict[str, Any]:
+def plan_metadata(plan: "TrainingPlan") -> dict[str, Any]:
+    """The plan's headline figures and its text report, as check metadata."""
     from mds_core.plan.report import render_text
 
     first = plan.epochs[0]
@@ -81,7 +87,7 @@ def _rounded(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def headline(plan: Any) -> str:
+def headline(plan: "TrainingPlan") -> str:
     """What the UI shows at a glance, beside the full report in the metadata."""
     first = plan.epochs[0]
     recommended = next((r for r in plan.recommendations if r.setting == "cache_limit"), None)
@@ -93,7 +99,7 @@ def headline(plan: Any) -> str:
     return "; ".join(part for part in parts if part)
 
 
-def plot_metadata(plan: Any) -> dict[str, Any]:
+def plot_metadata(plan: "TrainingPlan") -> dict[str, Any]:
     """The cache and download curves as a PNG embedded in markdown; nothing when matplotlib is missing."""
     from mds_core.errors import ConfigurationError
     from mds_core.plan.report import save_plot
@@ -109,6 +115,7 @@ def plot_metadata(plan: Any) -> dict[str, Any]:
 
 
 def build_plan_check(spec: DatasetSpec) -> AssetChecksDefinition:
+    """The shard set's training-plan asset check for ``spec``."""
     with dagster_features_we_pin():
 
         @asset_check(
@@ -135,6 +142,7 @@ def run_plan(
     shard_store: ShardStore,
     training_world: TrainingWorldSettings,
 ) -> AssetCheckResult:
+    """Plan the training world's run over the version to check; warn when there is none."""
     version = version_to_check(context, spec, shard_store)
     if version is None:
         return AssetCheckResult(
@@ -156,7 +164,7 @@ def run_plan(
     )
 
 
-def _problems(plan: Any) -> list[str]:
+def _problems(plan: "TrainingPlan") -> list[str]:
     limit = plan.settings["cache_limit"]
     if limit is None:
         return []

@@ -2,7 +2,7 @@
 
 # No `from __future__ import annotations`: Dagster reads the resource annotations at runtime.
 import datetime as dt
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dagster import (
     AssetExecutionContext,
@@ -16,7 +16,7 @@ from dagster import (
 
 from mds_core.storage.urls import redact
 from pipelines.assets.metadata import Materialized
-from pipelines.assets.run_family import run_family, written_in_this_run
+from pipelines.assets.run_family import family_began, run_family, version_written_by
 from pipelines.assets.shards import WRITER_POOL
 from pipelines.assets.smoke import SMOKE_CHECK
 from pipelines.conventions import conventions, key
@@ -25,8 +25,12 @@ from pipelines.registry import DatasetSpec
 from pipelines.resources import ShardStore
 from pipelines.retries import RETRY
 
+if TYPE_CHECKING:
+    from mds_core.versions import ShardSet
+
 
 def build_published_version(spec: DatasetSpec) -> AssetsDefinition:
+    """The ``published_version`` asset for ``spec``."""
     with dagster_features_we_pin():
 
         @asset(
@@ -46,38 +50,56 @@ def build_published_version(spec: DatasetSpec) -> AssetsDefinition:
 
 
 def freshness(spec: DatasetSpec) -> FreshnessPolicy:
-    """Fresh when a version was published in the 24 hours before each ``spec.fresh_by`` deadline (UTC):
-    the daily run at 01:30 must have published by then. The UI shows the asset as stale otherwise."""
+    """Fresh when a version was published in the 24 hours before each ``spec.fresh_by`` deadline (UTC).
+
+    The daily run at 01:30 must have published by then. The UI shows the asset as stale otherwise.
+    """
     return FreshnessPolicy.cron(deadline_cron=spec.fresh_by, lower_bound_delta=dt.timedelta(hours=24), timezone="UTC")
 
 
 def publish_written(context: AssetExecutionContext, spec: DatasetSpec, shard_store: ShardStore) -> Materialized:
-    written = written_in_this_run(context, key(spec, "shard_set"))
+    """Publish the version the run's family wrote, and record what was published before."""
+    shards = shard_store.shard_set(spec.name)
+    before = shards.published()
+    runs = run_family(context)
+    version = publish_runs_version(spec, shards, runs, family_began(context, runs))
+    return MaterializeResult(metadata=published_metadata(shard_store.url(spec.name), version, before))
+
+
+def publish_runs_version(
+    spec: DatasetSpec, shards: "ShardSet", runs: set[str], since: dt.datetime | None = None
+) -> int:
+    """Publish the version ``runs`` (a run and the runs it re-executes) committed, once their smoke test passed it.
+
+    The shard set says which version that is (its lineage names the run), so a run of another day that committed a newer
+    version meanwhile changes nothing.
+    """
+    written = version_written_by(shards, runs, since)
     if written is None:
         raise Failure(
             f"{spec.name}/shard_set was not materialised in this run: there is no new version to publish. "
             f"Use the {spec.name}_publish job to publish or roll back a version.",
             allow_retries=False,
         )
-    version = int(written["version"])
-    shards = shard_store.shard_set(spec.name)
     # The check's verdict lives with the version; one recorded by another run (the check executed
     # alone, say) does not count: this run must have tested what it publishes.
-    verdict = shards.verdict(version, SMOKE_CHECK) or {}
-    if not (verdict.get("passed") is True and verdict.get("run_id") in run_family(context)):
+    verdict = shards.verdict(written.number, SMOKE_CHECK) or {}
+    if not (verdict.get("passed") is True and verdict.get("run_id") in runs):
         raise Failure(
-            f"version {version} was not published: the {SMOKE_CHECK} check did not pass in this run. Run "
+            f"version {written.number} was not published: the {SMOKE_CHECK} check did not pass in this run. Run "
             "it with the shard set (the UI's 'Materialize all' and the daily job include it).",
             allow_retries=False,
         )
-    before = shards.published()
-    shards.publish(version)
-    return MaterializeResult(metadata=published_metadata(shard_store.url(spec.name), version, before))
+    shards.publish(written.number)
+    return written.number
 
 
 def published_metadata(url: str, version: int, before: int | None) -> dict[str, Any]:
-    """The version published, the one before, and how to read it: with ``StreamingDataset``'s own per-user
-    cache (no ``local=``), never a shared folder such as ``/tmp/cache`` another user could fill first."""
+    """The version published, the one before, and how to read it.
+
+    With ``StreamingDataset``'s own per-user cache (no ``local=``), never a shared folder such as ``/tmp/cache`` another
+    user could fill first.
+    """
     shown = redact(url)
     return {
         "published": version,

@@ -45,6 +45,7 @@ def shown_source(source: Source) -> dict[str, Any]:
 
 
 def build_raw_table(spec: DatasetSpec) -> AssetsDefinition:
+    """The ``raw_table`` asset for ``spec``."""
     with dagster_features_we_pin():
 
         @asset(
@@ -67,6 +68,7 @@ def build_raw_table(spec: DatasetSpec) -> AssetsDefinition:
 def write_raw(
     context: AssetExecutionContext, spec: DatasetSpec, source: Source, spark: SparkResource, catalog: TableCatalog
 ) -> Materialized:
+    """Read the source for each partition day and write the days to the raw table."""
     session = spark.session()
     frames = [read_day(session, spec, source, day) for day in context.partition_keys]
     frame = frames[0]
@@ -90,6 +92,7 @@ def write_raw(
 
 
 def describe_source(settings: Source) -> str:
+    """The source in words, a URL's credentials left out."""
     if settings.kind == "table":
         return f"table {settings.table}"
     if settings.kind == "path":
@@ -115,6 +118,7 @@ def read_day(spark: "SparkSession", spec: DatasetSpec, settings: Source, day: st
 
 
 def external_source(spark: "SparkSession", settings: Source) -> "DataFrame":
+    """The source outside the landing zone (a table or files) as a DataFrame."""
     if settings.kind == "table":
         if not settings.table:
             raise ValueError(
@@ -131,6 +135,7 @@ def external_source(spark: "SparkSession", settings: Source) -> "DataFrame":
 
 
 def source_format(settings: Source) -> str:
+    """The source files' format: the one set, else the path's extension, else parquet."""
     fmt: str = settings.format or next((f for f in FORMATS if settings.path.rstrip("/").endswith(f".{f}")), "parquet")
     if fmt not in FORMATS:
         raise ValueError(f"source format {fmt!r} is not one of {FORMATS}")

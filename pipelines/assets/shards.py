@@ -34,6 +34,7 @@ from mds_core.errors import MDSError
 from mds_core.storage.urls import redact
 from pipelines.assets.metadata import Materialized, standard_metadata
 from pipelines.assets.raw import RawConfig, effective_source, shown_source
+from pipelines.assets.run_family import RUN_ID
 from pipelines.cluster import write_day
 from pipelines.conventions import conventions, key, op_name
 from pipelines.notices import dagster_features_we_pin
@@ -45,6 +46,8 @@ from pipelines.retries import RETRY, failures_are_final
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from mds_core.versions import VersionInfo
+
 PREVIEW_ROWS = 5
 # dagster.yaml limits this pool to one run at a time, so two runs never race for a version number.
 WRITER_POOL = "shard_set_writer"
@@ -52,6 +55,8 @@ Mode = Literal["auto", "append", "replace", "overwrite"]
 
 
 class ShardsConfig(Config):
+    """The run config of the shard set asset."""
+
     mode: Mode = Field(
         default="auto",
         description="auto: append new days, replace days already there; append; "
@@ -64,6 +69,7 @@ class ShardsConfig(Config):
 
 
 def build_shard_set(spec: DatasetSpec) -> AssetsDefinition:
+    """The ``shard_set`` asset for ``spec``."""
     settings = {"compression": spec.compression, "size_limit": spec.size_limit}
     with dagster_features_we_pin():
 
@@ -98,6 +104,7 @@ def write_version(
     catalog: TableCatalog,
     shard_store: ShardStore,
 ) -> Materialized:
+    """Convert the validated rows of the run's days into a new version of the shard set."""
     days = sorted(context.partition_keys)
     frame = catalog.read_days(spark.session(), f"{spec.name}_validated", days)
     counts = {row["day"]: row["count"] for row in frame.groupBy("day").count().collect()}
@@ -151,11 +158,9 @@ def pictures(
         return {}
 
 
-def days_of(version: Any) -> set[str]:
-    """The days a version holds: its partitions (or, for versions written before partitions, its lineage)."""
-    if version is None:
-        return set()
-    return set(getattr(version, "partitions", None) or (version.lineage or {}).get("days", []))
+def days_of(version: "VersionInfo | None") -> set[str]:
+    """The days a version holds: its partitions (each day is one; none without a version)."""
+    return set(version.partitions) if version is not None else set()
 
 
 def resolve_mode(requested: str, base_days: set[str], days: list[str], base: int | None) -> str:
@@ -188,21 +193,25 @@ def _lineage(
         "added_days": days,
         "replaced_days": sorted(kept & set(days)),
         "mode": mode,
-        "dagster_run_id": context.run.run_id,
+        RUN_ID: context.run.run_id,  # how publication finds the version its run wrote
         "validated_table": redact(catalog.location(f"{spec.name}_validated")),
     }
 
 
 def run_source(context: AssetExecutionContext, spec: DatasetSpec) -> dict[str, Any]:
-    """The source this run's raw_table read: the registry's, with the run config's overrides (a URL's
-    credentials left out: the lineage is kept in the version's manifest, for everyone who reads it)."""
+    """The source this run's raw_table read.
+
+    The registry's, with the run config's overrides (a URL's credentials left out: the lineage is kept in the version's
+    manifest, for everyone who reads it).
+    """
     run_config: Mapping[str, Any] = context.run.run_config or {}  # dagster types its values as object
     ops = run_config.get("ops", {})
     config = ops.get(op_name(spec, "raw_table"), {}).get("config", {})
     return shown_source(effective_source(spec.source, RawConfig(**config)))
 
 
-def version_metadata(info: Any, mode: str, stats: dict[str, Any], lineage: dict[str, Any]) -> dict[str, Any]:
+def version_metadata(info: "VersionInfo", mode: str, stats: dict[str, Any], lineage: dict[str, Any]) -> dict[str, Any]:
+    """The new version's number, parent, mode, statistics and lineage, as asset metadata."""
     return {
         "version": info.number,
         "parent": info.parent if info.parent is not None else -1,
@@ -233,6 +242,7 @@ def _stats(results: list[Any]) -> dict[str, Any]:
 
 
 def preview(frame: "DataFrame") -> TableMetadataValue:
+    """The first rows of ``frame`` as a Dagster table, every cell as text."""
     rows = [row.asDict() for row in frame.limit(PREVIEW_ROWS).collect()]
     columns = list(frame.columns)
     records = [TableRecord({c: _cell(row[c]) for c in columns}) for row in rows]

@@ -8,7 +8,7 @@ its own (the check's "Execute" button), it tests the shard set's latest version.
 
 # No `from __future__ import annotations`: Dagster reads the resource annotations at runtime.
 import shutil
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dagster import (
     AssetCheckExecutionContext,
@@ -19,16 +19,21 @@ from dagster import (
     asset_check,
 )
 
-from pipelines.assets.run_family import written_in_this_run
+from pipelines.assets.run_family import version_to_check
 from pipelines.conventions import daily, key
 from pipelines.notices import dagster_features_we_pin
 from pipelines.registry import DatasetSpec
 from pipelines.resources import ShardStore, SmokeTestSettings
 
+if TYPE_CHECKING:  # imported when the check runs: the loader check imports torch
+    from mds_core.streaming.loader_check import LoaderCheckReport
+
 SMOKE_CHECK = "loader_smoke_test"
 
 
-def smoke_test(store: ShardStore, dataset: str, cache: str, version: int, settings: SmokeTestSettings) -> Any:
+def smoke_test(
+    store: ShardStore, dataset: str, cache: str, version: int, settings: SmokeTestSettings
+) -> "LoaderCheckReport":
     """``mds_core``'s bounded loader check of ``version``, with the settings training would use."""
     from mds_core.sizes import bytes_to_int
     from mds_core.streaming.loader_check import check_version  # imports torch
@@ -47,7 +52,7 @@ def smoke_test(store: ShardStore, dataset: str, cache: str, version: int, settin
     )
 
 
-def report_metadata(report: Any) -> dict[str, Any]:
+def report_metadata(report: "LoaderCheckReport") -> dict[str, Any]:
     """The check's figures as asset-check metadata, in rows (a sample is a table row here)."""
     return {
         "version": report.version,
@@ -68,10 +73,9 @@ def report_metadata(report: Any) -> dict[str, Any]:
     }
 
 
-def subset_metadata(report: Any) -> dict[str, Any]:
+def subset_metadata(report: "LoaderCheckReport") -> dict[str, Any]:
     """Which part of the version was read: its new shards in full, and the sample of the older ones."""
-    subset = getattr(report, "subset", None)
-    return {"checked": MetadataValue.json(subset)} if subset else {}
+    return {"checked": MetadataValue.json(report.subset)} if report.subset else {}
 
 
 def telemetry_metadata(metrics: dict[str, Any]) -> dict[str, Any]:
@@ -91,16 +95,8 @@ def telemetry_metadata(metrics: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def version_to_check(context: AssetCheckExecutionContext, spec: DatasetSpec, store: ShardStore) -> int | None:
-    """The version this run wrote; executed on its own, the latest (None: the set has no version)."""
-    written = written_in_this_run(context, key(spec, "shard_set"))
-    if written is not None:
-        return int(written["version"])
-    latest = store.shard_set(spec.name).latest()
-    return latest.number if latest is not None else None
-
-
 def build_smoke_check(spec: DatasetSpec) -> AssetChecksDefinition:
+    """The shard set's smoke-test asset check for ``spec``."""
     with dagster_features_we_pin():
 
         @asset_check(
@@ -124,6 +120,7 @@ def build_smoke_check(spec: DatasetSpec) -> AssetChecksDefinition:
 def run_smoke_test(
     context: AssetCheckExecutionContext, spec: DatasetSpec, store: ShardStore, settings: SmokeTestSettings
 ) -> AssetCheckResult:
+    """Stream the version to check as training would; fail on any problem."""
     version = version_to_check(context, spec, store)
     if version is None:
         return AssetCheckResult(

@@ -1,5 +1,4 @@
-"""The validated table and the quarantine table, two assets of one step: every raw row ends in exactly
-one of them."""
+"""The validated table and the quarantine table, two assets of one step: every raw row ends in exactly one of them."""
 
 # No `from __future__ import annotations`: Dagster reads the Config and resource annotations at runtime.
 import importlib
@@ -41,6 +40,8 @@ REASONS_CHECK = "quarantine_reasons"
 
 
 class ValidateConfig(Config):
+    """The run config of the validation step."""
+
     max_quarantined_fraction: float = Field(
         default=0.01,
         ge=0.0,
@@ -120,6 +121,7 @@ def validate(
     spark: SparkResource,
     catalog: TableCatalog,
 ) -> Iterator[Materialized | AssetCheckResult]:
+    """Split the raw days into valid and quarantined rows, write both tables, and check the counts."""
     days, name = context.partition_keys, spec.name
     reference = config.schema_ref or spec.schema_ref
     check_schema_ref(reference, spec)  # before Spark starts, and before anything is imported
@@ -160,8 +162,11 @@ def validate(
 
 
 def reasons_check(spec: DatasetSpec, quarantined: int, unexplained: int, reasons: dict[str, int]) -> AssetCheckResult:
-    """The quarantine table's own check: every row in it says which rules it breaks (whether there are
-    too many is the validated table's ``quarantine_counts``)."""
+    """The quarantine table's own check.
+
+    Every row in it says which rules it breaks (whether there are too many is the validated table's
+    ``quarantine_counts``).
+    """
     return AssetCheckResult(
         asset_key=key(spec, "quarantine_table"),
         check_name=REASONS_CHECK,
@@ -173,8 +178,11 @@ def reasons_check(spec: DatasetSpec, quarantined: int, unexplained: int, reasons
 
 
 def schema_modules(spec: DatasetSpec) -> list[str]:
-    """The modules a ``schema_ref`` may name for ``spec``: the pipelines' own, and the one its registry entry
-    declares. Naming a module imports it, so a run's config may not choose any other."""
+    """The modules a ``schema_ref`` may name for ``spec``.
+
+    The pipelines' own, and the one its registry entry declares. Naming a module imports it, so a run's config may not
+    choose any other.
+    """
     declared = spec.schema_ref.partition(":")[0] if spec.schema_ref != NOT_NULL else SCHEMAS_MODULE
     return sorted({SCHEMAS_MODULE, declared})
 
@@ -191,8 +199,10 @@ def check_schema_ref(reference: str, spec: DatasetSpec) -> None:
 
 
 def load_schema(reference: str, frame: "DataFrame", spec: DatasetSpec) -> ValidationSchema:
-    """``module:attribute`` naming a ValidationSchema in a module ``schema_modules(spec)`` lists, or
-    ``not_null`` for the source's own columns."""
+    """The ValidationSchema a ``schema_ref`` names.
+
+    ``module:attribute`` in a module ``schema_modules(spec)`` lists, or ``not_null`` for the source's own columns.
+    """
     if reference == NOT_NULL:
         return not_null_schema(frame)
     check_schema_ref(reference, spec)
@@ -212,6 +222,7 @@ def load_schema(reference: str, frame: "DataFrame", spec: DatasetSpec) -> Valida
 
 
 def top_reasons(quarantined: "DataFrame", limit: int = 5) -> dict[str, int]:
+    """The ``limit`` most frequent reasons rows were quarantined, with their counts."""
     rows = quarantined.groupBy("reason").count().orderBy("count", ascending=False).limit(limit).collect()
     return {row["reason"]: row["count"] for row in rows}
 
@@ -219,6 +230,7 @@ def top_reasons(quarantined: "DataFrame", limit: int = 5) -> dict[str, int]:
 def counts_check(
     counts: dict[str, int], threshold: float, reasons: dict[str, int], leftover: dict[str, Any], asset: AssetKey
 ) -> AssetCheckResult:
+    """Pass when every row went to one table and the quarantined fraction is at most ``threshold``."""
     fraction = counts["quarantined"] / counts["in"] if counts["in"] else 0.0
     balanced = counts["in"] == counts["valid"] + counts["quarantined"]
     passed = balanced and fraction <= threshold and not leftover

@@ -1,5 +1,5 @@
 """The code location's component instances, one folder each, loaded by ``pipelines.definitions``.
 
-``datasets/defs.yaml`` is the dataset registry (``pipelines.components.DatasetRegistry``); ``dg check
-yaml`` validates it and ``dg list defs`` shows what it makes.
+Each folder is one dataset: ``<dataset>/defs.yaml``, a ``pipelines.components.Dataset`` whose attributes
+are the dataset's settings. ``dg check yaml`` validates them and ``dg list defs`` shows what each makes.
 """

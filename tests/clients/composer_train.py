@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from composer import Trainer
@@ -53,9 +53,11 @@ def main() -> None:
         local=args.dataset, batch_size=BATCH, shuffle=True, shuffle_seed=17, job_root=str(work / "jobs")
     )
     model = Model(work / "trace")
+    # A torch IterableDataset at run time (registered as one once torch is loaded): mypy cannot see that.
+    torch_dataset = cast("torch.utils.data.IterableDataset[dict[str, Any]]", dataset)
     trainer = Trainer(
         model=model,
-        train_dataloader=torch.utils.data.DataLoader(dataset, batch_size=BATCH, num_workers=1),
+        train_dataloader=torch.utils.data.DataLoader(torch_dataset, batch_size=BATCH, num_workers=1),
         max_duration=f"{args.stop_at}ba" if args.stop_at else "1ep",
         optimizers=torch.optim.SGD(model.parameters(), lr=0.01),
         device="cpu",

@@ -77,7 +77,9 @@ def main() -> None:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]
-        mp.spawn(spawned_rank, args=(port, args), nprocs=WORLD_SIZE)
+        mp.spawn(  # type: ignore[attr-defined]  # torch.multiprocessing re-exports spawn without __all__
+            spawned_rank, args=(port, args), nprocs=WORLD_SIZE
+        )
     else:
         from accelerate import Accelerator
 

@@ -17,7 +17,7 @@ import argparse
 import json
 import os
 import signal
-from typing import Any
+from typing import Any, cast
 
 import lightning as L
 import torch
@@ -71,7 +71,9 @@ class UserDataModule(L.LightningDataModule):
         self.dataset = StreamingDataset(local=self.local, batch_size=BATCH, **DATASET_KWARGS)
         if self.resume_from is not None:
             self.dataset.load_state_dict(self.resume_from)
-        return torch.utils.data.DataLoader(self.dataset, batch_size=BATCH, num_workers=1)
+        # A torch IterableDataset at run time (registered as one once torch is loaded): mypy cannot see that.
+        dataset = cast("torch.utils.data.IterableDataset[dict[str, Any]]", self.dataset)
+        return torch.utils.data.DataLoader(dataset, batch_size=BATCH, num_workers=1)
 
     def state_dict(self) -> dict[str, Any]:
         assert self.dataset is not None and self.trainer is not None

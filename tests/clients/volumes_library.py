@@ -30,13 +30,17 @@ def main() -> None:
     shard_set = ShardSet(f"{root}/set")
     with shard_set.transaction("overwrite") as tx:
         table_to_mds(table, tx.out)
-    version = shard_set.version(shard_set.published())
+    published = shard_set.published()
+    assert published is not None  # the transaction above published version 1
+    version = shard_set.version(published)
+    mds_core_spec = importlib.util.find_spec("mds_core")
+    assert mds_core_spec is not None
     print(
         json.dumps(
             {
                 "torch": importlib.util.find_spec("torch") is not None,
                 "pyspark": importlib.util.find_spec("pyspark") is not None,
-                "mds_core": importlib.util.find_spec("mds_core").origin,
+                "mds_core": mds_core_spec.origin,
                 "converted_rows": converted.rows,
                 "version": version.number,
                 "version_rows": version.rows,

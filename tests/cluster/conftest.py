@@ -24,7 +24,7 @@ import pytest
 
 pytest.importorskip("pyspark", reason="the cluster tests need the 'spark' extra")
 
-from tests.spark_cluster import StandaloneCluster, executor_python, package_zip
+from testsupport.spark_cluster import StandaloneCluster, executor_python, package_zip
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,7 +42,7 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="session")
 def cluster_conf(spark_cluster: StandaloneCluster, s3_server, tmp_path_factory: pytest.TempPathFactory) -> dict:
     """Spark settings of a driver application on the test cluster."""
-    from tests.s3 import s3_env
+    from testsupport.s3 import s3_env
 
     root = tmp_path_factory.mktemp("cluster-app")
     conf = {

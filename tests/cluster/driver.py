@@ -1,6 +1,6 @@
 """The driver side of the cluster tests, run as its own process (``python -m tests.cluster.driver SPEC``).
 
-Each scenario starts one Spark application on the standalone cluster of ``tests/spark_cluster.py``
+Each scenario starts one Spark application on the standalone cluster of ``testsupport/spark_cluster.py``
 from a fresh process, since a process holds one SparkContext and the suite's other tests keep a
 ``local[...]`` one. The last line printed is ``RESULT <json>``, which the tests assert on.
 """

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from mds_core.convert.route import route_for
 from mds_core.convert.staging import open_target
 from mds_core.errors import ConfigurationError
 from mds_core.format.index import dumps_index
@@ -27,7 +28,7 @@ def _attempt(path: Path) -> str:
 
 def test_commit_refuses_attempts_written_out_of_the_drivers_sight(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    target = open_target(str(out), False)
+    target = open_target(route_for(str(out), connect=False), False)
     staging = target.staging_location("run")
     index = _attempt(Path(staging) / "00000.7")  # this attempt's files are on the driver's disk
     manifests = [
@@ -49,7 +50,7 @@ def test_commit_refuses_attempts_written_out_of_the_drivers_sight(tmp_path: Path
 
 def test_commit_moves_everything_when_every_attempt_is_there(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    target = open_target(str(out), False)
+    target = open_target(route_for(str(out), connect=False), False)
     staging = target.staging_location("run")
     manifests = [
         {

@@ -1,6 +1,6 @@
 """TorchDistributor's distributed mode (``local_mode=False``) on the standalone cluster: one barrier task per
 process, each a torchrun node on an executor, streaming a Volume (the Files API server of
-tests/databricks_files.py) with the credentials the training function sets itself, as the executors'
+testsupport/databricks_files.py) with the credentials the training function sets itself, as the executors'
 environment has none. The same runs as tests/spark/test_torch_distributor.py's local mode: uninterrupted,
 killed after step k, resumed on the same and on a different number of processes."""
 

@@ -67,18 +67,19 @@ def epoch(args: dict[str, Any]) -> None:
 
 def convert_prepare(args: dict[str, Any]) -> None:
     """The driver's first step of ``dataframe_to_mds(..., exist_ok=True)``: clear the old output."""
+    from mds_core.convert.route import route_for
     from mds_core.convert.staging import open_target
 
-    open_target(args["out"], exist_ok=True)
+    open_target(route_for(args["out"], connect=False), exist_ok=True)
 
 
 def convert_commit(args: dict[str, Any]) -> None:
     """The driver's last step of ``dataframe_to_mds`` once its tasks have written their staging
     attempts: move each partition's winning attempt into place, then publish the merged index."""
+    from mds_core.convert.route import route_for
     from mds_core.convert.staging import Target
-    from mds_core.storage.output import parse_out
 
-    Target(parse_out(args["out"]), None).commit(args["manifests"], args["staging"], True)
+    Target(route_for(args["out"], connect=False), None).commit(args["manifests"], args["staging"], True)
 
 
 OPERATIONS: dict[str, Callable[[dict[str, Any]], None]] = {

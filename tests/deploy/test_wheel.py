@@ -1,7 +1,7 @@
 """The code location as a team deploys it: a non-editable wheel with the code server's extra, in a fresh
 virtual environment, run from a folder that is not the checkout.
 
-The package's own registry and instance settings are used (nothing from the checkout); the data goes to
+The package's own dataset components and instance settings are used (nothing from the checkout); the data goes to
 the user's data folder (``XDG_DATA_HOME`` here, as platformdirs reads it), never into the installation.
 """
 
@@ -56,8 +56,9 @@ def wheel_env(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def test_the_wheel_ships_the_packages_data(wheel_env: tuple[Path, Path]) -> None:
     wheel, _ = wheel_env
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert {"pipelines/dagster.yaml", "pipelines/datasets.yaml", "pipelines/log4j2.properties"} <= names
-    assert "pipelines/defs/datasets/defs.yaml" in names  # the registry component, loaded from the package
+    assert {"pipelines/dagster.yaml", "pipelines/log4j2.properties"} <= names
+    # the dataset components, loaded from the package
+    assert {"pipelines/defs/digits/defs.yaml", "pipelines/defs/synthetic/defs.yaml"} <= names
     assert {"pipelines/py.typed", "mds_core/py.typed"} <= names
     assert not any(name.startswith(("tests/", "benchmarks/", "examples/")) for name in names)
     packaged = zipfile.ZipFile(wheel).read("pipelines/dagster.yaml").decode()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-DIGITS_START = "2026-01-01"  # pipelines/datasets.yaml's start_date for digits
+DIGITS_START = "2026-01-01"  # pipelines/defs/digits/defs.yaml's start_date
 DIGITS_ROWS_PER_DAY = 180  # and its rows_per_day
 DIGITS_DAYS = ("2026-11-28", "2026-11-29", "2026-11-30")
 
@@ -90,10 +90,10 @@ def moto_s3(*buckets: str):
 
     import boto3
 
-    from tests.s3 import MotoServer, s3_env
+    from testsupport.s3 import MotoServer, s3_env
 
     Path("moto").mkdir(exist_ok=True)
-    server = MotoServer(Path("moto"))
+    server = MotoServer(Path("moto"), count_requests=False)  # nothing counts requests here
     atexit.register(server.stop)
     os.environ.update(s3_env(server.endpoint))
     client = boto3.client("s3", endpoint_url=server.endpoint, region_name="us-east-1")
@@ -130,7 +130,8 @@ def tokens_index(out: str, samples: int = 20_000, tokens: int = 2048, size_limit
     sample = 4 * tokens + 4  # the values and the sample's offset entry
     fixed = entry["raw_data"]["bytes"] - sample  # the count, the first offset and the header
     per_shard = (size_limit - fixed) // sample
-    shards, left = [], samples
+    shards: list[dict[str, object]] = []
+    left = samples
     while left:
         n = min(per_shard, left)
         raw = {**entry["raw_data"], "basename": f"shard.{len(shards):05}.mds", "bytes": fixed + n * sample}

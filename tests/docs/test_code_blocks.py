@@ -160,7 +160,7 @@ def test_the_data_blocks_parse(block: Block) -> None:
 
 
 def test_the_registry_examples_load_and_match_the_shipped_registry(tmp_path: Path) -> None:
-    from pipelines.registry import load_registry
+    from pipelines.registry import load_registry, packaged_datasets
 
     registries = [block for block in _parsed_blocks() if block.lang == "yaml" and "datasets" in _parse(block)]
     assert len(registries) == 2, [block.where for block in registries]
@@ -170,7 +170,7 @@ def test_the_registry_examples_load_and_match_the_shipped_registry(tmp_path: Pat
         specs = load_registry(path)
         assert [spec.name for spec in specs] == [entry["name"] for entry in _parse(block)["datasets"]]
     # the first example shows the shipped registry's datasets: every field it gives is theirs (or the default)
-    shipped = {spec.name: spec for spec in load_registry(ROOT / "pipelines" / "datasets.yaml")}
+    shipped = {spec.name: spec for spec in packaged_datasets()}
     for spec in load_registry(tmp_path / "datasets-0.yaml"):
         given = next(entry for entry in _parse(registries[0])["datasets"] if entry["name"] == spec.name)
         for name in given:

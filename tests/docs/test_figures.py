@@ -4,10 +4,12 @@ asserts, or what benchmarks/RESULTS.md records (a benchmark's figures live there
 from __future__ import annotations
 
 import re
-import warnings
 
 import numpy as np
+import pytest
 
+from mds_core.errors import MDSError
+from mds_core.format.shard import BLOCK_BYTES, shard_head
 from tests.docs.blocks import ROOT
 
 
@@ -53,7 +55,9 @@ def test_the_planner_and_telemetry_figures_are_the_benchmarks() -> None:
     seconds = re.search(r"\*\*(\d+\.\d)–(\d+\.\d) s\*\* \(median of 3; peak RSS (\d\.\d+) GiB\)", planning)
     assert seconds, planning
     whole = f"{round(float(seconds[1]))} s"  # 16.0-16.8 s: "16 s"
-    wall, cpu = re.search(r"\*\*(−?\d+\.\d%)\*\* wall .*?\*\*(−?\d+\.\d%)\*\* CPU", planning).groups()
+    shares = re.search(r"\*\*(−?\d+\.\d%)\*\* wall .*?\*\*(−?\d+\.\d%)\*\* CPU", planning)
+    assert shares, planning
+    wall, cpu = shares.groups()
     readme = _section(_text("README.md"), "## Speed")
     assert f"8 workers in {whole};" in readme and f"({wall} wall, {cpu} CPU" in readme
     assert "(benchmarks/RESULTS.md#planning-and-telemetry-issue-18)" in readme
@@ -91,93 +95,54 @@ def test_the_kill_steps_are_the_crash_tests() -> None:
     assert f"\n{total} kills in all" in table
 
 
-def test_latest_takes_the_requests_test_head_asserts() -> None:
-    from tests.versions.test_head import LATEST_REQUESTS
-
-    assert f"`latest()` is {LATEST_REQUESTS} requests there" in _text("docs/versions.md").replace("\n", " ")
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Figures the code computes
-
-
-def test_the_ordering_worked_example() -> None:
-    """docs/ordering.md, Elasticity: the global batches of the worked example, on each world it names."""
-    from mds_core.order.spec import OrderSpec
-    from mds_core.order.traversal import traversal_order
-    from mds_core.order.work import generate_work
-
-    text = " ".join(_text("docs/ordering.md").split())
-    example = re.search(
-        r"Five shards hold ([\d, and]+) samples, with `C=(\d)`, `py1e`, `seed=(\d+)`, epoch 0, `S=(\d+)` and "
-        r"`G=(\d)`\. The global batches are (.*?)\. They are the same for `\(P,R,W,B\)` = (.*?)\.",
-        text,
-    )
-    assert example, "the worked example's sentence changed"
-    shards = [int(n) for n in re.findall(r"\d+", example[1])]
-    canonical, seed, block, global_batch = (int(example[i]) for i in range(2, 6))
-    batches = [sorted(int(n) for n in group.split(",")) for group in re.findall(r"\{([\d,]+)\}", example[6])]
-    worlds = [tuple(int(n) for n in w.split(",")) for w in re.findall(r"`\((\d,\d,\d,\d)\)`", example[7])]
-    assert len(worlds) == 4 and len(batches) == sum(shards) // global_batch
-    for nodes, ranks, workers, batch in worlds:
-        assert nodes * ranks * batch == global_batch
-        spec = OrderSpec(
-            [shards],
-            shuffle=True,
-            shuffle_seed=seed,
-            num_canonical_nodes=canonical,
-            shuffle_block_size=block,
-            batch_size=batch,
-        )
-        with warnings.catch_warnings():  # py1e warns that the block is narrower than some shards
-            warnings.simplefilter("ignore")
-            order = [int(i) for i in traversal_order(generate_work(spec, nodes, ranks, workers, 0, 0)) if i >= 0]
-        got = [sorted(order[i : i + global_batch]) for i in range(0, len(order), global_batch)]
-        assert got == batches, (nodes, ranks, workers, batch)
-
-
-def test_the_ordering_figures() -> None:
+def _quoted() -> dict[str, list[str]]:
+    """Per page, the fragments that quote a figure of the code (or of a test), made from that figure."""
     from mds_core.order.partition import get_partitions
-    from mds_core.order.spec import OrderSpec
     from mds_core.order.traversal import traversal_order
-
-    text = " ".join(_text("docs/ordering.md").split())
-    assert "with `N=10`, `C=2` and no shuffle, the sequence is `0,5,1,6,2,7,3,8,4,9`" in text
-    assert traversal_order(get_partitions("orig", 10, 2, 1, 1, 1, 1)).tolist() == [0, 5, 1, 6, 2, 7, 3, 8, 4, 9]
-    defaults = re.search(r"4,000,000 for `C=1`, 2,000,000 for `C=2`, and 262,144 from `C=16` on", text)
-    assert defaults
-    for canonical, expected in ((1, 4_000_000), (2, 2_000_000), (16, 262_144), (64, 262_144)):
-        assert OrderSpec([[10]], num_canonical_nodes=canonical).block_size(1) == expected
-    assert "becomes `64·P` for `py1s` and `py2s`" in text
-    for algo, expected in (("py1s", 128), ("py2s", 128), ("py1e", 2), ("py1br", 2), ("naive", 2)):
-        assert OrderSpec([[10]], shuffle_algo=algo).canonical_nodes(2) == expected
-
-
-def test_the_format_figures() -> None:
-    from mds_core.format.shard import BLOCK_BYTES
     from mds_core.sizes import bytes_to_int
-    from mds_core.writer.mds_writer import CHUNK_BYTES, ZSTD_CHUNK_BYTES
-
-    text = " ".join(_text("docs/format.md").split())
-    assert '(`"64mb"` is stored as `67108864`)' in text and bytes_to_int("64mb") == 67108864
-    assert "chunks of about 112 KiB of samples for zstd and about 4 MiB for gzip and bz2" in text
-    assert (ZSTD_CHUNK_BYTES, CHUNK_BYTES) == (112 << 10, 4 << 20)
-    assert "in-order reading reads 1 MiB blocks" in text and BLOCK_BYTES == 1 << 20
-    assert np.dtype("<u4").itemsize == 4  # offsets are u32: "a shard cannot exceed 4 GiB"
-
-
-def test_the_versions_figures() -> None:
+    from mds_core.storage.download_threads import DOWNLOAD_THREADS as ALL
+    from mds_core.storage.download_threads import DOWNLOAD_THREADS_UNDER_LIMIT as UNDER
+    from mds_core.storage.remote import _THROTTLE_BUDGET
     from mds_core.versions.head import MAX_PROBES
     from mds_core.versions.manifest import HISTORY_LIMIT
     from mds_core.versions.numbering import CLOCK_SKEW
+    from mds_core.writer.mds_writer import CHUNK_BYTES, ZSTD_CHUNK_BYTES
+    from tests.versions.test_head import LATEST_REQUESTS
 
-    text = " ".join(_text("docs/versions.md").split())
-    assert f"being the versions published before, oldest first (the last {HISTORY_LIMIT})" in text
-    assert f"or one more than {MAX_PROBES} versions behind, `latest()` lists `_versions/` once" in text
-    assert CLOCK_SKEW.total_seconds() == 3600 and "more than an hour (`CLOCK_SKEW`)" in text
+    sequence = ",".join(str(i) for i in traversal_order(get_partitions("orig", 10, 2, 1, 1, 1, 1)))
+    return {
+        "docs/ordering.md": [f"with `N=10`, `C=2` and no shuffle, the sequence is `{sequence}`"],
+        "docs/format.md": [
+            f'(`"64mb"` is stored as `{bytes_to_int("64mb")}`)',
+            f"about {ZSTD_CHUNK_BYTES >> 10} KiB of samples for zstd and about {CHUNK_BYTES >> 20} MiB for gzip",
+            f"reads {BLOCK_BYTES >> 20} MiB blocks",
+        ],
+        "docs/versions.md": [
+            f"(the last {HISTORY_LIMIT})",
+            f"more than {MAX_PROBES} versions behind",
+            f"`CLOCK_SKEW` ({CLOCK_SKEW.total_seconds() / 3600:g} h)",
+            f"`latest()` is {LATEST_REQUESTS} requests there",
+        ],
+        "docs/remote-storage.md": [
+            f"(`{_THROTTLE_BUDGET:g} s` in all",
+            f"{ALL} threads per remote stream ({UNDER} under",
+        ],
+        "docs/planning.md": [f"download threads ({ALL}, or {UNDER} under a cache limit"],
+    }
 
 
-def test_the_throttling_budget_the_storage_page_quotes() -> None:
-    from mds_core.storage import remote
+def test_the_pages_quote_the_codes_figures() -> None:
+    from mds_core.storage.download_threads import DOWNLOAD_THREADS, DOWNLOAD_THREADS_UNDER_LIMIT, download_threads
 
-    assert f"(`{remote._THROTTLE_BUDGET:g} s` in all when" in _text("docs/remote-storage.md")
+    assert (download_threads(None), download_threads(1 << 30)) == (DOWNLOAD_THREADS, DOWNLOAD_THREADS_UNDER_LIMIT)
+    for page, fragments in _quoted().items():
+        text = " ".join(_text(page).split())
+        assert not [f for f in fragments if f not in text], f"{page} should quote: {fragments}"
+
+
+def test_a_shard_cannot_exceed_4_gib() -> None:
+    """docs/format.md: offsets are u32; the last one is the file's size."""
+    largest = (1 << 32) - 1 - 12  # the sample count and two offsets take 12 bytes
+    assert np.frombuffer(shard_head([largest], b""), "<u4").tolist() == [1, 12, (1 << 32) - 1]
+    with pytest.raises(MDSError, match="shard of 4294967296 bytes passes the 4 GiB limit of MDS offsets"):
+        shard_head([largest + 1], b"")

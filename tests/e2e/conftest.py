@@ -24,7 +24,6 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.notices import DG_PREVIEW_FILTER
 from tests.registry import write_registry
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,7 +105,6 @@ def dev_environment(home: Path, data_dir: Path, registry: Path) -> dict[str, str
         "MDS_DATASETS": str(registry),
         "MDS_SPARK_MASTER": "local[2]",
         "MDS_SPARK_CONF": json.dumps({"spark.driver.memory": "1g", "spark.hadoop.fs.s3a.secret.key": SECRET}),
-        "PYTHONWARNINGS": DG_PREVIEW_FILTER,  # as make ui passes it (test_quiet checks the Makefile says the same)
     }
 
 

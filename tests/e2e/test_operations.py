@@ -59,6 +59,12 @@ class Run:
         assert len(found) <= 1, found
         return entries(found[0]["metadataEntries"]) if found else None
 
+    def materialization(self, asset: str, dataset: str = "digits") -> dict[str, Any]:
+        """The metadata of the run's materialization of ``asset``, which must be there."""
+        found = self.materialized(asset, dataset)
+        assert found is not None, f"run {self.run_id} did not materialize {dataset}/{asset}"
+        return found
+
     def check(self, name: str) -> dict[str, Any]:
         [evaluation] = [
             e["evaluation"]
@@ -134,7 +140,7 @@ def test_the_first_day_launched_as_the_ui_does_is_published_and_streams_its_rows
 
     run = history.runs["first_day"]
     assert run.status == "SUCCESS", run.failures
-    written = run.materialized("shard_set")
+    written = run.materialization("shard_set")
     parent = history.start_published if history.start_published is not None else -1
     mode = "replace" if FIRST_DAY in history.start_days else "append"
     assert (written["version"], written["parent"], written["mode"]) == (history.v(1), parent, mode)
@@ -150,7 +156,7 @@ def test_the_first_day_launched_as_the_ui_does_is_published_and_streams_its_rows
 def test_a_failed_smoke_test_commits_a_version_but_does_not_publish_it(history: History):
     failed = history.runs["failed"]
     assert failed.status == "FAILURE"
-    written = failed.materialized("shard_set")
+    written = failed.materialization("shard_set")
     assert (written["version"], written["parent"], written["mode"]) == (history.v(2), history.v(1), "append")
     smoke = failed.check("loader_smoke_test")
     assert not smoke["success"] and smoke["metadata"]["version"] == history.v(2)
@@ -162,11 +168,11 @@ def test_a_failed_smoke_test_commits_a_version_but_does_not_publish_it(history: 
 def test_the_next_day_is_built_on_the_last_published_version(history: History):
     run = history.runs["next_day"]
     assert run.status == "SUCCESS", run.failures  # the failed run's config did not carry over
-    written = run.materialized("shard_set")
+    written = run.materialization("shard_set")
     assert (written["version"], written["parent"], written["mode"]) == (history.v(3), history.v(1), "append")
     assert written["lineage"]["days"] == sorted({*history.start_days, FIRST_DAY, NEXT_DAY})
     assert FAILED_DAY not in written["lineage"]["days"]  # the failed version is not the base
-    assert run.materialized("published_version")["published"] == history.v(3) == run.published_after
+    assert run.materialization("published_version")["published"] == history.v(3) == run.published_after
     assert run.check("loader_smoke_test")["metadata"]["version"] == history.v(3)
 
 

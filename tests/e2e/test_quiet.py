@@ -34,14 +34,6 @@ def test_dg_dev_starts_without_warnings(dagster_dev: DagsterDev):
     assert not warnings_in(dagster_dev.load_log), "\n".join(warnings_in(dagster_dev.load_log))
 
 
-def test_make_ui_passes_dg_the_same_warning_filter_as_the_tests() -> None:
-    from pipelines.notices import DG_PREVIEW_FILTER
-
-    makefile = (ROOT / "Makefile").read_text()
-    assert f"DG_PREVIEW_FILTER := {DG_PREVIEW_FILTER}\n" in makefile
-    assert makefile.count("PYTHONWARNINGS='$(DG_PREVIEW_FILTER)'") == 2  # make ui and make defs
-
-
 def test_the_instance_state_stays_in_one_ignored_folder(dagster_dev: DagsterDev):
     """`make ui`'s layout: DAGSTER_HOME is the project root and its dagster.yaml, yet Dagster adds only .dagster_home/."""
     assert sorted(p.name for p in dagster_dev.home.iterdir()) == sorted([*PROJECT_ENTRIES, ".dagster_home"])

@@ -9,9 +9,16 @@ import pytest
 import zstandard
 
 from mds_core.errors import CompressionError, MissingDependencyError
-from mds_core.format.compression import get_codec, get_compressions
+from mds_core.format.compression import Codec, get_codec, get_compressions
 
 DATA = b"mds " * 5000 + bytes(range(256))
+
+
+def codec_named(name: str) -> Codec:
+    """The codec of a compression name that means one (not ``None`` or ``""``)."""
+    codec = get_codec(name)
+    assert codec is not None, name
+    return codec
 
 
 def test_accepted_names_match_the_reference() -> None:
@@ -29,14 +36,14 @@ def test_invalid_names_raise(name: str) -> None:
 
 def test_defaults_and_levels() -> None:
     assert get_codec(None) is None and get_codec("") is None
-    assert get_codec("zstd").level == 3
-    assert get_codec("zstd:7").level == 7 and get_codec("zstd:7").extension == "zstd"
-    assert get_codec("gz").level == 9 and get_codec("br").level == 11 and get_codec("bz2").level == 9
+    assert codec_named("zstd").level == 3
+    assert codec_named("zstd:7").level == 7 and codec_named("zstd:7").extension == "zstd"
+    assert codec_named("gz").level == 9 and codec_named("br").level == 11 and codec_named("bz2").level == 9
 
 
 @pytest.mark.parametrize("name", ["zstd", "zstd:19", "gz", "gz:1", "bz2", "br:5", "snappy"])
 def test_round_trip_and_streaming_decompression(name: str) -> None:
-    codec = get_codec(name)
+    codec = codec_named(name)
     packed = codec.compress(DATA)
     assert codec.decompress(packed) == DATA
     out = io.BytesIO()
@@ -45,23 +52,23 @@ def test_round_trip_and_streaming_decompression(name: str) -> None:
 
 
 def test_zstd_frames_carry_the_content_size() -> None:
-    packed = get_codec("zstd").compress(DATA)
+    packed = codec_named("zstd").compress(DATA)
     assert zstandard.get_frame_parameters(packed).content_size == len(DATA)
 
 
 def test_gz_output_is_reproducible() -> None:
-    assert get_codec("gz").compress(DATA) == get_codec("gz").compress(DATA)
+    assert codec_named("gz").compress(DATA) == codec_named("gz").compress(DATA)
 
 
 def test_snappy_is_the_raw_block_format() -> None:
-    packed = get_codec("snappy").compress(b"abc")
+    packed = codec_named("snappy").compress(b"abc")
     assert packed[0] == 3  # varint of the uncompressed length, no stream identifier
 
 
 @pytest.mark.parametrize("name", ["zstd", "gz", "bz2", "br", "snappy"])
 def test_garbage_raises_compression_error(name: str) -> None:
     with pytest.raises(CompressionError, match=f"does not decompress as {name.split(':')[0]}"):
-        get_codec(name).decompress(b"\x00garbage" * 3)
+        codec_named(name).decompress(b"\x00garbage" * 3)
 
 
 @pytest.mark.parametrize(("name", "module", "extra"), [("br", "brotli", "br"), ("snappy", "cramjam", "snappy")])
@@ -72,7 +79,7 @@ def test_missing_package_names_the_extra(monkeypatch, name: str, module: str, ex
 
 
 def test_zstd_many_frames_decompress_and_truncation_is_named() -> None:
-    codec = get_codec("zstd")
+    codec = codec_named("zstd")
     raw = bytes(range(256)) * 3000
     # 300 frames of 2,560 bytes, plus an empty one: bigger than one feed piece in total.
     framed = b"".join(codec.compress(raw[i : i + 2560]) for i in range(0, len(raw), 2560)) + codec.compress(b"")
@@ -102,7 +109,7 @@ class _Sink:
 
 @pytest.mark.parametrize("name", FAMILIES)
 def test_output_of_exactly_the_limit_passes_and_a_byte_more_is_refused(name: str) -> None:
-    codec = get_codec(name)
+    codec = codec_named(name)
     packed = codec.compress(DATA)
     assert codec.decompress(packed, limit=len(DATA)) == DATA
     out = io.BytesIO()
@@ -117,7 +124,7 @@ def test_output_of_exactly_the_limit_passes_and_a_byte_more_is_refused(name: str
 
 
 def _bomb(name: str, size: int) -> bytes:
-    codec = get_codec(name)
+    codec = codec_named(name)
     if codec.concatenable:  # a MiB of zeros many times: zstd frames, gzip members, bz2 streams
         return codec.compress(bytes(1 << 20)) * (size >> 20)
     if name == "br":
@@ -137,7 +144,7 @@ def test_a_bomb_stops_at_the_limit_with_a_chunk_of_memory(name: str) -> None:
     tracemalloc.start()
     try:
         with pytest.raises(CompressionError, match=f"inflates past the declared {limit} bytes"):
-            get_codec(name).decompress_file(io.BytesIO(bomb), sink, limit)
+            codec_named(name).decompress_file(io.BytesIO(bomb), sink, limit)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -148,7 +155,7 @@ def test_a_bomb_stops_at_the_limit_with_a_chunk_of_memory(name: str) -> None:
 
 @pytest.mark.parametrize("name", ["zstd", "gz", "bz2"])
 def test_concatenated_pieces_decompress_within_the_limit(name: str) -> None:
-    codec = get_codec(name)
+    codec = codec_named(name)
     pieces = [bytes([i]) * 70000 for i in range(40)]  # 2.8 MB: several pieces per 1 MiB chunk
     packed = b"".join(codec.compress(piece) for piece in pieces)
     raw = b"".join(pieces)
@@ -158,7 +165,7 @@ def test_concatenated_pieces_decompress_within_the_limit(name: str) -> None:
 
 
 def test_brotli_truncated_or_followed_by_more_is_refused() -> None:
-    codec = get_codec("br")
+    codec = codec_named("br")
     packed = codec.compress(DATA)
     for bad in (packed[:-2], packed[: len(packed) // 2], b""):
         with pytest.raises(CompressionError, match="br"):
@@ -168,7 +175,7 @@ def test_brotli_truncated_or_followed_by_more_is_refused() -> None:
 
 
 def test_snappy_is_refused_by_its_length_header_before_it_is_decompressed() -> None:
-    codec = get_codec("snappy")
+    codec = codec_named("snappy")
     packed = codec.compress(DATA)
     with pytest.raises(CompressionError, match=rf"inflates past the declared 100 bytes: its header says {len(DATA)}"):
         codec.decompress(packed, limit=100)

@@ -95,8 +95,14 @@ class CacheTarget:
                 with open(os.path.join(outside, name), "wb") as file:
                     file.write(data)
                 os.utime(os.path.join(outside, name), (1, 1))  # old: a stale temporary's age test passes through a link
-        files = sorted(n for n in os.listdir(outside) if os.path.isfile(os.path.join(outside, n)))
-        self.targets = ["outside", "outside/dir", "outside/sub", "outside/.mds-cache", *[f"outside/{n}" for n in files]]
+        planted = sorted(n for n in os.listdir(outside) if os.path.isfile(os.path.join(outside, n)))
+        self.targets = [
+            "outside",
+            "outside/dir",
+            "outside/sub",
+            "outside/.mds-cache",
+            *[f"outside/{n}" for n in planted],
+        ]
         self.watched = {name: os.path.join(workdir, name) for name in ("outside", *(f"remote-{k}" for k in REMOTES))}
         for name, path in self.watched.items():  # a copy to put back what a failing input changed
             if not os.path.exists(os.path.join(workdir, "pristine", name)):

@@ -67,7 +67,8 @@ class Snapshot:
 
 def _walk(root: str) -> tuple[set[str], set[str]]:
     """(directories, files) under ``root``, as paths relative to it."""
-    dirs, files = set(), set()
+    dirs: set[str] = set()
+    files: set[str] = set()
     for parent, subdirs, names in os.walk(root):
         relative = os.path.relpath(parent, root)
         dirs.update(os.path.normpath(os.path.join(relative, d)) for d in subdirs)

@@ -49,6 +49,7 @@ class RunConfigTarget:
     name = "runconfig"
 
     def setup(self, workdir: str) -> None:
+        import pipelines.resources  # noqa: F401  # Dagster and pydantic load here, not within an input's time limit
         from pipelines.registry import DatasetSpec
         from pipelines.run_config import REFUSED_OPTION_FRAGMENTS, REFUSED_OPTION_NAMES, RUN_CONFIG_SPARK_SETTINGS
 
@@ -102,7 +103,7 @@ class RunConfigTarget:
             variable, other = rng.choice((None, "same", "other", "empty")), rng.choice((None, "same", "other"))
             envvar = rng.choice((None, None, None, "own", OTHER))
             fields[resource] = {"value": value, "envvar": envvar, "variable": variable, "other": other}
-        options = {self._key(rng): self._value(rng, 1) for _ in range(rng.randrange(4))}
+        options: Any = {self._key(rng): self._value(rng, 1) for _ in range(rng.randrange(4))}
         if rng.random() < 0.05:
             options = rng.choice(([1], "x", None, {1: 2}))  # not a dict of str keys: a ValidationError
         ref = rng.choice(REFS)
@@ -133,7 +134,8 @@ class RunConfigTarget:
             for name, value in saved.items():
                 os.environ.pop(name, None) if value is None else os.environ.__setitem__(name, value)
             if os.path.exists(self.marker) or PLANTED in sys.modules:
-                os.path.exists(self.marker) and os.unlink(self.marker)
+                if os.path.exists(self.marker):
+                    os.unlink(self.marker)
                 sys.modules.pop(PLANTED, None)
                 raise PropertyFailure("planted module imported", f"schema_ref {case['ref']!r}")
 
@@ -152,7 +154,8 @@ class RunConfigTarget:
 
         from pipelines.resources import LandingZone, ShardStore, SparkResource
 
-        made, fields = {}, {}
+        made: dict[str, Any] = {}  # resource name: the instance built from the run config
+        fields: dict[str, Any] = {}
         run_config = {
             "ShardStore": {"storage_options": case["options"]},
             "SparkResource": {"spark_config": case["spark"]},
@@ -161,7 +164,9 @@ class RunConfigTarget:
             resource, field = kind.__name__, case["fields"][kind.__name__]
             envvar = {None: None, "own": VARIABLES[resource], OTHER: OTHER}[field["envvar"]]
             fields[resource] = field["value"] if envvar is None else EnvVar(envvar)
-            args = {"spark_config_json" if kind is SparkResource else "storage_options_json": fields[resource]}
+            args: dict[str, Any] = {
+                "spark_config_json" if kind is SparkResource else "storage_options_json": fields[resource]
+            }
             args.update(run_config.get(resource, {}))
             try:
                 made[resource] = kind(**args)

@@ -87,7 +87,7 @@ class ShardSetTarget:
         # The set and its sentinels as bytes, laid out afresh for each input (faster than copying files).
         self.image = _image(self.pristine) + list(SENTINELS.items())
         self.metadata = sorted(n for n, d in self.image if n.endswith(".json") and d is not None and n not in SENTINELS)
-        self.files = {n: d for n, d in self.image if n in self.metadata}
+        self.files = {n: d for n, d in self.image if n in self.metadata and d is not None}
         for folder in (self.root, os.path.join(workdir, "beside")):
             shutil.rmtree(folder, ignore_errors=True)
         _lay_out(self.root, self.image)
@@ -149,7 +149,9 @@ class ShardSetTarget:
         for change in case["changes"]:
             self._change(change)
         shard_set = ShardSet(self.root, retry=1)
-        steps = [(op[0], _operate, shard_set, op, case["keep_last"]) for op in case["operations"]]
+        steps: list[tuple[Any, ...]] = [
+            (op[0], _operate, shard_set, op, case["keep_last"]) for op in case["operations"]
+        ]
         steps += [("pinned read", self._pinned_read, case["operations"][0][1])] if case["read"] else []
         for name, call, *args in steps:  # each step checked on its own: a failure names the operation
             try:
@@ -189,7 +191,7 @@ class ShardSetTarget:
             os.symlink(os.path.relpath(os.path.join(self.root, change[2]), os.path.dirname(path)), path)
 
     def _pinned_read(self, version: int) -> None:
-        where = {"remote": self.root, "local": self.cache, "job_root": self.jobs, "version": version}
+        where: dict[str, Any] = {"remote": self.root, "local": self.cache, "job_root": self.jobs, "version": version}
         sum(1 for _ in StreamingDataset(**where, batch_size=1, telemetry=False, download_retry=0))
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from mds_core import MDSWriter
 from mds_core.errors import MDSError
 from mds_core.order import generate_work
+from mds_core.streaming.epochs import CanonicalEpochs
 from mds_core.streaming.world import detect_world
 from tests.fuzz.harness import PropertyFailure
 from tests.fuzz.mutate import mutate_bytes, mutate_json
@@ -60,7 +61,9 @@ class ResumeTarget:
     def check(self, case: dict[str, Any]) -> None:
         state = case["state"]
         self.dataset.load_state_dict(state)
-        spec = self.dataset._epochs._spec_for(state, self.world)
+        epochs = self.dataset._epochs
+        assert isinstance(epochs, CanonicalEpochs)  # the dataset has no schedule
+        spec = epochs._spec_for(state, self.world)
         epoch, position = max(state["epoch"], 0), state["sample_in_epoch"] if state["epoch"] >= 0 else 0
         try:
             generate_work(spec, 1, 1, 1, epoch, position)

@@ -61,10 +61,10 @@ class VerifyTarget:
         data = bytearray(self.files[root, name])
         if rng.random() < 0.6:  # the case digests exist for: one byte changed in place
             data[rng.randrange(len(data))] ^= rng.randrange(1, 256)
-            data = bytes(data)
+            mutated = bytes(data)
         else:
-            data = mutate_bytes(rng, bytes(data))
-        return {"dataset": os.path.basename(root), "file": name, "data": data}
+            mutated = mutate_bytes(rng, bytes(data))
+        return {"dataset": os.path.basename(root), "file": name, "data": mutated}
 
     def check(self, case: dict[str, Any]) -> None:
         root = next(r for r, _ in self.keys if os.path.basename(r) == case["dataset"])

@@ -6,9 +6,11 @@ import json
 import math
 import warnings
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
+from typing import cast
 
 import numpy as np
 import pytest
@@ -98,7 +100,8 @@ def test_default_shuffle_block_size_follows_canonical_nodes(canonical_nodes, blo
 
 
 def test_order_spec_normalizes_and_is_hashable() -> None:
-    spec = OrderSpec([[3, 4], np.array([5])], weights=[{"choose": 2}, None], epoch_size=None)
+    # An array of sizes is accepted as a stream's sizes too (OrderSpec's annotation says Sequence[int]).
+    spec = OrderSpec([[3, 4], cast("Sequence[int]", np.array([5]))], weights=[{"choose": 2}, None], epoch_size=None)
     assert spec.shard_sizes == ((3, 4), (5,))
     assert spec.samples_per_epoch == 7
     assert hash(spec) == hash(OrderSpec(((3, 4), (5,)), weights=[{"choose": 2}, {}]))
@@ -153,8 +156,9 @@ def test_device_per_stream_needs_canonical_nodes_divisible_by_nodes() -> None:
     [((0, 1, 1), 0, 0), ((1, 1, 0), 0, 0), ((1, 1, 1), -1, 0), ((1, 1, 1), 0, -8)],
 )
 def test_generate_work_rejects_impossible_worlds_and_positions(world, epoch, sample_in_epoch) -> None:
+    nodes, ranks, workers = world
     with pytest.raises(ConfigurationError):
-        generate_work(OrderSpec([[10]], batch_size=2), *world, epoch, sample_in_epoch)
+        generate_work(OrderSpec([[10]], batch_size=2), nodes, ranks, workers, epoch, sample_in_epoch)
 
 
 def test_generate_work_accepts_objects_carrying_an_order_spec() -> None:
@@ -182,7 +186,8 @@ def test_generate_work_accepts_objects_carrying_an_order_spec() -> None:
     ],
 )
 def test_replication_shrinks_the_world_partitioning_sees(world, replication, parallel) -> None:
-    assert replicate_world(*world, replication) == parallel
+    nodes, ranks = world
+    assert replicate_world(nodes, ranks, replication) == parallel
 
 
 @pytest.mark.parametrize("replication", [3, 16])
@@ -255,6 +260,7 @@ def epoch_settings(draw, batching_methods=("random",)):
     num_streams = draw(st.integers(1, 3))
     shards = [draw(st.lists(st.integers(2, 60), min_size=1, max_size=5)) for _ in range(num_streams)]
     weighting = draw(st.sampled_from(["none", "repeat", "proportion"]))
+    weights: list[dict[str, float] | None]
     if weighting == "repeat":
         weights = [{"repeat": draw(st.sampled_from([0.5, 1, 1.5, 2.25]))} for _ in shards]
     elif weighting == "proportion":
@@ -321,7 +327,8 @@ def test_fixed_sampling_reads_the_same_samples_every_epoch(settings_) -> None:
     resampled = [sorted(_resampled(spec, epoch).tolist()) for epoch in range(3)]
     assert resampled[0] == resampled[1] == resampled[2]
     assume(spec.samples_per_epoch >= max(spec.canonical_nodes(world[0]), world[0] * world[1]) * 2)
-    covered = [set(_global_order(generate_work(spec, *world, epoch, 0))) for epoch in range(3)]
+    nodes, ranks, workers = world
+    covered = [set(_global_order(generate_work(spec, nodes, ranks, workers, epoch, 0))) for epoch in range(3)]
     assert covered[0] == covered[1] == covered[2] == set(resampled[0])
 
 

@@ -75,18 +75,15 @@ def test_exactly_equal_keys_come_in_numpys_own_order() -> None:
     fraction=st.integers(8, 30),
 )
 def test_collisions_are_found_alike_in_c_and_numpy(use_c: bool, n: int, reach: float, seed: int, fraction: int) -> None:
-    from mds_core.order.shuffle import keysort
+    from mds_core.order.shuffle import fisher_yates, keysort
 
     # Few fraction bits make many fixed-point collisions; both passes must find them all.
     keys = np.floor(_py1e_like_keys(n, reach, seed) * 2.0**fraction) / 2.0**fraction
     index_bits = (n - 1).bit_length()
     packed = (np.floor(keys).astype(np.uint64) << np.uint64(index_bits)) | np.arange(n, dtype=np.uint64)
-    saved = keysort.native
-    keysort.native = keysort.native if use_c else None
-    try:
+    with pytest.MonkeyPatch.context() as patch:  # a context: hypothesis runs the body many times per fixture
+        patch.setattr(keysort, "native", fisher_yates.native if use_c else None)
         order = keysort.sort_packed_tail(packed, 0, index_bits, lambda i: keys[i])
-    finally:
-        keysort.native = saved
     want = np.argsort(keys)
     if order is None:  # exact ties: the caller asks numpy
         assert len(np.unique(keys)) < n

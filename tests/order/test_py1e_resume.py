@@ -142,7 +142,8 @@ def test_sort_packed_tail_gives_up_on_exact_ties_and_split_fixed_points() -> Non
     keys = np.array([1.5, 1.0, 4.0, 3.0])
     packed = (keys.astype(np.uint64) << np.uint64(2)) | np.arange(4, dtype=np.uint64)
     assert sort_packed_tail(packed.copy(), 1, 2, lambda i: keys[i]) is None
-    assert sort_packed_tail(packed.copy(), 2, 2, lambda i: keys[i]).tolist() == [3, 2]
+    order = sort_packed_tail(packed.copy(), 2, 2, lambda i: keys[i])
+    assert order is not None and order.tolist() == [3, 2]
 
 
 def test_first_read_per_node_finds_each_nodes_first_position() -> None:
@@ -228,19 +229,18 @@ def test_colliding_fixed_point_keys_are_drawn_again_and_ordered(monkeypatch: pyt
 )
 def test_keys_packed_in_c_equal_keys_packed_by_numpy(lengths, seed, block) -> None:
     import mds_core.order.shuffle.py1e_keys as py1e_keys
+    from mds_core.order.shuffle import fisher_yates
 
     lengths = np.array(lengths, np.int64)
     cn_size = max(int(lengths.sum()), 1)
     lo, hi = block_bounds(block)
     results = []
-    for native in (py1e_keys.native, None):
-        saved, py1e_keys.native = py1e_keys.native, native
-        try:
+    for native in (fisher_yates.native, None):
+        with pytest.MonkeyPatch.context() as patch:  # a context: hypothesis runs the body many times per fixture
+            patch.setattr(py1e_keys, "native", native)
             rng = np.random.default_rng(seed)
             keys = PackedKeys(cn_size)
             keys.draw(rng, lengths, lo, max(hi, lo + 1))
-        finally:
-            py1e_keys.native = saved
         results.append((keys.packed[: int(lengths.sum())].copy(), keys.fixed_max, rng.bit_generator.state))
     (packed_c, max_c, state_c), (packed_np, max_np, state_np) = results
     assert np.array_equal(packed_c, packed_np)

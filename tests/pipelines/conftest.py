@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 from dagster import EnvVar
@@ -18,7 +19,7 @@ from pipelines.resources import (
     TableCatalog,
     TrainingWorldSettings,
 )
-from tests.spark_connect import SESSION_JVM_OPTIONS
+from testsupport.spark_connect import SESSION_JVM_OPTIONS
 
 # pyspark.pandas (imported by pandera.pyspark) warns about pandas and timezones on import.
 warnings.filterwarnings("ignore", category=FutureWarning, module="pyspark")
@@ -65,7 +66,7 @@ def resources(tmp_path: Path, spark_session) -> dict:
     }
 
 
-def digits(**source: object) -> DatasetSpec:
+def digits(**source: Any) -> DatasetSpec:
     """The registry's embedded digits dataset at 60 rows a day, with any source field changed."""
     return DatasetSpec(name="digits", source=Source(**{"rows_per_day": 60, **source}), pictures={"pixels": (8, 8)})
 

@@ -6,9 +6,10 @@ import json
 import os
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
-from dagster import AssetKey, Definitions
+from dagster import AssetKey, DailyPartitionsDefinition, Definitions, FreshnessPolicy
 
 from pipelines.instance import packaged_settings
 
@@ -28,36 +29,46 @@ def test_dg_check_defs_loads_the_location_make_ui_serves(tmp_path):
     assert "All definitions loaded successfully" in done.stdout + done.stderr
 
 
-def test_the_registry_is_a_component_dg_checks_and_lists(tmp_path):
+def test_each_dataset_is_a_component_dg_checks_and_lists_under_its_own_file(tmp_path):
     checked = run([str(BIN / "dg"), "check", "yaml"], tmp_path)
     assert checked.returncode == 0 and "All component YAML validated successfully" in checked.stdout + checked.stderr
     listed = run([str(BIN / "dg"), "list", "defs", "--json"], tmp_path)
     assert listed.returncode == 0, listed.stderr[-3000:]
     assert "Warning" not in listed.stderr, listed.stderr[-3000:]
-    assets = {entry["asset_key"] for entry in json.loads(listed.stdout)["assets"]}
-    assert assets == {f"{name}/{asset}" for name in DATASETS for asset in ASSETS}
+    found = json.loads(listed.stdout)
+    # Every asset, check, job, schedule and sensor is listed under its dataset's own defs.yaml.
+    sources = {entry["asset_key"]: entry["source"].split(":")[0] for entry in found["assets"]}
+    assert sources == {f"{name}/{asset}": f"pipelines/defs/{name}/defs.yaml" for name in DATASETS for asset in ASSETS}
+    for section in ("asset_checks", "jobs", "schedules", "sensors"):
+        files = {entry["source"].split(":")[0] for entry in found[section]}
+        assert files == {f"pipelines/defs/{name}/defs.yaml" for name in DATASETS}, section
 
 
-def test_a_wrong_component_attribute_is_refused_by_dg_check_yaml(tmp_path):
-    """The check reads the project's own defs.yaml; a copy of the project with one bad attribute fails it."""
+def test_a_wrong_dataset_attribute_is_refused_by_dg_check_yaml(tmp_path):
+    """The check reads the project's own defs.yaml files; a copy of the project with bad attributes fails it:
+    a misspelt attribute, and numbers out of their DatasetSpec bounds. (A text field's rules, a name's pattern
+    or a source kind, are checked when the definitions load: dg's schema accepts any text, for templates.)"""
     project = tmp_path / "project"
     project.mkdir()
     for entry in ("pyproject.toml", "setup.py", "mds_core", "README.md"):
         (project / entry).symlink_to(ROOT / entry)
     (project / "pipelines").mkdir()
-    for entry in (ROOT / "pipelines").iterdir():
-        if entry.name != "defs":
-            (project / "pipelines" / entry.name).symlink_to(entry)
-    (project / "pipelines" / "defs" / "datasets").mkdir(parents=True)
+    for module in (ROOT / "pipelines").iterdir():
+        if module.name != "defs":
+            (project / "pipelines" / module.name).symlink_to(module)
+    (project / "pipelines" / "defs" / "events").mkdir(parents=True)
     (project / "pipelines" / "defs" / "__init__.py").write_text("")
-    (project / "pipelines" / "defs" / "datasets" / "defs.yaml").write_text(
-        "type: pipelines.components.DatasetRegistry\nattributes:\n  registry: ''\n  automaton: 'on'\n"
+    (project / "pipelines" / "defs" / "events" / "defs.yaml").write_text(
+        "type: pipelines.components.Dataset\nattributes:\n  name: events\n  automaton: 'on'\n  keep_versions: 0\n"
+        "  source: {kind: table, rows_per_day: 0}\n"
     )
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path), "PYTHONPATH": str(project)}
     (tmp_path / "dagster.yaml").write_text(packaged_settings())
     done = subprocess.run([str(BIN / "dg"), "check", "yaml"], cwd=project, env=env, capture_output=True, text=True)
     assert done.returncode != 0
     assert "attributes.automaton Additional properties are not allowed ('automaton' was unexpected)" in done.stdout
+    assert "attributes.keep_versions 0 is not valid" in done.stdout
+    assert "attributes.source {'kind': 'table', 'rows_per_day': 0} is not valid" in done.stdout
 
 
 def test_workspace_yaml_names_the_same_location_as_the_dg_project():
@@ -102,7 +113,8 @@ def test_definitions_hold_each_datasets_graph_checks_and_automation():
     }
     for name, start in DATASETS.items():
         daily = defs.resolve_job_def(f"{name}_daily")
-        assert daily.partitions_def is not None and daily.partitions_def.start.strftime("%Y-%m-%d") == start
+        assert isinstance(daily.partitions_def, DailyPartitionsDefinition)
+        assert daily.partitions_def.start.strftime("%Y-%m-%d") == start
         assert daily.asset_layer.selected_asset_keys == {AssetKey([name, asset]) for asset in ASSETS}
         assert defs.resolve_job_def(f"{name}_publish") and defs.resolve_job_def(f"{name}_vacuum")
         assert defs.resolve_schedule_def(f"{name}_daily_schedule").job_name == f"{name}_daily"
@@ -123,12 +135,15 @@ def test_every_asset_has_kinds_owners_tags_and_a_code_version():
         assert node.tags["dataset"] == dataset and node.tags["layer"] and node.tags["domain"], key
         assert node.code_version, key
         assert node.group_name == dataset, key
-        assert node.partitions_def is not None and node.partitions_def.start.strftime("%Y-%m-%d") == DATASETS[dataset]
+        assert isinstance(node.partitions_def, DailyPartitionsDefinition), key
+        assert node.partitions_def.start.strftime("%Y-%m-%d") == DATASETS[dataset]
         # The published version is the one with a freshness policy: published by 06:00 UTC each day.
         freshness = node.freshness_policy
         assert (freshness is not None) == (key.path[-1] == "published_version"), key
         if freshness is not None:
-            assert freshness.deadline_cron == "0 6 * * *" and freshness.timezone == "UTC"
+            assert freshness == FreshnessPolicy.cron(
+                deadline_cron="0 6 * * *", lower_bound_delta=timedelta(hours=24), timezone="UTC"
+            ), key
 
 
 def test_an_existing_dagster_yaml_is_never_overwritten(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The landing zone listed on a local folder and on the loopback S3 server (real s3fs, tests/s3.py)."""
+"""The landing zone listed on a local folder and on the loopback S3 server (real s3fs, testsupport/s3.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pytest
 
 from mds_core.errors import MDSError, StorageError
 from pipelines.landing import LANDING_FORMATS, day_url, landed_days
-from tests.s3 import MotoServer, free_port
+from testsupport.fault_proxy import free_port
+from testsupport.s3 import MotoServer
 
 
 class LocalZone:

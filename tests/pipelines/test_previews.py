@@ -16,7 +16,7 @@ from mds_core import MDSWriter
 from mds_core.errors import ConfigurationError
 from mds_core.versions import ShardSet
 from pipelines.previews import GAP, GAP_SHADE, grid_png, picture_columns, sample_preview
-from tests.s3 import MotoServer, object_gets
+from testsupport.s3 import MotoServer, object_gets
 
 COLUMNS = {
     "id": "int64",
@@ -51,6 +51,7 @@ def write_version(root: str, samples: list[dict[str, Any]], publish: bool = True
     ):
         for sample in samples:
             writer.write(sample)
+    assert tx.version is not None  # committed as the block ended
     return tx.version.number
 
 
@@ -137,10 +138,13 @@ def test_only_the_shards_of_the_first_samples_are_downloaded(s3_server: MotoServ
     url = f"s3://{bucket}/digits"
     write_version(url, make_samples(40, seed=4))
     shards = ShardSet(url).shards(1)
-    head, held = [], 0
+    head: list[str] = []  # the compressed files of the shards the first 8 samples are in
+    held = 0
     while held < 8:
-        head.append(shards[len(head)].zip_data.basename)
-        held += shards[len(head) - 1].samples
+        shard = shards[len(head)]
+        assert shard.zip_data is not None  # written with zstd
+        head.append(shard.zip_data.basename)
+        held += shard.samples
     assert len(head) < len(shards) / 2
     since = s3_server.log_position()
     assert list(sample_preview(url, 1, {"endpoint_url": s3_server.endpoint}, {"pixels": (8, 8)})) == ["preview_pixels"]
@@ -171,13 +175,20 @@ def test_picture_columns_from_encodings() -> None:
     assert declared == ["img", "jpg", "frames", "arr", "rgb", "mask", "flat", "free"]  # digit: 16 values are not 64
 
 
+def grid_image(values: list[Any]) -> Image.Image:
+    """The grid ``grid_png`` draws of ``values``, opened (every value must be a picture)."""
+    png = grid_png(values)
+    assert png is not None, values
+    return Image.open(io.BytesIO(png))
+
+
 def test_grid_png_for_image_lists_large_images_and_constant_arrays() -> None:
     frames = [[Image.new("L", (8, 8), 200), Image.new("L", (8, 8), 0)], [Image.new("L", (8, 8), 50)]]
-    with Image.open(io.BytesIO(grid_png(frames))) as image:  # each sample's first image
+    with grid_image(frames) as image:  # each sample's first image
         assert image.size == (2 * 64 + GAP, 64) and image.getpixel((0, 0)) == 200
-    with Image.open(io.BytesIO(grid_png([Image.new("RGB", (640, 320), (9, 8, 7))]))) as image:
+    with grid_image([Image.new("RGB", (640, 320), (9, 8, 7))]) as image:
         assert image.size == (64, 32) and image.mode == "RGB"  # large images shrink to the tile size
-    with Image.open(io.BytesIO(grid_png([np.full((4, 4), 3.0)]))) as image:
+    with grid_image([np.full((4, 4), 3.0)]) as image:
         assert image.getextrema() == (0, 0)  # a constant array is black, not a division by zero
     assert grid_png([np.zeros((8, 8)), np.zeros(5)]) is None  # one sample that is no picture: no grid
     assert grid_png([np.array(["a", "b"])]) is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from dagster import materialize
+from dagster import AssetKey, materialize
 
 from pipelines.assets.raw import build_raw_table
 from pipelines.assets.validated import COUNTS_CHECK, REASONS_CHECK, build_validated_table, reasons_check
@@ -104,6 +104,7 @@ def test_wrong_column_type_is_a_clear_error(resources, spark_session, tmp_path):
     assert not result.success
     [failure] = [e for e in result.all_events if e.is_step_failure]
     error = failure.step_failure_data.error
+    assert error is not None and error.cause is not None  # the ValueError, under Dagster's own error
     assert error.cause.cls_name == "ValueError"
     assert "column 'label' is string, expected int; cast it in the source" in error.cause.message
 
@@ -116,12 +117,11 @@ def test_the_quarantine_table_is_an_asset_with_its_own_check(resources, spark_se
     result = materialize(raw_and_validated(spec), partition_key=DAY, resources=resources, run_config=lenient)
     assert result.success
     [quarantine] = [
-        m
-        for m in result.get_asset_materialization_events()
-        if m.asset_key.to_user_string() == "digits/quarantine_table"
+        m for m in result.get_asset_materialization_events() if m.asset_key == AssetKey(["digits", "quarantine_table"])
     ]
     metadata = {k: v.value for k, v in quarantine.materialization.metadata.items()}
-    assert metadata["dagster/row_count"] == 1 and metadata["dagster/uri"].endswith("digits_quarantine")
+    uri = metadata["dagster/uri"]
+    assert metadata["dagster/row_count"] == 1 and isinstance(uri, str) and uri.endswith("digits_quarantine")
     reasons = check_result(result, REASONS_CHECK)
     assert reasons.passed and reasons.asset_key.to_user_string() == "digits/quarantine_table"
     assert meta(reasons)["quarantined"] == 1 and meta(reasons)["unexplained"] == 0

@@ -39,8 +39,8 @@ def stream_ids(resources: dict, version: int, cache: Path, dataset: str = "digit
     from mds_core import StreamingDataset
 
     url = resources["shard_store"].url(dataset)
-    dataset = StreamingDataset(remote=url, local=str(cache), version=version)
-    return sorted(int(dataset[i]["id"]) for i in range(len(dataset)))
+    stream = StreamingDataset(remote=url, local=str(cache), version=version)
+    return sorted(int(stream[i]["id"]) for i in range(len(stream)))
 
 
 def test_full_graph_backfill_on_the_embedded_default(resources, spec, tmp_path):
@@ -127,7 +127,8 @@ def test_next_day_appends_a_version_writing_only_its_shards(resources, spec, tmp
     repeat = materialize_days(spec, DAYS[1:2], resources, mode="append", raise_on_error=False)
     assert not repeat.success  # appending a day twice would duplicate its rows
     [failure] = [e for e in repeat.all_events if e.is_step_failure]
-    assert "already in version 2" in failure.step_failure_data.error.message
+    error = failure.step_failure_data.error
+    assert error is not None and "already in version 2" in error.message
     assert [v.number for v in shard_set.versions()] == [1, 2]
 
 
@@ -166,7 +167,8 @@ def test_a_day_with_no_valid_rows_is_a_clear_failure(resources, spark_session, t
     result = materialize_days(spec, DAYS[:1], resources, run_config=lenient, raise_on_error=False)
     [failure] = [e for e in result.all_events if e.is_step_failure]  # once: a bad input is not retried
     assert failure.step_key == "digits__shard_set"
-    assert "no validated rows for 2026-01-01" in failure.step_failure_data.error.message
+    error = failure.step_failure_data.error
+    assert error is not None and "no validated rows for 2026-01-01" in error.message
     assert resources["shard_store"].shard_set("digits").versions() == []
 
 
@@ -200,7 +202,8 @@ def test_no_publication_in_a_run_without_the_smoke_test(resources, spec):
     assert not result.asset_materializations_for_node("digits__published_version")  # ... but not published
     [failure] = [e for e in result.all_events if e.is_step_failure]
     assert failure.step_key == "digits__published_version"
-    assert "did not pass in this run" in failure.step_failure_data.error.message
+    error = failure.step_failure_data.error
+    assert error is not None and "did not pass in this run" in error.message
     assert resources["shard_store"].shard_set("digits").published() is None
     assert resources["shard_store"].shard_set("digits").verdict(1, SMOKE_CHECK) is None
 

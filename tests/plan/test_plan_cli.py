@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -65,14 +67,15 @@ def _shards(count: int, samples: int = 50, bytes_per_sample: int = 100) -> list[
 def test_the_plans_order_is_the_loaders_with_the_same_arguments(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, options: list[str], dataset_kwargs: dict
 ) -> None:
-    planned = []
+    from mds_core.order import generate_work  # what the planner calls (it imports it from there)
+
+    planned: list[np.ndarray] = []
 
     def recording(*args, **kwargs):
         work = generate_work(*args, **kwargs)
         planned.append(work.copy())
         return work
 
-    generate_work = plan_module.generate_work
     monkeypatch.setattr(plan_module, "generate_work", recording)
     _plan(S0, "--world", "2x1x2", "--batch-size", "4", *options)
     [work] = planned  # (nodes, ranks per node, workers, batches, batch)
@@ -121,7 +124,8 @@ def test_without_timing_the_report_says_what_is_unknown_in_words() -> None:
 def test_the_bytes_before_the_first_batch_are_what_the_model_waits_for() -> None:
     """With no latency, the modelled first batch takes exactly those bytes at the link's rate."""
     world = World(num_nodes=2, ranks_per_node=2, workers_per_rank=2)
-    for order in ({}, {"shuffle": True, "shuffle_block_size": 200}):
+    orders: list[dict[str, Any]] = [{}, {"shuffle": True, "shuffle_block_size": 200}]
+    for order in orders:
         plan = plan_training([_shards(16)], world, 5, environment=Environment(bandwidth=1e6), **order)
         for node in plan.epochs[0].nodes:
             assert node.first_batch_bytes and node.first_batch_seconds == pytest.approx(node.first_batch_bytes / 1e6)
@@ -215,7 +219,7 @@ def test_a_limit_no_block_can_fit_recommends_no_block() -> None:
 
 def test_a_smaller_block_is_one_the_loader_accepts() -> None:
     shards, world = _shards(40), World(num_nodes=1, ranks_per_node=2, workers_per_rank=1)
-    order = {"shuffle": True, "shuffle_block_size": 1000}
+    order: dict[str, Any] = {"shuffle": True, "shuffle_block_size": 1000}
     full = plan_training([shards], world, 5, **order)
     limit = (full.settings["loader_minimum_cache_limit"] + 3 * 5000) // 2
     plan = plan_training([shards], world, 5, cache_limit=limit, **order)

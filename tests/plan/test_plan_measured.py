@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,10 +14,10 @@ from mds_core import MDSWriter, Phase, Schedule, StreamingDataLoader, StreamingD
 from mds_core.order.world import World
 from mds_core.plan import plan_training
 from mds_core.plan.source import load_streams, probe
-from tests.s3 import object_gets
 from tests.streaming.test_distributed import _run_ranks
+from testsupport.s3 import object_gets
 
-ORDER = {"shuffle": True, "num_canonical_nodes": 2, "shuffle_block_size": 44}
+ORDER: dict[str, Any] = {"shuffle": True, "num_canonical_nodes": 2, "shuffle_block_size": 44}
 
 
 def _write(url: str, samples: int, payload: int, size_limit: int) -> None:
@@ -105,7 +106,7 @@ def test_the_recommended_cache_limit_downloads_every_shard_once(s3_server, tmp_p
     plan = plan_training(streams, World(num_nodes=1, ranks_per_node=1, workers_per_rank=2), 4, **ORDER)
     limit = next(r.value for r in plan.recommendations if r.setting == "cache_limit")
     total = sum(s.raw_data.bytes for s in streams[0])
-    assert limit < total  # a real limit, so eviction happens
+    assert limit is not None and limit < total  # a real limit, so eviction happens
     limited = plan_training(
         streams, World(num_nodes=1, ranks_per_node=1, workers_per_rank=2), 4, cache_limit=limit, **ORDER
     )
@@ -139,7 +140,7 @@ def test_modelled_first_batch_and_throughput_are_within_a_quarter_of_measured(
     fault_proxy.rate = rate
     environment = probe(url, max_bytes=2_100_000)  # four shards through the throttled link
     assert environment.bandwidth == pytest.approx(rate, rel=0.25)
-    order = {"shuffle": True, "shuffle_block_size": 100}
+    order: dict[str, Any] = {"shuffle": True, "shuffle_block_size": 100}
     modelled = plan_training(load_streams([url]), World(), 16, environment=environment, **order).epochs[0]
     # The best of two epochs, each from an empty cache: a wall time can only be slowed by other load.
     runs = [_timed_epoch(url, tmp_path / f"run{i}", order) for i in range(2)]

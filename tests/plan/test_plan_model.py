@@ -124,8 +124,9 @@ def test_plan_figures_add_up_over_nodes_and_epochs() -> None:
     for before, after in zip(first.nodes, second.nodes):  # without a limit nothing leaves the cache
         assert after.peak_cache_bytes == before.peak_cache_bytes + after.bytes_downloaded
     for node in first.nodes:
+        assert node.first_batch_seconds is not None and node.data_wait_fraction is not None  # modelled
         assert node.first_batch_seconds > 0 and 0 <= node.data_wait_fraction < 1
-    assert first.samples_per_second == pytest.approx(800 / first.seconds)
+    assert first.seconds is not None and first.samples_per_second == pytest.approx(800 / first.seconds)
     assert [r.setting for r in plan.recommendations] == ["cache_limit", "predownload", "shuffle_block_size"]
     json.dumps(plan.to_json(with_curves=True))
 

@@ -52,7 +52,9 @@ def test_an_order_larger_than_the_memory_available_is_refused_before_it_is_compu
     """A remote's index claiming more samples than this host can order: refused at the first epoch,
     naming the shard that claims the most, with nothing allocated for it (the OOM killer would act first)."""
     # A quarter more than there is now: what other processes free before the epoch starts must not make it fit.
-    samples = available_memory() * 5 // 4 // ORDER_BYTES_PER_SAMPLE + 1
+    available = available_memory()
+    assert available is not None, "this host's memory is known (/proc/meminfo)"
+    samples = available * 5 // 4 // ORDER_BYTES_PER_SAMPLE + 1
     counts = [MAX_SHARD_SAMPLES] * (samples // MAX_SHARD_SAMPLES) + [samples % MAX_SHARD_SAMPLES]
     remote = _claiming(tmp_path / "remote", [count for count in counts if count])
     dataset = StreamingDataset(remote=str(remote), local=str(tmp_path / "cache"), batch_size=8, job_root=str(tmp_path))

@@ -78,6 +78,7 @@ def test_a_100_megapixel_png_is_left_out_of_the_preview_with_a_note(tmp_path: Pa
         assert grid is not None and tiles_across(grid) == 2, column
         assert notes == [bomb_note(1)]
     grid, _ = picture_and_notes(preview["preview_photo"], "photo")
+    assert grid is not None
     assert np.array_equal(grid[:48, 64 + GAP :], np.asarray(small(2)).repeat(4, axis=0).repeat(4, axis=1))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,13 @@ from tests.security.users import ALICE, MALLORY, as_user, readable_by_all, share
 pytestmark = pytest.mark.usefixtures("loaded")
 
 
+def _zstd(data: bytes) -> bytes:
+    """``data`` compressed as the writer compresses a zstd shard."""
+    codec = get_codec("zstd")
+    assert codec is not None
+    return codec.compress(data)
+
+
 @pytest.fixture(scope="module")
 def loaded(tmp_path_factory: pytest.TempPathFactory) -> None:
     """One read as root first: a child that dropped privileges cannot import what is imported lazily."""
@@ -32,7 +40,7 @@ def loaded(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 
 @pytest.fixture
-def shared() -> str:
+def shared() -> Iterator[str]:
     with shared_temp() as path:
         yield path
 
@@ -95,7 +103,7 @@ def test_a_planted_version_index_and_symlink_never_write_into_alices_files(share
     def plant() -> None:
         os.umask(0)
         os.makedirs(os.path.join(planted, ".mds-cache"), mode=0o777)
-        Path(planted, "z.zstd").write_bytes(get_codec("zstd").compress(payload))
+        Path(planted, "z.zstd").write_bytes(_zstd(payload))
         os.symlink(private, os.path.join(planted, "alicedir"))
         zip_data = {"basename": "z.zstd", "bytes": os.path.getsize(os.path.join(planted, "z.zstd")), "hashes": {}}
         raw_data = {"basename": "alicedir/.profile_append", "bytes": len(payload), "hashes": {}}
@@ -132,7 +140,12 @@ def test_a_symlink_in_place_of_the_folder_is_refused(shared: str) -> None:
     remote = _dataset(os.path.join(shared, "remote"), [1, 2])
     readable_by_all(remote)
     elsewhere = os.path.join(shared, "elsewhere")
-    assert as_user(MALLORY, shared, lambda: (os.mkdir(elsewhere, 0o777), os.symlink(elsewhere, _alice_folder(shared))))
+
+    def plant() -> None:
+        os.mkdir(elsewhere, 0o777)
+        os.symlink(elsewhere, _alice_folder(shared))
+
+    assert as_user(MALLORY, shared, plant) is None
     os.chmod(elsewhere, 0o777)
     outcome = as_user(ALICE, shared, lambda: _ids(StreamingDataset(remote=remote, batch_size=1)))
     assert outcome[:2] == ("error", "UnsafeFolderError"), outcome
@@ -185,7 +198,7 @@ def test_a_remote_index_cannot_write_through_a_symlink_in_the_users_own_cache(tm
     payload = _dataset(str(tmp_path / "real"), [5])
     raw = Path(payload, "shard.00000.mds").read_bytes()
     remote.mkdir()
-    Path(remote, "z.zstd").write_bytes(get_codec("zstd").compress(raw))
+    Path(remote, "z.zstd").write_bytes(_zstd(raw))
     index = json.loads(Path(payload, "index.json").read_text())
     shard = index["shards"][0]
     shard["compression"] = "zstd"

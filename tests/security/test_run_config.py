@@ -6,8 +6,9 @@ Every resource field can be replaced in run config, the EnvVar-bound ``*_json`` 
 * ``ShardStore.storage_options`` refuses, at any depth, keys that redirect requests or carry or choose
   credentials; nothing reaches a loopback listener standing in for the attacker's host;
 * ``SparkResource.spark_config`` takes only an allow-list of tuning keys; no JVM is started for a refused one;
-* ``spark_config_json`` and both ``storage_options_json`` fields are honoured only when their value is their
-  variable's ($MDS_SPARK_CONF, $MDS_STORAGE_OPTIONS, $MDS_LANDING_STORAGE_OPTIONS);
+* ``spark_config_json`` and the three ``storage_options_json`` fields are honoured only when their value is
+  their variable's ($MDS_SPARK_CONF, $MDS_STORAGE_OPTIONS, $MDS_LANDING_STORAGE_OPTIONS,
+  $MDS_WAREHOUSE_STORAGE_OPTIONS);
 * ``schema_ref`` names ``pipelines.schemas`` or the dataset's own registry module, checked before any import.
 """
 
@@ -20,7 +21,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 from dagster import EnvVar, Failure, materialize
@@ -34,8 +35,13 @@ from pipelines.definitions import build_definitions
 from pipelines.registry import DatasetSpec
 from pipelines.resources import LandingZone, ShardStore, SparkResource, TableCatalog, default_resources
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
 DAY = "2026-01-01"
 DIGITS = DatasetSpec(name="digits")
+# load_schema decides on the reference before it looks at the frame: these tests give it none.
+NO_FRAME = cast("DataFrame", None)
 
 
 class Listener:
@@ -170,6 +176,7 @@ DEPLOYMENT_FIELDS = [
     (SparkResource, "spark_config_json", "MDS_SPARK_CONF", lambda r: r.settings()),
     (ShardStore, "storage_options_json", "MDS_STORAGE_OPTIONS", lambda r: r.options()),
     (LandingZone, "storage_options_json", "MDS_LANDING_STORAGE_OPTIONS", lambda r: r.options()),
+    (TableCatalog, "storage_options_json", "MDS_WAREHOUSE_STORAGE_OPTIONS", lambda r: r.options()),
 ]
 
 
@@ -241,7 +248,7 @@ def test_a_schema_ref_outside_the_registry_is_refused_without_importing_it(plant
         "module in the dataset's registry entry (schema_ref)"
     )
     with pytest.raises(ConfigurationError, match=f"^{re.escape(message)}$"):
-        load_schema("planted_schema:SCHEMA", None, DIGITS)
+        load_schema("planted_schema:SCHEMA", NO_FRAME, DIGITS)
     assert not planted.exists()
 
 
@@ -258,7 +265,7 @@ def test_a_schema_ref_in_run_config_is_refused_before_spark_and_before_the_impor
 def test_the_registrys_own_schema_module_may_be_named(planted: Path) -> None:
     spec = DatasetSpec(name="events", schema_ref="planted_schema:SCHEMA")
     with pytest.raises(ValueError, match="is a NoneType, not a pipelines.schemas.ValidationSchema"):
-        load_schema("planted_schema:SCHEMA", None, spec)  # declared: imported, then found to be no schema
+        load_schema("planted_schema:SCHEMA", NO_FRAME, spec)  # declared: imported, then found to be no schema
     assert planted.exists()
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.jvm import secret_setting
-from tests.spark_connect import SESSION_JVM_OPTIONS
+from testsupport.spark_connect import SESSION_JVM_OPTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 

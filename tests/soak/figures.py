@@ -72,7 +72,8 @@ def plot(path: Path, samples: list[Sample], disk: list[DiskSample], limit: int) 
     for sample in samples:
         series[sample.role].append(sample)
     fig, axes = plt.subplots(2, 3, figsize=(16, 8), constrained_layout=True)
-    colors = plt.get_cmap("tab20").colors  # a dozen processes: the default cycle of 10 would repeat
+    palette = plt.get_cmap("tab20")  # 20 colors; an int picks the i-th of them
+    colors = [palette(i) for i in range(palette.N)]  # a dozen processes: the default cycle of 10 would repeat
     for (role, points), color in zip(sorted(series.items()), colors * 4):
         ts = [p.t for p in points]
         for ax, values in (

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import fmean
@@ -39,7 +40,8 @@ def epochs(out: Path, num_ranks: int, num_samples: int) -> dict[str, Any]:
         record = json.loads(path.read_text())
         by_epoch[record["epoch"]][record["rank"]] = record
     expected = Counter(range(num_samples))
-    bad, seconds, telemetry, first_end = [], [], Counter(), None
+    bad, seconds, first_end = [], [], None
+    telemetry: Counter[str] = Counter()
     for epoch in sorted(by_epoch):
         ranks = by_epoch[epoch]
         seen = Counter(i for record in ranks.values() for i in record["ids"])
@@ -61,7 +63,7 @@ def epochs(out: Path, num_ranks: int, num_samples: int) -> dict[str, Any]:
     }
 
 
-def _thirds(values: list[float]) -> tuple[float, float] | None:
+def _thirds(values: Sequence[float]) -> tuple[float, float] | None:
     """Means of the first and last thirds of ``values``, or None if too few to judge."""
     if len(values) < 6:
         return None
@@ -69,7 +71,7 @@ def _thirds(values: list[float]) -> tuple[float, float] | None:
     return fmean(values[:third]), fmean(values[-third:])
 
 
-def _flat(name: str, values: list[float], rel: float, allowed: float) -> dict[str, Any]:
+def _flat(name: str, values: Sequence[float], rel: float, allowed: float) -> dict[str, Any]:
     thirds = _thirds(values)
     if thirds is None:
         return {"metric": name, "samples": len(values), "ok": True, "note": "too few samples to judge"}

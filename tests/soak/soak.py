@@ -2,8 +2,8 @@
 
     python -m tests.soak.soak --minutes 10 --out soak-report/      (``make soak``)
 
-A moto S3 server (``tests.s3.MotoServer``) holds a shard set; version 1 is the dataset. Every client
-talks to it through ``tests.s3.FaultProxy``, which fails each GET with probability ``fault_rate``
+A moto S3 server (``testsupport.s3.MotoServer``) holds a shard set; version 1 is the dataset. Every client
+talks to it through ``testsupport.fault_proxy.FaultProxy``, which fails each GET with probability ``fault_rate``
 (drop, 503, delay or truncate, drawn by ``seed``). ``ranks`` real rank processes (one node, torchrun
 env vars) with ``workers`` persistent DataLoader workers each read version 1 epoch after epoch into
 one shared cache bounded by ``cache_limit`` (a fraction of the dataset, so shards are evicted), until
@@ -29,11 +29,12 @@ import numpy as np
 
 from mds_core import MDSWriter
 from mds_core.versions import ShardSet
-from tests.s3 import FaultProxy, MotoServer, RandomFaults, apply_env, free_port, restore_env, s3_env
 from tests.soak.figures import write_report
 from tests.soak.probe import Probe
 from tests.soak.report import Flatness, analyse
 from tests.soak.writer import COLUMNS
+from testsupport.fault_proxy import FaultProxy, RandomFaults, apply_env, free_port, restore_env
+from testsupport.s3 import MotoServer, s3_env
 
 ROOT = Path(__file__).resolve().parents[2]
 FAILING = ("drop", "status", "truncate")  # faults that fail an attempt; a delay only slows it
@@ -82,7 +83,7 @@ def run_soak(
     """Run the whole scenario, write the report into ``out`` and return it (``report["passed"]``)."""
     dirs = _Dirs(out)
     own_server = server is None
-    server = server or MotoServer(dirs.logs)
+    server = server or MotoServer(dirs.logs, count_requests=False)  # its FaultProxy counts
     saved = apply_env(s3_env(server.endpoint))  # the dataset goes straight to the server
     proxy = None
     try:

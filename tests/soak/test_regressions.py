@@ -6,7 +6,7 @@ from pathlib import Path
 
 from mds_core import MDSWriter, Stream, StreamingDataset
 from mds_core.versions import ShardSet
-from tests.s3 import Fault
+from testsupport.fault_proxy import Fault
 
 
 def test_resolving_a_pinned_version_gets_the_streams_download_retry(s3_server, fault_proxy, tmp_path: Path) -> None:

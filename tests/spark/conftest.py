@@ -3,7 +3,7 @@
 ``spark`` is a classic local session. A test of a path that differs on Spark Connect (the job's tag
 and progress, errors coming back from the server, expressions built with the Connect functions, the
 reachability check) carries ``@pytest.mark.connect_too`` and runs once on each: the classic session,
-then a Spark Connect session (``tests/spark_connect.py``: a real Connect server from pyspark's
+then a Spark Connect session (``testsupport/spark_connect.py``: a real Connect server from pyspark's
 distribution on 127.0.0.1). The converter's other behaviour (types, bytes, kill points, retries) is the
 same code on both, so those tests run on the classic session only. A test that needs the classic API
 for its own setup (``sparkContext``, RDDs) takes ``classic_spark``. Each kind is started on first use
@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import pytest
 
 pytest.importorskip("pyspark", reason="the Spark tests need the 'spark' extra")
 
-from tests.spark_connect import SESSION_JVM_OPTIONS
+from testsupport.spark_connect import SESSION_JVM_OPTIONS
 
 MODES = ["classic", "connect"]
 CONNECT_FLAG = "SPARK_CONNECT_MODE_ENABLED"
@@ -47,7 +48,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 class _Sessions:
     def __init__(self, request: pytest.FixtureRequest, root) -> None:
-        self._request, self._root, self._sessions = request, root, {}
+        self._request, self._root = request, root
+        self._sessions: dict[str, Any] = {}
 
     def get(self, mode: str):
         if mode not in self._sessions:

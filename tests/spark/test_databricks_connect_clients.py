@@ -3,7 +3,7 @@
 Each client lives in its own environment (tests/clients/setup_envs.sh, ``make client-envs``):
 databricks-connect 16.1 on Python 3.11 (pyspark 3.5 inside, whose Connect DataFrame is not a
 ``pyspark.sql.DataFrame``) and 17.3 on Python 3.12. The server is pyspark 4.3's, its Python workers
-run the client's Python version, and the Files API server of tests/databricks_files.py is the Volume.
+run the client's Python version, and the Files API server of testsupport/databricks_files.py is the Volume.
 The client converts the same rows locally and to the Volume, runs the pipelines' conversion step
 (``pipelines.cluster.write_day`` into a shard-set version on the Volume), and makes the same bad calls,
 as tests/clients/convert_client.py; the datasets, the version and the errors must equal a classic
@@ -22,7 +22,7 @@ from mds_core import LocalDataset, StreamingDataset, dataframe_to_mds
 from tests.clients.convert_client import error_of
 from tests.clients.frames import FRAME_SQL, ROWS, bad_calls, pipelines_step
 from tests.clients.reports import download_all, run_report
-from tests.spark_connect import ConnectServer
+from testsupport.spark_connect import ConnectServer
 
 pytestmark = pytest.mark.slow
 

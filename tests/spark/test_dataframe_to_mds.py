@@ -68,6 +68,7 @@ def _fail_first_attempt(value):  # no type hints: pyspark would read them as a p
     from pyspark import TaskContext
 
     context = TaskContext.get()
+    assert context is not None  # a UDF runs in a task
     if context.partitionId() == 2 and context.attemptNumber() == 0 and value % 50 == 40:
         raise RuntimeError("injected failure on the first attempt")
     return value
@@ -89,6 +90,7 @@ def _crash_after_writing(frame, crash_partition: int, out: str, seen: str):
     from pyspark import TaskContext
 
     context = TaskContext.get()
+    assert context is not None  # a UDF runs in a task
     for count, record in enumerate(frame.to_dict("records")):
         if context.partitionId() == crash_partition and context.attemptNumber() == 0 and count == 30:
             staged = [str(p) for p in Path(out, "_staging").rglob("*.zstd")]

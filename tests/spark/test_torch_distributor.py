@@ -1,5 +1,5 @@
 """TorchDistributor (pyspark.ml.torch) runs the training function of tests/clients/train_fn.py, which
-streams a Volume (the Files API server of tests/databricks_files.py) with ``StreamingDataset`` and
+streams a Volume (the Files API server of testsupport/databricks_files.py) with ``StreamingDataset`` and
 ``StreamingDataLoader``: an uninterrupted run, a run killed after step k, and its resumption, on the
 same and on a different number of processes. Every rank's batches equal the uninterrupted run's, and
 each sample is seen once. Local mode here (torchrun on the driver); the distributed mode runs on the

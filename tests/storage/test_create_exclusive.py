@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from mds_core.storage import files
 from mds_core.storage.files import create_exclusive
 
 WRITERS = 12
@@ -35,7 +34,7 @@ def test_a_refused_link_falls_back_to_an_exclusive_open(tmp_path: Path, monkeypa
     def refuse(*args: object) -> None:
         raise OSError(code, os.strerror(code))
 
-    monkeypatch.setattr(files.os, "link", refuse)
+    monkeypatch.setattr(os, "link", refuse)
     path = tmp_path / "manifest.json"
     assert create_exclusive(str(path), b"first") and not create_exclusive(str(path), b"second")
     assert path.read_bytes() == b"first" and os.listdir(tmp_path) == ["manifest.json"]
@@ -45,7 +44,7 @@ def test_other_link_errors_are_raised(tmp_path: Path, monkeypatch) -> None:
     def fail(*args: object) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(files.os, "link", fail)
+    monkeypatch.setattr(os, "link", fail)
     with pytest.raises(OSError, match="No space left"):
         create_exclusive(str(tmp_path / "manifest.json"), b"x")
     assert os.listdir(tmp_path) == []
@@ -69,12 +68,13 @@ def test_without_links_concurrent_processes_have_exactly_one_winner(tmp_path: Pa
 
 
 def test_without_links_concurrent_threads_have_exactly_one_winner(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(files.os, "link", _refuse_links)
+    monkeypatch.setattr(os, "link", _refuse_links)
     for name in ("a.json", "b.json"):
         path = str(tmp_path / name)
-        start, winners = threading.Barrier(WRITERS), []
+        start = threading.Barrier(WRITERS)
+        winners: list[int] = []
 
-        def create(n: int, path: str = path, start: threading.Barrier = start, winners: list = winners) -> None:
+        def create(n: int, path: str = path, start: threading.Barrier = start, winners: list[int] = winners) -> None:
             start.wait()
             if create_exclusive(path, f"writer {n}".encode()):
                 winners.append(n)
@@ -88,9 +88,9 @@ def test_without_links_concurrent_threads_have_exactly_one_winner(tmp_path: Path
 
 
 def test_a_failed_write_removes_the_file_so_the_create_can_be_retried(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(files.os, "link", _refuse_links)
+    monkeypatch.setattr(os, "link", _refuse_links)
     real_fsync = os.fsync
-    calls = []
+    calls: list[int] = []
 
     def failing_fsync(fd: int) -> None:
         calls.append(fd)
@@ -98,7 +98,7 @@ def test_a_failed_write_removes_the_file_so_the_create_can_be_retried(tmp_path: 
             raise OSError(errno.EIO, "Input/output error")
         real_fsync(fd)
 
-    monkeypatch.setattr(files.os, "fsync", failing_fsync)
+    monkeypatch.setattr(os, "fsync", failing_fsync)
     path = tmp_path / "manifest.json"
     with pytest.raises(OSError, match="Input/output error"):
         create_exclusive(str(path), b"mine")

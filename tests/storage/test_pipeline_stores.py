@@ -4,6 +4,7 @@ loopback servers of tests/conftest.py."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -38,6 +39,44 @@ def test_a_warehouse_on_s3_gets_the_shard_stores_set_up(s3_server) -> None:
     assert catalog.stored_schema("raw") == schema
     catalog.clear_days("raw", ["2026-01-01", "2026-01-09"])  # a day with no folder is fine
     assert folder.list() == [SCHEMA_FILE, "day=2026-01-02/part-0.parquet"]
+
+
+def test_a_warehouse_on_s3_takes_the_deployments_storage_options(s3_server, monkeypatch) -> None:
+    """Like the shard store: endpoint and credentials from ``$MDS_WAREHOUSE_STORAGE_OPTIONS`` alone reach
+    the server; a run's ``storage_options`` add harmless options and may not name an endpoint."""
+    from dagster import EnvVar
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    from mds_core.errors import ConfigurationError
+
+    bucket = s3_server.new_bucket()
+    for variable in ("S3_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(variable)  # only the options say where the server is and who asks
+    options = {"endpoint_url": s3_server.endpoint, "key": "testing", "secret": "testing"}
+    monkeypatch.setenv("MDS_WAREHOUSE_STORAGE_OPTIONS", json.dumps(options))
+    catalog = TableCatalog(
+        warehouse=f"s3://{bucket}/warehouse",
+        storage_options={"default_block_size": 1 << 20},
+        storage_options_json=EnvVar("MDS_WAREHOUSE_STORAGE_OPTIONS"),
+    )
+    assert catalog.options() == {"default_block_size": 1 << 20, **options}
+    schema = StructType([StructField("id", LongType()), StructField("day", LongType())])
+    folder = catalog.folder("raw")
+    assert folder.kind is STORES["s3"] and folder.fs.default_block_size == 1 << 20  # the run's option too
+    assert catalog.stored_schema("raw") is None
+    folder.write_bytes(SCHEMA_FILE, schema.json().encode())
+    folder.write_bytes("day=2026-01-01/part-0.parquet", b"PAR1")
+    assert catalog.stored_schema("raw") == schema
+    catalog.clear_days("raw", ["2026-01-01"])
+    assert folder.list() == [SCHEMA_FILE]
+
+    redirected = TableCatalog(warehouse=f"s3://{bucket}/warehouse", storage_options={"endpoint_url": "http://x"})
+    message = (
+        r"^TableCatalog.storage_options: 'endpoint_url' may not be set in run config: .* Only the deployment's "
+        r"\$MDS_WAREHOUSE_STORAGE_OPTIONS sets them$"
+    )
+    with pytest.raises(ConfigurationError, match=message):
+        redirected.folder("raw")
 
 
 def test_a_landing_zone_on_an_fsspec_url_goes_through_the_fallback() -> None:

@@ -1,6 +1,6 @@
 """Remote shard stores against a real S3-compatible server (moto, in its own process) on 127.0.0.1.
 
-Faults come from ``tests.s3.FaultProxy`` between the client and the server.
+Faults come from ``testsupport.fault_proxy.FaultProxy`` between the client and the server.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import boto3
 import numpy as np
@@ -30,8 +31,9 @@ from mds_core.errors import (
 )
 from mds_core.storage.remote import open_store
 from mds_core.streaming.jobdir import user_dir
-from tests.s3 import Fault, object_gets
 from tests.streaming.test_distributed import _run_ranks
+from testsupport.fault_proxy import Fault
+from testsupport.s3 import object_gets
 
 ROOT = Path(__file__).resolve().parents[2]
 COLUMNS = {"id": "int", "payload": "bytes"}
@@ -184,7 +186,7 @@ def test_cache_limit_evicts_over_a_whole_epoch(s3_server, tmp_path: Path) -> Non
     largest = max(store.fs.size(f"{bucket}/data/{k}") for k in shards)
     limit = 4 * largest + 20_000
     cache = tmp_path / "cache"
-    order = {
+    order: dict[str, Any] = {
         "batch_size": 4,
         "shuffle": True,
         "shuffle_algo": "py1s",
@@ -473,7 +475,7 @@ def test_a_forked_child_opens_its_own_client_and_never_frees_the_parents(s3_serv
             same_bytes = store.read_bytes("index.json") == index  # through the child's own client
             own = store.fs
             gc.collect()
-            report = {
+            findings: dict[str, object] = {
                 "same_bytes": same_bytes,
                 "own_client": own is not parent_client(),
                 "parent_client_kept": parent_client() is not None,
@@ -481,8 +483,8 @@ def test_a_forked_child_opens_its_own_client_and_never_frees_the_parents(s3_serv
                 "session_taken_over": own.session is parent_session,
             }
         except BaseException as err:
-            report = {"error": repr(err)}
-        os.write(write, json.dumps(report).encode())
+            findings = {"error": repr(err)}
+        os.write(write, json.dumps(findings).encode())
         os._exit(0)
     os.close(write)
     with os.fdopen(read) as pipe:
@@ -557,11 +559,12 @@ def test_an_iteration_left_early_does_not_wait_for_the_downloads_it_started(
 
     url = f"s3://{s3_server.new_bucket()}/data"
     _write(url, n=240)
-    fault_proxy.add(Fault("delay", path=r"/shard\.00002\.mds$", value=3.0))
+    hold = fault_proxy.add(Fault("hold", path=r"/shard\.00002\.mds$", value=60))  # until released
     dataset = StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=8, job_root=str(tmp_path / "jobs"))
-    started = time.monotonic()
     assert int(next(iter(dataset))["id"]) == 0  # the iterator is dropped at once: its prefetch stops
-    assert time.monotonic() - started < 2.5  # it did not wait for shard 2, held back 3 s
+    # it did not wait for shard 2, whose request is still held (had it waited, it would have returned after 60 s)
+    assert not [r for r in fault_proxy.forwarded if r.method == "GET" and r.path.endswith("/shard.00002.mds")]
+    hold.release.set()
     deadline = time.monotonic() + 30  # whatever was running ends whole, under its real name
     while not _no_temporary_files(tmp_path / "cache") and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -572,7 +575,12 @@ def test_an_iteration_left_early_does_not_wait_for_the_downloads_it_started(
 def test_samples_come_in_the_same_order_from_a_remote_as_from_a_local_copy(s3_server, tmp_path: Path) -> None:
     url = f"s3://{s3_server.new_bucket()}/data"
     _write(url, n=500, compression="zstd")
-    settings = {"batch_size": 8, "shuffle": True, "shuffle_block_size": 64, "job_root": str(tmp_path / "jobs")}
+    settings: dict[str, Any] = {
+        "batch_size": 8,
+        "shuffle": True,
+        "shuffle_block_size": 64,
+        "job_root": str(tmp_path / "jobs"),
+    }
     remote_ids = _ids(StreamingDataset(remote=url, local=str(tmp_path / "cache"), **settings))
     local_ids = _ids(StreamingDataset(local=str(tmp_path / "cache"), **settings))  # every shard is there now
     assert remote_ids == local_ids and sorted(remote_ids) == list(range(500))
@@ -614,10 +622,10 @@ def _staged_sizes(monkeypatch) -> list[int]:
     """The size of each download's temporary file as its attempt ends (they only grow: the high-water mark)."""
     from contextlib import contextmanager
 
-    from mds_core.storage import remote
+    from mds_core.storage import files, remote
 
     sizes: list[int] = []
-    real = remote.staged_path
+    real = files.staged_path  # what remote imported, replaced there: where the download calls it
 
     @contextmanager
     def recording(path: str, durable: bool = True):
@@ -637,14 +645,16 @@ def test_a_download_stops_at_its_declared_size(store_url: str, how: str, tmp_pat
     store.write_bytes("big.bin", bytes(2 << 20))  # larger than any client's chunk (s3fs 64 KiB, gcsfs 128 KiB)
     sizes = _staged_sizes(monkeypatch)
     why = "expected 1000" if how == "expected_bytes" else "at most 1000 allowed"
+    bound: dict[str, Any] = {how: 1000}  # expected_bytes=1000 or max_bytes=1000
     with pytest.raises(StorageError) as caught:
-        store.download("big.bin", str(tmp_path / "copy"), **{how: 1000})
+        store.download("big.bin", str(tmp_path / "copy"), **bound)
     message = str(caught.value)
     assert message.startswith(f"download of {store.url_of('big.bin')} failed after 2 attempt(s): Truncated: ")
     assert message.endswith(why), message
     assert len(sizes) == 2 and max(sizes) <= 1001, (sizes, message)  # two attempts, neither wrote past the bound
     assert not (tmp_path / "copy").exists() and _no_temporary_files(tmp_path)
-    store.download("big.bin", str(tmp_path / "copy"), **{how: 2 << 20})  # exactly the bound is fine
+    exact: dict[str, Any] = {how: 2 << 20}
+    store.download("big.bin", str(tmp_path / "copy"), **exact)  # exactly the bound is fine
     assert (tmp_path / "copy").stat().st_size == 2 << 20
 
 
@@ -657,7 +667,7 @@ class _EndlessBody:
         import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-        from tests.s3 import free_port
+        from testsupport.fault_proxy import free_port
 
         self.sent = 0
         server = self

@@ -1,8 +1,8 @@
 """The remote matrix of tests/storage/test_remote.py, on Google Cloud Storage, Azure Blob and Databricks volumes.
 
 fake-gcs-server (``gs://``, gcsfs) and Azurite (``az://``, adlfs) run as processes on 127.0.0.1
-(tests/emulators.py), the Databricks Files API (``dbfs:/Volumes/...``, the Databricks SDK) in a thread
-(tests/databricks_files.py); nothing is mocked. Request counts and faults come from ``tests.s3.FaultProxy``
+(testsupport/emulators.py), the Databricks Files API (``dbfs:/Volumes/...``, the Databricks SDK) in a thread
+(testsupport/databricks_files.py); nothing is mocked. Request counts and faults come from ``testsupport.fault_proxy.FaultProxy``
 between the clients and the emulator, reached through the same environment variables that ranks and
 DataLoader workers inherit.
 """
@@ -19,9 +19,9 @@ from mds_core import MDSWriter, StreamingDataset
 from mds_core.errors import StorageError, VersionConflictError
 from mds_core.storage.remote import open_store
 from mds_core.versions import ShardSet
-from tests.s3 import fault_proxy_for
 from tests.storage.test_remote import COLUMNS, _ids, _no_temporary_files, _write
 from tests.streaming.test_distributed import _run_ranks
+from testsupport.fault_proxy import fault_proxy_for
 
 SERVERS = {"gcs": "gcs_server", "azure": "azurite_server", "volumes": "volumes_server"}
 
@@ -126,9 +126,10 @@ def test_download_timeout_is_a_deadline_per_file(server, proxy, tmp_path: Path) 
 def test_racing_conditional_creates_have_exactly_one_winner(server) -> None:
     store = open_store(f"{server.new_root()}/race")
     for name in ("a", "b", "c"):
-        start, winners = threading.Barrier(12), []
+        start = threading.Barrier(12)
+        winners: list[int] = []
 
-        def create(n: int, name: str = name, start: threading.Barrier = start, winners: list = winners) -> None:
+        def create(n: int, name: str = name, start: threading.Barrier = start, winners: list[int] = winners) -> None:
             start.wait()
             if store.write_if_absent(name, f"writer {n}".encode()):
                 winners.append(n)
@@ -181,7 +182,7 @@ def test_a_lost_reply_to_the_winning_create_still_wins(server, proxy, tmp_path: 
     fault = proxy.add(server.upload_fault("lose", r"_versions/00000002\.json"))
     with shard_set.transaction("append") as tx:
         _write_ids(tx.out, range(10, 20))
-    assert fault.hits == 1 and tx.version.version == 2
+    assert fault.hits == 1 and tx.version is not None and tx.version.version == 2
     assert _ids(_dataset(root, tmp_path)) == list(range(20))
 
 

@@ -1,6 +1,6 @@
 """Unity Catalog volumes (``dbfs:/Volumes/...``): what the matrix of test_remote.py and test_stores.py does not cover.
 
-Against the Files API server of tests/databricks_files.py on 127.0.0.1, through the real Databricks
+Against the Files API server of testsupport/databricks_files.py on 127.0.0.1, through the real Databricks
 SDK: listings that span pages, the SDK's own retries switched off, credentials errors, refused
 paths, and ``vacuum`` reading the files' modification times.
 """
@@ -22,13 +22,38 @@ from mds_core.errors import ConfigurationError, MDSError, StorageError
 from mds_core.storage.remote import open_store
 from mds_core.storage.volumes import volume_path
 from mds_core.versions import ShardSet
-from tests.s3 import fault_proxy_for
+from testsupport.fault_proxy import fault_proxy_for
 
 
 @pytest.fixture
 def proxy(volumes_server):
     with fault_proxy_for(volumes_server) as proxy:
         yield proxy
+
+
+class VirtualClock:
+    """Stands in for ``time`` in mds_core.storage.remote: ``sleep`` returns at once, moves ``monotonic`` on by
+    as much, and is recorded, so the store's waits are read exactly instead of measured on a loaded machine."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch) -> VirtualClock:
+    from mds_core.storage import remote
+
+    clock = VirtualClock()
+    monkeypatch.setattr(remote, "time", clock)
+    return clock
 
 
 def test_listings_follow_every_page(volumes_server) -> None:
@@ -67,7 +92,7 @@ def test_the_sdk_makes_one_attempt_per_call(volumes_server, proxy) -> None:
 
 
 @pytest.mark.parametrize("status", [429, 503])
-def test_throttling_is_waited_for_as_asked_within_the_deadline(volumes_server, status: int) -> None:
+def test_throttling_is_waited_for_as_asked_within_the_deadline(volumes_server, status: int, clock) -> None:
     """The service's 429 or 503 with ``Retry-After``: waited for as long as it asks, not counted as an
     attempt (``retry=1`` here), until the wait would pass the file's deadline."""
     root = volumes_server.new_root()
@@ -75,23 +100,22 @@ def test_throttling_is_waited_for_as_asked_within_the_deadline(volumes_server, s
     store = open_store(f"{root}/store", retry=1, timeout=10)
     store.write_bytes("a.bin", b"a")
     read = volumes_server.throttle("GET", rf"{volume}/store/a\.bin", status, times=2, retry_after=1)
-    start = time.monotonic()
     assert store.read_bytes("a.bin") == b"a"
-    assert read.hits == 2 and 2 <= time.monotonic() - start < 4  # two waits of 1 s, then the answer
+    assert read.hits == 2 and clock.sleeps == [1, 1]  # two waits of 1 s, then the answer
     write = volumes_server.throttle("PUT", rf"{volume}/store/b\.bin", status, times=1, retry_after=1)
     store.write_bytes("b.bin", b"b")
-    assert write.hits == 1 and store.read_bytes("b.bin") == b"b"
+    assert write.hits == 1 and store.read_bytes("b.bin") == b"b" and clock.sleeps == [1, 1, 1]
 
     short = open_store(f"{root}/store", retry=3, timeout=1.5)
     read = volumes_server.throttle("GET", rf"{volume}/store/a\.bin", status, times=5, retry_after=1)
-    start = time.monotonic()
+    clock.sleeps.clear()
     with pytest.raises(
         StorageError,
         match=rf"read of {root}/store/a\.bin failed: the store is throttling requests \(.*{status}.*"
         r"injected by the test\) and asks to wait 1 s more, past the 1.5 s deadline for the file",
     ):
         short.read_bytes("a.bin")
-    assert read.hits == 2 and 1 <= time.monotonic() - start < 1.5  # waited once (0 + 1 <= 1.5), not twice
+    assert read.hits == 2 and clock.sleeps == [1]  # waited once (0 + 1 <= 1.5), not twice
 
 
 def test_an_error_answer_that_is_not_json_is_a_failed_attempt(volumes_server, proxy) -> None:
@@ -109,11 +133,11 @@ def test_an_error_answer_that_is_not_json_is_a_failed_attempt(volumes_server, pr
     assert store.read_bytes("b.bin") == b"b"
 
 
-def test_a_wrong_token_is_one_clear_error_at_once(volumes_server, monkeypatch) -> None:
+def test_a_wrong_token_is_one_clear_error_at_once(volumes_server, monkeypatch, clock) -> None:
     root = volumes_server.new_root()
     monkeypatch.setenv("DATABRICKS_TOKEN", "dapi-revoked")
     store = open_store(root, retry=5)
-    before, start = len(volumes_server.requests), time.monotonic()
+    before = len(volumes_server.requests)
     with pytest.raises(
         StorageError,
         match=rf"read of {root}/index.json failed: PermissionError: .*refused the request \(403: "
@@ -122,7 +146,7 @@ def test_a_wrong_token_is_one_clear_error_at_once(volumes_server, monkeypatch) -
         store.read_bytes("index.json")
     assert isinstance(caught.value, MDSError) and "failed after" not in str(caught.value)
     assert "403 403" not in str(caught.value)  # the service sends the status as its error code
-    assert len(volumes_server.requests) - before == 1 and time.monotonic() - start < 2  # not retried
+    assert len(volumes_server.requests) - before == 1 and clock.sleeps == []  # not retried, no backoff
 
 
 def test_a_volume_without_grants_names_the_privileges(volumes_server) -> None:
@@ -136,10 +160,9 @@ def test_a_volume_without_grants_names_the_privileges(volumes_server) -> None:
         open_store(root).list()
 
 
-def test_a_missing_token_is_one_clear_error_at_once(volumes_server, monkeypatch, tmp_path: Path) -> None:
+def _open_without_a_token(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.delenv("DATABRICKS_TOKEN")
     monkeypatch.setenv("DATABRICKS_CONFIG_FILE", str(tmp_path / "none"))
-    start = time.monotonic()
     with pytest.raises(
         ConfigurationError,
         match=r"dbfs:/Volumes/main/default/x: no usable Databricks credentials: "
@@ -147,6 +170,20 @@ def test_a_missing_token_is_one_clear_error_at_once(volumes_server, monkeypatch,
         r"said",
     ):
         open_store("dbfs:/Volumes/main/default/x")
+
+
+def test_a_missing_token_is_one_clear_error(volumes_server, monkeypatch, tmp_path: Path) -> None:
+    before = len(volumes_server.requests)
+    _open_without_a_token(monkeypatch, tmp_path)
+    # the SDK's probe of the host's metadata, and no API call without credentials
+    assert volumes_server.requests[before:] == [("GET", "/.well-known/databricks-config")]
+
+
+@pytest.mark.timing
+def test_a_missing_token_fails_at_once(volumes_server, monkeypatch, tmp_path: Path) -> None:
+    """The SDK's search for other credentials (profiles, CLIs, cloud metadata) ends within seconds."""
+    start = time.monotonic()
+    _open_without_a_token(monkeypatch, tmp_path)
     assert time.monotonic() - start < 5
 
 
@@ -215,7 +252,7 @@ def test_a_workspace_without_host_metadata_prints_nothing(volumes_server, monkey
 
 @given(
     st.lists(
-        st.text(alphabet=st.characters(blacklist_characters="/\x00", blacklist_categories=("Cs",)), min_size=1).filter(
+        st.text(alphabet=st.characters(exclude_characters="/\x00", exclude_categories=["Cs"]), min_size=1).filter(
             lambda name: name not in (".", "..")
         ),
         min_size=1,

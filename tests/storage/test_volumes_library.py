@@ -1,7 +1,7 @@
 """The ``databricks`` extra alone (no torch, no pyspark) writes, converts and commits to a Volume, as the
 library of a converting cluster does: the installed wheel in its own environment
 (``.cache/clients/volumes-library``, ``make client-envs``), run from outside the checkout, against the
-Files API server of tests/databricks_files.py."""
+Files API server of testsupport/databricks_files.py."""
 
 from __future__ import annotations
 

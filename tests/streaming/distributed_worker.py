@@ -15,6 +15,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from mds_core import Stream, StreamingDataLoader, StreamingDataset
 
@@ -23,7 +24,7 @@ ORDER = Path(__file__).resolve().parents[1] / "fixtures" / "order-golden"
 
 def main() -> None:
     node = int(os.environ.get("RANK", "0")) // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
-    config = {
+    config: dict[str, Any] = {
         key: value.replace("{node}", str(node)) if isinstance(value, str) else value
         for key, value in json.loads(Path(sys.argv[1]).read_text()).items()
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -30,7 +31,7 @@ NUMBER_ENCODINGS = [
 ]
 
 
-def assert_same_batch(got: object, want: object) -> None:
+def assert_same_batch(got: Any, want: Any) -> None:
     assert type(got) is type(want)
     if isinstance(want, torch.Tensor):
         assert got.dtype == want.dtype and got.shape == want.shape

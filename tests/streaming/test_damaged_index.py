@@ -1,7 +1,7 @@
 """A damaged remote index is reported under its remote URL, the file to repair (issue 40, item 14).
 
-The reader parses the index's copy in its cache; the error names the remote file first, and the cache
-copy second.
+The reader parses the index's copy in its cache, but is told the remote's names (``LocalDataset``'s
+``source``): the error names the remote file, and never the cache copy.
 """
 
 from __future__ import annotations
@@ -35,10 +35,31 @@ def test_a_truncated_index_on_s3_is_named_by_its_url(s3_server, tmp_path: Path) 
     store.write_bytes("index.json", text[: len(text) // 2])
     with pytest.raises(InvalidIndexError) as caught:
         _open(url, tmp_path)
-    message, copy = str(caught.value), tmp_path / "cache-trunc" / "index.json"
+    message = str(caught.value)
     assert message.startswith(f"{url}/index.json: not valid JSON (")
-    assert message.endswith(f"; rewrite the dataset or restore the file (read from its copy in the cache, {copy})")
-    assert message.index(f"{url}/index.json") < message.index(str(copy))
+    assert message.endswith("; rewrite the dataset or restore the file")
+    assert str(tmp_path) not in message  # the cache's copy is not the file to repair
+
+
+def test_an_unsafe_column_on_s3_is_named_by_the_remote_folder(s3_server, tmp_path: Path) -> None:
+    url = f"s3://{s3_server.new_bucket()}/pickled"
+    _write(url, {"id": "pkl"})
+    with pytest.raises(UnsafeEncodingError) as caught:
+        _open(url, tmp_path)
+    assert str(caught.value).startswith(f"Column id contains an unsafe type: pkl. {url}: shard 0: unpickling")
+    assert str(tmp_path) not in str(caught.value)
+
+
+def test_a_local_dataset_reports_the_source_it_is_told(tmp_path: Path) -> None:
+    from mds_core.streaming.local import LocalDataset
+
+    (tmp_path / "index.json").write_text('{"shards": [], "version": 3}')
+    with pytest.raises(InvalidIndexError) as caught:
+        LocalDataset(tmp_path, source="s3://bucket/path/")
+    assert str(caught.value) == "s3://bucket/path/index.json: index version 3 is not supported (only 2)"
+    with pytest.raises(InvalidIndexError) as named:
+        LocalDataset(tmp_path, source="s3://bucket/path", index_source="the index of version 4 of s3://bucket/path")
+    assert str(named.value).startswith("the index of version 4 of s3://bucket/path: index version 3")
 
 
 def test_a_damaged_index_in_a_local_remote_is_named_by_its_path(tmp_path: Path) -> None:
@@ -49,10 +70,7 @@ def test_a_damaged_index_in_a_local_remote_is_named_by_its_path(tmp_path: Path) 
     (remote / "index.json").write_text(json.dumps(index))
     with pytest.raises(InvalidIndexError) as caught:
         _open(str(remote), tmp_path)
-    assert str(caught.value) == (
-        f"{remote}/index.json: shard 0: 'samples' must be a non-negative int, got 'ten' "
-        f"(read from its copy in the cache, {tmp_path / 'cache-trunc' / 'index.json'})"
-    )
+    assert str(caught.value) == f"{remote}/index.json: shard 0: 'samples' must be a non-negative int, got 'ten'"
 
 
 def test_other_index_errors_name_the_remote_too(tmp_path: Path) -> None:

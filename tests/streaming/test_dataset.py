@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -12,6 +14,7 @@ from hypothesis import strategies as st
 
 from mds_core import Stream, StreamingDataLoader, StreamingDataset
 from mds_core.errors import ConfigurationError, MDSError, ResumeError
+from mds_core.order import OrderSpec
 from mds_core.streaming.arrival import block_bounds, decode_block_size
 
 ORDER = Path(__file__).resolve().parents[1] / "fixtures" / "order-golden"
@@ -59,6 +62,27 @@ def _simple(tmp_path: Path, **kwargs) -> StreamingDataset:
     return StreamingDataset(streams=streams, job_root=str(tmp_path), **{"batch_size": 4, **kwargs})
 
 
+def test_every_order_setting_reaches_the_order_spec(tmp_path: Path) -> None:
+    settings = {
+        "epoch_size": 50,
+        "shuffle": True,
+        "shuffle_algo": "py1s",
+        "shuffle_seed": 7,
+        "num_canonical_nodes": 2,
+        "shuffle_block_size": 1000,
+        "sampling_method": "fixed",
+        "sampling_granularity": 2,
+        "partition_algo": "orig",
+        "batching_method": "stratified",
+        "batch_size": 3,
+        "replication": 1,
+    }
+    from_elsewhere = {"shard_sizes", "weights", "initial_physical_nodes", "weights_seed"}  # streams, resume state
+    assert set(settings) == {field.name for field in dataclasses.fields(OrderSpec)} - from_elsewhere
+    ds = _simple(tmp_path, **settings)
+    assert {name: getattr(ds.order_spec, name) for name in settings} == settings
+
+
 def test_sizes_and_random_access(tmp_path: Path) -> None:
     ds = _simple(tmp_path)
     assert ds.num_samples == ds.size == ds.epoch_size == 420 and len(ds) == 420
@@ -88,7 +112,7 @@ def test_every_iteration_is_the_next_epoch_and_shuffles_differ(tmp_path: Path) -
 )
 def test_loader_resumes_mid_epoch_exactly(tmp_path: Path, num_workers: int, context: str | None) -> None:
     kwargs = {"shuffle": True, "num_canonical_nodes": 2, "batch_size": 4}
-    loader_kwargs = {"batch_size": 4, "num_workers": num_workers, "multiprocessing_context": context}
+    loader_kwargs: dict[str, Any] = {"batch_size": 4, "num_workers": num_workers, "multiprocessing_context": context}
     full = [b["id"].tolist() for b in StreamingDataLoader(_simple(tmp_path, **kwargs), **loader_kwargs)]
     loader = StreamingDataLoader(_simple(tmp_path, **kwargs), **loader_kwargs)
     seen = []
@@ -97,7 +121,7 @@ def test_loader_resumes_mid_epoch_exactly(tmp_path: Path, num_workers: int, cont
         if len(seen) == 7:
             break
     state = loader.state_dict()
-    assert state["epoch"] == 0 and state["sample_in_epoch"] == 28
+    assert state is not None and state["epoch"] == 0 and state["sample_in_epoch"] == 28
     resumed = StreamingDataLoader(_simple(tmp_path, **kwargs), **loader_kwargs)
     resumed.load_state_dict(state)
     rest = [b["id"].tolist() for b in resumed]

@@ -44,7 +44,7 @@ def test_out_of_range_raises_index_error(tmp_path: Path, index: int) -> None:
 
 def test_bad_index_type(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="not str"):
-        LocalDataset(_dataset(tmp_path / "d"))["a"]
+        LocalDataset(_dataset(tmp_path / "d"))["a"]  # type: ignore[call-overload]  # wrong on purpose
 
 
 def test_fixed_arrays_are_writable_copies_not_views_of_the_shard(tmp_path: Path) -> None:

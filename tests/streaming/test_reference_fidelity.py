@@ -130,6 +130,7 @@ def test_the_loader_can_resume_on_other_data_when_asked(tmp_path: Path) -> None:
         if step == 2:
             break
     state = loader.state_dict()
+    assert state is not None
     new = StreamingDataset(local=str(_write(tmp_path / "b", 44, start=100)), batch_size=4, job_root=str(tmp_path))
     resumed = StreamingDataLoader(new, batch_size=4)
     with pytest.raises(ResumeError, match="allow_other_data=True"):

@@ -55,6 +55,7 @@ def test_a_loader_with_workers_resumes_with_an_amended_schedule(tmp_path: Path) 
         if len(first) == 9:
             state = stopped.state_dict()
             break
+    assert state is not None
     assert first == whole[:9] and state["schedule"]["step"] == 9
     assert state["schedule"]["given"] == dict(
         zip(

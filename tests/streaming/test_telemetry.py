@@ -21,7 +21,7 @@ from mds_core.storage.cache_stats import FIELDS as CACHE_FIELDS
 from mds_core.storage.cache_stats import CacheStats
 from mds_core.storage.remote import open_store
 from mds_core.streaming.telemetry import WORKER_FIELDS
-from tests.s3 import object_gets
+from testsupport.s3 import object_gets
 
 ORDER = Path(__file__).resolve().parents[1] / "fixtures" / "order-golden"
 TOP_KEYS = {"rank", "batches", "samples", "wait_seconds", "wait_max_seconds", "workers", "totals"}
@@ -106,7 +106,7 @@ def test_the_callback_gets_metrics_every_n_batches_and_at_the_end(tmp_path: Path
     loader = StreamingDataLoader(
         _local(tmp_path), batch_size=4, num_workers=2, metrics_callback=calls.append, metrics_every=10
     )
-    batches_seen_at_call = []
+    batches_seen_at_call: list[int] = []
     for step, _batch in enumerate(loader):
         batches_seen_at_call.extend([step] * (len(calls) - len(batches_seen_at_call)))
     assert [c["batches"] for c in calls] == [10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 105]
@@ -123,7 +123,7 @@ def test_the_callback_gets_metrics_every_n_batches_and_at_the_end(tmp_path: Path
 @pytest.mark.parametrize("every", [0, -1, 2.5, True])
 def test_metrics_every_must_be_a_positive_int(tmp_path: Path, every: object) -> None:
     with pytest.raises(ConfigurationError, match="metrics_every must be an int >= 1"):
-        StreamingDataLoader(_local(tmp_path), batch_size=4, metrics_callback=print, metrics_every=every)
+        StreamingDataLoader(_local(tmp_path), batch_size=4, metrics_callback=print, metrics_every=every)  # type: ignore[arg-type]  # wrong on purpose
 
 
 def test_telemetry_off_lists_no_workers_and_writes_no_files(tmp_path: Path) -> None:

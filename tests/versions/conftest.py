@@ -4,11 +4,13 @@ writes of one file fail, for the version tests."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from mds_core import MDSWriter
 from mds_core.errors import StorageError
+from mds_core.storage.remote import RemoteStore
 
 COLUMNS = {"id": "int", "day": "str"}
 
@@ -41,3 +43,8 @@ class RefusesToWrite:
         if rel.endswith(self._suffix):
             raise StorageError(self._message)
         self._store.write_bytes(rel, data)
+
+
+def refusing_to_write(store: RemoteStore, suffix: str, message: str) -> RemoteStore:
+    """``store`` behind a :class:`RefusesToWrite`, typed as the store it stands in for (it forwards the rest)."""
+    return cast(RemoteStore, RefusesToWrite(store, suffix, message))

@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -23,13 +22,15 @@ from tests.crash.operations import write_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 WRITERS = 8
-_COMMIT_AT = """
-import json, sys, time
+# Says "ready" once imported and with its store open, then commits when the parent says "go" on stdin.
+_COMMIT_ON_GO = """
+import json, sys
 from mds_core.errors import VersionConflictError
 from mds_core.versions import ShardSet
-root, transaction, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
+root, transaction = sys.argv[1], sys.argv[2]
 shard_set = ShardSet(root)
-time.sleep(max(0.0, start - time.time()))
+print("ready", flush=True)
+sys.stdin.readline()
 try:
     print(json.dumps(shard_set.commit(transaction, "append", parent=1, publish=False).version))
 except VersionConflictError:
@@ -58,7 +59,8 @@ def _prepare(root: str) -> tuple[ShardSet, list[str]]:
 
 
 def _in_threads(shard_set: ShardSet, transactions: list[str]) -> list[object]:
-    start, outcomes = threading.Barrier(len(transactions)), []
+    start = threading.Barrier(len(transactions))
+    outcomes: list[object] = []  # each thread's committed version number, or "conflict"
 
     def commit(transaction: str) -> None:
         start.wait()
@@ -76,19 +78,26 @@ def _in_threads(shard_set: ShardSet, transactions: list[str]) -> list[object]:
 
 
 def _in_processes(shard_set: ShardSet, transactions: list[str]) -> list[object]:
-    start = time.time() + 3.0  # every process has imported and opened its store by then
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", _COMMIT_AT, shard_set.store.url, tx, str(start)],
+            [sys.executable, "-c", _COMMIT_ON_GO, shard_set.store.url, tx],
             cwd=ROOT,
             env=env,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
         for tx in transactions
     ]
+    for proc in procs:  # a start barrier: every process has imported and opened its store
+        ready = proc.stdout.readline() if proc.stdout else ""
+        assert ready == "ready\n", proc.communicate(timeout=60)[1][-2000:]
+    for proc in procs:
+        if proc.stdin:
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
     outcomes = []
     for proc in procs:
         out, err = proc.communicate(timeout=120)

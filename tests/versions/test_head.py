@@ -12,17 +12,24 @@ import pytest
 
 from mds_core.versions import ShardSet
 from mds_core.versions.manifest import HEAD, manifest_name
-from tests.versions.conftest import RefusesToWrite, write_day
+from tests.versions.conftest import refusing_to_write, write_day
 
-# The requests latest() makes on the loopback S3 server, whatever the history: 2 HEADs and 3 GETs for the
-# hint, the newest manifest and one probe past it (docs/versions.md quotes it; tests/docs checks the quote).
-LATEST_REQUESTS = 5
+# The requests latest() makes on the loopback S3 server, whatever the history: a HEAD and a GET for the hint,
+# the same for the newest manifest, and one probe past it (a HEAD answered 404, then s3fs's one-key listing
+# of that name as a folder). docs/versions.md quotes it; tests/docs checks the quote.
+LATEST_REQUESTS = 6
 
 
 def _commit(shard_set: ShardSet, ids: range, **kwargs):
     with shard_set.transaction("append", **kwargs) as tx:
         write_day(tx.out, "d", ids)
     return tx.version
+
+
+def _latest(shard_set: ShardSet) -> int | None:
+    """The newest version's number (None: no version yet)."""
+    latest = shard_set.latest()
+    return latest.version if latest is not None else None
 
 
 def _grow(shard_set: ShardSet, versions: int) -> None:
@@ -69,7 +76,7 @@ def test_a_day_costs_the_same_requests_after_2_or_300_versions(s3_server) -> Non
     assert short_latest == long_latest  # the hint, the newest, one probe past it
     assert short_day == long_day, (short_day, long_day)
     assert not _history_listings(long_requests)
-    assert long.latest().version == 301 and long.published() == 301 and short.latest().version == 3
+    assert _latest(long) == 301 and long.published() == 301 and _latest(short) == 3
     assert json.loads(long.store.read_bytes(HEAD)) == {"version": 301}
 
 
@@ -83,7 +90,7 @@ def test_a_set_without_the_hint_is_found_by_listing_and_gets_one(root: str) -> N
     _commit(shard_set, range(5))
     _commit(shard_set, range(5, 10))
     shard_set.store.delete(HEAD)  # as a set committed by an older release
-    assert shard_set.latest().version == 2
+    assert _latest(shard_set) == 2
     assert _commit(shard_set, range(10, 15)).version == 3
     assert json.loads(shard_set.store.read_bytes(HEAD)) == {"version": 3}
 
@@ -94,7 +101,7 @@ def test_a_stale_or_damaged_hint_only_costs_probes(root: str, hint: bytes) -> No
     for n in range(3):
         _commit(shard_set, range(5 * n, 5 * n + 5))
     shard_set.store.write_bytes(HEAD, hint)
-    assert shard_set.latest().version == 3
+    assert _latest(shard_set) == 3
     assert _commit(shard_set, range(50, 55)).version == 4
     assert json.loads(shard_set.store.read_bytes(HEAD)) == {"version": 4}
 
@@ -131,13 +138,27 @@ def test_vacuum_keeps_the_hint_and_the_newest_and_repairs_a_stale_hint(root: str
     report = shard_set.vacuum(newer_than=future, grace=dt.timedelta(0))
     assert report.kept_versions == [1, 4] and report.removed_versions == [2, 3]  # published and newest
     assert json.loads(shard_set.store.read_bytes(HEAD)) == {"version": 4}
-    assert shard_set.latest().version == 4 and _commit(shard_set, range(90, 95)).version == 5
+    assert _latest(shard_set) == 4 and _commit(shard_set, range(90, 95)).version == 5
 
 
 def test_a_hint_that_cannot_be_written_does_not_fail_the_commit(root: str, caplog) -> None:
     shard_set = ShardSet(root)
     _commit(shard_set, range(5))
-    shard_set.store = RefusesToWrite(shard_set.store, HEAD, "the hint cannot be written")
+    shard_set.store = refusing_to_write(shard_set.store, HEAD, "the hint cannot be written")
     assert _commit(shard_set, range(5, 10)).version == 2 and "could not update the hint" in caplog.text
     assert json.loads(shard_set.store.read_bytes(HEAD)) == {"version": 1}  # stale: probing finds version 2
-    assert ShardSet(root).latest().version == 2 and ShardSet(root).published() == 2
+    assert _latest(ShardSet(root)) == 2 and ShardSet(root).published() == 2
+
+
+def test_newest_first_reads_back_from_the_tip_and_stops_at_since_or_a_gap(tmp_path: Path) -> None:
+    shard_set = ShardSet(str(tmp_path / "set"))
+    _grow(shard_set, 6)
+    assert [v.version for v in shard_set.newest_first()] == [6, 5, 4, 3, 2, 1]
+    older = shard_set.version(3)
+    stamp = {**json.loads(shard_set.store.read_bytes(manifest_name(3))), "created": "2020-01-01T00:00:00+00:00"}
+    shard_set.store.write_bytes(manifest_name(3), json.dumps(stamp).encode())  # made long before the others
+    since = dt.datetime(2021, 1, 1, tzinfo=dt.UTC)
+    assert older.created > stamp["created"]
+    assert [v.version for v in shard_set.newest_first(since)] == [6, 5, 4]  # 3 is older than since: the walk ends
+    shard_set.store.delete(manifest_name(5))  # vacuumed
+    assert [v.version for v in shard_set.newest_first()] == [6]

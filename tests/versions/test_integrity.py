@@ -10,7 +10,7 @@ import pytest
 from mds_core import LocalDataset, MDSWriter
 from mds_core.errors import MergeError, StorageError
 from mds_core.versions import ShardSet
-from tests.versions.conftest import RefusesToWrite
+from tests.versions.conftest import refusing_to_write
 
 
 def _commit(shard_set: ShardSet, mode: str, columns: dict[str, str], ids: range, **kwargs):
@@ -52,7 +52,7 @@ def test_published_agrees_with_the_root_index_after_a_publish_dies_halfway(tmp_p
     assert shard_set.published() == 1
 
     dying = ShardSet(str(root))
-    dying.store = RefusesToWrite(dying.store, "published.json", "killed between the two writes of publish")
+    dying.store = refusing_to_write(dying.store, "published.json", "killed between the two writes of publish")
     with pytest.raises(StorageError, match="killed"):
         dying.publish(2)
     # The root index.json (what every plain reader reads) is version 2's; published() says so too.

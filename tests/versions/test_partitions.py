@@ -6,6 +6,7 @@ import datetime as dt
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -113,6 +114,7 @@ def test_a_partition_may_hold_a_merged_index_over_sub_folders(tmp_path: Path) ->
         write_day(f"{out}/0", "a", range(20))
         write_day(f"{out}/1", "b", range(20, 40))
         merge_index(out)  # what dataframe_to_mds(merge_index=True) leaves at the partition's root
+    assert tx.version is not None  # committed
     names = tx.version.partitions["2026-11-30"]
     assert any("/part-2026-11-30/0/" in n for n in names) and any("/part-2026-11-30/1/" in n for n in names)
     assert sorted(_read(root, tmp_path)) == list(range(40))
@@ -137,7 +139,7 @@ def test_partition_mistakes_are_refused_with_the_reason(tmp_path: Path) -> None:
 
 
 def test_the_manifest_s_partitions_are_validated_strictly() -> None:
-    good = {
+    good: dict[str, Any] = {
         "version": 1,
         "parent": None,
         "created": "2026-12-01T00:00:00+00:00",
@@ -157,6 +159,7 @@ def test_the_manifest_s_partitions_are_validated_strictly() -> None:
     assert parse_manifest(json.dumps(good).encode(), "m").partitions == {}  # older manifests have none
     ok = parse_manifest(json.dumps({**good, "partitions": {"d1": ["data/t/part-d1/shard.00000.mds"]}}).encode(), "m")
     assert ok.partitions == {"d1": ["data/t/part-d1/shard.00000.mds"]}
+    bad: object  # each a wrong "partitions" value
     for bad in ([], {"d1": "x"}, {"d1": [3]}, {"d1": ["../x"]}, {"d1": ["/abs"]}, {"../k": []}, {"": []}):
         with pytest.raises(InvalidManifestError):
             parse_manifest(json.dumps({**good, "partitions": bad}).encode(), "m")
@@ -172,6 +175,7 @@ def test_a_failed_version_is_skipped_by_building_on_the_published_one(root: str,
     assert (tx.parent, tx.seen) == (4, 5)
     with tx:
         write_day(tx.partition_out("d4"), "d4", range(400, 410))
+    assert tx.version is not None  # committed
     assert (tx.version.version, tx.version.parent) == (6, 4)  # numbers only grow; the parent is the base
     assert _read(root, tmp_path, 6) == list(range(40)) + list(range(400, 410))
     assert _read(root, tmp_path, 5) == list(range(45)) and shard_set.published() == 4

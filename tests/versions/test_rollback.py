@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from mds_core import LocalDataset, MDSWriter, cli
 from mds_core.errors import MDSError, NothingToRollBackError
 from mds_core.versions import ShardSet
-from mds_core.versions.manifest import PUBLISHED, parse_published
+from mds_core.versions.manifest import PUBLISHED, Published, parse_published
 from mds_core.versions.publication import history_before, pushed, rollback_target
 
 
@@ -27,6 +27,7 @@ def _commit(shard_set: ShardSet, ids: range, **kwargs) -> int:
         with MDSWriter(out=tx.out, columns={"id": "int"}) as writer:
             for i in ids:
                 writer.write({"id": i})
+    assert tx.version is not None  # committed
     return tx.version.version
 
 
@@ -80,13 +81,13 @@ def test_the_history_is_validated_and_capped() -> None:
     for bad in ('"x"', "[0]", "[true]", '["1"]', "{}"):
         with pytest.raises(MDSError, match="history"):
             parse_published(f'{{"version": 2, "fingerprint": "f", "history": {bad}}}'.encode(), "p")
-    long = {"version": 99, "history": list(range(1, 99))}
+    long: Published = {"version": 99, "fingerprint": "f", "history": list(range(1, 99))}
     assert pushed(long, 100) == list(range(50, 100))  # at most HISTORY_LIMIT, the oldest dropped
     assert pushed(long, 99) == list(range(49, 99)) and pushed(None, 3) == []  # republished: nothing pushed
 
 
 def test_an_interrupted_publish_or_rollback_leaves_a_history_that_makes_sense() -> None:
-    record = {"version": 5, "history": [2, 3, 4]}
+    record: Published = {"version": 5, "fingerprint": "f", "history": [2, 3, 4]}
     assert history_before(record, 5) == [2, 3, 4]
     assert history_before(record, 6) == [2, 3, 4, 5]  # publish(6) died before its record: 5 came before it
     assert history_before(record, 3) == [2]  # a rollback to 3 died before its record

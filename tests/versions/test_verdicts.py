@@ -14,6 +14,7 @@ from tests.versions.conftest import write_day
 def _commit(shard_set: ShardSet, mode: str, day: str, ids: range) -> int:
     with shard_set.transaction(mode, lineage={"day": day}) as tx:
         write_day(tx.out, day, ids)
+    assert tx.version is not None  # committed
     return tx.version.version
 
 

@@ -194,14 +194,15 @@ def test_a_long_lived_shard_set_sees_what_other_writers_did(root: str, tmp_path:
 
 
 def test_latest_reads_the_hint_and_probes_one_past_it(s3_server) -> None:
-    from tests.s3 import object_gets
+    from testsupport.s3 import object_gets
 
     bucket = s3_server.new_bucket()
     shard_set = ShardSet(f"s3://{bucket}/set")
     for day in range(6):
         _commit(shard_set, "append", f"d{day}", range(5 * day, 5 * day + 5))
     since = s3_server.log_position()
-    assert shard_set.latest().version == 6
+    latest = shard_set.latest()
+    assert latest is not None and latest.version == 6
     requests = s3_server.requests(since)
     assert object_gets(requests, bucket) == {"set/_versions/head.json": 1, "set/_versions/00000006.json": 1}
     # The probe past it finds nothing; nothing lists the history.

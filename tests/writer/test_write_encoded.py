@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -51,7 +52,7 @@ def test_bulk_writes_give_the_per_sample_files(
     schema = Schema.from_columns(COLUMNS)
     encoded = [schema.encode(sample) for sample in samples]
     run = os.urandom(4).hex()
-    kwargs = dict(columns=COLUMNS, size_limit=size_limit, compression=compression, hashes=hashes)
+    kwargs: dict[str, Any] = dict(columns=COLUMNS, size_limit=size_limit, compression=compression, hashes=hashes)
     with MDSWriter(out=str(tmp_path / f"one-{run}"), **kwargs) as writer:
         for sample in samples:
             writer.write(sample)

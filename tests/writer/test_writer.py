@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,7 @@ from mds_core.errors import (
     MissingColumnError,
     OutputExistsError,
     ShardTooLargeError,
+    SizeError,
     UnknownEncodingError,
     WriterError,
 )
@@ -40,10 +42,18 @@ def test_sizes_parse_like_the_reference(text, value) -> None:
     assert bytes_to_int(text) == value
 
 
-@pytest.mark.parametrize("bad", ["64 megabytes", "mb", "-5", "1e3kb", True])
-def test_unparseable_sizes_raise(bad) -> None:
-    with pytest.raises(WriterError, match="size"):
+@pytest.mark.parametrize("bad", ["64 megabytes", "mb", "-5", "1e3kb", "", True])
+def test_unparseable_sizes_raise_size_error_naming_the_value(bad) -> None:
+    with pytest.raises(SizeError, match=re.escape(repr(bad))) as caught:
         bytes_to_int(bad)
+    assert isinstance(caught.value, ValueError) and not isinstance(caught.value, WriterError)  # the reference's type
+
+
+def test_an_unparseable_size_limit_is_a_writer_error_naming_the_argument(tmp_path: Path) -> None:
+    with pytest.raises(WriterError, match=r"^size_limit: Unsupported value/suffix 'bad': a size is bytes"):
+        MDSWriter(out=str(tmp_path / "out"), columns=COLUMNS, size_limit="bad")
+    with pytest.raises(WriterError, match=r"^size_limit: a size must be a number or a string like '64mb', got list$"):
+        parse_size_limit([64])  # type: ignore[arg-type]
 
 
 def test_size_limit_bounds() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import decimal
 import json
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -59,7 +60,8 @@ def _array(obj: dict[str, Any]) -> np.ndarray:
     return np.frombuffer(base64.b64decode(obj["b64"]), np.dtype(obj["dtype"]).newbyteorder("<"))
 
 
-_SIMPLE = {
+# Each decoder takes the tagged object; typed so that untag() calls a typed function.
+_SIMPLE: dict[str, Callable[[dict[str, Any]], Any]] = {
     "int": lambda o: int(o["v"]),
     "float": lambda o: float(o["v"]),
     "bool": lambda o: o["v"],

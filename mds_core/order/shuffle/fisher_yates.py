@@ -29,9 +29,11 @@ from mds_core.order.shuffle.spans import concat_ranges
 class NativeShuffle(Protocol):
     """The C extension ``_fisher_yates`` (its stub says what each function does)."""
 
-    def shuffle(self, capsule: object, array: NDArray[np.integer[Any]], /) -> None: ...
+    def shuffle(self, capsule: object, array: NDArray[np.integer[Any]], /) -> None:
+        """Shuffle ``array`` in place with the generator in ``capsule``."""
 
-    def skip(self, capsule: object, n: int, /) -> None: ...
+    def skip(self, capsule: object, n: int, /) -> None:
+        """Advance the generator in ``capsule`` by ``n`` draws."""
 
     def pack_uniform_keys(
         self,
@@ -43,9 +45,11 @@ class NativeShuffle(Protocol):
         scale: float,
         index_bits: int,
         /,
-    ) -> int | None: ...
+    ) -> int | None:
+        """Fill ``packed`` with uniform random keys in ``[low, high)``, each packed with its index."""
 
-    def unpack_sorted_keys(self, packed: NDArray[np.uint64], index_bits: int, /) -> list[int]: ...
+    def unpack_sorted_keys(self, packed: NDArray[np.uint64], index_bits: int, /) -> list[int]:
+        """The indices packed in the low ``index_bits`` bits of sorted keys."""
 
 
 def _load_native() -> NativeShuffle | None:
@@ -151,11 +155,13 @@ class UnitShuffler:
             self._pending.append(self._pool.submit(work))
 
     def wait(self) -> None:
+        """Wait for the shuffles submitted so far, raising the first one's error."""
         pending, self._pending = self._pending, []
         for future in pending:
             future.result()
 
     def close(self) -> None:
+        """Wait for the pending shuffles and stop the thread pool."""
         self.wait()
         if self._pool is not None:
             self._pool.shutdown()

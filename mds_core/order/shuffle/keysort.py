@@ -97,8 +97,10 @@ def _collision_slots(packed: NDArray[np.uint64], index_bits: int) -> NDArray[np.
 
 
 def _resolve_collisions(packed: NDArray[np.uint64], keys_at: KeysAt, index_bits: int) -> NDArray[np.int64] | None:
-    """The indices of the sorted ``packed``, with runs of equal fixed-point keys ordered by full key;
-    ``None`` if two keys are exactly equal."""
+    """The indices of the sorted ``packed``, with runs of equal fixed-point keys ordered by full key.
+
+    ``None`` if two keys are exactly equal.
+    """
     if native is not None and packed.flags.c_contiguous:
         same = np.array(native.unpack_sorted_keys(packed, index_bits), np.int64)
     else:

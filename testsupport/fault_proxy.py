@@ -1,9 +1,10 @@
-"""A real S3-compatible server for the tests (moto in its own process) and a fault-injecting proxy.
+"""A fault-injecting HTTP proxy in a thread of the test process, and the environment helpers around it.
 
-``MotoServer`` runs ``python -m moto.server`` on a free loopback port and reads its access log,
-so tests can count the requests each object received. ``FaultProxy`` is a small HTTP proxy put
-between a client and the server; it can drop connections, delay, answer 500/503 or truncate
-bodies for requests that match a rule.
+``FaultProxy`` sits between a client and a loopback server (moto, fake-gcs-server, Azurite, the Files
+API server); it can drop connections, delay, answer 500/503 or truncate bodies for requests that match
+a rule. It also counts what passes: ``requests`` holds every request as it arrives, ``forwarded`` every
+request the server answered, with its status, recorded before the client receives the answer, so a
+count read after a client call returns is complete (no sleep, no server log to wait for).
 """
 
 from __future__ import annotations
@@ -14,18 +15,13 @@ import os
 import random
 import re
 import socket
-import subprocess
-import sys
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
-
-_LOG_LINE = re.compile(r'"(?P<method>[A-Z]+) (?P<path>\S+) HTTP/[\d.]+" (?P<status>\d{3})')
+from urllib.parse import unquote
 
 
 def free_port() -> int:
@@ -34,96 +30,36 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Request:
+    """One request a server answered, as a server's access log prints it."""
+
     method: str
-    path: str  # /bucket/key, without the query string
-    query: str
+    path: str  # /bucket/key, percent-decoded, without the query string
+    query: str  # percent-decoded: "list-type=2&prefix=set/_versions/"
     status: int
 
-
-class MotoServer:
-    """``moto.server`` in a subprocess on 127.0.0.1; its stderr is the request log."""
-
-    def __init__(self, log_dir: Path) -> None:
-        self.port = free_port()
-        self.endpoint = f"http://127.0.0.1:{self.port}"
-        self.log_path = log_dir / "moto.log"
-        self._log = open(self.log_path, "wb")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-        )
-        self._wait_until_up()
-
-    def _wait_until_up(self) -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"moto server exited: {self.log_path.read_text()}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError("moto server did not start within 60 s")
-
-    def new_bucket(self) -> str:
-        """A fresh, empty bucket, so tests never see each other's objects."""
-        import boto3
-
-        name = f"t-{uuid.uuid4().hex[:16]}"
-        boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1").create_bucket(Bucket=name)
-        return name
-
-    def log_position(self) -> int:
-        self._log.flush()
-        return self.log_path.stat().st_size
-
-    def requests(self, since: int = 0) -> list[Request]:
-        """Requests the server logged after byte ``since`` of its log."""
-        time.sleep(0.2)  # the server writes a line after it has sent the response
-        with open(self.log_path, "rb") as log:
-            log.seek(since)
-            text = log.read().decode(errors="replace")
-        found = []
-        for match in _LOG_LINE.finditer(text):
-            path, _, query = match["path"].partition("?")
-            found.append(Request(match["method"], path, query, int(match["status"])))
-        return found
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-        self._log.close()
-
-
-def object_gets(requests: list[Request], bucket: str) -> dict[str, int]:
-    """How many GETs each object key received (listings and bucket-level calls left out)."""
-    counts: dict[str, int] = {}
-    for request in requests:
-        if request.method == "GET" and request.path.startswith(f"/{bucket}/") and "list-type" not in request.query:
-            key = request.path[len(bucket) + 2 :]
-            if key:
-                counts[key] = counts.get(key, 0) + 1
-    return counts
+    @classmethod
+    def answered(cls, method: str, target: str, status: int) -> Request:
+        """The request for ``target`` (path and query, as sent) that got ``status``."""
+        path, _, query = target.partition("?")
+        return cls(method, unquote(path), unquote(query), status)
 
 
 @dataclass
 class Fault:
     """What to do to the next ``times`` requests whose method and path match."""
 
-    action: str  # "drop", "delay", "status", "truncate"; "lose": forwarded, then the reply is dropped
+    # "drop", "delay", "status", "truncate"; "lose": forwarded, then the reply is dropped; "hold": forwarded
+    # once the test sets ``release`` (or after ``value`` seconds), so a test knows the request is still held
+    action: str
     path: str = ""  # a regular expression searched in "/bucket/key"
     method: str = "GET"
     times: int = 1
     value: float = 0  # seconds for "delay", the status code for "status", bytes kept for "truncate"
     hits: int = field(default=0)
     body: str = ""  # a regular expression searched in the request body too (GCS uploads name the object there)
+    release: threading.Event = field(default_factory=threading.Event)  # ends a "hold"
 
 
 @dataclass
@@ -170,6 +106,7 @@ class FaultProxy:
         self.faults: list[Fault] = []
         self.random: RandomFaults | None = None  # consulted when no rule in ``faults`` matches
         self.requests: list[tuple[str, str]] = []  # (method, path and query) of every request received
+        self.forwarded: list[Request] = []  # every request the upstream answered, before its answer goes on
         self.arrivals: list[float] = []  # time.monotonic() when each of ``requests`` arrived
         self.lock = threading.Lock()
         self.rate: float | None = None  # bytes/s over all responses together, like one node's link
@@ -183,7 +120,7 @@ class FaultProxy:
                 pass
 
             def _handle(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                body = self._read_body()
                 with proxy.lock:
                     proxy.requests.append((self.command, self.path))
                     proxy.arrivals.append(time.monotonic())
@@ -194,6 +131,8 @@ class FaultProxy:
                     return
                 if fault is not None and fault.action == "delay":
                     time.sleep(fault.value)
+                if fault is not None and fault.action == "hold":
+                    fault.release.wait(fault.value)
                 if fault is not None and fault.action == "status":
                     self._reply(
                         int(fault.value),
@@ -211,6 +150,18 @@ class FaultProxy:
                     self.close_connection = True
                     return
                 self._reply(status, headers, payload)
+
+            def _read_body(self) -> bytes:
+                """The request's body, sent with a ``Content-Length`` or chunked; it is forwarded with a length."""
+                if self.headers.get("Transfer-Encoding", "").lower() != "chunked":
+                    return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                chunks = []
+                while size := int(self.rfile.readline().split(b";")[0], 16):
+                    chunks.append(self.rfile.read(size))
+                    self.rfile.readline()  # the CRLF after each chunk
+                while self.rfile.readline() not in (b"\r\n", b"\n", b""):  # trailers, up to the empty line
+                    pass
+                return b"".join(chunks)
 
             def _reply(self, status: int, headers: dict, payload: bytes, length: int | None = None) -> None:
                 if self.command == "HEAD" and length is None:  # a HEAD's length is the object's, not the body's
@@ -270,29 +221,23 @@ class FaultProxy:
         return None
 
     def forward(self, method: str, path: str, headers: dict, body: bytes) -> tuple[int, dict, bytes]:
+        """The upstream's answer to the request, recorded in ``forwarded`` before the caller passes it on."""
         conn = http.client.HTTPConnection(self.upstream, timeout=60)
         try:
-            headers = {k: v for k, v in headers.items() if k.lower() not in ("connection", "keep-alive")}
+            hop_by_hop = ("connection", "keep-alive", "transfer-encoding")  # the body goes on with a length
+            headers = {k: v for k, v in headers.items() if k.lower() not in hop_by_hop}
             conn.request(method, path, body=body or None, headers=headers)
             response = conn.getresponse()
-            return response.status, dict(response.getheaders()), response.read()
+            status, answer_headers, payload = response.status, dict(response.getheaders()), response.read()
         finally:
             conn.close()
+        with self.lock:
+            self.forwarded.append(Request.answered(method, path, status))
+        return status, answer_headers, payload
 
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
-
-
-def s3_env(endpoint: str) -> dict[str, str]:
-    """Environment for clients of the test server (subprocesses included)."""
-    return {
-        "S3_ENDPOINT_URL": endpoint,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_EC2_METADATA_DISABLED": "true",
-    }
 
 
 def apply_env(env: dict[str, str]) -> dict[str, str | None]:

@@ -22,7 +22,7 @@ wrong one 403 with the error code ``"403"`` (the service's own answer to a bad t
 429 with ``Retry-After`` (what the SDK's own retry loop retries). ``requests`` logs ``(method, path and
 query)`` of every request.
 
-The interface matches ``tests/emulators.py``: ``new_root()``, ``env(endpoint)``, ``object_gets``,
+The interface matches ``testsupport/emulators.py``: ``new_root()``, ``env(endpoint)``, ``object_gets``,
 ``upload_fault``, ``download_fault``, so the GCS/Azure test matrix runs on it unchanged.
 """
 
@@ -38,7 +38,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from tests.s3 import Fault, free_port
+from testsupport.fault_proxy import Fault, free_port
 
 FILES, DIRECTORIES = "/api/2.0/fs/files", "/api/2.0/fs/directories"
 TOKEN = "dapi-loopback-test-token"
@@ -86,7 +86,7 @@ class FilesApiServer:
 
             def _body(self) -> bytes:
                 if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-                    parts = []
+                    parts: list[bytes] = []
                     while True:
                         size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
                         if size == 0:
@@ -141,7 +141,8 @@ class FilesApiServer:
     @staticmethod
     def object_gets(requests: list[tuple[str, str]], root: str) -> dict[str, int]:
         """GETs of each file's bytes under ``root`` (a ``dbfs:`` URL), keyed by the path below it."""
-        prefix, counts = f"{FILES}{root.split(':', 1)[1].rstrip('/')}/", {}
+        prefix = f"{FILES}{root.split(':', 1)[1].rstrip('/')}/"
+        counts: dict[str, int] = {}
         for method, target in requests:
             path = unquote(urlsplit(target).path)
             if method == "GET" and path.startswith(prefix):

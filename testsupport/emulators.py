@@ -4,12 +4,12 @@
   which bundles its binary. It honours the ``ifGenerationMatch=0`` precondition that version commits
   rely on (``gcp-storage-emulator``, the pure-Python one, ignores it and overwrites).
 * Azure: Azurite (Node.js), installed from npm into ``.cache/azurite-<version>`` on first use
-  (``make test`` does it beforehand with ``python -m tests.emulators install``), with its well-known
+  (``make test`` does it beforehand with ``python -m testsupport.emulators install``), with its well-known
   development account.
 
 Each server has ``new_root()`` (a fresh bucket or container, as a URL), ``env(endpoint)`` (the
 environment that points clients, subprocesses included, at ``endpoint``: the server or a
-``tests.s3.FaultProxy`` in front of it), ``object_gets(requests, root)`` (GETs of object bodies
+``testsupport.fault_proxy.FaultProxy`` in front of it), ``object_gets(requests, root)`` (GETs of object bodies
 per key, from a proxy's request log), and ``upload_fault``/``download_fault``: a proxy ``Fault`` for
 the request that uploads an object, or fetches its bytes, whose key matches a regular expression.
 """
@@ -28,7 +28,7 @@ import uuid
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from tests.s3 import Fault, free_port
+from testsupport.fault_proxy import Fault, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 AZURITE_VERSION = "3.37.0"
@@ -74,6 +74,7 @@ def install_azurite() -> Path:
 class _Server:
     name = ""
     scheme = ""
+    port: int  # each emulator picks a free one before it starts
 
     def _start(self, command: list[str], log_dir: Path, ready: str) -> None:  # in log_dir, which it may write
         self.endpoint = f"http://127.0.0.1:{self.port}"
@@ -158,7 +159,8 @@ class FakeGCS(_Server):
 
     @staticmethod
     def object_gets(requests: list[tuple[str, str]], root: str) -> dict[str, int]:
-        bucket, counts = root.split("://", 1)[1], {}
+        bucket = root.split("://", 1)[1]
+        counts: dict[str, int] = {}
         for method, target in requests:
             url = urlsplit(target)
             if method != "GET" or "media" not in parse_qs(url.query).get("alt", []):
@@ -220,7 +222,8 @@ class Azurite(_Server):
 
     @staticmethod
     def object_gets(requests: list[tuple[str, str]], root: str) -> dict[str, int]:
-        prefix, counts = f"/{DEV_ACCOUNT}/{root.split('://', 1)[1]}/", {}
+        prefix = f"/{DEV_ACCOUNT}/{root.split('://', 1)[1]}/"
+        counts: dict[str, int] = {}
         for method, target in requests:
             url = urlsplit(target)
             query = parse_qs(url.query)
@@ -230,7 +233,7 @@ class Azurite(_Server):
         return counts
 
 
-if __name__ == "__main__":  # python -m tests.emulators install
+if __name__ == "__main__":  # python -m testsupport.emulators install
     if sys.argv[1:] != ["install"]:
-        sys.exit("usage: python -m tests.emulators install")
+        sys.exit("usage: python -m testsupport.emulators install")
     print(f"azurite {AZURITE_VERSION}: {install_azurite()}")

@@ -171,7 +171,8 @@ class StandaloneCluster:
             for process in self.processes:
                 if process.poll() is not None:
                     raise RuntimeError(
-                        f"a Spark daemon exited ({process.args}); logs in {self.root / 'logs'}:\n" + self.logs()[-4000:]
+                        f"a Spark daemon exited ({process.args!r}); logs in {self.root / 'logs'}:\n"
+                        + self.logs()[-4000:]
                     )
             try:
                 if self.state().get("aliveworkers", 0) >= count:

@@ -143,6 +143,7 @@ def _close_clients() -> None:
     its session when Python exits, and retries that for minutes against a server that is gone."""
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-    for session in {ConnectSession.getActiveSession(), ConnectSession._get_default_session()} - {None}:
+    candidates = (ConnectSession.getActiveSession(), ConnectSession._get_default_session())
+    for session in {session for session in candidates if session is not None}:  # often one session, twice
         session.client.close()  # no call to the server; stop() then skips the release too
         session.stop()
