@@ -46,6 +46,7 @@ servers; the reference and litdata run in ``benchmarks/.venv``)::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import pickle
 import shutil
@@ -87,10 +88,8 @@ def import_family(family: str) -> None:
 
         from mds_core import StreamingDataLoader, StreamingDataset  # noqa: F401
 
-        try:
+        with contextlib.suppress(ImportError):
             import gcsfs  # noqa: F401
-        except ImportError:
-            pass
     elif family == "ref":
         import boto3
         import streaming  # noqa: F401
@@ -98,10 +97,8 @@ def import_family(family: str) -> None:
         import boto3  # noqa: F401
         import litdata  # noqa: F401
 
-        try:
+        with contextlib.suppress(ImportError):
             import obstore  # noqa: F401
-        except ImportError:
-            pass
 
 
 def open_dataset(spec: dict[str, Any], local: str) -> Any:

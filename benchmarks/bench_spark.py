@@ -65,6 +65,7 @@ about an hour on 2 cores; ~15 GB free disk at the peak)::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -326,10 +327,8 @@ def disk_usage(root: Path) -> int:
     total = 0
     for directory, _, files in os.walk(root):
         for name in files:
-            try:
+            with contextlib.suppress(OSError):  # removed while we looked
                 total += os.lstat(os.path.join(directory, name)).st_blocks * 512
-            except OSError:
-                pass  # removed while we looked
     return total
 
 

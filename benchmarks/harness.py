@@ -20,6 +20,7 @@ smallest and largest per-repetition ratio, pairing repetitions in the order they
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import json
 import os
@@ -48,10 +49,8 @@ def proc_status_kb(field: str) -> int:
 
 def reset_peak_rss() -> None:
     """Reset VmHWM (Linux >= 4.0), so the peak measured covers the timed section only."""
-    try:
+    with contextlib.suppress(OSError):  # then VmHWM also covers what ran before
         Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pass  # then VmHWM also covers what ran before
 
 
 def children_cpu_seconds() -> float:
@@ -357,10 +356,8 @@ class Bench:
 def unlink_shm(prefix: str, before: set[str]) -> None:
     for name in os.listdir("/dev/shm"):
         if name.startswith(prefix) and name not in before:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(os.path.join("/dev/shm", name))
-            except OSError:
-                pass
 
 
 def clean_reference_shm() -> None:

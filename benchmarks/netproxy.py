@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -193,10 +194,8 @@ class Proxy:
             asyncio.ensure_future(self._uplink(reader, up_writer, framer_up, framer_down, pending, opened + handshake)),
             asyncio.ensure_future(self._downlink(up_reader, writer, framer_down, pending)),
         ]
-        try:
+        with contextlib.suppress(asyncio.CancelledError):  # the proxy is stopping
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:  # the proxy is stopping
-            pass
         for task in tasks:
             task.cancel()
         for stream in (writer, up_writer):

@@ -19,6 +19,7 @@ on its command line; no secret belongs in them.)
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -61,8 +62,8 @@ def pass_on(stream: IO[bytes], fd: int = 2) -> None:
     for line in iter(stream.readline, b""):
         if line.rstrip(b"\r\n") == INCUBATOR_NOTICE:
             continue
-        try:
+        with contextlib.suppress(
+            OSError
+        ):  # our stderr is gone; keep draining, or the JVM would block once the pipe is full
             os.write(fd, line)
-        except OSError:
-            pass  # our stderr is gone; keep draining, or the JVM would block once the pipe is full
     stream.close()

@@ -19,6 +19,7 @@ this project is not processed there; ``package_zip`` zips ``mds_core`` for ``spa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -203,14 +204,10 @@ class StandaloneCluster:
             except ProcessLookupError:
                 continue
         for process in reversed(self.processes):
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                pass
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)  # whatever is left of the group: executors, Python workers
-            except ProcessLookupError:
-                pass
         self.processes = []
 
 

@@ -13,6 +13,7 @@ and its Python workers inherit ``S3_ENDPOINT_URL`` and the credentials.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -117,10 +118,8 @@ class ConnectServer:
                 os.killpg(self.process.pid, signal.SIGTERM)
                 self.process.wait(timeout=30)
             except (ProcessLookupError, subprocess.TimeoutExpired):
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.process.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
                 self.process.wait()
 
 
@@ -128,10 +127,8 @@ class ConnectServer:
 def spark_connect_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     """One Spark Connect server for the test session (per xdist worker), stopped at its end."""
     pytest.importorskip("pyspark.sql.connect.session", reason="Spark Connect needs the 'connect' extra")
-    try:
+    with contextlib.suppress(pytest.FixtureLookupError):
         request.getfixturevalue("s3_server")
-    except pytest.FixtureLookupError:
-        pass
     server = ConnectServer(tmp_path_factory.mktemp("spark-connect"))
     yield server
     _close_clients()

@@ -19,6 +19,7 @@ Only public DataFrame and ``spark.conf`` calls are used, so this works with clas
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import socket
@@ -145,13 +146,9 @@ def _look(probe: str, token: str, batches: Iterator[Any]) -> Iterator[Any]:
 
 
 def _remove_probe(probe: str, probe_dir: str, had_probe_dir: bool, path: str, created: bool) -> None:
-    try:
+    with contextlib.suppress(OSError):
         os.unlink(probe)
-    except OSError:
-        pass
     for directory, keep in ((probe_dir, had_probe_dir), (path, not created)):
         if not keep:
-            try:
+            with contextlib.suppress(OSError):  # not empty: someone else's files
                 os.rmdir(directory)
-            except OSError:
-                pass  # not empty: someone else's files

@@ -8,6 +8,7 @@ and retried or speculative attempts leave no orphans. Works for local paths and 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -115,10 +116,8 @@ class Target:
             return
         shutil.rmtree(staging, ignore_errors=True)
         kill_point(f"removed the staging tree {os.path.basename(staging)}")
-        try:
+        with contextlib.suppress(OSError):  # another run's staging is still there
             os.rmdir(os.path.dirname(staging))
-        except OSError:
-            pass  # another run's staging is still there
 
     def local_result(self, keep_local: bool) -> str:
         """The reference's first return value: the local directory (removed unless ``keep_local``)."""

@@ -13,6 +13,7 @@ a truncated file under a final name, and ``index.json`` is published last.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -120,10 +121,8 @@ class LocalOutput:
     def abort(self) -> None:
         """Remove what this writer wrote, so a failed run leaves no half-dataset behind."""
         for basename in self._written:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(os.path.join(self.location, basename))
-            except FileNotFoundError:
-                pass
         self._written.clear()
 
 
@@ -205,10 +204,8 @@ class RemoteOutput:
         """Stop uploading; remove what was uploaded and the staging files. No index is published."""
         self._pool.shutdown(wait=True, cancel_futures=True)
         for basename in self._uploaded:
-            try:
+            with contextlib.suppress(MDSError):  # best effort: without an index.json the files are not a dataset anyway
                 self.store.delete(basename)
-            except MDSError:
-                pass  # best effort: without an index.json the files are not a dataset anyway
         self._local.abort()
         if self._staging_is_temporary or not self.keep_local:
             shutil.rmtree(self._local.location, ignore_errors=True)

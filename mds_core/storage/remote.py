@@ -10,6 +10,7 @@ never leaves a partial file.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shutil
@@ -115,10 +116,8 @@ class RemoteStore:
                 if self._fs is not None and self.kind.reopen_options is not None:  # in a forked child
                     options = {**self.kind.reopen_options(self._fs), **options}
                 fs, self.path = self.kind.open(self.url, self.timeout, options)
-                try:
+                with contextlib.suppress(TypeError):  # not weak-referenceable: not a client that needs guarding
                     _OPENED[id(fs)] = fs
-                except TypeError:  # not weak-referenceable: not a client that needs guarding
-                    pass
                 self._fs, self._pid = fs, os.getpid()
         return self._fs, self.path
 
@@ -229,10 +228,8 @@ class RemoteStore:
         path = self._written(rel)
 
         def attempt() -> None:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 self.fs.rm_file(path)
-            except FileNotFoundError:
-                pass
 
         self._retrying(f"delete of {self.url_of(rel)}", attempt)
         kill_point(f"deleted {rel}")
@@ -242,10 +239,8 @@ class RemoteStore:
         path = self._written(rel)
 
         def attempt() -> None:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 self.fs.rm(path, recursive=True)
-            except FileNotFoundError:
-                pass
 
         self._retrying(f"delete of {self.url_of(rel)}", attempt)
         kill_point(f"deleted the tree {rel}")

@@ -257,10 +257,8 @@ class ShardCache:
         self.stats.record_eviction()
         shard = self.shards[shard_id]
         for info in shard.files:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(inside(self.root, info.basename))
-            except FileNotFoundError:
-                pass
             kill_point(f"evicted {info.basename}")
 
     # ---------------------------------------------------------------------------------------------

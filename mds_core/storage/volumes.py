@@ -27,6 +27,7 @@ deletes and moves. Each method is one documented Files API request (``/api/2.0/f
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import io
 import shutil
@@ -153,10 +154,8 @@ class VolumesFileSystem(AbstractFileSystem):  # type: ignore[misc]
         try:
             pending = [(path, self._entries(path), 1)]
         except FileNotFoundError:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 found[path] = self.info(path)
-            except FileNotFoundError:
-                pass
             pending = []
         while pending:
             _, entries, depth = pending.pop()
@@ -267,10 +266,8 @@ class VolumesFileSystem(AbstractFileSystem):  # type: ignore[misc]
         if path.count("/") > 4:  # /Volumes/<catalog>/<schema>/<volume>/<directory>...
             directories.append(path)
         for name in sorted(directories, key=lambda d: d.count("/"), reverse=True):
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 self._call(name, self.files.delete_directory, name)
-            except FileNotFoundError:
-                pass
 
     def _is_directory(self, path: str) -> bool:
         try:

@@ -10,6 +10,7 @@ every shard comes up.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass, field
@@ -215,10 +216,8 @@ def fetch_sample(
 def _remove_files(local: str, shard: ShardInfo) -> None:
     for info in (shard.raw_data, shard.zip_data):
         if info is not None:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(os.path.join(local, info.basename))
-            except FileNotFoundError:
-                pass
 
 
 def write_subset_index(shards: list[ShardInfo], local: str) -> None:

@@ -149,7 +149,7 @@ def freeze_inherited_heap(checked_in_pid: int | None = None) -> int:
     """
     pid = os.getpid()
     torch_data = sys.modules.get("torch.utils.data")
-    if checked_in_pid != pid and torch_data is not None and torch_data.get_worker_info() is not None:
-        if gc.get_freeze_count() == 0:
-            gc.freeze()
+    in_a_worker = checked_in_pid != pid and torch_data is not None and torch_data.get_worker_info() is not None
+    if in_a_worker and gc.get_freeze_count() == 0:
+        gc.freeze()
     return pid

@@ -8,6 +8,7 @@ background.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -84,10 +85,8 @@ class ShardFinisher:
     def close(self, discard: bool = False) -> None:
         """Wait for the last shard (or drop it with ``discard``) and stop the threads."""
         if discard and self._pending is not None:
-            try:
+            with contextlib.suppress(BaseException):  # the error being reported is the caller's
                 self._pending.result()
-            except BaseException:
-                pass  # the error being reported is the caller's
             self._pending = None
         self._executor.shutdown(wait=True, cancel_futures=discard)
         if self._progress is not None:

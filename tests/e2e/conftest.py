@@ -8,6 +8,7 @@ copy's .dagster_home/, not the checkout's."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -174,10 +175,8 @@ def stop(process: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=10)
-    try:  # children that outlived their parent
+    with contextlib.suppress(ProcessLookupError):  # children that outlived their parent
         os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 @pytest.fixture

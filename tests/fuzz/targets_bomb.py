@@ -13,6 +13,7 @@ scratch folder holds nothing else afterwards, and the sentinel folder beside it 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
@@ -162,10 +163,8 @@ class BombTarget:
         except CompressionError:
             in_memory = None
         counted = _Counting()
-        try:
+        with contextlib.suppress(CompressionError):
             codec.decompress_file(io.BytesIO(data), counted, declared)
-        except CompressionError:
-            pass
         if counted.total > declared or (in_memory is not None and len(in_memory) > declared):
             raise PropertyFailure(f"{family} inflated past the limit", f"{where}: handed on {counted.total} bytes")
         if inflated is not None and (in_memory is not None) != (inflated <= declared):

@@ -16,6 +16,7 @@ put back if they changed; a failure is named by the kind of entry that appeared 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -251,10 +252,8 @@ def _cached_files(remote: str, shards: list[Any]) -> dict[str, bytes]:
 
 
 def _attempt(call: Any, *args: Any) -> None:
-    try:
+    with contextlib.suppress(MDSError):
         call(*args)
-    except MDSError:
-        pass
 
 
 def _put_back(path: str, data: bytes) -> None:

@@ -10,6 +10,7 @@ independent of each other.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -169,10 +170,8 @@ def _use(dataset: Any, num_samples: int, picks: list[int], iterate: bool) -> Non
 
 def _attempt(call: Callable[..., Any], *args: Any) -> None:
     """Run ``call``; an ``MDSError`` is an expected outcome, so the next read is tried too."""
-    try:
+    with contextlib.suppress(MDSError):
         call(*args)
-    except MDSError:
-        pass
 
 
 def _damage_counts(rng: random.Random, index: Any) -> Any:

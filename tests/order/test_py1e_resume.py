@@ -108,7 +108,7 @@ def test_a_tie_found_after_the_tail_is_announced_keeps_its_shuffles(monkeypatch:
 
     def sort_then_find_a_tie(*args, **kwargs):
         sort_packed_tail(*args, **kwargs)
-        return None
+        return
 
     monkeypatch.setattr(py1e, "sort_packed_tail", sort_then_find_a_tie)
     got = get_shuffle("py1e", sizes, 1, 8, 2, 200_000, starts=[150_000])

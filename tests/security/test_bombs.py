@@ -14,6 +14,7 @@ dataset before shard 0 was replaced.
 from __future__ import annotations
 
 import bz2
+import contextlib
 import functools
 import gzip
 import json
@@ -174,10 +175,8 @@ class _LargestFile:
                     for name in names:
                         if name.endswith(self.skip):
                             continue
-                        try:
+                        with contextlib.suppress(OSError):  # renamed or removed meanwhile
                             self.peak = max(self.peak, os.stat(os.path.join(parent, name)).st_size)
-                        except OSError:
-                            pass  # renamed or removed meanwhile
 
     def stop(self) -> None:
         self._stop.set()

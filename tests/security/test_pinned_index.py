@@ -14,10 +14,9 @@ from mds_core.versions import ShardSet
 
 
 def _commit(shard_set: ShardSet, ids: range) -> None:
-    with shard_set.transaction("overwrite") as tx:
-        with MDSWriter(out=tx.out, columns={"x": "int"}) as writer:
-            for i in ids:
-                writer.write({"x": i})
+    with shard_set.transaction("overwrite") as tx, MDSWriter(out=tx.out, columns={"x": "int"}) as writer:
+        for i in ids:
+            writer.write({"x": i})
 
 
 def _read(root: str, cache: Path, jobs: Path) -> list[int]:

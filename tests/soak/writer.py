@@ -34,13 +34,15 @@ def main() -> None:
     next_id = FIRST_WRITER_ID
     while not stop.exists():
         try:
-            with shard_set.transaction("append") as tx:
-                with MDSWriter(
+            with (
+                shard_set.transaction("append") as tx,
+                MDSWriter(
                     out=tx.out, columns=COLUMNS, size_limit=config["shard_bytes"], retry=config["retry"]
-                ) as writer:
-                    for _ in range(config["samples_per_commit"]):
-                        writer.write({"id": next_id, "payload": rng.bytes(config["sample_bytes"])})
-                        next_id += 1
+                ) as writer,
+            ):
+                for _ in range(config["samples_per_commit"]):
+                    writer.write({"id": next_id, "payload": rng.bytes(config["sample_bytes"])})
+                    next_id += 1
             status["commits"] += 1
             status["last_version"] = tx.version.version if tx.version else None
         except Exception:  # counted and reported: the soak fails on any writer error

@@ -22,6 +22,7 @@ it otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from typing import Any
@@ -96,10 +97,10 @@ class _Sessions:
 
 @pytest.fixture(scope="session")
 def _spark_sessions(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
-    try:
+    with contextlib.suppress(
+        pytest.FixtureLookupError
+    ):  # no S3 server in this suite: the S3 test is not collected either
         request.getfixturevalue("s3_server")
-    except pytest.FixtureLookupError:
-        pass  # no S3 server in this suite: the S3 test is not collected either
     sessions = _Sessions(request, tmp_path_factory.mktemp("spark"))
     yield sessions
     sessions.stop()

@@ -5,6 +5,7 @@ Faults come from ``testsupport.fault_proxy.FaultProxy`` between the client and t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -61,10 +62,8 @@ def _shard_bytes_in(directory: Path) -> int:
     total = 0
     for entry in os.scandir(directory):
         if entry.name.startswith("shard."):
-            try:
+            with contextlib.suppress(FileNotFoundError):  # evicted while we looked
                 total += entry.stat().st_size
-            except FileNotFoundError:
-                pass  # evicted while we looked
     return total
 
 

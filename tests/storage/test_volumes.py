@@ -209,10 +209,9 @@ def test_vacuum_ages_files_by_their_modification_time(volumes_server, monkeypatc
     root = f"{volumes_server.new_root()}/set"
     shard_set = ShardSet(root)
     for rows in (range(10), range(10, 20)):
-        with shard_set.transaction("overwrite") as tx:
-            with MDSWriter(out=tx.out, columns={"id": "int"}) as writer:
-                for i in rows:
-                    writer.write({"id": i})
+        with shard_set.transaction("overwrite") as tx, MDSWriter(out=tx.out, columns={"id": "int"}) as writer:
+            for i in rows:
+                writer.write({"id": i})
     abandoned = shard_set.transaction("append")
     shard_set.store.write_bytes(f"data/{abandoned.id}/shard.00000.mds", b"partial")
     assert shard_set.vacuum(keep_last=1, grace=dt.timedelta(hours=1)).removed_versions == [1]

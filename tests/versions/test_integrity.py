@@ -14,10 +14,9 @@ from tests.versions.conftest import refusing_to_write
 
 
 def _commit(shard_set: ShardSet, mode: str, columns: dict[str, str], ids: range, **kwargs):
-    with shard_set.transaction(mode, **kwargs) as tx:
-        with MDSWriter(out=tx.out, columns=columns) as writer:
-            for i in ids:
-                writer.write({name: (i if encoding == "int" else str(i)) for name, encoding in columns.items()})
+    with shard_set.transaction(mode, **kwargs) as tx, MDSWriter(out=tx.out, columns=columns) as writer:
+        for i in ids:
+            writer.write({name: (i if encoding == "int" else str(i)) for name, encoding in columns.items()})
     return tx
 
 

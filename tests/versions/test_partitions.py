@@ -85,9 +85,8 @@ def test_an_append_refuses_a_day_it_has_already(root: str) -> None:
     write_day(tx.partition_out("d2"), "d2", range(50, 55))
     write_day(tx.partition_out("d3"), "d3", range(60, 65))
     message = rf"{root}: version 1 already has partition\(s\) \['d2'\].*mode='replace'"
-    with pytest.raises(PartitionExistsError, match=message):
-        with tx:
-            pass
+    with pytest.raises(PartitionExistsError, match=message), tx:
+        pass
     assert [v.version for v in shard_set.versions()] == [1]
     again = shard_set.commit(tx.id, "replace")  # kept: committed by id, its partitions found in its folder
     assert (again.version, again.rows, sorted(again.partitions)) == (2, 20, ["d1", "d2", "d3"])
@@ -198,12 +197,14 @@ def test_two_writers_on_the_published_base_one_wins_and_the_other_retries_on_it(
     write_day(second.out, "b", range(200, 205))
     with first:
         pass
-    with pytest.raises(
-        VersionConflictError,
-        match=rf"version 3 was committed by another writer first.*"
-        rf"ShardSet.commit\('{second.id}', 'append', parent=1, seen=3\)",
+    with (
+        pytest.raises(
+            VersionConflictError,
+            match=rf"version 3 was committed by another writer first.*"
+            rf"ShardSet.commit\('{second.id}', 'append', parent=1, seen=3\)",
+        ),
+        second,
     ):
-        with second:
-            pass
+        pass
     again = shard_set.commit(second.id, "append", parent=1, seen=3)
     assert (again.version, again.parent, again.rows) == (4, 1, 15)

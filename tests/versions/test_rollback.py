@@ -23,10 +23,9 @@ def root(request, tmp_path: Path) -> str:
 
 
 def _commit(shard_set: ShardSet, ids: range, **kwargs) -> int:
-    with shard_set.transaction("append", **kwargs) as tx:
-        with MDSWriter(out=tx.out, columns={"id": "int"}) as writer:
-            for i in ids:
-                writer.write({"id": i})
+    with shard_set.transaction("append", **kwargs) as tx, MDSWriter(out=tx.out, columns={"id": "int"}) as writer:
+        for i in ids:
+            writer.write({"id": i})
     assert tx.version is not None  # committed
     return tx.version.version
 

@@ -71,9 +71,8 @@ def test_two_writers_from_the_same_version_exactly_one_wins(root: str, tmp_path:
     write_day(second.out, "d3", range(20, 30))
     with first:
         pass
-    with pytest.raises(VersionConflictError, match="version 2 was committed by another writer first"):
-        with second:
-            pass
+    with pytest.raises(VersionConflictError, match="version 2 was committed by another writer first"), second:
+        pass
     assert [v.version for v in shard_set.versions()] == [1, 2] and _read(root, tmp_path) == list(range(20))
     again = shard_set.commit(second.id, "append")  # nothing was lost: its shards commit on top of the winner
     assert again.version == 3 and _read(root, tmp_path, version=3) == list(range(30))
