@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.soak.report import Flatness
 from tests.soak.soak import SoakConfig, run_soak
 
 SHORT = SoakConfig(
@@ -24,10 +25,17 @@ SHORT = SoakConfig(
     probe_interval=0.5,
 )
 
+# Two judged epochs of about 2 s each are too short for a worker's download threads and botocore's
+# connection pool (10 sockets) to have filled before the judging starts: CI once saw a worker's fds rise
+# by 4.5 with its threads rising by 3 (2 downloads in flight, their sockets and staging files). A leak per
+# batch or per sample still fails by far (about 64 batches per worker in the window); a leak per GET is
+# ``make soak``'s to catch, over minutes, with the default tolerances.
+SHORT_FLATNESS = Flatness(fds_abs=12)
+
 
 @pytest.mark.slow  # the soak in small (about 20 s): make test-all
 def test_a_short_soak_reads_every_epoch_exactly_once_with_flat_resources(s3_server, tmp_path: Path) -> None:
-    report = run_soak(SHORT, tmp_path / "soak", server=s3_server)
+    report = run_soak(SHORT, tmp_path / "soak", server=s3_server, tolerances=SHORT_FLATNESS)
     failed = [name for name, ok in report["checks"].items() if not ok]
     assert not failed, f"{failed}\n" + (tmp_path / "soak" / "report.txt").read_text()
     assert report["run"]["epochs"] == 3 and report["run"]["samples_read"] == 3 * 2048
