@@ -132,14 +132,19 @@ class JobDir:
     def shared_array(self, name: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
         """``compute()`` run once per node; every caller gets the same array, memory-mapped read-only."""
         path = self.file(f"{name}.npy")
-        if not os.path.exists(path):
-            with self.lock(name):
-                if not os.path.exists(path):
-                    array = np.ascontiguousarray(compute())
-                    with atomic_file(path, durable=False) as handle:  # per job: recomputed if lost
-                        np.save(handle, array)
-        shared: np.ndarray = np.load(path, mmap_mode="r")  # a .npy file loads as one array (a memmap)
-        return shared
+        for _ in range(3):
+            if not os.path.exists(path):
+                with self.lock(name):
+                    if not os.path.exists(path):
+                        array = np.ascontiguousarray(compute())
+                        with atomic_file(path, durable=False) as handle:  # per job: recomputed if lost
+                            np.save(handle, array)
+            # A worker further ahead may remove the file between the check and the load (it cleans up
+            # what it believes done with): compute it again. Once mapped, a removal no longer matters.
+            with contextlib.suppress(FileNotFoundError):
+                shared: np.ndarray = np.load(path, mmap_mode="r")  # a .npy file loads as one array (a memmap)
+                return shared
+        return np.ascontiguousarray(compute())  # removed again each time: this caller keeps its own copy
 
     def remove_files(self, prefix: str, keep: set[str]) -> None:
         """Delete ``prefix*`` files not named in ``keep`` (old epochs' work arrays)."""

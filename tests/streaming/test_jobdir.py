@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from mds_core.streaming.jobdir import OWNER_FILE, JobDir, new_job_token, user_dir
+from tests.streaming.support import run_python
 
 
 def _compute_in_child(root: str, token: str, marker: str, out) -> None:
@@ -42,12 +43,30 @@ def test_shared_array_is_computed_once_across_processes(tmp_path: Path) -> None:
     assert not job.shared_array("work-e0", lambda: np.zeros(1)).flags.writeable
 
 
+def test_a_shared_array_removed_before_it_is_loaded_is_computed_again(tmp_path, monkeypatch) -> None:
+    # A worker further ahead removes a pass it believes done with, between another's check and its load.
+    job = JobDir.create(str(tmp_path), new_job_token())
+    job.shared_array("pass-0", lambda: np.arange(5))
+    real_load = np.load
+    removals: list[str] = []
+
+    def load_after_a_removal(path: str, **kwargs):
+        if not removals:
+            removals.append(path)
+            os.unlink(path)
+        return real_load(path, **kwargs)
+
+    monkeypatch.setattr(np, "load", load_after_a_removal)
+    assert job.shared_array("pass-0", lambda: np.arange(5) * 2).tolist() == [0, 2, 4, 6, 8]  # recomputed
+    assert removals == [job.file("pass-0.npy")]
+
+
 def test_job_dirs_are_per_user_and_removed_with_their_creator(tmp_path: Path) -> None:
     code = (
         "import sys; from mds_core.streaming.jobdir import JobDir; "
         f"job = JobDir.create({str(tmp_path)!r}, 'tok'); print(job.path)"
     )
-    path = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    path = run_python(code, check=True).stdout.strip()
     assert path.startswith(user_dir(str(tmp_path))) and not os.path.exists(path)
 
 
@@ -56,7 +75,7 @@ def test_a_crashed_jobs_directory_is_swept_by_the_next_job(tmp_path: Path) -> No
         "import os; from mds_core.streaming.jobdir import JobDir; "
         f"job = JobDir.create({str(tmp_path)!r}, 'crashed'); os._exit(0)"
     )  # no clean-up: a crash
-    subprocess.run([sys.executable, "-c", code], check=True)
+    run_python(code, check=True)
     crashed = Path(user_dir(str(tmp_path))) / "crashed"
     assert (crashed / OWNER_FILE).exists()
     JobDir.create(str(tmp_path), "next")
@@ -105,15 +124,8 @@ print(len(lost))
 
 def test_jobs_starting_side_by_side_never_sweep_each_other(tmp_path: Path) -> None:
     # Every create sweeps crashed jobs first; a job that is still starting must not look crashed.
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", _CREATE_MANY, str(tmp_path), "150"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(3)
-    ]
+    command = [sys.executable, "-c", _CREATE_MANY, str(tmp_path), "150"]
+    procs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
     results = [proc.communicate(timeout=120) for proc in procs]
     assert [(proc.returncode, out.strip()) for proc, (out, _) in zip(procs, results)] == [(0, "0")] * 3, [
         err[-2000:] for _, err in results
