@@ -105,7 +105,11 @@ class Schedule:
 
     @classmethod
     def from_json(cls, obj: Any) -> Schedule:
-        """A schedule from ``to_json``'s form (a dict, or its JSON text)."""
+        """A schedule from ``to_json``'s form.
+
+        Args:
+            obj: the form as a dict, or its JSON text.
+        """
         if isinstance(obj, str):
             try:
                 obj = json.loads(obj)

@@ -186,7 +186,12 @@ class StreamingDataset(DatasetMetrics):
         return select(self.get_item, self.num_samples, index)
 
     def get_item(self, sample_id: int) -> dict[str, Any]:
-        """The sample with global id ``sample_id`` (streams in order, then shards, then samples)."""
+        """The sample with global id ``sample_id``.
+
+        Args:
+            sample_id: the position over streams in order, then shards, then samples; negative counts
+                from the end.
+        """
         if sample_id < 0:
             sample_id += self.num_samples
         if not 0 <= sample_id < self.num_samples:
@@ -263,8 +268,10 @@ class StreamingDataset(DatasetMetrics):
     def state_dict(self, num_samples: int, from_beginning: bool) -> dict[str, Any]:
         """Where training is in the epoch: the reference's five keys plus a ``fingerprint`` of the data.
 
-        ``num_samples`` counts global samples consumed in this epoch: since the epoch began if
-        ``from_beginning``, else since this (possibly resumed) iteration started.
+        Args:
+            num_samples: global samples consumed in this epoch (over every rank).
+            from_beginning: whether ``num_samples`` counts since the epoch began; otherwise since this
+                (possibly resumed) iteration started.
         """
         parallel_nodes = self.world.replicate(self.replication).num_nodes
         epoch, offset, base = EpochLedger(self._job, self.world.rank).position()
@@ -289,6 +296,11 @@ class StreamingDataset(DatasetMetrics):
 
         The state is checked now: a malformed state, or one taken on other data or settings
         (different fingerprint), raises ``ResumeError`` instead of silently restarting.
+
+        Args:
+            obj: a ``state_dict()`` saved earlier.
+            allow_other_data: resume even though the data, a version or the order settings changed
+                (the position is kept; which samples it points at may differ).
         """
         check_versions(obj, self.versions, allow_other_data)
         if self.scheduled is not None:

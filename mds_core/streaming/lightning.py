@@ -41,8 +41,10 @@ class _TrainingLoader(StreamingDataLoader):
 class StreamingDataModule(pl.LightningDataModule):
     """A ``LightningDataModule`` whose training data is a ``StreamingDataset``.
 
-    ``dataset_kwargs`` go to ``StreamingDataset`` (``remote``, ``local``, ``shuffle``...), with
-    ``batch_size``; ``loader_kwargs`` to ``StreamingDataLoader`` (``num_workers``, ``pin_memory``...).
+    Args:
+        batch_size: the per-rank batch size, given to both the dataset and the loader.
+        loader_kwargs: more arguments of ``StreamingDataLoader`` (``num_workers``, ``pin_memory``...).
+        **dataset_kwargs: the arguments of ``StreamingDataset`` (``remote``, ``local``, ``shuffle``...).
     """
 
     def __init__(self, batch_size: int, loader_kwargs: dict[str, Any] | None = None, **dataset_kwargs: Any) -> None:

@@ -135,7 +135,13 @@ class StreamingDataLoader(DataLoader[Any]):
         return self.num_samples_yielded
 
     def load_state_dict(self, obj: dict[str, Any], allow_other_data: bool = False) -> None:
-        """Resume the dataset from ``obj`` at the next iteration (see ``StreamingDataset.load_state_dict``)."""
+        """Resume the dataset from ``obj`` at the next iteration.
+
+        Args:
+            obj: a ``state_dict()`` saved earlier.
+            allow_other_data: resume even if the data or its settings changed (see
+                ``StreamingDataset.load_state_dict``).
+        """
         if isinstance(self.dataset, StreamingDataset):
             self.dataset.load_state_dict(obj, allow_other_data=allow_other_data)
 

@@ -99,7 +99,11 @@ class LocalDataset:
         return select(self.get_item, self.num_samples, index)
 
     def get_item(self, index: int) -> dict[str, Any]:
-        """The sample at global ``index`` (negative counts from the end)."""
+        """The sample at global ``index``.
+
+        Args:
+            index: the sample's position over all shards; negative counts from the end.
+        """
         num_samples = self.num_samples
         if index < 0:
             index += num_samples
@@ -115,15 +119,27 @@ class LocalDataset:
                 yield from self._readers[shard_id] or self.open_shard(shard_id)
 
     def is_open(self, shard_id: int) -> bool:
-        """Whether the shard's reader is open (reading it needs no download nor decompression)."""
+        """Whether the shard's reader is open (reading it needs no download nor decompression).
+
+        Args:
+            shard_id: the shard's position in the index.
+        """
         return self._readers[shard_id] is not None
 
     def shard_reader(self, shard_id: int) -> ShardReader:
-        """The open reader of one shard (opened on first use)."""
+        """The open reader of one shard (opened on first use).
+
+        Args:
+            shard_id: the shard's position in the index.
+        """
         return self._readers[shard_id] or self.open_shard(shard_id)
 
     def open_shard(self, shard_id: int) -> ShardReader:
-        """Open (downloading or decompressing once if needed) and memory-map one shard."""
+        """Open (downloading or decompressing once if needed) and memory-map one shard.
+
+        Args:
+            shard_id: the shard's position in the index.
+        """
         shard = self.shards[shard_id]
         for attempt in range(3):
             path = (
@@ -144,7 +160,11 @@ class LocalDataset:
         return reader
 
     def close_if_deleted(self, shard_id: int) -> None:
-        """Close the shard's reader if its file is gone, so the next read fetches it again."""
+        """Close the shard's reader if its file is gone, so the next read fetches it again.
+
+        Args:
+            shard_id: the shard's position in the index.
+        """
         reader = self._readers[shard_id]
         if reader is not None and not os.path.exists(reader.path):
             self._readers[shard_id] = None

@@ -40,14 +40,23 @@ class StreamRegistry:
     def register(self, name: str, *, func: None = None) -> Callable[[_Factory], _Factory]: ...
 
     def register(self, name: str, *, func: _Factory | None = None) -> _Factory | Callable[[_Factory], _Factory]:
-        """Register ``func`` under ``name``; without ``func``, a decorator that registers what it decorates."""
+        """Register ``func`` under ``name``; without ``func``, a decorator that registers what it decorates.
+
+        Args:
+            name: what ``StreamingDataset(stream_name=...)`` names it by.
+            func: a ``Stream`` subclass or a function that builds one from keyword arguments.
+        """
         if func is None:
             return lambda factory: self.register(name, func=factory)
         self._factories[name] = func
         return func
 
     def get(self, name: str) -> StreamFactory:
-        """The stream factory registered as ``name``, else the one an installed entry point names."""
+        """The stream factory registered as ``name``, else the one an installed entry point names.
+
+        Args:
+            name: the registered name.
+        """
         if name in self._factories:
             return self._factories[name]
         for entry in entry_points(group=ENTRY_POINT_GROUP, name=name):

@@ -178,7 +178,11 @@ class Stream:
         atomic_write(record, [self._version_record(index_text)], False)
 
     def apply_default(self, defaults: dict[str, Any]) -> None:
-        """Take the dataset's value for every setting this stream left as None."""
+        """Take the dataset's value for every setting this stream left as None.
+
+        Args:
+            defaults: the dataset's values, by setting name.
+        """
         for name in INHERITED:
             if getattr(self, name) is None:
                 setattr(self, name, defaults[name])
@@ -188,6 +192,9 @@ class Stream:
 
         A remote stream's index is a copy in the cache: an error in it names the remote file, which is
         the one to repair (the copy is fetched again at the next start), and never the copy.
+
+        Args:
+            allow_unsafe_types: open shards with pickle columns.
         """
         if self.remote is None:
             return LocalDataset(self.local, self.split, allow_unsafe_types=allow_unsafe_types)

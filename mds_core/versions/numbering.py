@@ -11,7 +11,7 @@ import datetime as dt
 import re
 from typing import Any
 
-from mds_core.errors import ConfigurationError
+from mds_core.errors import ConfigurationError, VersionConflictError
 from mds_core.versions.manifest import MODES, VersionInfo
 
 # How far another machine's clock may lag the one that named a transaction: a retried commit looks for
@@ -58,3 +58,28 @@ def transaction_started(transaction: str) -> dt.datetime | None:
         return dt.datetime.strptime(match[1], STAMP_FORMAT).replace(tzinfo=dt.UTC)
     except ValueError:
         return None
+
+
+def conflict_error(
+    url: str, kept_in: str, number: int, transaction: str, mode: str, base: VersionInfo | None
+) -> VersionConflictError:
+    """The error of a commit that lost version ``number`` to another writer, with the call that commits it anew.
+
+    Args:
+        url: the shard set's root.
+        kept_in: where the transaction's shards stay.
+        number: the version number the other writer took.
+        transaction: the losing transaction.
+        mode: its mode.
+        base: the version it was built on.
+    """
+    on_top = (base.version if base else 0) == number - 1
+    retry = (
+        f"ShardSet.commit({transaction!r}, {mode!r})"
+        if on_top
+        else f"ShardSet.commit({transaction!r}, {mode!r}, parent={base.version if base else None}, seen={number})"
+    )
+    return VersionConflictError(
+        f"{url}: version {number} was committed by another writer first. Nothing was published; "
+        f"this transaction's shards are kept in {kept_in}: call {retry} to commit them as a newer version"
+    )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mds_core.errors import ConfigurationError, PartitionExistsError, StoreFileNotFoundError
-from mds_core.format.index import INDEX_BASENAME, ShardInfo, parse_index
+from mds_core.format.index import INDEX_BASENAME, ShardInfo, check_same_columns, parse_index
 from mds_core.storage.remote import RemoteStore
 from mds_core.versions.head import read_if_present
 from mds_core.versions.manifest import DATA, VersionInfo, check_partition_key
@@ -114,3 +114,26 @@ def combine(
     kept = [s for s in base_shards if s.raw_data.basename not in dropped]
     partitions = {**{k: v for k, v in old.items() if k not in written.partitions}, **written.partitions}
     return kept + written.shards, dict(sorted(partitions.items()))
+
+
+def check_combined(
+    folder: str, shards: list[ShardInfo], written: Written, base: VersionInfo | None, transaction: str
+) -> None:
+    """Refuse a version with no shards, or whose shards (the base's and the written) differ in columns.
+
+    Args:
+        folder: the transaction's folder, named in the error.
+        shards: the new version's shards, as ``combine`` returns them (the base's first).
+        written: what the transaction wrote.
+        base: the version built on.
+        transaction: the transaction's name.
+    """
+    if not shards:
+        raise ConfigurationError(f"{folder}: the transaction wrote no shards")
+    kept = shards[:1] if len(shards) > len(written.shards) else []  # combine() puts the base's first
+    if written.shards:  # partitions of one transaction must agree too, not only the base and the new
+        check_same_columns(
+            kept + written.shards,
+            f"version {base.version if base else None} and transaction {transaction}",
+            f"Write the same columns, or commit it with ShardSet.commit({transaction!r}, 'overwrite') to start afresh",
+        )

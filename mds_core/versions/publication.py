@@ -10,9 +10,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from mds_core.versions.manifest import HISTORY_LIMIT, Published
+from mds_core.errors import InvalidManifestError
+from mds_core.storage.remote import RemoteStore
+from mds_core.versions.head import read_if_present
+from mds_core.versions.manifest import HISTORY_LIMIT, PUBLISHED, Published, parse_published
 
 T = TypeVar("T")
+
+
+def published_record(store: RemoteStore) -> Published | None:
+    """``published.json``, or None if absent or damaged (publishing rewrites it whole)."""
+    data = read_if_present(store, PUBLISHED)
+    try:
+        return parse_published(data, store.url_of(PUBLISHED)) if data is not None else None
+    except InvalidManifestError:
+        return None
 
 
 def pushed(record: Published | None, number: int) -> list[int]:

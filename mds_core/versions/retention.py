@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 
 from mds_core.errors import ConfigurationError
-from mds_core.format.index import INDEX_BASENAME
+from mds_core.format.index import INDEX_BASENAME, ShardInfo
 from mds_core.storage.files import is_temporary_of
 from mds_core.storage.remote import RemoteStore
-from mds_core.versions.manifest import DATA, VersionInfo, is_manifest
+from mds_core.versions.manifest import DATA, HEAD, PUBLISHED, VERSIONS, VersionInfo, is_manifest, manifest_name
+from mds_core.versions.verdicts import verdict_of_kept
 
 
 def root_temporaries(store: RemoteStore) -> list[str]:
@@ -56,3 +58,28 @@ def retained(
     if versions:  # numbers only grow: the next commit follows the newest, so its manifest must stay
         keep.add(versions[-1].version)
     return keep
+
+
+def doomed_files(
+    store: RemoteStore,
+    versions: list[VersionInfo],
+    keep: set[int],
+    index_of: Callable[[VersionInfo], list[ShardInfo]],
+    cutoff: dt.datetime,
+) -> list[str]:
+    """The files of the set's own folders that no kept version needs, manifests first.
+
+    Manifests go first so that a version disappears before any of its files do.
+    """
+    needed: set[str] = {INDEX_BASENAME, PUBLISHED, HEAD}
+    for info in versions:
+        if info.version in keep:
+            needed |= {manifest_name(info.version), info.index}
+            needed |= {f.basename for s in index_of(info) for f in (s.raw_data, s.zip_data) if f}
+    committed = {v.transaction for v in versions} | {v.index for v in versions}
+    doomed = [
+        name
+        for name in store.list(DATA) + store.list(VERSIONS) + root_temporaries(store)
+        if name not in needed and not verdict_of_kept(name, keep) and removable(store, name, committed, cutoff)
+    ]
+    return sorted(doomed, key=lambda n: (not is_manifest(n), n))

@@ -16,17 +16,15 @@ import posixpath
 from collections.abc import Iterator
 from typing import Any
 
-from mds_core.errors import ConfigurationError, InvalidManifestError, NothingToRollBackError, VersionConflictError
-from mds_core.format.index import INDEX_BASENAME, ShardInfo, check_same_columns, dumps_merged_index, parse_index
+from mds_core.errors import ConfigurationError, NothingToRollBackError
+from mds_core.format.index import INDEX_BASENAME, ShardInfo, dumps_merged_index, parse_index
 from mds_core.storage.exclusive import require_exclusive_create
 from mds_core.storage.remote import RemoteStore, open_store
 from mds_core.versions.head import manifest_if_present, newest_first, read_head, read_if_present, tip, write_head
 from mds_core.versions.manifest import (
     DATA,
-    HEAD,
     PUBLISHED,
     VERSIONS,
-    Published,
     VacuumReport,
     VersionDiff,
     VersionInfo,
@@ -38,13 +36,13 @@ from mds_core.versions.manifest import (
     parse_manifest,
     parse_published,
 )
-from mds_core.versions.numbering import check_mode, follows, seen_floor
-from mds_core.versions.partitions import Written, combine, read_written
-from mds_core.versions.publication import history_before, pushed, rollback_target
-from mds_core.versions.retention import removable, retained, root_temporaries
+from mds_core.versions.numbering import check_mode, conflict_error, follows, seen_floor
+from mds_core.versions.partitions import check_combined, combine, read_written
+from mds_core.versions.publication import history_before, published_record, pushed, rollback_target
+from mds_core.versions.retention import doomed_files, retained
 from mds_core.versions.retried import committed_as
 from mds_core.versions.transaction import Transaction
-from mds_core.versions.verdicts import read_verdict, verdict_of_kept, write_verdict
+from mds_core.versions.verdicts import read_verdict, write_verdict
 
 
 class ShardSet:
@@ -82,11 +80,22 @@ class ShardSet:
         return found[-1] if found else None
 
     def newest_first(self, since: dt.datetime | None = None) -> Iterator[VersionInfo]:
-        """The versions from the newest back, one read each, ending at a gap or before one created before ``since``."""
+        """The versions from the newest back, one read each, ending at a gap or before one created before ``since``.
+
+        Args:
+            since: stop before the first version created before this time (None: go back to the first).
+        """
         return newest_first(self.store, since)
 
     def version(self, number: int) -> VersionInfo:
-        """The manifest of version ``number`` (``mds versions show``)."""
+        """The manifest of version ``number`` (``mds versions show``).
+
+        Args:
+            number: the version's number.
+
+        Raises:
+            ConfigurationError: no such version; the message lists the versions there are.
+        """
         info = manifest_if_present(self.store, number)
         if info is None:
             known = [v.version for v in self.versions()]
@@ -112,15 +121,28 @@ class ShardSet:
         return matching[-1] if matching else None
 
     def index_bytes(self, number: int) -> bytes:
-        """Version ``number``'s ``index.json`` text; its basenames are relative to the root."""
+        """Version ``number``'s ``index.json`` text; its basenames are relative to the root.
+
+        Args:
+            number: the version's number.
+        """
         return self.store.read_bytes(self.version(number).index)
 
     def shards(self, number: int) -> list[ShardInfo]:
-        """The shards of version ``number``."""
+        """The shards of version ``number``.
+
+        Args:
+            number: the version's number.
+        """
         return parse_index(self.index_bytes(number), f"{self.store.url} version {number}")
 
     def diff(self, old: int, new: int) -> VersionDiff:
-        """Shards and rows added and removed between two versions."""
+        """Shards and rows added and removed between two versions.
+
+        Args:
+            old: the version compared from.
+            new: the version compared to.
+        """
         before = {s.raw_data.basename: s.samples for s in self.shards(old)}
         after = {s.raw_data.basename: s.samples for s in self.shards(new)}
         added, removed = sorted(set(after) - set(before)), sorted(set(before) - set(after))
@@ -175,16 +197,28 @@ class ShardSet:
     ) -> VersionInfo:
         """Commit what was written to ``data/<transaction>/`` as a new version built on ``parent``.
 
-        ``parent``: the base version, as ``transaction(base=...)`` takes it. ``seen``: the newest
-        version when the writer started; the new version is ``seen + 1``. By default that is
-        ``parent`` when it is a number (or None), and the newest version now otherwise. Raises
-        ``VersionConflictError`` if another writer committed that number first; the written shards
-        are kept, so calling ``commit`` again puts them on top of the winner. ``partitions``: the
-        keys written with ``partition_out`` (None: whatever ``data/<transaction>/`` holds).
-
         Retrying is safe: if a process died after committing ``transaction`` (its manifest exists)
         but before returning, calling ``commit`` again returns that version (and publishes it if
         it is still the latest) rather than adding the same shards a second time.
+
+        Args:
+            transaction: the name of the folder under ``data/`` that holds the written shards.
+            mode: ``append``, ``overwrite`` or ``replace``, as ``transaction()`` takes it.
+            lineage: JSON-able facts kept in the manifest.
+            publish: point the root's ``index.json`` at the new version.
+            parent: the base version, as ``transaction(base=...)`` takes it.
+            seen: the newest version when the writer started; the new version is ``seen + 1``. By
+                default that is ``parent`` when it is a number (or None), and the newest version now
+                otherwise.
+            partitions: the keys written with ``partition_out`` (None: whatever
+                ``data/<transaction>/`` holds).
+
+        Returns:
+            The new version's manifest.
+
+        Raises:
+            VersionConflictError: another writer committed that number first. The written shards are
+                kept, so calling ``commit`` again puts them on top of the winner.
         """
         check_mode(mode)
         self._require_exclusive_create()
@@ -198,7 +232,7 @@ class ShardSet:
         written = read_written(self.store, transaction, partitions)
         base_shards = self._index_of(base) if base is not None and mode != "overwrite" else []
         shards, parts = combine(mode, base, base_shards, written, self.store.url)
-        self._check_shards(shards, written, base, transaction)
+        check_combined(self.store.url_of(f"{DATA}/{transaction}"), shards, written, base, transaction)
         index_text = dumps_merged_index(shards).encode("utf-8")
         index_name = f"{VERSIONS}/{number:08d}.{transaction}.index.json"
         self.store.write_bytes(index_name, index_text)  # invisible until the manifest exists
@@ -207,10 +241,12 @@ class ShardSet:
         )
         if not self.store.write_if_absent(manifest_name(number), json.dumps(info.to_json(), indent=1).encode()):
             self.store.delete(index_name)
-            raise self._conflict(number, transaction, mode, base)
+            raise conflict_error(
+                self.store.url, self.store.url_of(f"{DATA}/{transaction}"), number, transaction, mode, base
+            )
         write_head(self.store, number)
         if publish:
-            self._publish(info, pushed(self._record(), number), index_text)
+            self._publish(info, pushed(published_record(self.store), number), index_text)
         return info
 
     def publish(self, number: int) -> None:
@@ -219,14 +255,17 @@ class ShardSet:
         The root ``index.json`` is replaced first (one atomic write: the commit point), then
         ``published.json`` records which version that is, and the ones published before it;
         ``published()`` stays right even if the process dies between the two.
+
+        Args:
+            number: the version to publish.
         """
         info = self.version(number)
-        self._publish(info, pushed(self._record(), number))
+        self._publish(info, pushed(published_record(self.store), number))
 
     def rollback(self) -> int:
         """Publish again the version published before the current one (skipping vacuumed ones); return it."""
         current = self.published()
-        history = history_before(self._record(), current)
+        history = history_before(published_record(self.store), current)
         found = rollback_target(history, current, lambda n: manifest_if_present(self.store, n))
         if found is None:
             raise NothingToRollBackError(
@@ -239,12 +278,23 @@ class ShardSet:
         return info.version
 
     def record_verdict(self, number: int, check: str, verdict: dict[str, Any]) -> None:
-        """Keep what ``check`` found about version ``number`` with the version (``mds_core.versions.verdicts``)."""
+        """Keep what ``check`` found about version ``number`` with the version (``mds_core.versions.verdicts``).
+
+        Args:
+            number: the version judged.
+            check: the check's name (for example ``loader_smoke_test``).
+            verdict: JSON-able findings, read back by ``verdict()``.
+        """
         self.version(number)  # a verdict about a version that does not exist would mislead its readers
         write_verdict(self.store, number, check, verdict)
 
     def verdict(self, number: int, check: str) -> dict[str, Any] | None:
-        """What ``check`` last recorded about version ``number``, or None."""
+        """What ``check`` last recorded about version ``number``, or None.
+
+        Args:
+            number: the version judged.
+            check: the check's name, as given to ``record_verdict``.
+        """
         return read_verdict(self.store, number, check)
 
     # ---------------------------------------------------------------------------------------------
@@ -282,20 +332,7 @@ class ShardSet:
                 f"to remove an unfinished first commit's files from {DATA}/ and {VERSIONS}/"
             )
         keep = retained(versions, keep_last, newer_than, self.published())
-        needed: set[str] = {INDEX_BASENAME, PUBLISHED, HEAD}
-        for info in versions:
-            if info.version in keep:
-                needed |= {manifest_name(info.version), info.index}
-                needed |= {f.basename for s in self._index_of(info) for f in (s.raw_data, s.zip_data) if f}
-        cutoff = now() - grace
-        committed = {v.transaction for v in versions} | {v.index for v in versions}
-        doomed = [
-            name
-            for name in self.store.list(DATA) + self.store.list(VERSIONS) + root_temporaries(self.store)
-            if name not in needed and not verdict_of_kept(name, keep) and removable(self.store, name, committed, cutoff)
-        ]
-        # Manifests go first: a version disappears before any of its files do.
-        doomed.sort(key=lambda n: (not is_manifest(n), n))
+        doomed = doomed_files(self.store, versions, keep, self._index_of, now() - grace)
         if not dry_run:
             if versions and read_head(self.store) != versions[-1].version:
                 # Before any manifest goes: probing from a stale hint must not stop at a gap made here.
@@ -335,41 +372,6 @@ class ShardSet:
         if publish and newest == done.version:  # never roll a newer one back
             self.publish(done.version)
         return done
-
-    def _check_shards(
-        self, shards: list[ShardInfo], written: Written, base: VersionInfo | None, transaction: str
-    ) -> None:
-        if not shards:
-            raise ConfigurationError(f"{self.store.url_of(f'{DATA}/{transaction}')}: the transaction wrote no shards")
-        kept = shards[:1] if len(shards) > len(written.shards) else []  # combine() puts the base's first
-        if written.shards:  # partitions of one transaction must agree too, not only the base and the new
-            check_same_columns(
-                kept + written.shards,
-                f"version {base.version if base else None} and transaction {transaction}",
-                f"Write the same columns, or commit it with "
-                f"ShardSet.commit({transaction!r}, 'overwrite') to start afresh",
-            )
-
-    def _conflict(self, number: int, transaction: str, mode: str, base: VersionInfo | None) -> VersionConflictError:
-        on_top = (base.version if base else 0) == number - 1
-        retry = (
-            f"ShardSet.commit({transaction!r}, {mode!r})"
-            if on_top
-            else f"ShardSet.commit({transaction!r}, {mode!r}, parent={base.version if base else None}, seen={number})"
-        )
-        return VersionConflictError(
-            f"{self.store.url}: version {number} was committed by another writer first. Nothing was published; "
-            f"this transaction's shards are kept in {self.store.url_of(f'{DATA}/{transaction}')}: call {retry} "
-            f"to commit them as a newer version"
-        )
-
-    def _record(self) -> Published | None:
-        """``published.json``, or None if absent or damaged (publishing rewrites it whole)."""
-        data = read_if_present(self.store, PUBLISHED)
-        try:
-            return parse_published(data, self.store.url_of(PUBLISHED)) if data is not None else None
-        except InvalidManifestError:
-            return None
 
     def _publish(self, info: VersionInfo, history: list[int], index_text: bytes | None = None) -> None:
         text = index_text if index_text is not None else self.store.read_bytes(info.index)

@@ -119,7 +119,11 @@ class MDSWriter:
         self._chunks: list[Future[bytes]] = []
 
     def write(self, sample: dict[str, Any]) -> None:
-        """Encode and buffer one sample, starting a new shard when this one would pass ``size_limit``."""
+        """Encode and buffer one sample, starting a new shard when this one would pass ``size_limit``.
+
+        Args:
+            sample: a value for every column, of the column's encoding.
+        """
         self._check_open()
         self._add_encoded(self.schema.encode_parts(sample))
 
@@ -128,6 +132,9 @@ class MDSWriter:
 
         The bytes are taken as they are: the variable-size columns' u32 sizes, then every column's
         bytes, columns sorted by name. ``mds_core.convert`` produces them column-wise from Arrow.
+
+        Args:
+            sample: one encoded sample.
         """
         self._check_open()
         self._add_encoded([sample])
@@ -138,6 +145,10 @@ class MDSWriter:
         The result is byte for byte what ``write_encoded`` once per sample gives (the same shard and
         compression-chunk boundaries), without a Python call per sample. ``data`` is referenced,
         not copied, until its shard is stored.
+
+        Args:
+            data: a buffer holding the encoded samples, back to back.
+            sizes: each sample's size in bytes, in order (they sum to the buffer's size).
         """
         self._check_open()
         sizes = np.asarray(sizes, np.int64).reshape(-1)
