@@ -26,7 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # testsupport: the tests' S3 server and the per-day path they assert on
 
-from harness import fmt, header, write_report
+from harness import header, spread, write_report
 
 from testsupport.daily_cost import DayCost, daily_path, seed_history
 from testsupport.fault_proxy import FaultProxy, apply_env
@@ -52,8 +52,7 @@ def row(result: dict) -> str:
     sec_e, sec_l = ([c.seconds for c in costs] for costs in (early, late))
     return (
         f"| {result['days']:,} | {req_e:.0f} | {req_l:.0f} | **{req_l / req_e:.2f}×** | "
-        f"{fmt(statistics.median(sec_e), 2)} [{fmt(min(sec_e), 2)}–{fmt(max(sec_e), 2)}] | "
-        f"{fmt(statistics.median(sec_l), 2)} [{fmt(min(sec_l), 2)}–{fmt(max(sec_l), 2)}] | "
+        f"{spread(sec_e, 2)} | {spread(sec_l, 2)} | "
         f"**{statistics.median(sec_l) / statistics.median(sec_e):.2f}×** | "
         f"{late[-1].checked['total_shards']:,} | {result['seed_seconds']:.0f} |"
     )

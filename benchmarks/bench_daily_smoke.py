@@ -31,7 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from harness import fmt, header, write_report
+from harness import header, spread, write_report
 
 STEPS = ("raw_table", "validated_table", "shard_set", "shard_set_loader_smoke_test", "shard_set_training_plan")
 _FINISHED = re.compile(r'Finished execution of step "synthetic__(\w+)" in ([\d.]+)(ms|s|m)')
@@ -80,10 +80,6 @@ def one_day(work: Path, rows: int) -> dict:
         "num_workers": meta["num_workers"],
         **{name: meta[name] for name in figures},
     }
-
-
-def spread(values: list[float], digits: int = 1) -> str:
-    return f"{fmt(statistics.median(values), digits)} [{fmt(min(values), digits)}–{fmt(max(values), digits)}]"
 
 
 def report(days: list[dict], rows: int, reps: int, wall: float) -> str:

@@ -61,6 +61,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
+import bench_format as bf
 import harness
 
 MARKER = "bench-disk.json"
@@ -68,10 +69,7 @@ MARKER_VERSION = 1
 DISK_BLOCK = 8 << 20  # the dd-style pass reads this much per call
 TARGET = 0.8  # reader MB/s over disk MB/s
 POOL = 4099  # distinct samples the writer cycles through (prime: shards do not repeat each other)
-WORKLOAD_COLUMNS: dict[str, dict[str, str]] = {
-    "tokens": {"tokens": "ndarray:uint16:2048"},
-    "mixed": {"id": "int", "label": "int32", "text": "str", "image": "bytes", "emb": "ndarray:float32:64"},
-}
+WORKLOAD_COLUMNS = bf.WORKLOAD_COLUMNS  # the same two workloads as the format benchmark
 
 
 def ram_bytes() -> int:

@@ -34,7 +34,7 @@ import string
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -144,42 +144,46 @@ def consumed_bytes(workload: str, n: int, seed: int) -> int:
 # ----------------------------------------------------------------------------- measured code
 
 
+def writer_for(impl: str) -> Callable[..., None]:
+    """``write(out, columns, samples, size_limit, **options)`` by ``impl``'s writer, imported now (not when timed).
+
+    ``options`` (``compression``, ``hashes``) go to the writer only when given, so each caller's writer runs
+    with exactly the settings it names; litdata's ``BinaryWriter`` takes ``compression`` alone.
+    """
+    if impl == "litdata":
+        from litdata.streaming.writer import BinaryWriter
+
+        def write_chunks(out: str, columns: Any, samples: Iterable[Any], size_limit: int, **options: Any) -> None:
+            options.pop("hashes", None)
+            writer = BinaryWriter(out, chunk_bytes=size_limit, **options)
+            for index, sample in enumerate(samples):
+                writer.add_item(index, sample)
+            writer.done()
+            writer.merge()
+
+        return write_chunks
+    writer_class: Any
+    if impl == "ours":
+        import mds_core
+
+        writer_class = mds_core.MDSWriter
+    else:
+        import streaming
+
+        writer_class = streaming.MDSWriter
+
+    def write_shards(out: str, columns: Any, samples: Iterable[Any], size_limit: int, **options: Any) -> None:
+        with writer_class(out=out, columns=columns, size_limit=size_limit, **options) as writer:
+            for sample in samples:
+                writer.write(sample)
+
+    return write_shards
+
+
 def make_writer(spec: dict[str, Any], samples: list[dict[str, Any]]) -> Callable[[], None]:
-    impl, out, columns = spec["impl"], spec["dir"], WORKLOAD_COLUMNS[spec["workload"]]
-    if impl in ("ours", "ref"):
-        writer_class: Any
-        if impl == "ours":
-            import mds_core
-
-            writer_class = mds_core.MDSWriter
-        else:
-            import streaming
-
-            writer_class = streaming.MDSWriter
-
-        def write() -> None:
-            with writer_class(
-                out=out,
-                columns=columns,
-                compression=spec["compression"],
-                hashes=spec["hashes"],
-                size_limit=spec["size_limit"],
-            ) as writer:
-                for sample in samples:
-                    writer.write(sample)
-
-        return write
-
-    from litdata.streaming.writer import BinaryWriter
-
-    def write_litdata() -> None:
-        writer = BinaryWriter(out, chunk_bytes=spec["size_limit"], compression=spec["compression"])
-        for index, sample in enumerate(samples):
-            writer.add_item(index, sample)
-        writer.done()
-        writer.merge()
-
-    return write_litdata
+    write = writer_for(spec["impl"])
+    options = dict(compression=spec["compression"], hashes=spec["hashes"])
+    return lambda: write(spec["dir"], WORKLOAD_COLUMNS[spec["workload"]], samples, spec["size_limit"], **options)
 
 
 def open_reader(impl: str, path: str, batch_size: int, mode: str) -> Any:

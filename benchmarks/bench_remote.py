@@ -146,22 +146,8 @@ def open_loader(spec: dict[str, Any], ds: Any) -> Any:
 
 def write_dataset(spec: dict[str, Any]) -> None:
     samples = bf.make_samples("mixed", spec["n"], spec["seed"])
-    if spec["impl"] == "ours":
-        from mds_core import MDSWriter
-
-        with MDSWriter(
-            out=spec["dir"], columns=bf.WORKLOAD_COLUMNS["mixed"], compression="zstd", size_limit=spec["size_limit"]
-        ) as writer:
-            for sample in samples:
-                writer.write(sample)
-        return
-    from litdata.streaming.writer import BinaryWriter
-
-    writer = BinaryWriter(spec["dir"], chunk_bytes=spec["size_limit"], compression="zstd")
-    for index, sample in enumerate(samples):
-        writer.add_item(index, sample)
-    writer.done()
-    writer.merge()
+    write = bf.writer_for(spec["impl"])
+    write(spec["dir"], bf.WORKLOAD_COLUMNS["mixed"], samples, spec["size_limit"], compression="zstd")
 
 
 def plain_download(spec: dict[str, Any], local: str) -> int:
@@ -500,22 +486,9 @@ def run_network(bench: Bench, store: Store, network: tuple[float, float | None],
     warm_cache: dict[str, Path] = {}
     setups = [*impls, PINNED] if store.name in PEER_STORES and "ours" in impls else impls
     for impl in setups:
-        state_file = str(bench.work / f"state-{store.name}-{impl}.pkl")
-        local = resume_dir(bench, impl)
-        shutil.rmtree(local, ignore_errors=True)
-        local.mkdir()
-        res = bench.run(
-            (*tag, "resume-setup", impl),
-            dict(
-                base,
-                **resume_target(store, impl),
-                op="resume-setup",
-                state_file=state_file,
-                local=str(local),
-                keep_cache=True,
-            ),
-            store,
-        )
+        local = fresh_cache(bench, impl)
+        spec = dict(base, **resume_target(store, impl), op="resume-setup", state_file=state_path(bench, store, impl))
+        res = bench.run((*tag, "resume-setup", impl), dict(spec, local=str(local), keep_cache=True), store)
         if res is not None:
             bench.expected[(*tag, impl)] = res["expected"]
             warm_cache[impl] = bench.work / f"warm-{impl}"
@@ -529,28 +502,20 @@ def run_network(bench: Bench, store: Store, network: tuple[float, float | None],
         )
         for impl in impls:
             url = store.url(impl_prefix(impl))
-            state_file = str(bench.work / f"state-{store.name}-{impl}.pkl")
             for op in OPS:
                 spec = dict(base, op=op, impl=impl, url=url)
                 if op.startswith("resume"):
                     if (*tag, impl) not in bench.expected:
                         continue
-                    spec.update(op="resume", state_file=state_file)
-                    local = resume_dir(bench, impl)
-                    shutil.rmtree(local, ignore_errors=True)
-                    if op == "resume-warm":
-                        shutil.copytree(warm_cache[impl], local)
-                    else:
-                        local.mkdir()
-                    spec["local"] = str(local)
+                    local = fresh_cache(bench, impl, warm_cache[impl] if op == "resume-warm" else None)
+                    spec.update(op="resume", state_file=state_path(bench, store, impl), local=str(local))
                 bench.run((*tag, op, impl), spec, store)
             if impl == "ours" and (*tag, PINNED) in bench.expected:
-                local = resume_dir(bench, PINNED)
-                shutil.rmtree(local, ignore_errors=True)
-                shutil.copytree(warm_cache[PINNED], local)
-                state_file = str(bench.work / f"state-{store.name}-{PINNED}.pkl")
-                spec = dict(base, **resume_target(store, PINNED), op="resume", state_file=state_file, local=str(local))
-                bench.run((*tag, "resume-pinned", "ours"), spec, store)
+                local = fresh_cache(bench, PINNED, warm_cache[PINNED])
+                spec = dict(
+                    base, **resume_target(store, PINNED), op="resume", state_file=state_path(bench, store, PINNED)
+                )
+                bench.run((*tag, "resume-pinned", "ours"), dict(spec, local=str(local)), store)
     for path in warm_cache.values():
         shutil.rmtree(path, ignore_errors=True)
 
@@ -571,6 +536,22 @@ def upload_shard_set(store: Store, directory: Path) -> None:
         out = open_store(tx.out)
         for path in sorted(directory.iterdir()):
             out.upload(str(path), path.name)
+
+
+def fresh_cache(bench: Bench, impl: str, warm: Path | None = None) -> Path:
+    """``impl``'s resume cache directory, empty, or a copy of ``warm`` (a cache a whole epoch filled)."""
+    local = resume_dir(bench, impl)
+    shutil.rmtree(local, ignore_errors=True)
+    if warm is None:
+        local.mkdir()
+    else:
+        shutil.copytree(warm, local)
+    return local
+
+
+def state_path(bench: Bench, store: Store, impl: str) -> str:
+    """Where ``impl``'s loader state at 50% on ``store`` is kept between its setup and its resumes."""
+    return str(bench.work / f"state-{store.name}-{impl}.pkl")
 
 
 def resume_dir(bench: Bench, impl: str) -> Path:

@@ -69,7 +69,6 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -81,7 +80,10 @@ from typing import Any, Self
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT))  # testsupport: the tests' moto server
 import harness  # stdlib + numpy: imports in every benchmark environment
+
+from testsupport.s3 import MotoServer, s3_env  # stdlib only, like harness
 
 PYTHONS = {"ours": ROOT / ".venv" / "bin" / "python", "reference": HERE / ".venv-spark35" / "bin" / "python"}
 RUNS = ("ours", "reference", "native", "arrow", "ours-raw")  # the interleaving order within a repetition
@@ -206,41 +208,69 @@ def _rich(rng: Any, ids: Any, corpus: Any) -> Any:
 
 
 def child(spec: dict[str, Any]) -> None:
-    from pyspark.sql import SparkSession
-
-    run, scratch = spec["run"], spec["scratch"]
-    builder = (
-        SparkSession.builder.master(spec.get("master", "local[2]"))
-        .appName(f"bench-{run}")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "6g")
-        .config("spark.local.dir", os.path.join(scratch, "spark-local"))
-    )
-    for key, value in spec.get("conf", {}).items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    frame = spark.read.parquet(spec["source"])
-    rows = frame.count()  # warm-up: file listing, JVM
-    os.sync()  # the previous run's output must not be written back during this one
-    action = _action(run, frame, spec)
-    cpu0 = _tree_cpu(spec)
-    started = time.perf_counter()
-    written = action()
-    seconds = time.perf_counter() - started
-    cpu1 = _tree_cpu(spec)
+    spark = local_session(spec, f"bench-{spec['run']}", spec.get("master", "local[2]"))
+    frame, rows, seconds, written, (cpu0, cpu1) = timed_call(spark, spec)
     report = {
-        "run": run,
+        "run": spec["run"],
         "rows": rows,
         "seconds": seconds,
         "partitions": frame.rdd.getNumPartitions(),
         **_cpu_split(cpu0, cpu1, os.getpid()),
     }
+    print_result(spark, report, written)
+
+
+def local_session(spec: dict[str, Any], app: str, master: str) -> Any:
+    """A classic session (driver memory 6 GB, Spark's local dirs in the run's scratch), ``spec['conf']`` on top."""
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", "6g")
+        .config("spark.local.dir", os.path.join(spec["scratch"], "spark-local"))
+    )
+    for key, value in spec.get("conf", {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def timed_call(spark: Any, spec: dict[str, Any]) -> tuple[Any, int, float, int | None, tuple[dict, dict]]:
+    """Read the input, warm up, then time ``spec['run']``'s call: the frame, its rows, the seconds, the rows
+    the call wrote (when it says) and the process trees' CPU readings before and after it."""
+    frame = spark.read.parquet(spec["source"])
+    rows = frame.count()  # warm-up: file listing, JVM
+    os.sync()  # the previous run's output must not be written back during this one
+    action = _action(spec["run"], frame, spec)
+    cpu0 = _tree_cpu(spec)
+    started = time.perf_counter()
+    written = action()
+    seconds = time.perf_counter() - started
+    return frame, rows, seconds, written, (cpu0, _tree_cpu(spec))
+
+
+def print_result(spark: Any, report: dict[str, Any], written: int | None) -> None:
+    """Stop the session and print the run's report, the line the parent reads (``run_child``)."""
     if written is not None:
         report["written_rows"] = written
     spark.stop()
     print("RESULT " + json.dumps(report), flush=True)
+
+
+def run_child(script: str, spec: dict[str, Any], env: dict[str, str], what: str) -> dict[str, Any]:
+    """``script --child SPEC`` in ``spec``'s environment's Python: the report it printed, or RuntimeError."""
+    python = PYTHONS[ENV_OF[spec["run"]]]
+    command = [str(python), script, "--child", json.dumps(spec)]
+    proc = subprocess.run(command, check=False, env=env, capture_output=True, text=True, timeout=7200)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    if proc.returncode or not lines:
+        raise RuntimeError(f"{what} failed:\n{proc.stderr[-4000:]}")
+    result: dict[str, Any] = json.loads(lines[-1][7:])
+    return result
 
 
 def _tree_cpu(spec: dict[str, Any]) -> dict[int, tuple[str, float]]:
@@ -332,50 +362,20 @@ def disk_usage(root: Path) -> int:
     return total
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+class Moto(MotoServer):
+    """The tests' moto server, talked to directly (no counting proxy), with what a run's checks need."""
 
-
-class Moto:
-    def __init__(self, log: Path) -> None:
-        self.port = free_port()
-        self.endpoint = f"http://127.0.0.1:{self.port}"
-        with open(log, "wb") as out:  # the server keeps its own copy of the descriptor
-            self.process = subprocess.Popen(
-                [str(PYTHONS["ours"]), "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return
-            except OSError:
-                time.sleep(0.2)
-        raise RuntimeError("moto server did not start")
+    def __init__(self, log_dir: Path) -> None:
+        super().__init__(log_dir, count_requests=False)
 
     def env(self) -> dict[str, str]:
-        return {
-            "S3_ENDPOINT_URL": self.endpoint,
-            "AWS_ACCESS_KEY_ID": "bench",
-            "AWS_SECRET_ACCESS_KEY": "bench",
-            "AWS_DEFAULT_REGION": "us-east-1",
-            "AWS_EC2_METADATA_DISABLED": "true",
-        }
+        return s3_env(self.endpoint)
 
     def client(self) -> Any:
         import boto3
 
-        return boto3.client(
-            "s3",
-            endpoint_url=self.endpoint,
-            region_name="us-east-1",
-            aws_access_key_id="bench",
-            aws_secret_access_key="bench",
-        )
+        keys = {name.lower(): self.env()[name] for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+        return boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1", **keys)
 
     def bucket(self, name: str) -> str:
         self.client().create_bucket(Bucket=name)
@@ -393,10 +393,6 @@ class Moto:
     def reset(self) -> None:
         """Drop every bucket: moto keeps objects in memory."""
         urllib.request.urlopen(urllib.request.Request(f"{self.endpoint}/moto-api/reset", method="POST")).read()
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=30)
 
 
 def measure(
@@ -445,18 +441,7 @@ def measure(
     baseline = disk_usage(sampled) if cluster is not None else 0  # the workers' earlier logs
     try:
         with DiskSampler(sampled) as sampler:
-            proc = subprocess.run(
-                [str(python), __file__, "--child", json.dumps(spec)],
-                check=False,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=7200,
-            )
-        lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-        if proc.returncode or not lines:
-            raise RuntimeError(f"{run}/{scenario}/{table} failed:\n{proc.stderr[-4000:]}")
-        report = json.loads(lines[-1][7:])
+            report = run_child(__file__, spec, env, f"{run}/{scenario}/{table}")
         report["peak_scratch_bytes"] = sampler.peak - baseline
         if moto is not None:  # the server's CPU over the whole child process (it idles outside the call)
             report["cpu_moto"] = harness.tree_cpu_seconds(moto.process.pid) - moto_cpu0
@@ -501,6 +486,18 @@ def _cpu(results: list[dict[str, Any]]) -> str:
     return f"{cell} ({' / '.join(harness.fmt(p, 1) for p in parts)})"
 
 
+def _run_cells(results: list[dict[str, Any]], rows: int) -> str:
+    """A run's rows/s, seconds, CPU seconds, CPU ÷ wall and peak scratch: the cells every table starts with."""
+    secs = [r["seconds"] for r in results]
+    med, cpu = harness.median_of(secs), harness.median_of(r["cpu_seconds"] for r in results)
+    peak = _mb(harness.median(r["peak_scratch_bytes"] for r in results))
+    return f"{harness.fmt(rows / med)} | {harness.spread(secs)} | {_cpu(results)} | {cpu / med:.2f} | {peak}"
+
+
+def _checked(results: list[dict[str, Any]]) -> str:
+    return "yes" if all(r["verified"] for r in results) else "**NO**"
+
+
 def section(
     table: str, scenario: str, rows: int, got: dict[str, list[dict[str, Any]]], errors: dict[str, str]
 ) -> list[str]:
@@ -522,15 +519,8 @@ def section(
             lines.append(f"| {LABELS[run]} | failed: {errors[run]} | | | | | | |")
         if run not in got:
             continue
-        results = got[run]
-        med = harness.median_of(secs[run])
-        cpu = harness.median_of(r["cpu_seconds"] for r in results)
-        checked = "yes" if all(r["verified"] for r in results) else "**NO**"
-        lines.append(
-            f"| {LABELS[run]} | {harness.fmt(rows / med)} | {harness.spread(secs[run])} | {_cpu(results)} | "
-            f"{cpu / med:.2f} | {_mb(harness.median(r['peak_scratch_bytes'] for r in results))} | "
-            f"{_mb(harness.median(r['output_bytes'] for r in results))} | {checked} |"
-        )
+        output = _mb(harness.median(r["output_bytes"] for r in got[run]))
+        lines.append(f"| {LABELS[run]} | {_run_cells(got[run], rows)} | {output} | {_checked(got[run])} |")
     lines += ["", "| ratio (of medians [min–max of the repetitions]) | value |", "|---|---|"]
     if "ours" in got and "reference" in got:
         target = 3 if scenario == "local" else None  # with s3 a check of bounded disk, not a target
@@ -603,7 +593,6 @@ def run_cluster(
     partitions: dict[str, int],
 ) -> None:
     """Each run on local[2] (key "cluster-local"), then on the 2-worker standalone cluster (key "cluster")."""
-    sys.path.insert(0, str(ROOT))
     from testsupport.spark_cluster import StandaloneCluster
 
     root = args.work / "cluster"
@@ -682,15 +671,7 @@ def cluster_section(table: str, rows: int, results: dict[tuple[str, str, str], l
             got = results.get((scenario, table, run))
             if not got:
                 continue
-            secs = [r["seconds"] for r in got]
-            med = harness.median_of(secs)
-            cpu = harness.median_of(r["cpu_seconds"] for r in got)
-            checked = "yes" if all(r["verified"] for r in got) else "**NO**"
-            lines.append(
-                f"| {LABELS[run]} | {where} | {harness.fmt(rows / med)} | {harness.spread(secs)} | "
-                f"{_cpu(got)} | {cpu / med:.2f} | "
-                f"{_mb(harness.median(r['peak_scratch_bytes'] for r in got))} | {checked} |"
-            )
+            lines.append(f"| {LABELS[run]} | {where} | {_run_cells(got, rows)} | {_checked(got)} |")
     lines += ["", "| ratio (of medians [min–max of the repetitions]) | value |", "|---|---|"]
     for run in CLUSTER_RUNS:
         local, remote = results.get(("cluster-local", table, run)), results.get(("cluster", table, run))
@@ -768,7 +749,7 @@ def main() -> None:
         if scenario == "cluster":
             run_cluster(args, tables, runs, sources, results, errors, partitions)
             continue
-        moto = Moto(args.work / "moto.log") if scenario == "s3" else None
+        moto = Moto(args.work) if scenario == "s3" else None
         scenario_runs = [run for run in runs if scenario == "local" or run in ("ours", "reference")]
         try:
             for table in tables:

@@ -29,14 +29,12 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 import bench_spark
 import harness
@@ -83,28 +81,9 @@ def child(spec: dict[str, Any]) -> None:
 
         spark = connect_session(spec["url"])
     else:
-        from pyspark.sql import SparkSession
-
-        spark = (
-            SparkSession.builder.master("local[2]")
-            .appName("bench-classic")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.driver.memory", "6g")
-            .config("spark.local.dir", os.path.join(spec["scratch"], "spark-local"))
-            .getOrCreate()
-        )
-        spark.sparkContext.setLogLevel("ERROR")
-    frame = spark.read.parquet(spec["source"])
-    rows = frame.count()  # warm-up: file listing, JVM
-    os.sync()
+        spark = bench_spark.local_session(spec, "bench-classic", "local[2]")
     spent = _time_phases()
-    action = bench_spark._action(spec["run"], frame, spec)
-    cpu0 = _cpu(spec.get("server_pid"))
-    started = time.perf_counter()
-    written = action()
-    seconds = time.perf_counter() - started
-    cpu1 = _cpu(spec.get("server_pid"))
+    _, rows, seconds, written, (cpu0, cpu1) = bench_spark.timed_call(spark, spec)
     report = {
         "run": spec["run"],
         "rows": rows,
@@ -112,21 +91,11 @@ def child(spec: dict[str, Any]) -> None:
         "phases": spent,
         "cpu_seconds": sum(s for _, s in cpu1.values()) - sum(s for _, s in cpu0.values()),
     }
-    if written is not None:
-        report["written_rows"] = written
-    spark.stop()
-    print("RESULT " + json.dumps(report), flush=True)
-
-
-def _cpu(server_pid: int | None) -> dict[int, tuple[str, float]]:
-    found = harness.process_tree_cpu()
-    if server_pid:
-        found.update(harness.process_tree_cpu(server_pid))
-    return found
+    bench_spark.print_result(spark, report, written)
 
 
 def measure(mode: str, run: str, work: Path, source: Path, columns: Any) -> dict[str, Any]:
-    sys.path.insert(0, str(ROOT))
+    from testsupport.fault_proxy import apply_env, restore_env
     from testsupport.spark_connect import ConnectServer
 
     base = work / f"{mode}-{run}"
@@ -150,24 +119,13 @@ def measure(mode: str, run: str, work: Path, source: Path, columns: Any) -> dict
         "PYTHONPATH": str(HERE),
     }  # Python workers unpickle bench_spark._drain
     server = None
-    saved = {k: os.environ.get(k) for k in ("TMPDIR", "PYTHONPATH")}
+    saved = apply_env({})
     try:
         if mode == "connect":
-            os.environ.update(TMPDIR=str(base / "scratch"), PYTHONPATH=str(HERE))
+            saved = apply_env({"TMPDIR": str(base / "scratch"), "PYTHONPATH": str(HERE)})
             server = ConnectServer(base / "scratch", master="local[2]", driver_memory="6g")
-            spec.update(url=server.url, server_pid=server.process.pid)
-        proc = subprocess.run(
-            [str(PYTHON), __file__, "--child", json.dumps(spec)],
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=7200,
-            env=env,
-        )
-        lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-        if proc.returncode or not lines:
-            raise RuntimeError(f"{mode} {run} failed:\n{proc.stderr[-4000:]}")
-        report = json.loads(lines[-1][7:])
+            spec.update(url=server.url, worker_pids=[server.process.pid])
+        report = bench_spark.run_child(__file__, spec, env, f"{mode} {run}")
         report["server_start_seconds"] = server.start_seconds if server else None
         if run == "arrow":
             report["verified"] = report["written_rows"] == report["rows"]
@@ -177,11 +135,7 @@ def measure(mode: str, run: str, work: Path, source: Path, columns: Any) -> dict
     finally:
         if server is not None:
             server.stop()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        restore_env(saved)
         shutil.rmtree(base, ignore_errors=True)
 
 

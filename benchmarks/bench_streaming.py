@@ -121,29 +121,7 @@ def import_family(family: str) -> None:
 
 def write_dataset(spec: dict[str, Any]) -> None:
     samples = iter_samples(spec["workload"], spec["n"], spec["seed"])
-    if spec["impl"] in ("ref", "ours"):
-        writer_class: Any
-        if spec["impl"] == "ours":
-            import mds_core
-
-            writer_class = mds_core.MDSWriter
-        else:
-            import streaming
-
-            writer_class = streaming.MDSWriter
-        with writer_class(
-            out=spec["dir"], columns=WORKLOAD_COLUMNS[spec["workload"]], size_limit=spec["size_limit"]
-        ) as writer:
-            for sample in samples:
-                writer.write(sample)
-    else:
-        from litdata.streaming.writer import BinaryWriter
-
-        chunks = BinaryWriter(spec["dir"], chunk_bytes=spec["size_limit"])
-        for index, sample in enumerate(samples):
-            chunks.add_item(index, sample)
-        chunks.done()
-        chunks.merge()
+    bf.writer_for(spec["impl"])(spec["dir"], WORKLOAD_COLUMNS[spec["workload"]], samples, spec["size_limit"])
 
 
 def open_dataset(spec: dict[str, Any]) -> Any:
@@ -396,6 +374,8 @@ COLD_VARIANTS = {
 class Bench(harness.Bench):
     """The harness's Bench (template processes, results, medians), serving this script."""
 
+    common: dict[str, Any]  # the loader's settings, in every spec that builds one (set by run_all)
+
     def run(self, key: tuple, spec: dict[str, Any]) -> dict[str, Any] | None:
         """One measurement; its result (or None after an error)."""
         spec = dict(spec, timeout=self.args.timeout, seed=self.args.seed, job_root=str(self.work / "jobs"))
@@ -407,18 +387,8 @@ class Bench(harness.Bench):
             return
         impl, with_torch = COLD_VARIANTS[variant]
         before = set(os.listdir("/dev/shm"))
-        argv = [
-            sys.executable,
-            "-c",
-            COLD_CHILD,
-            impl,
-            str(path),
-            str(self.args.batch_size),
-            str(self.work / "jobs"),
-            workload,
-            str(int(with_torch)),
-            str(HERE),
-        ]
+        argv = [sys.executable, "-c", COLD_CHILD, impl, str(path), str(self.args.batch_size), str(self.work / "jobs")]
+        argv += [workload, str(int(with_torch)), str(HERE)]
         with open(self.work / "cold.log", "a") as log:
             t0 = time.perf_counter()
             proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, text=True, env=self.env, cwd=self.work)
@@ -458,10 +428,16 @@ def write_data(bench: Bench, workload: str, n: int) -> dict[str, Path]:
     return {"ours": dirs[mds_writer], "ref": dirs[mds_writer], "litdata": dirs["litdata"]}
 
 
+def resume_spec(bench: Bench, op: str, impl: str, n: int, data: Path) -> dict[str, Any]:
+    """A resume measurement (or its setup) of ``impl`` on the ``tiny`` data set of ``n`` samples at ``data``."""
+    state_file = bench.work / f"state-{impl}-{n}.pkl"
+    return dict(bench.common, op=op, impl=impl, workload="tiny", n=n, dir=str(data), state_file=str(state_file))
+
+
 def run_all(bench: Bench) -> dict[str, Any]:
     args = bench.args
     info: dict[str, Any] = {"throughput": {}, "resume": {}}
-    common = dict(batch_size=args.batch_size, workers=args.workers)
+    common = bench.common = dict(batch_size=args.batch_size, workers=args.workers)
 
     # 1-3 on each workload
     for workload, n in (("mixed", args.mixed), ("tokens", args.tokens)):
@@ -489,37 +465,14 @@ def run_all(bench: Bench) -> dict[str, Any]:
         print(f"[resume] n={n}", file=sys.stderr)
         expected = {}
         for impl in args.resume_impls:
-            state_file = bench.work / f"state-{impl}-{n}.pkl"
-            res = bench.run(
-                ("resume-setup", n, impl),
-                dict(
-                    common,
-                    op="resume-setup",
-                    impl=impl,
-                    workload="tiny",
-                    n=n,
-                    dir=str(dirs[impl]),
-                    state_file=str(state_file),
-                ),
-            )
+            res = bench.run(("resume-setup", n, impl), resume_spec(bench, "resume-setup", impl, n, dirs[impl]))
             if res is not None:
                 expected[impl] = res["expected"]
         info["resume"][n] = expected
         for _rep in range(args.reps):
             for impl in args.resume_impls:
                 if impl in expected:
-                    bench.run(
-                        ("resume", n, impl),
-                        dict(
-                            common,
-                            op="resume",
-                            impl=impl,
-                            workload="tiny",
-                            n=n,
-                            dir=str(dirs[impl]),
-                            state_file=str(bench.work / f"state-{impl}-{n}.pkl"),
-                        ),
-                    )
+                    bench.run(("resume", n, impl), resume_spec(bench, "resume", impl, n, dirs[impl]))
         for path in set(dirs.values()):
             shutil.rmtree(path, ignore_errors=True)
 
@@ -546,19 +499,11 @@ def run_all(bench: Bench) -> dict[str, Any]:
     # 5: order generation
     if args.order_samples > 0:
         print(f"[order] n={args.order_samples:,}", file=sys.stderr)
+        order = dict(op="order", n=args.order_samples, shard_samples=args.order_shard_samples, ncn=args.order_ncn)
         for _rep in range(args.reps):
             for impl in ("ours", "ref"):
                 bench.run(
-                    ("order", impl),
-                    dict(
-                        op="order",
-                        impl=impl,
-                        n=args.order_samples,
-                        shard_samples=args.order_shard_samples,
-                        ncn=args.order_ncn,
-                        batch_size=args.order_batch_size,
-                        world=args.order_world,
-                    ),
+                    ("order", impl), dict(order, impl=impl, batch_size=args.order_batch_size, world=args.order_world)
                 )
     return info
 

@@ -71,36 +71,34 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory):
     ``S3_ENDPOINT_URL`` and dummy credentials go into ``os.environ`` so that subprocesses
     (DataLoader workers, torch.distributed ranks, Spark executors) reach the same server.
     """
-    from testsupport.fault_proxy import apply_env, restore_env
     from testsupport.s3 import MotoServer, s3_env
 
     server = MotoServer(tmp_path_factory.mktemp("moto"))
-    saved = apply_env(s3_env(server.endpoint))
-    yield server
-    restore_env(saved)
-    server.stop()
+    yield from _serving(server, s3_env(server.endpoint))
 
 
 @pytest.fixture
 def fault_proxy(s3_server):
     """A fault-injecting proxy in front of the S3 server; ``S3_ENDPOINT_URL`` points at it meanwhile."""
-    from testsupport.fault_proxy import FaultProxy, apply_env, restore_env
+    from testsupport.fault_proxy import FaultProxy
 
     proxy = FaultProxy(s3_server.endpoint)
-    saved = apply_env({"S3_ENDPOINT_URL": proxy.endpoint})
-    yield proxy
-    restore_env(saved)
-    proxy.stop()
+    yield from _serving(proxy, {"S3_ENDPOINT_URL": proxy.endpoint})
 
 
-def _emulator(kind, tmp_path_factory: pytest.TempPathFactory):
+def _serving(server, env: dict[str, str]):
+    """Yield ``server`` with ``env`` in ``os.environ`` meanwhile; then put the environment back and stop it."""
     from testsupport.fault_proxy import apply_env, restore_env
 
-    server = kind(tmp_path_factory.mktemp(kind.name))
-    saved = apply_env(server.env(server.endpoint))
+    saved = apply_env(env)
     yield server
     restore_env(saved)
     server.stop()
+
+
+def _emulator(kind, tmp_path_factory: pytest.TempPathFactory):
+    server = kind(tmp_path_factory.mktemp(kind.name))
+    yield from _serving(server, server.env(server.endpoint))
 
 
 @pytest.fixture(scope="session")

@@ -53,13 +53,8 @@ def test_a_planted_violation_breaks_a_contract(tmp_path: Path, module: str, plan
 
 
 def _tracked(*patterns: str) -> list[Path]:
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", *patterns],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
+    command = ["git", "ls-files", "--cached", "--others", "--exclude-standard", *patterns]
+    listed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     return [ROOT / name for name in listed if (ROOT / name).is_file()]
 
 

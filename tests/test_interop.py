@@ -21,15 +21,20 @@ REF_PYTHON = ROOT / "benchmarks" / ".venv" / "bin" / "python"
 pytestmark = pytest.mark.skipif(not REF_PYTHON.exists(), reason="needs the reference: run `make interop`")
 
 
-def _reference_reads(path: Path, *flags: str) -> list[dict]:
-    result = subprocess.run(
-        [str(REF_PYTHON), str(ROOT / "tests/interop/ref_dump.py"), str(path), *flags],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+def _ref_dump(*args: str, timeout: float) -> str:
+    """tests/interop/ref_dump.py's standard output, run by the reference's Python."""
+    command = [str(REF_PYTHON), str(ROOT / "tests/interop/ref_dump.py"), *args]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     assert result.returncode == 0, result.stderr[-3000:]
-    return [{k: untag(v) for k, v in json.loads(line).items()} for line in result.stdout.splitlines()]
+    return result.stdout
+
+
+def _samples(jsonl: str) -> list[dict]:
+    return [{k: untag(v) for k, v in json.loads(line).items()} for line in jsonl.splitlines()]
+
+
+def _reference_reads(path: Path, *flags: str) -> list[dict]:
+    return _samples(_ref_dump(str(path), *flags, timeout=600))
 
 
 def reference_reads_many(jobs: dict[str, dict]) -> dict[str, list[dict]]:
@@ -42,17 +47,8 @@ def reference_reads_many(jobs: dict[str, dict]) -> dict[str, list[dict]]:
         listing.append({**job, "path": str(job["path"]), "out": str(outs[name])})
     spec = outs[next(iter(outs))].parent / "reference-jobs.json"
     spec.write_text(json.dumps(listing))
-    result = subprocess.run(
-        [str(REF_PYTHON), str(ROOT / "tests/interop/ref_dump.py"), "--many", str(spec)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return {
-        name: [{k: untag(v) for k, v in json.loads(line).items()} for line in out.read_text().splitlines()]
-        for name, out in outs.items()
-    }
+    _ref_dump("--many", str(spec), timeout=900)
+    return {name: _samples(out.read_text()) for name, out in outs.items()}
 
 
 def _assert_same_as_ours(path: Path, theirs: list[dict]) -> None:

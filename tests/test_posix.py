@@ -49,12 +49,9 @@ def test_without_fcntl_local_reads_work_and_streaming_says_it_needs_posix(tmp_pa
     raw, zipped = _write(tmp_path / "raw"), _write(tmp_path / "zipped", compression="zstd")
     job_root = tmp_path / "jobs"
     job_root.mkdir()
+    command = [sys.executable, "-c", SCRIPT, raw, zipped, str(job_root)]
     result = subprocess.run(
-        [sys.executable, "-c", SCRIPT, raw, zipped, str(job_root)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=Path(__file__).resolve().parents[1],
+        command, capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[1]
     )
     assert result.returncode == 0, result.stderr
     seen = json.loads(result.stdout.splitlines()[-1])

@@ -106,16 +106,8 @@ class Checkout:
     def run(self, line: str, name: str) -> tuple[list[str], list[list[int]]]:
         """Run one shell line; the lines it printed and the ids of every batch it trained on."""
         trace = self.traces / f"{name}.jsonl"
-        done = subprocess.run(
-            line,
-            shell=True,
-            cwd=self.cwd,
-            env={**self.env, "README_TEST_TRACE": str(trace)},
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
+        env = {**self.env, "README_TEST_TRACE": str(trace)}
+        done = subprocess.run(line, shell=True, cwd=self.cwd, env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, f"{line}\n{done.stderr[-3000:]}"
         batches = [json.loads(ids) for ids in trace.read_text().splitlines()] if trace.exists() else []
         return done.stdout.splitlines(), batches

@@ -60,15 +60,8 @@ class Walker:
         """Run ``command``; its standard output. A non-zero exit fails the test with both outputs."""
         script = (f"{ACTIVATE}\n" if self.activated else "") + command
         started = time.monotonic()
-        done = subprocess.run(
-            ["bash", "-e", "-o", "pipefail", "-c", script],
-            cwd=self.cwd,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-            check=False,
-        )
+        shell = ["bash", "-e", "-o", "pipefail", "-c", script]
+        done = subprocess.run(shell, cwd=self.cwd, env=self.env, capture_output=True, text=True, timeout=900)
         seconds = time.monotonic() - started
         self.times.append((command, seconds))
         with self.log.open("a") as log:

@@ -179,15 +179,12 @@ class FilesApiServer:
             if path.startswith(prefix + "/"):
                 target = "/" + path[len(prefix) :].strip("/")
                 volume = "/".join(target.split("/")[:5])
+                dotted = volume[len("/Volumes/") :].replace("/", ".")  # catalog.schema.volume
                 if volume in self.denied:
-                    return _error(
-                        403,
-                        "PERMISSION_DENIED",
-                        f"User does not have READ VOLUME on Volume '{volume[9:].replace('/', '.')}'.",
-                    )
+                    return _error(403, "PERMISSION_DENIED", f"User does not have READ VOLUME on Volume '{dotted}'.")
                 with self.lock:
                     if volume not in self.volumes:
-                        return _error(404, "NOT_FOUND", f"Volume '{volume[9:].replace('/', '.')}' does not exist.")
+                        return _error(404, "NOT_FOUND", f"Volume '{dotted}' does not exist.")
                     if kind == "file":
                         return self._file(method, target, query, body)
                     return self._directory(method, target, query)
@@ -261,15 +258,8 @@ class FilesApiServer:
                 entries.append({"path": directory + "/", "is_directory": True, "name": directory[len(prefix) :]})
         for name, (data, modified) in self.files.items():
             if name.startswith(prefix) and "/" not in name[len(prefix) :]:
-                entries.append(
-                    {
-                        "path": name,
-                        "is_directory": False,
-                        "file_size": len(data),
-                        "last_modified": int(modified * 1000),
-                        "name": name[len(prefix) :],
-                    }
-                )
+                entry = {"path": name, "is_directory": False, "name": name[len(prefix) :]}
+                entries.append({**entry, "file_size": len(data), "last_modified": int(modified * 1000)})
         return sorted(entries, key=lambda e: e["name"])
 
 

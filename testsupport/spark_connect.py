@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from testsupport.fault_proxy import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 # The tests' Spark JVMs run many short jobs on tiny data: the C1 compiler alone and the serial collector make
 # them about a sixth faster than the JIT's full tiers (measured on the pipelines' and converter's tests).
@@ -31,13 +33,8 @@ TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 # The local sessions' driver options (tests/spark and tests/pipelines: whichever starts first makes the one
 # session of the process), keeping the pipelines' log settings, which a driver option of our own replaces.
 SESSION_JVM_OPTIONS = f"{TEST_JVM_OPTIONS} -Dlog4j2.configurationFile=file:{ROOT / 'pipelines' / 'log4j2.properties'}"
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 START_TIMEOUT = 240.0  # seconds; a loaded two-core machine takes well over a minute at worst
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _accepts(port: int) -> bool:
@@ -57,7 +54,7 @@ class ConnectServer:
         """``python`` runs the server's Python workers: a client's own interpreter for a client of another Python."""
         import pyspark
 
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"sc://127.0.0.1:{self.port}"
         self.log = root / "connect-server.log"
         home = Path(pyspark.__file__).parent
@@ -74,17 +71,8 @@ class ConnectServer:
             "spark.python.worker.reuse": "true",
             "spark.driver.extraJavaOptions": f"{TEST_JVM_OPTIONS} -Dderby.system.home={root / 'derby'}",
         }
-        command = [
-            str(home / "bin" / "spark-submit"),
-            "--class",
-            "org.apache.spark.sql.connect.service.SparkConnectServer",
-            "--name",
-            "mds-core-tests-connect",
-            "--master",
-            master,
-            "--driver-memory",
-            driver_memory,
-        ]
+        command = [str(home / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--name", "mds-core-tests-connect"]
+        command += ["--master", master, "--driver-memory", driver_memory]
         for key, value in settings.items():
             command += ["--conf", f"{key}={value}"]
         env = {

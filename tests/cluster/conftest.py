@@ -70,15 +70,8 @@ def run_driver(spec: dict[str, Any], env: dict[str, str] | None = None, timeout:
         # A session built from Python (not spark-submit) takes the executors' Python from PYSPARK_PYTHON
         # only. The pipelines' Spark resource copies spark.pyspark.python there itself (scenario pipeline).
         full_env["PYSPARK_PYTHON"] = spec["conf"]["spark.pyspark.python"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "tests.cluster.driver", json.dumps(spec)],
-        cwd=ROOT,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    command = [sys.executable, "-m", "tests.cluster.driver", json.dumps(spec)]
+    proc = subprocess.run(command, cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=timeout, check=False)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode or not lines:
         pytest.fail(f"driver {spec['scenario']} exited {proc.returncode}:\n{proc.stderr[-6000:]}")

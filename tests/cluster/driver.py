@@ -248,18 +248,10 @@ def torch_distributor(spec: dict[str, Any]) -> dict[str, Any]:
         work = Path(spec["scratch"]) / name
         (work / "trace").mkdir(parents=True, exist_ok=True)
         distributor = TorchDistributor(num_processes=processes, local_mode=False, use_gpu=False)
+        credentials = [spec["host"], spec["token"], spec["remote"]]
+        paths = [str(work / "cache"), str(work / "trace"), str(Path(spec["scratch"]) / spec["checkpoints"][name])]
         try:
-            distributor.run(
-                train_fn.train,
-                spec["host"],
-                spec["token"],
-                spec["remote"],
-                str(work / "cache"),
-                str(work / "trace"),
-                str(Path(spec["scratch"]) / spec["checkpoints"][name]),
-                stop_after,
-                8,
-            )
+            distributor.run(train_fn.train, *credentials, *paths, stop_after, 8)
             errors[name] = None
         except Exception as err:  # the killed runs: what the distributor reports
             errors[name] = f"{type(err).__name__}: {str(err)[:300]}"

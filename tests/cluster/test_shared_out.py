@@ -26,23 +26,18 @@ def _attempt(path: Path) -> str:
     return dumps_index(writer.shards)
 
 
+def _manifest(partition: int, attempt: int, index: str) -> dict[str, object]:
+    """What the task of ``partition`` reports for the attempt it staged as ``<partition>.<attempt>``."""
+    staging = f"{partition:05}.{attempt}"
+    return dict(partition=partition, attempt=attempt, staging=staging, rows=10, skipped=0, index=index, missed=None)
+
+
 def test_commit_refuses_attempts_written_out_of_the_drivers_sight(tmp_path: Path) -> None:
     out = tmp_path / "out"
     target = open_target(route_for(str(out), connect=False), False)
     staging = target.staging_location("run")
     index = _attempt(Path(staging) / "00000.7")  # this attempt's files are on the driver's disk
-    manifests = [
-        {
-            "partition": p,
-            "attempt": a,
-            "staging": f"{p:05}.{a}",
-            "rows": 10,
-            "skipped": 0,
-            "index": index,
-            "missed": None,
-        }
-        for p, a in ((0, 7), (1, 8))
-    ]  # 00001.8 was written on an executor's own disk
+    manifests = [_manifest(p, a, index) for p, a in ((0, 7), (1, 8))]  # 00001.8 was written on an executor's disk
     with pytest.raises(ConfigurationError, match=r"executors wrote 1 partition\(s\) .* that this driver cannot see"):
         target.commit(manifests, staging, True)
     assert os.listdir(out) == []  # nothing moved, no index, the staging tree removed
@@ -52,17 +47,6 @@ def test_commit_moves_everything_when_every_attempt_is_there(tmp_path: Path) -> 
     out = tmp_path / "out"
     target = open_target(route_for(str(out), connect=False), False)
     staging = target.staging_location("run")
-    manifests = [
-        {
-            "partition": p,
-            "attempt": p,
-            "staging": f"{p:05}.{p}",
-            "rows": 10,
-            "skipped": 0,
-            "index": _attempt(Path(staging) / f"{p:05}.{p}"),
-            "missed": None,
-        }
-        for p in (0, 1)
-    ]
+    manifests = [_manifest(p, p, _attempt(Path(staging) / f"{p:05}.{p}")) for p in (0, 1)]
     stats = target.commit(manifests, staging, True)
     assert stats.rows == 20 and sorted(os.listdir(out)) == ["00000", "00001", "index.json"]

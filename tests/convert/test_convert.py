@@ -23,7 +23,6 @@ from mds_core.format.shard import Schema
 from tests.golden import assert_same
 
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
-INT_RANGES = {"int8": 7, "int16": 15, "int32": 31, "int64": 63}
 
 
 def _index(out: Path) -> list[dict]:
@@ -38,47 +37,40 @@ def _encodings(out: Path) -> dict[str, str]:
 # ---- the vectorised encoder produces exactly the writer's bytes ---------------------------------
 
 
-def _column_strategy(kind: str) -> st.SearchStrategy:
-    if kind in INT_RANGES:
-        bits = INT_RANGES[kind]
-        return st.integers(-(1 << bits), (1 << bits) - 1)
-    return {
-        "float32": st.floats(width=32, allow_nan=True),
-        "float64": st.floats(allow_nan=True),
-        "bool": st.booleans(),
-        "str": st.text(max_size=20),
-        "bytes": st.binary(max_size=20),
-        "list": st.lists(st.floats(width=32, allow_nan=False), min_size=1, max_size=5),
-        "nested": st.integers(1, 3).flatmap(
+def _ints(bits: int) -> st.SearchStrategy:
+    return st.integers(-(1 << bits), (1 << bits) - 1)
+
+
+# Each kind of generated column: its Arrow type and the values drawn for it.
+KINDS: dict[str, tuple[pa.DataType, st.SearchStrategy]] = {
+    "int8": (pa.int8(), _ints(7)),
+    "int16": (pa.int16(), _ints(15)),
+    "int32": (pa.int32(), _ints(31)),
+    "int64": (pa.int64(), _ints(63)),
+    "float32": (pa.float32(), st.floats(width=32, allow_nan=True)),
+    "float64": (pa.float64(), st.floats(allow_nan=True)),
+    "bool": (pa.bool_(), st.booleans()),
+    "str": (pa.string(), st.text(max_size=20)),
+    "bytes": (pa.binary(), st.binary(max_size=20)),
+    "list": (pa.list_(pa.float32()), st.lists(st.floats(width=32, allow_nan=False), min_size=1, max_size=5)),
+    "nested": (
+        pa.list_(pa.list_(pa.int16())),
+        st.integers(1, 3).flatmap(
             lambda w: st.lists(st.lists(st.integers(-100, 100), min_size=w, max_size=w), min_size=1, max_size=3)
         ),
-        "decimal": st.decimals(min_value=-(10**6), max_value=10**6, places=2, allow_nan=False),
-        "date": st.dates(),
-        "json": st.fixed_dictionaries({"a": st.integers(-5, 5), "b": st.text(max_size=5)}),
-    }[kind]
-
-
-ARROW_TYPES = {
-    "int8": pa.int8(),
-    "int16": pa.int16(),
-    "int32": pa.int32(),
-    "int64": pa.int64(),
-    "float32": pa.float32(),
-    "float64": pa.float64(),
-    "bool": pa.bool_(),
-    "str": pa.string(),
-    "bytes": pa.binary(),
-    "list": pa.list_(pa.float32()),
-    "nested": pa.list_(pa.list_(pa.int16())),
-    "decimal": pa.decimal128(12, 2),
-    "date": pa.date32(),
-    "json": pa.struct([("a", pa.int64()), ("b", pa.string())]),
+    ),
+    "decimal": (pa.decimal128(12, 2), st.decimals(min_value=-(10**6), max_value=10**6, places=2, allow_nan=False)),
+    "date": (pa.date32(), st.dates()),
+    "json": (
+        pa.struct([("a", pa.int64()), ("b", pa.string())]),
+        st.fixed_dictionaries({"a": st.integers(-5, 5), "b": st.text(max_size=5)}),
+    ),
 }
 
 
 def _python_value(kind: str, value, encoding: str):
     """What a user of MDSWriter would pass for ``value`` under the converter's encoding."""
-    if kind in INT_RANGES or kind in ("float32", "float64"):
+    if kind.startswith(("int", "float")):
         return np.dtype(encoding).type(value)
     if kind == "bool":
         return np.uint8(value)
@@ -93,9 +85,9 @@ def _python_value(kind: str, value, encoding: str):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    st.lists(st.sampled_from(sorted(ARROW_TYPES)), min_size=1, max_size=5, unique=True).flatmap(
+    st.lists(st.sampled_from(sorted(KINDS)), min_size=1, max_size=5, unique=True).flatmap(
         lambda kinds: st.tuples(
-            st.just(kinds), st.lists(st.tuples(*[_column_strategy(k) for k in kinds]), min_size=1, max_size=8)
+            st.just(kinds), st.lists(st.tuples(*[KINDS[k][1] for k in kinds]), min_size=1, max_size=8)
         )
     )
 )
@@ -103,10 +95,7 @@ def test_vectorised_bytes_equal_the_writers_bytes(case) -> None:
     kinds, rows = case
     names = [f"c_{kind}" for kind in kinds]
     table = pa.table(
-        {
-            name: pa.array([row[i] for row in rows], ARROW_TYPES[kind])
-            for i, (name, kind) in enumerate(zip(names, kinds))
-        }
+        {name: pa.array([row[i] for row in rows], KINDS[kind][0]) for i, (name, kind) in enumerate(zip(names, kinds))}
     )
     plans = plan_columns(table.schema)
     encoded = encode_rows({p.name: plain(table.column(p.name)) for p in plans}, plans)
@@ -122,62 +111,53 @@ def test_vectorised_bytes_equal_the_writers_bytes(case) -> None:
 # ---- every type round-trips through the reader ------------------------------------------------------
 
 
-def _all_types_table(nan: float = float("nan")) -> pa.Table:
+def _all_types(nan: float) -> dict[str, tuple[str, pa.Array]]:
+    """Each column of the round trip: the encoding the converter picks, and three values at the type's edges."""
     ts = [
         datetime.datetime(2024, 2, 29, 23, 59, 59, 999999, tzinfo=datetime.UTC),
         datetime.datetime(1901, 12, 13, 20, 45, 52, 1, tzinfo=datetime.UTC),
         EPOCH,
     ]
-    return pa.table(
-        {
-            "i8": pa.array([-128, 127, -1], pa.int8()),
-            "i16": pa.array([-32768, 32767, -2], pa.int16()),
-            "i32": pa.array([-(1 << 31), (1 << 31) - 1, 0], pa.int32()),
-            "i64": pa.array([-(1 << 63), (1 << 63) - 1, 5], pa.int64()),
-            "f32": pa.array([1.5, float("inf"), -0.0], pa.float32()),
-            "f64": pa.array([0.1, nan, -1e308], pa.float64()),
-            "flag": pa.array([True, False, True]),
-            "day": pa.array([datetime.date(1, 1, 1), datetime.date(9999, 12, 31), datetime.date(1970, 1, 1)]),
-            "ts": pa.array(ts, pa.timestamp("us", "UTC")),
-            "ts_ntz": pa.array([t.replace(tzinfo=None) for t in ts], pa.timestamp("us")),
-            "text": ["héllo \x00 wörld", "", "😀" * 100],
-            "blob": [b"\x00\xff", b"", b"\x00" * 3],
-            "money": pa.array([Decimal("1.10"), Decimal("-0.01"), Decimal("99999999.99")], pa.decimal128(10, 2)),
-            "fixed": pa.array([[1.0, 2.0, 3.0]] * 3, pa.list_(pa.float32())),
-            "ragged": pa.array([[1], [2, 3], [-4, 5, 6]], pa.list_(pa.int64())),
-            "matrix": pa.array([[[1, 2], [3, 4], [5, 6]], [[7, 8]], [[9, 10]]], pa.list_(pa.list_(pa.int16()))),
-            "bools": pa.array([[True, False], [False], [True]], pa.list_(pa.bool_())),
-            "record": pa.array(
+    return {
+        "i8": ("int8", pa.array([-128, 127, -1], pa.int8())),
+        "i16": ("int16", pa.array([-32768, 32767, -2], pa.int16())),
+        "i32": ("int32", pa.array([-(1 << 31), (1 << 31) - 1, 0], pa.int32())),
+        "i64": ("int64", pa.array([-(1 << 63), (1 << 63) - 1, 5], pa.int64())),
+        "f32": ("float32", pa.array([1.5, float("inf"), -0.0], pa.float32())),
+        "f64": ("float64", pa.array([0.1, nan, -1e308], pa.float64())),
+        "flag": ("uint8", pa.array([True, False, True])),
+        "day": ("int32", pa.array([datetime.date(1, 1, 1), datetime.date(9999, 12, 31), datetime.date(1970, 1, 1)])),
+        "ts": ("int64", pa.array(ts, pa.timestamp("us", "UTC"))),
+        "ts_ntz": ("int64", pa.array([t.replace(tzinfo=None) for t in ts], pa.timestamp("us"))),
+        "text": ("str", pa.array(["héllo \x00 wörld", "", "😀" * 100])),
+        "blob": ("bytes", pa.array([b"\x00\xff", b"", b"\x00" * 3])),
+        "money": (
+            "str_decimal",
+            pa.array([Decimal("1.10"), Decimal("-0.01"), Decimal("99999999.99")], pa.decimal128(10, 2)),
+        ),
+        "fixed": ("ndarray:float32:3", pa.array([[1.0, 2.0, 3.0]] * 3, pa.list_(pa.float32()))),
+        "ragged": ("ndarray:int64", pa.array([[1], [2, 3], [-4, 5, 6]], pa.list_(pa.int64()))),
+        "matrix": (
+            "ndarray:int16",
+            pa.array([[[1, 2], [3, 4], [5, 6]], [[7, 8]], [[9, 10]]], pa.list_(pa.list_(pa.int16()))),
+        ),
+        "bools": ("ndarray:uint8", pa.array([[True, False], [False], [True]], pa.list_(pa.bool_()))),
+        "record": (
+            "json",
+            pa.array(
                 [{"a": 1, "b": "x"}, {"a": None, "b": "y"}, None], pa.struct([("a", pa.int64()), ("b", pa.string())])
             ),
-            "mapping": pa.array([[("k", 1.5)], [], None], pa.map_(pa.string(), pa.float64())),
-            "words": pa.array([["a", None], [], None], pa.list_(pa.string())),
-        }
-    )
+        ),
+        "mapping": ("json", pa.array([[("k", 1.5)], [], None], pa.map_(pa.string(), pa.float64()))),
+        "words": ("json", pa.array([["a", None], [], None], pa.list_(pa.string()))),
+    }
 
 
-EXPECTED_ENCODINGS = {
-    "i8": "int8",
-    "i16": "int16",
-    "i32": "int32",
-    "i64": "int64",
-    "f32": "float32",
-    "f64": "float64",
-    "flag": "uint8",
-    "day": "int32",
-    "ts": "int64",
-    "ts_ntz": "int64",
-    "text": "str",
-    "blob": "bytes",
-    "money": "str_decimal",
-    "fixed": "ndarray:float32:3",
-    "ragged": "ndarray:int64",
-    "matrix": "ndarray:int16",
-    "bools": "ndarray:uint8",
-    "record": "json",
-    "mapping": "json",
-    "words": "json",
-}
+def _all_types_table(nan: float = float("nan")) -> pa.Table:
+    return pa.table({name: values for name, (_, values) in _all_types(nan).items()})
+
+
+EXPECTED_ENCODINGS = {name: encoding for name, (encoding, _) in _all_types(0.0).items()}
 
 
 def _expected(table: pa.Table, name: str, row: int):

@@ -51,6 +51,11 @@ def upload(args: dict[str, Any]) -> None:
 
 def epoch(args: dict[str, Any]) -> None:
     """One pass over a remote dataset through a cache too small to hold it: downloads and evictions."""
+    print(json.dumps(epoch_ids(args)))
+
+
+def epoch_ids(args: dict[str, Any]) -> list[int]:
+    """Every sample id of ``args["remote"]`` in order, read through the cache of ``args["local"]``."""
     from mds_core import StreamingDataset
 
     dataset = StreamingDataset(
@@ -62,7 +67,7 @@ def epoch(args: dict[str, Any]) -> None:
         job_root=args["job_root"],
         validate_hash="xxh64",
     )
-    print(json.dumps([int(sample["id"]) for sample in dataset]))
+    return [int(sample["id"]) for sample in dataset]
 
 
 def convert_prepare(args: dict[str, Any]) -> None:

@@ -194,25 +194,10 @@ def test_a_cache_killed_at_any_download_or_eviction(s3_server, tmp_path: Path) -
         for path in leftovers:  # as if the next run came a while later
             os.utime(path, (time.time() - 3600,) * 2)
         args = {**args, "job_root": str(tmp_path / f"jobs-{killed.number}")}
-        assert read_ids_through_cache(args) == list(range(1600))  # (d)
+        assert operations.epoch_ids(args) == list(range(1600))  # (d)
         assert not list(cache.glob("*.tmp")), killed  # (c) the killed download's partial file is gone
         assert sum(p.stat().st_size for p in cache.glob("shard.*")) <= limit
 
     steps = _every_step("epoch", make_args, tmp_path, check)
     assert sum(s.startswith("evicted") for s in steps) >= 4, steps
     assert sum(s.startswith("renamed into place") for s in steps) >= len(shards), steps
-
-
-def read_ids_through_cache(args: dict) -> list[int]:
-    from mds_core import StreamingDataset
-
-    dataset = StreamingDataset(
-        remote=args["remote"],
-        local=args["local"],
-        cache_limit=args["cache_limit"],
-        batch_size=1,
-        shuffle=False,
-        job_root=args["job_root"],
-        validate_hash="xxh64",
-    )
-    return [int(sample["id"]) for sample in dataset]

@@ -21,7 +21,8 @@ import pytest
 import yaml
 
 from pipelines.instance import prepare_home
-from tests.e2e.conftest import DagsterDev, free_port, stop
+from tests.e2e.conftest import DagsterDev, stop
+from testsupport.fault_proxy import free_port
 
 pytestmark = pytest.mark.slow  # three servers and two Spark runs: make test-all
 

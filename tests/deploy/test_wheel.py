@@ -83,11 +83,8 @@ def test_an_installed_code_location_materialises_and_publishes_a_day_outside_the
         "MDS_SPARK_MASTER": "local[1]",
         **{k: v for k, v in os.environ.items() if k in ("JAVA_HOME", "S3_ENDPOINT_URL")},
     }
-    present = run(
-        [python, "-c", f"import importlib.util as u; print([m for m in {DEMO_ONLY!r} if u.find_spec(m)])"],
-        elsewhere,
-        variables,
-    )
+    find_demo_only = f"import importlib.util as u; print([m for m in {DEMO_ONLY!r} if u.find_spec(m)])"
+    present = run([python, "-c", find_demo_only], elsewhere, variables)
     assert present.strip() == "[]"  # the code server's extra leaves the demo's packages out
 
     run([python, "-m", "pipelines.instance", variables["DAGSTER_HOME"]], elsewhere, variables)
@@ -95,34 +92,17 @@ def test_an_installed_code_location_materialises_and_publishes_a_day_outside_the
         site_packages / "pipelines" / "dagster.yaml"
     ).read_text()
     run([dagster, "definitions", "validate", "-m", "pipelines.definitions"], elsewhere, variables)
-    log = run(
-        [
-            dagster,
-            "job",
-            "execute",
-            "-m",
-            "pipelines.definitions",
-            "-j",
-            "synthetic_daily",
-            "--tags",
-            json.dumps({"dagster/partition": DAY}),
-        ],
-        elsewhere,
-        variables,
-    )
+    tags = json.dumps({"dagster/partition": DAY})
+    execute = [dagster, "job", "execute", "-m", "pipelines.definitions", "-j", "synthetic_daily", "--tags", tags]
+    log = run(execute, elsewhere, variables)
     assert "RUN_SUCCESS" in log
 
     data = tmp_path / "user-data" / "mds-pipelines"
-    published = run(
-        [
-            python,
-            "-c",
-            f"from mds_core.versions import ShardSet; s = ShardSet({str(data / 'shard-sets' / 'synthetic')!r}); "
-            "print(s.published(), s.versions()[-1].rows, s.versions()[-1].lineage['days'])",
-        ],
-        elsewhere,
-        variables,
+    show = (
+        f"from mds_core.versions import ShardSet; s = ShardSet({str(data / 'shard-sets' / 'synthetic')!r}); "
+        "print(s.published(), s.versions()[-1].rows, s.versions()[-1].lineage['days'])"
     )
+    published = run([python, "-c", show], elsewhere, variables)
     assert published.split() == ["1", "2000", f"['{DAY}']"]
     assert sorted(p.name for p in data.iterdir()) == ["cache", "shard-sets", "warehouse"]
     assert installed_files(site_packages) == before  # nothing written into the installation

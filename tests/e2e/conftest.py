@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.registry import write_registry
+from testsupport.fault_proxy import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -50,12 +50,6 @@ class DagsterDev:
         if reply.get("errors"):
             raise AssertionError(f"GraphQL errors: {reply['errors']}")
         return reply["data"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 LOCATION_QUERY = """

@@ -53,15 +53,8 @@ def failure_messages(dev: DagsterDev, run_id: str) -> list[str]:
 
 def day_ids(days: list[str], rows_per_day: int = 60, start: str = "2026-01-01") -> list[int]:
     """The digits ids the given days hold (the registry's start date, the fixture's rows per day)."""
-    first = date.fromisoformat(start)
-    return [
-        i
-        for day in sorted(days)
-        for i in range(
-            (date.fromisoformat(day) - first).days * rows_per_day,
-            ((date.fromisoformat(day) - first).days + 1) * rows_per_day,
-        )
-    ]
+    offsets = sorted((date.fromisoformat(day) - date.fromisoformat(start)).days for day in days)
+    return [offset * rows_per_day + i for offset in offsets for i in range(rows_per_day)]
 
 
 REPOSITORY = {"repositoryLocationName": "pipelines", "repositoryName": "__repository__"}

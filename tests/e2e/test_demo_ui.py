@@ -12,7 +12,7 @@ import re
 import pytest
 
 from tests.e2e.conftest import Demo
-from tests.e2e.test_browser import ARTIFACTS, settled
+from tests.e2e.test_browser import ARTIFACTS, named, settled
 
 # The first test to ask for the session's `demo` also waits for it to be made: `make demo`'s three days
 # and dg dev's start, over 300 s when the other tier's worker runs the standalone cluster beside it.
@@ -77,8 +77,6 @@ PAGES = {
 @pytest.mark.parametrize("name", PAGES)
 def test_screenshots_of_the_demo(demo: Demo, browser, name: str):
     from selenium.webdriver.support.ui import WebDriverWait
-
-    from tests.e2e.test_browser import named
 
     path, shown = PAGES[name]
     try:

@@ -10,25 +10,8 @@ from mds_core.format.hashing import check_hash_list, get_hash, get_hashes
 
 
 def test_supported_names_are_hashlib_plus_xxhash() -> None:
-    expected = {
-        "blake2b",
-        "blake2s",
-        "md5",
-        "sha1",
-        "sha224",
-        "sha256",
-        "sha384",
-        "sha3_224",
-        "sha3_256",
-        "sha3_384",
-        "sha3_512",
-        "sha512",
-        "xxh32",
-        "xxh64",
-        "xxh3_64",
-        "xxh128",
-        "xxh3_128",
-    }
+    sha = [f"sha{bits}" for bits in (224, 256, 384, 512)] + [f"sha3_{bits}" for bits in (224, 256, 384, 512)]
+    expected = {"blake2b", "blake2s", "md5", "sha1", *sha, *"xxh32 xxh64 xxh3_64 xxh128 xxh3_128".split()}
     assert expected <= get_hashes()
     assert not any(name.startswith("shake_") for name in get_hashes())
 

@@ -11,7 +11,7 @@ import numpy as np
 from click.testing import CliRunner
 
 from mds_core import MDSWriter, cli
-from mds_core.format.verify import verify_dataset
+from mds_core.format.verify import Report, verify_dataset
 
 
 def _write(out: Path, n: int, **kwargs) -> Path:
@@ -22,6 +22,15 @@ def _write(out: Path, n: int, **kwargs) -> Path:
             sample = {"id": i, "blob": rng.integers(0, 4, 4096, dtype=np.uint8).tobytes()}
             writer.write({name: sample.get(name, {"i": i}) for name in columns})
     return out
+
+
+def _verify_traced(root: Path, **kwargs) -> tuple[Report, int]:
+    """``verify_dataset``'s report and the peak of the Python memory it allocated."""
+    tracemalloc.start()
+    try:
+        return verify_dataset(str(root), **kwargs), tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 def test_decode_counts_the_pkl_samples_it_leaves_undecoded(tmp_path: Path) -> None:
@@ -42,12 +51,7 @@ def test_a_file_of_the_wrong_size_is_reported_before_it_is_read(tmp_path: Path) 
     shard = root / "shard.00000.mds"
     declared = json.loads((root / "index.json").read_text())["shards"][0]["raw_data"]["bytes"]
     os.truncate(shard, 64 << 30)  # 64 GiB, sparse: reading it would take minutes
-    tracemalloc.start()
-    try:
-        report = verify_dataset(str(root))
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    report, peak = _verify_traced(root)
     assert report.problems == [
         f"shard 0: {shard}: {64 << 30} bytes but the index says {declared} (truncated or replaced)"
     ]
@@ -61,12 +65,7 @@ def test_a_compressed_shard_is_checked_a_chunk_at_a_time(tmp_path: Path, monkeyp
     assert entry["raw_data"]["bytes"] > 8 << 20 and entry["raw_data"]["hashes"]
 
     def peak_of_verify() -> int:
-        tracemalloc.start()
-        try:
-            report = verify_dataset(str(root), decode=True)
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
+        report, peak = _verify_traced(root, decode=True)
         assert report.ok, report.problems
         assert report.files_checked == 2 and report.hashes_checked == 4 and report.samples_checked == 2500
         return peak

@@ -6,6 +6,9 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Callable
+from contextlib import suppress
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,17 +41,27 @@ def outcome(func: Any, *args: Any) -> Any:
         return ("error", type(err).__name__)
 
 
+def attempt(call: Callable[..., Any], *args: Any) -> None:
+    """Run ``call``; an ``MDSError`` is an expected outcome, so the next read is tried too."""
+    with suppress(MDSError):
+        call(*args)
+
+
+def short(value: Any) -> str:
+    """A decompression's outcome for a failure message: its size, or what it was instead of bytes."""
+    if value is None:
+        return "refused"
+    return f"{len(value)} bytes" if isinstance(value, bytes) else str(value)
+
+
 def check_views_inside(value: Any, base: np.ndarray, begin: int, end: int, where: str) -> None:
     """Every numpy array in ``value`` that views ``base`` lies within ``base[begin:end]``.
 
     A view that reaches past the sample's bytes is an out-of-bounds read even when the result
     looks plausible: it shows bytes of the next sample, or of the header.
     """
-    if isinstance(value, dict):
-        for v in value.values():
-            check_views_inside(v, base, begin, end, where)
-    elif isinstance(value, list):
-        for v in value:
+    if isinstance(value, (dict, list)):
+        for v in value.values() if isinstance(value, dict) else value:
             check_views_inside(v, base, begin, end, where)
     elif isinstance(value, np.ndarray) and value.nbytes and np.shares_memory(value, base):
         start = value.__array_interface__["data"][0] - base.__array_interface__["data"][0]
@@ -77,8 +90,7 @@ def _entry_state(path: str) -> tuple[Any, ...]:
     if stat.S_ISLNK(info.st_mode):
         return ("link", os.readlink(path))
     if stat.S_ISREG(info.st_mode):
-        with open(path, "rb") as file:
-            digest = hashlib.sha1(file.read()).hexdigest()
+        digest = hashlib.sha1(Path(path).read_bytes()).hexdigest()
         return ("file", info.st_size, info.st_mtime_ns, info.st_mode, digest)
     return ("dir", info.st_mtime_ns, info.st_mode)
 

@@ -20,7 +20,9 @@ import faulthandler
 import json
 import os
 import random
+import resource
 import signal
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -100,8 +102,6 @@ def run_one(target: Target, case: dict[str, Any], limit_s: float = TIME_LIMIT_S)
 
 def limit_memory(limit: int = MEMORY_LIMIT) -> None:
     """Cap this process's address space, so a decoder that believes a corrupt size cannot exhaust the machine."""
-    import resource
-
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     if soft == resource.RLIM_INFINITY or soft > limit:
         resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
@@ -135,11 +135,8 @@ def run_range(target: Target, seed: int, start: int, stop: int) -> Stats:
     return stats
 
 
-# --------------------------------------------------------------------------------------------------
-# inputs as JSON files (tests/fuzz/regressions/<target>/<name>.json): bytes as base64
-
-
 def encode_case(obj: Any) -> Any:
+    """``obj`` as JSON can hold it (a kept input is ``regressions/<target>/<name>.json``): bytes as base64."""
     if isinstance(obj, bytes):
         return {"$bytes": base64.b64encode(obj).decode()}
     if isinstance(obj, dict):
@@ -183,6 +180,4 @@ def load_regression(path: Path) -> dict[str, Any]:
 def scratch_dir(name: str) -> str:
     """A per-process scratch directory on tmpfs when there is one (targets that need real files write many)."""
     base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-    import tempfile
-
     return tempfile.mkdtemp(prefix=f"mds-fuzz-{name}-", dir=base)

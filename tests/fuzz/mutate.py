@@ -8,33 +8,14 @@ checks and the deeper code runs. The mutations are the usual ones of coverage-gu
 
 from __future__ import annotations
 
+import copy
 import random
 import struct
 from typing import Any
 
 # Values that sit on the edges parsers check: 0, 1, small counts, sign bits, all ones.
-INTERESTING_U32 = [
-    0,
-    1,
-    2,
-    3,
-    4,
-    7,
-    8,
-    16,
-    63,
-    64,
-    255,
-    256,
-    4095,
-    4096,
-    65535,
-    65536,
-    0x7FFFFFFF,
-    0x80000000,
-    0xFFFFFFFE,
-    0xFFFFFFFF,
-]
+INTERESTING_U32 = [0, 1, 2, 3, 4, 7, 8, 16, 63, 64, 255, 256, 4095, 4096, 65535, 65536]
+INTERESTING_U32 += [0x7FFFFFFF, 0x80000000, 0xFFFFFFFE, 0xFFFFFFFF]
 INTERESTING_U8 = [0, 1, 2, 3, 4, 0x7F, 0x80, 0xFE, 0xFF]
 
 
@@ -99,70 +80,24 @@ def _splice(rng: random.Random, out: bytearray, others: list[bytes]) -> None:
             out[at:] = other[at2:]
 
 
-_MUTATIONS = [
-    _flip_bit,
-    _flip_bit,
-    _set_byte,
-    _set_byte,
-    _set_u32,
-    _set_u32,
-    _delete,
-    _insert,
-    _duplicate,
-    _truncate,
-    _splice,
-]
+# Flips and sets of bytes and u32s are drawn twice as often as the others.
+_MUTATIONS = [_flip_bit, _flip_bit, _set_byte, _set_byte, _set_u32, _set_u32, _delete, _insert, _duplicate]
+_MUTATIONS += [_truncate, _splice]
 
 
-# --------------------------------------------------------------------------------------------------
-# structural mutations of JSON-like objects (index entries, manifests, state dicts)
+# Structural mutations of JSON-like objects (index entries, manifests, state dicts) draw from these values.
+WEIRD_VALUES: list[Any] = [None, True, False, 0, -1, 1, 2, 3, 2**31, 2**32, 2**63, -(2**63), 10**30, 0.5, 2.0, -0.0]
+WEIRD_VALUES += [float("nan"), float("inf"), "", "x", "2", "../../etc/passwd", "/abs", "a\0b", "ndarray:int8:0"]
+WEIRD_VALUES += [[], [1], ["a"], [None], {}, {"a": 1}, "\udcff", "é" * 3]
 
 
 def weird_value(rng: random.Random) -> Any:
-    """A JSON (or Python) value of a surprising type or range."""
-    return rng.choice(
-        [
-            None,
-            True,
-            False,
-            0,
-            -1,
-            1,
-            2,
-            3,
-            2**31,
-            2**32,
-            2**63,
-            -(2**63),
-            10**30,
-            0.5,
-            2.0,
-            -0.0,
-            float("nan"),
-            float("inf"),
-            "",
-            "x",
-            "2",
-            "../../etc/passwd",
-            "/abs",
-            "a\0b",
-            "ndarray:int8:0",
-            [],
-            [1],
-            ["a"],
-            [None],
-            {},
-            {"a": 1},
-            "\udcff",
-            "é" * 3,
-        ]
-    )
+    """One of ``WEIRD_VALUES`` (a fresh copy: callers mutate what they get)."""
+    return copy.deepcopy(rng.choice(WEIRD_VALUES))
 
 
 def mutate_json(rng: random.Random, obj: Any, rounds: int = 0) -> Any:
     """A deep copy of ``obj`` with a few values replaced, keys dropped or added, or lists resized."""
-    import copy
-
     obj = copy.deepcopy(obj)
     for _ in range(rounds or rng.choice((1, 1, 2, 3))):
         obj = _mutate_json_once(rng, obj)

@@ -8,7 +8,6 @@ registry, which the golden files do not cover together.
 from __future__ import annotations
 
 import io
-import json
 import os
 from decimal import Decimal
 from functools import cache
@@ -29,33 +28,27 @@ def golden_index_texts() -> list[bytes]:
     return [(path / "index.json").read_bytes() for path in sorted(GOLDEN.iterdir()) if (path / "index.json").exists()]
 
 
-def shards_of(root: Path, limit: int = SHARDS_PER_DATASET) -> list[tuple[ShardInfo, Path]]:
-    shards = parse_index((root / "index.json").read_bytes(), str(root))
-    return [(shard, root) for shard in shards[:limit]]
+def shards_of(root: Path) -> list[ShardInfo]:
+    return parse_index((root / "index.json").read_bytes(), str(root))[:SHARDS_PER_DATASET]
 
 
 @cache
 def raw_shard_seeds(extra_root: str | None = None) -> list[tuple[str, ShardInfo, bytes]]:
     """(name, index entry, shard bytes) of uncompressed shards: golden ones, then those under ``extra_root``."""
     roots = [GOLDEN / name for name in RAW_DATASETS] + ([Path(extra_root)] if extra_root else [])
-    seeds = []
-    for root in roots:
-        for shard, _ in shards_of(root):
-            seeds.append(
-                (f"{root.name}/{shard.raw_data.basename}", shard, (root / shard.raw_data.basename).read_bytes())
-            )
-    return seeds
+    return [
+        (f"{root.name}/{shard.raw_data.basename}", shard, (root / shard.raw_data.basename).read_bytes())
+        for root in roots
+        for shard in shards_of(root)
+    ]
 
 
 @cache
 def zip_shard_seeds() -> list[tuple[str, ShardInfo, bytes]]:
     """(name, index entry, compressed bytes) of every codec's golden shards."""
-    seeds = []
-    for name in ZIP_DATASETS:
-        for shard, root in shards_of(GOLDEN / name):
-            assert shard.zip_data is not None
-            seeds.append((f"{name}/{shard.zip_data.basename}", shard, (root / shard.zip_data.basename).read_bytes()))
-    return seeds
+    seeds = [(GOLDEN / name, shard) for name in ZIP_DATASETS for shard in shards_of(GOLDEN / name)]
+    # A compressed shard's last file is its zip.
+    return [(f"{root.name}/{s.files[-1].basename}", s, (root / s.files[-1].basename).read_bytes()) for root, s in seeds]
 
 
 def _images() -> dict[str, Any]:
@@ -92,19 +85,7 @@ def sample_values(i: int) -> dict[str, Any]:
         "ndarray:float32": np.ones(i + 1, np.float32),
         "ndarray:uint8:2,3": np.full((2, 3), i, np.uint8),
     }
-    for dtype in (
-        "int8",
-        "int16",
-        "int32",
-        "int64",
-        "uint8",
-        "uint16",
-        "uint32",
-        "uint64",
-        "float16",
-        "float32",
-        "float64",
-    ):
+    for dtype in "int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 float32 float64".split():
         values[dtype] = np.dtype(dtype).type(i + 1)
     values.update(_images())
     return values
@@ -125,7 +106,3 @@ def all_encodings_dataset(out: str, samples: int = 4, **writer_args: Any) -> str
         for i in range(samples):
             writer.write({column_name(e): v for e, v in sample_values(i).items()})
     return out
-
-
-def load_index_json(root: str) -> Any:
-    return json.loads(Path(root, "index.json").read_bytes())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tests.fuzz.harness import Target, scratch_dir
 from tests.fuzz.targets_bomb import BombTarget
 from tests.fuzz.targets_cache import CacheTarget
@@ -12,23 +14,10 @@ from tests.fuzz.targets_shardset import ShardSetTarget
 from tests.fuzz.targets_state import ManifestTarget, ResumeTarget
 from tests.fuzz.targets_verify import VerifyTarget
 
-TARGETS: dict[str, type] = {
-    cls.name: cls
-    for cls in (
-        IndexTarget,
-        DatasetTarget,
-        ShardTarget,
-        DecodeTarget,
-        CompressedTarget,
-        ResumeTarget,
-        ManifestTarget,
-        VerifyTarget,
-        BombTarget,
-        CacheTarget,
-        ShardSetTarget,
-        RunConfigTarget,
-    )
-}
+# In the order a campaign runs them: the parsers of untrusted bytes, then the hostile-input targets.
+_CLASSES: list[Any] = [IndexTarget, DatasetTarget, ShardTarget, DecodeTarget, CompressedTarget, ResumeTarget]
+_CLASSES += [ManifestTarget, VerifyTarget, BombTarget, CacheTarget, ShardSetTarget, RunConfigTarget]
+TARGETS: dict[str, type] = {cls.name: cls for cls in _CLASSES}
 
 _READY: dict[str, Target] = {}
 

@@ -19,13 +19,14 @@ import io
 import os
 import random
 import shutil
+from pathlib import Path
 from typing import Any
 
 from mds_core.errors import CompressionError, MDSError
 from mds_core.format.compression import get_codec
 from mds_core.format.index import FileInfo, ShardInfo
 from mds_core.storage.raw_shards import decompress_shard, raw_shard_path
-from tests.fuzz.checks import changed_entries, tree_state
+from tests.fuzz.checks import changed_entries, short, tree_state
 from tests.fuzz.harness import PropertyFailure
 from tests.fuzz.mutate import mutate_bytes
 
@@ -35,6 +36,7 @@ SMALL = [0, 1, 2, 255, 4095, 4096, 65536]  # plaintext sizes of the pieces compr
 DECLARED_FOR_BOMBS = [0, 1, 8, 286, 4096, 65535, 65536, MiB - 1, MiB]  # never near a bomb's real size
 KNOWN_LIMIT = 4 * MiB  # the real bytes of a zip are compared when they are at most this many
 WRITE_SLACK = 4096  # bytes a read may write besides the shard (none are expected)
+RAW = "shard.00000.mds"  # the raw shard's name in the scratch folder
 
 
 def _plain(kind: str, size: int) -> bytes:
@@ -87,8 +89,7 @@ class BombTarget:
         for folder in (self.scratch, os.path.join(self.sentinel, "sub")):
             os.makedirs(folder, exist_ok=True)
         for name, data in (("precious", b"keep me"), ("sub/shard.00000.mds", b"\x00" * 64)):
-            with open(os.path.join(self.sentinel, name), "wb") as file:
-                file.write(data)
+            Path(self.sentinel, name).write_bytes(data)
         self.sentinel_state = tree_state(self.sentinel)
         self.pieces: dict[str, list[tuple[int, bytes | None, bytes]]] = {}  # (size, plaintext or None, zip)
         for family in FAMILIES:
@@ -136,11 +137,9 @@ class BombTarget:
         return case
 
     def _case(self, rng: random.Random, family: str, data: bytes, inflated: int | None) -> dict[str, Any]:
-        if inflated is not None and inflated > KNOWN_LIMIT:
-            declared = rng.choice(DECLARED_FOR_BOMBS)
-        elif inflated is not None:
+        if inflated is not None and inflated <= KNOWN_LIMIT:
             declared = max(0, rng.choice((inflated, inflated, inflated - 1, inflated + 1, inflated // 2, 2 * inflated)))
-        else:
+        else:  # a bomb, or a size unknown: never near what it inflates to
             declared = rng.choice(DECLARED_FOR_BOMBS)
         if rng.random() < 0.3:  # damaged: truncated, flipped, spliced; what it inflates to is unknown
             data, inflated = mutate_bytes(rng, data, self.zips), None
@@ -171,31 +170,23 @@ class BombTarget:
             raise PropertyFailure(
                 f"{family} limit misjudged", f"{where}: bounded decompression {'accepted' if in_memory else 'refused'}"
             )
-        if (
-            in_memory is not None
-            and case["digest"] is not None
-            and hashlib.sha1(in_memory).hexdigest() != case["digest"]
-        ):
+        if in_memory is not None and case["digest"] not in (None, hashlib.sha1(in_memory).hexdigest()):
             raise PropertyFailure(f"{family} wrong bytes", f"{where}: bounded decompression changed the data")
         shard = self._read_shard(case, where)
         exact = in_memory if in_memory is not None and len(in_memory) == declared else None
         if shard != exact:
             raise PropertyFailure(
                 f"{family} shard paths disagree",
-                f"{where}: the shard file is {_short(shard)}, in-memory decompression gave {_short(in_memory)}",
+                f"{where}: the shard file is {short(shard)}, in-memory decompression gave {short(in_memory)}",
             )
 
     def _read_shard(self, case: dict[str, Any], where: str) -> bytes | None:
         """The raw shard file decompressed into the scratch folder (None: refused), checking what was written."""
         family, declared = case["family"], case["declared"]
-        zip_info = FileInfo(f"shard.00000.mds.{family}", len(case["data"]))
-        info = ShardInfo([], [], [], family, [], FileInfo("shard.00000.mds", declared), 0, None, zip_info)
-        zip_path, raw_path = (
-            os.path.join(self.scratch, zip_info.basename),
-            os.path.join(self.scratch, "shard.00000.mds"),
-        )
-        with open(zip_path, "wb") as file:
-            file.write(case["data"])
+        zip_info = FileInfo(f"{RAW}.{family}", len(case["data"]))
+        info = ShardInfo([], [], [], family, [], FileInfo(RAW, declared), 0, None, zip_info)
+        zip_path, raw_path = os.path.join(self.scratch, zip_info.basename), os.path.join(self.scratch, RAW)
+        Path(zip_path).write_bytes(case["data"])
         written = _bytes_written()
         try:
             if case["path"] == "raw_shard_path":
@@ -213,22 +204,19 @@ class BombTarget:
 
     def _leftovers(self, family: str, declared: int, written: int, raw_path: str, where: str) -> bytes | None:
         sizes = {name: os.lstat(os.path.join(self.scratch, name)).st_size for name in os.listdir(self.scratch)}
-        extra = set(sizes) - {f"shard.00000.mds.{family}", "shard.00000.mds"}
-        if extra or sizes.get("shard.00000.mds", 0) > declared or written > declared + WRITE_SLACK:
+        extra = set(sizes) - {f"{RAW}.{family}", RAW}
+        if extra or sizes.get(RAW, 0) > declared or written > declared + WRITE_SLACK:
             raise PropertyFailure(
                 f"{family} wrote past the limit", f"{where}: {written} bytes written; left {sorted(sizes.items())[:5]}"
             )
         changed = changed_entries(self.sentinel_state, tree_state(self.sentinel))
         if changed:
             raise PropertyFailure("bomb wrote outside its folder", f"{where}: changed {changed[:5]}")
-        if "shard.00000.mds" not in sizes:
+        if RAW not in sizes:
             return None
-        if sizes["shard.00000.mds"] != declared:
-            raise PropertyFailure(
-                f"{family} shard of the wrong size", f"{where}: {sizes['shard.00000.mds']} bytes kept"
-            )
-        with open(raw_path, "rb") as file:
-            return file.read()
+        if sizes[RAW] != declared:
+            raise PropertyFailure(f"{family} shard of the wrong size", f"{where}: {sizes[RAW]} bytes kept")
+        return Path(raw_path).read_bytes()
 
 
 class _Counting:
@@ -250,7 +238,3 @@ def _bytes_written() -> int:
             return next(int(line.split()[1]) for line in file if line.startswith("wchar:"))
     except (OSError, StopIteration):
         return 0
-
-
-def _short(value: bytes | None) -> str:
-    return "refused" if value is None else f"{len(value)} bytes"

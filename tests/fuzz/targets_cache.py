@@ -16,12 +16,12 @@ put back if they changed; a failure is named by the kind of entry that appeared 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import random
 import re
 import shutil
+from pathlib import Path
 from typing import Any
 
 from mds_core import MDSWriter, StreamingDataset
@@ -30,25 +30,14 @@ from mds_core.format.index import dumps_index, parse_index
 from mds_core.storage.raw_shards import raw_shard_path
 from mds_core.storage.remote import open_store
 from mds_core.storage.shard_cache import ShardCache, _index_key
-from tests.fuzz.checks import changed_entries, tree_state
+from tests.fuzz.checks import attempt, changed_entries, tree_state
 from tests.fuzz.harness import PropertyFailure
 from tests.fuzz.mutate import mutate_json
 
 REMOTES = ("zstd", "raw")
-HOSTILE_BASENAMES = [
-    "sub",
-    "sub/",
-    "./{}",
-    "sub/./{}",
-    "sub//{}",
-    "link/{}",
-    "{}/",
-    ".",
-    "..",
-    "sub/..",
-    ".mds-cache/{}",
-]
-HOSTILE_BASENAMES += ["index.json", "./index.json", ".mds-cache", "out/{}", "{}.tmp", "a/../{}", "/{}", "sub/sub/{}"]
+HOSTILE_BASENAMES = ["sub", "sub/", "./{}", "sub/./{}", "sub//{}", "link/{}", "{}/", ".", "..", "sub/.."]
+HOSTILE_BASENAMES += [".mds-cache/{}", "index.json", "./index.json", ".mds-cache", "out/{}", "{}.tmp", "a/../{}"]
+HOSTILE_BASENAMES += ["/{}", "sub/sub/{}"]
 
 
 def _write_remote(out: str, compression: str | None) -> str:
@@ -58,15 +47,14 @@ def _write_remote(out: str, compression: str | None) -> str:
     with MDSWriter(out=out, columns={"id": "int", "text": "str"}, compression=compression, size_limit=120) as writer:
         for i in range(12):
             writer.write({"id": i, "text": f"row {i}" * 3})
-    shards = parse_index(open(os.path.join(out, "index.json"), "rb").read())
+    shards = parse_index(Path(out, "index.json").read_bytes())
     os.makedirs(os.path.join(out, "sub"))
     for at in range(len(shards) // 2, len(shards)):
         for info in shards[at].files:
             if os.path.exists(os.path.join(out, info.basename)):  # a zstd writer keeps only the zip
                 os.rename(os.path.join(out, info.basename), os.path.join(out, "sub", info.basename))
         shards[at] = shards[at].with_prefix("sub")
-    with open(os.path.join(out, "index.json"), "w") as file:
-        file.write(dumps_index(shards))
+    Path(out, "index.json").write_text(dumps_index(shards))
     return out
 
 
@@ -79,9 +67,9 @@ class CacheTarget:
         self.workdir = workdir
         folders = {kind: os.path.join(workdir, f"remote-{kind}") for kind in REMOTES}
         self.remotes = {
-            kind: _write_remote(folder, kind if kind == "zstd" else None) for kind, folder in folders.items()
+            kind: _write_remote(folder, "zstd" if kind == "zstd" else None) for kind, folder in folders.items()
         }
-        self.texts = {kind: open(os.path.join(root, "index.json"), "rb").read() for kind, root in self.remotes.items()}
+        self.texts = {kind: Path(root, "index.json").read_bytes() for kind, root in self.remotes.items()}
         self.shards = {kind: parse_index(text) for kind, text in self.texts.items()}
         self.files = {kind: _cached_files(self.remotes[kind], shards) for kind, shards in self.shards.items()}
         outside = os.path.join(workdir, "outside")
@@ -93,8 +81,7 @@ class CacheTarget:
                 for at, shard in enumerate(shards):
                     files.update({f"{kind}-{at}-{f.bytes}": (bytes(range(256)) * 64)[: f.bytes] for f in shard.files})
             for name, data in files.items():
-                with open(os.path.join(outside, name), "wb") as file:
-                    file.write(data)
+                Path(outside, name).write_bytes(data)
                 os.utime(os.path.join(outside, name), (1, 1))  # old: a stale temporary's age test passes through a link
         planted = sorted(n for n in os.listdir(outside) if os.path.isfile(os.path.join(outside, n)))
         self.targets = [
@@ -183,8 +170,7 @@ class CacheTarget:
         for (name, data), fill in zip(self.files[case["remote"]].items(), case["prefill"]):
             if fill:  # what an earlier read left: zips and raw files
                 os.makedirs(os.path.dirname(os.path.join(self.cache, name)), exist_ok=True)
-                with open(os.path.join(self.cache, name), "wb") as file:
-                    file.write(data)
+                Path(self.cache, name).write_bytes(data)
         real = os.path.realpath(self.cache) + os.sep
         for plant in sorted(case["plants"], key=lambda p: -p[1].count("/")):  # deepest first: never through a link
             path = os.path.join(self.cache, plant[1])
@@ -200,8 +186,7 @@ class CacheTarget:
                 target = os.path.join(self.workdir, plant[2])
                 os.symlink(os.path.relpath(target, os.path.dirname(path)) if plant[3] else target, path)
             elif plant[0] == "file":
-                with open(path, "wb") as file:
-                    file.write(b"\xa5" * plant[2])
+                Path(path).write_bytes(b"\xa5" * plant[2])
             else:
                 os.mkdir(path)
         if case["index"] is not None:
@@ -216,8 +201,8 @@ class CacheTarget:
             where = {"remote": remote, "local": self.cache, "job_root": self.jobs, "keep_zip": case["keep_zip"]}
             dataset = StreamingDataset(**where, batch_size=1, telemetry=False, download_retry=0, cache_limit=limit)
             for index in case["picks"]:
-                _attempt(dataset.__getitem__, index)
-            _attempt(lambda: sum(1 for _ in dataset))
+                attempt(dataset.__getitem__, index)
+            attempt(lambda: sum(1 for _ in dataset))
         elif case["read"] == "ensure":
             limit = 2 * largest + 1 if case["limited"] else None
             cache = ShardCache(
@@ -225,12 +210,12 @@ class CacheTarget:
             )
             try:
                 for index in case["picks"] if shards else []:  # a shard the index has (the caller's promise)
-                    _attempt(cache.ensure, index % len(shards))
+                    attempt(cache.ensure, index % len(shards))
             finally:
                 cache.close()
         else:
             for shard in shards:
-                _attempt(raw_shard_path, self.cache, shard, self.cache if case["limited"] else None)
+                attempt(raw_shard_path, self.cache, shard, self.cache if case["limited"] else None)
 
 
 def _cached_files(remote: str, shards: list[Any]) -> dict[str, bytes]:
@@ -240,10 +225,8 @@ def _cached_files(remote: str, shards: list[Any]) -> dict[str, bytes]:
     files = {}
     for shard in shards:
         for info in shard.files:
-            path = os.path.join(remote, info.basename)
-            if os.path.exists(path):
-                with open(path, "rb") as file:
-                    files[info.basename] = file.read()
+            if os.path.exists(os.path.join(remote, info.basename)):
+                files[info.basename] = Path(remote, info.basename).read_bytes()
         if shard.zip_data is not None:
             codec = get_codec(shard.compression)
             assert codec is not None
@@ -251,14 +234,8 @@ def _cached_files(remote: str, shards: list[Any]) -> dict[str, bytes]:
     return dict(sorted(files.items()))
 
 
-def _attempt(call: Any, *args: Any) -> None:
-    with contextlib.suppress(MDSError):
-        call(*args)
-
-
 def _put_back(path: str, data: bytes) -> None:
     """Write ``data`` over the remote's index keeping its mtime (the remote is watched for changes)."""
     stat = os.stat(path)
-    with open(path, "wb") as file:
-        file.write(data)
+    Path(path).write_bytes(data)
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))

@@ -10,19 +10,18 @@ independent of each other.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import random
 import shutil
-from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from mds_core import LocalDataset, MDSWriter, StreamingDataset
-from mds_core.errors import MDSError
 from tests.fuzz import seeds
+from tests.fuzz.checks import attempt
 from tests.fuzz.mutate import mutate_bytes, mutate_json
 
 # The counts and sizes a damaged index holds: the format's edges (2**30 - 3 samples, 2**32 - 1 bytes),
@@ -35,9 +34,9 @@ ORDER_BUDGET = 1 << 16
 GOLDEN = ["merged", "zero_sample_shard"]  # shards in sub-directories; shards of 0 samples
 
 
-def _write(out: str, **writer_args: Any) -> str:
+def _write(out: str, compression: str | None = None) -> str:
     columns = {"id": "int", "text": "str", "vec": "ndarray:int16"}
-    with MDSWriter(out=out, columns=columns, size_limit=300, exist_ok=True, **writer_args) as writer:
+    with MDSWriter(out=out, columns=columns, size_limit=300, exist_ok=True, compression=compression) as writer:
         for i in range(16):
             writer.write({"id": i, "text": f"row {i}", "vec": np.arange(i % 5 + 1, dtype=np.int16)})
     return out
@@ -49,7 +48,7 @@ class Snapshot:
     def __init__(self, root: str) -> None:
         self.root = root
         self.dirs, names = _walk(root)
-        self.files = {name: _read(os.path.join(root, name)) for name in names}
+        self.files = {name: Path(root, name).read_bytes() for name in names}
         self.stats = {name: _stat(os.path.join(root, name)) for name in names}
 
     def restore(self) -> None:
@@ -61,8 +60,7 @@ class Snapshot:
         for name, data in self.files.items():
             path = os.path.join(self.root, name)
             if _stat(path) != self.stats[name]:
-                with open(path, "wb") as file:
-                    file.write(data)
+                Path(path).write_bytes(data)
                 self.stats[name] = _stat(path)
 
 
@@ -75,11 +73,6 @@ def _walk(root: str) -> tuple[set[str], set[str]]:
         dirs.update(os.path.normpath(os.path.join(relative, d)) for d in subdirs)
         files.update(os.path.normpath(os.path.join(relative, n)) for n in names)
     return dirs, files
-
-
-def _read(path: str) -> bytes:
-    with open(path, "rb") as file:
-        return file.read()
 
 
 def _stat(path: str) -> tuple[int, int, int] | None:
@@ -98,10 +91,7 @@ class DatasetTarget:
 
     def setup(self, workdir: str) -> None:
         self.workdir = workdir
-        roots = {
-            "raw": _write(os.path.join(workdir, "raw")),
-            "zstd": _write(os.path.join(workdir, "zstd"), compression="zstd"),
-        }
+        roots = {"raw": _write(os.path.join(workdir, "raw")), "zstd": _write(os.path.join(workdir, "zstd"), "zstd")}
         # Half the zstd shards decompressed beside their zips, as a first read leaves them.
         with LocalDataset(roots["zstd"]) as zstd:
             for shard_id in range(0, len(zstd.shards), 2):
@@ -136,14 +126,13 @@ class DatasetTarget:
 
     def check(self, case: dict[str, Any]) -> None:
         root, snapshot = self.roots[case["dataset"]], self.snapshots[case["dataset"]]
-        with open(os.path.join(root, "index.json"), "wb") as file:
-            file.write(case["text"])
+        Path(root, "index.json").write_bytes(case["text"])
         try:
-            _attempt(lambda: self._local(root, case["picks"]))
-            _attempt(lambda: self._streaming(case, local=root))
+            attempt(lambda: self._local(root, case["picks"]))
+            attempt(lambda: self._streaming(case, local=root))
             if case["remote"]:
                 remote = {"remote": root, "local": os.path.join(self.caches, "remote"), "download_retry": 0}
-                _attempt(lambda: self._streaming(case, **remote))
+                attempt(lambda: self._streaming(case, **remote))
         finally:
             snapshot.restore()
             shutil.rmtree(self.caches, ignore_errors=True)
@@ -163,15 +152,9 @@ class DatasetTarget:
 def _use(dataset: Any, num_samples: int, picks: list[int], iterate: bool) -> None:
     """``ds[i]`` for the first, last and a few other samples (some out of range), then a whole pass."""
     for index in sorted({0, num_samples - 1, num_samples, -1, *picks}):
-        _attempt(dataset.__getitem__, index)
+        attempt(dataset.__getitem__, index)
     if iterate:
-        _attempt(lambda: sum(1 for _ in dataset))
-
-
-def _attempt(call: Callable[..., Any], *args: Any) -> None:
-    """Run ``call``; an ``MDSError`` is an expected outcome, so the next read is tried too."""
-    with contextlib.suppress(MDSError):
-        call(*args)
+        attempt(lambda: sum(1 for _ in dataset))
 
 
 def _damage_counts(rng: random.Random, index: Any) -> Any:

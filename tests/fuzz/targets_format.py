@@ -7,6 +7,7 @@ import json
 import os
 import random
 import struct
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ from mds_core.format.shard import Schema, ShardReader
 from mds_core.storage.raw_shards import decompress_shard
 from mds_core.streaming.local import _build_schemas
 from tests.fuzz import seeds
-from tests.fuzz.checks import check_views_inside, outcome
+from tests.fuzz.checks import check_views_inside, outcome, short
 from tests.fuzz.harness import PropertyFailure
 from tests.fuzz.mutate import mutate_bytes, mutate_json
 
@@ -31,7 +32,7 @@ class IndexTarget:
 
     def setup(self, workdir: str) -> None:
         extra = seeds.all_encodings_dataset(os.path.join(workdir, "all"))
-        self.texts = seeds.golden_index_texts() + [open(os.path.join(extra, "index.json"), "rb").read()]
+        self.texts = seeds.golden_index_texts() + [Path(extra, "index.json").read_bytes()]
         self.objects = [json.loads(text) for text in self.texts]
 
     def generate(self, rng: random.Random) -> dict[str, Any]:
@@ -120,20 +121,15 @@ class ShardTarget:
             if len(data) >= 4 and struct.unpack_from("<I", data)[0] < 100_000:
                 samples = struct.unpack_from("<I", data)[0]
         if case["file"]:
-            path = os.path.join(self.workdir, "shard.mds")
-            with open(path, "wb") as file:
-                file.write(data)
-            reader = ShardReader.open(path, schema, samples, expected)
+            path = Path(self.workdir, "shard.mds")
+            path.write_bytes(data)
+            reader = ShardReader.open(str(path), schema, samples, expected)
         else:
             reader = ShardReader(data, case["seed"], schema, samples, expected)
         try:
             read_all_ways(reader, np.frombuffer(reader._mm, np.uint8) if len(reader._mm) else np.zeros(0, np.uint8))
         finally:
             reader.close()
-
-
-def _encodings() -> list[str]:
-    return list(seeds.sample_values(0))
 
 
 class DecodeTarget:
@@ -147,7 +143,7 @@ class DecodeTarget:
     name = "decode"
 
     def setup(self, workdir: str) -> None:
-        self.encodings = _encodings()
+        self.encodings = list(seeds.sample_values(0))
         self.values = {e: [get_coder(e).encode(seeds.sample_values(i)[e]) for i in range(4)] for e in self.encodings}
 
     def generate(self, rng: random.Random) -> dict[str, Any]:
@@ -208,12 +204,11 @@ class CompressedTarget:
         if verify_accepts != reader_accepts:
             raise PropertyFailure(
                 "decompression paths disagree",
-                f"{case['seed']}: in memory {_short(in_memory)}, streamed {_short(streamed)}",
+                f"{case['seed']}: in memory {short(in_memory)}, streamed {short(streamed)}",
             )
         if case["file"]:  # the reader's real path: a zip file, decompressed through a temporary file
             zip_path, raw_path = os.path.join(self.workdir, "shard.zip"), os.path.join(self.workdir, "shard.mds")
-            with open(zip_path, "wb") as file:
-                file.write(data)
+            Path(zip_path).write_bytes(data)
             decompress_shard(zip_path, raw_path, info)
         if verify_accepts is not None:
             schema = Schema(info.column_names, info.column_encodings)
@@ -232,7 +227,3 @@ def _stream(codec: Any, data: bytes) -> bytes:
     out = io.BytesIO()
     codec.decompress_file(io.BytesIO(data), out)
     return out.getvalue()
-
-
-def _short(value: Any) -> str:
-    return f"{len(value)} bytes" if isinstance(value, bytes) else str(value)

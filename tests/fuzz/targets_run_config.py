@@ -22,6 +22,7 @@ import json
 import os
 import random
 import sys
+from pathlib import Path
 from typing import Any
 
 from mds_core.errors import MDSError
@@ -134,8 +135,7 @@ class RunConfigTarget:
             for name, value in saved.items():
                 os.environ.pop(name, None) if value is None else os.environ.__setitem__(name, value)
             if os.path.exists(self.marker) or PLANTED in sys.modules:
-                if os.path.exists(self.marker):
-                    os.unlink(self.marker)
+                Path(self.marker).unlink(missing_ok=True)
                 sys.modules.pop(PLANTED, None)
                 raise PropertyFailure("planted module imported", f"schema_ref {case['ref']!r}")
 
@@ -164,10 +164,8 @@ class RunConfigTarget:
             resource, field = kind.__name__, case["fields"][kind.__name__]
             envvar = {None: None, "own": VARIABLES[resource], OTHER: OTHER}[field["envvar"]]
             fields[resource] = field["value"] if envvar is None else EnvVar(envvar)
-            args: dict[str, Any] = {
-                "spark_config_json" if kind is SparkResource else "storage_options_json": fields[resource]
-            }
-            args.update(run_config.get(resource, {}))
+            json_field = "spark_config_json" if kind is SparkResource else "storage_options_json"
+            args = {json_field: fields[resource], **run_config.get(resource, {})}
             try:
                 made[resource] = kind(**args)
             except (ValidationError, DagsterError, CheckError, RecursionError):

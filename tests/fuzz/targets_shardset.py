@@ -22,6 +22,7 @@ import json
 import os
 import random
 import shutil
+from pathlib import Path
 from typing import Any
 
 from mds_core import MDSWriter, StreamingDataset
@@ -40,11 +41,9 @@ BESIDE = {"precious": b"beside the root", "dir/keep": b"keep"}
 TARGETS = ["README.txt", "notes/keep.bin", "notes", "datax/keep", "_versions.bak/1.json", "../beside/precious"]
 TARGETS += ["../beside", "../beside/dir", ".", "data", "_versions", "index.json", "_versions/published.json"]
 # Names in _versions/ that are not manifests, or are, oddly (a file name holds at most 255 bytes: 200 digits).
-ODD_NAMES = (
-    """٣.json ０１.json 00000009.json/x -1.json +1.json 1_0.json 00000004.json 4.json 1.json.json
+ODD_NAMES = """٣.json ０１.json 00000009.json/x -1.json +1.json 1_0.json 00000004.json 4.json 1.json.json
     00000002.json.tmp checks/2/../x.json""".split()
-    + ["9" * 200 + ".json", "0000 0001.json", " 1.json"]
-)
+ODD_NAMES += ["9" * 200 + ".json", "0000 0001.json", " 1.json"]
 CHECKS = ["smoke", "loader_smoke", "a.b-c_d", "../x", "a/b", "", ".", "..", "x" * 129, "ok.json", "\x00", "é"]
 VERSIONS = [1, 2, 3, 4, 0, -1, 10**20, 2**63]
 COMMITS = [("overwrite", 0, 6, None), ("append", 6, 4, None), ("append", 10, 3, "p1")]  # the last partitioned
@@ -74,12 +73,9 @@ class ShardSetTarget:
                 folder = partition_folder(transaction, key) if key else f"data/{transaction}"
                 _rows(os.path.join(self.pristine, folder), first, rows)
                 shard_set.commit(transaction, mode, partitions=[key] if key else None)
-                with open(os.path.join(self.pristine, manifest_name(number)), "r+b") as file:
-                    manifest = json.loads(file.read())
-                    manifest["created"] = f"2026-01-01T00:00:0{number}+00:00"
-                    file.seek(0)
-                    file.truncate()
-                    file.write(json.dumps(manifest, indent=1).encode())
+                path = Path(self.pristine, manifest_name(number))
+                manifest = {**json.loads(path.read_bytes()), "created": f"2026-01-01T00:00:0{number}+00:00"}
+                path.write_bytes(json.dumps(manifest, indent=1).encode())
             shard_set.publish(2)
             shard_set.publish(3)
             shard_set.record_verdict(2, "smoke", {"passed": True})
@@ -185,8 +181,7 @@ class ShardSetTarget:
         if os.path.lexists(path):
             shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)
         if change[0] == "write":
-            with open(path, "wb") as file:
-                file.write(change[2])
+            Path(path).write_bytes(change[2])
         else:
             os.symlink(os.path.relpath(os.path.join(self.root, change[2]), os.path.dirname(path)), path)
 
@@ -223,9 +218,7 @@ def _image(root: str) -> list[tuple[str, bytes | None]]:
     for parent, dirs, names in sorted(os.walk(root)):
         relative = os.path.relpath(parent, root)
         image += [(os.path.normpath(os.path.join(relative, d)), None) for d in sorted(dirs)]
-        for name in sorted(names):
-            with open(os.path.join(parent, name), "rb") as file:
-                image.append((os.path.normpath(os.path.join(relative, name)), file.read()))
+        image += [(os.path.normpath(os.path.join(relative, n)), Path(parent, n).read_bytes()) for n in sorted(names)]
     return image
 
 
@@ -238,8 +231,7 @@ def _lay_out(root: str, image: list[tuple[str, bytes | None]]) -> None:
         if data is None:
             os.makedirs(path, exist_ok=True)
         else:
-            with open(path, "wb") as file:
-                file.write(data)
+            Path(path).write_bytes(data)
     for parent, dirs, names in os.walk(root, topdown=False):
         for name in names + dirs:
             os.utime(os.path.join(parent, name), (OLD, OLD))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from mds_core import MDSWriter
@@ -90,7 +90,7 @@ class ManifestTarget:
             for d, _, fs in os.walk(os.path.join(self.root, "_versions"))
             for f in fs
         ] + ["index.json"]
-        self.files = {name: open(os.path.join(self.root, name), "rb").read() for name in sorted(names)}
+        self.files = {name: Path(self.root, name).read_bytes() for name in sorted(names)}
 
     def generate(self, rng: random.Random) -> dict[str, Any]:
         name = rng.choice(sorted(self.files))
@@ -102,14 +102,12 @@ class ManifestTarget:
         return {"file": name, "data": data}
 
     def check(self, case: dict[str, Any]) -> None:
-        path = os.path.join(self.root, case["file"])
-        with open(path, "wb") as file:
-            file.write(case["data"])
+        path = Path(self.root, case["file"])
+        path.write_bytes(case["data"])
         try:
             self._read_everything()
         finally:
-            with open(path, "wb") as file:
-                file.write(self.files[case["file"]])
+            path.write_bytes(self.files[case["file"]])
 
     def _read_everything(self) -> None:
         shard_set = self.shard_set

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+from pathlib import Path
 from typing import Any
 
 from mds_core import LocalDataset, MDSWriter
@@ -18,7 +19,7 @@ from tests.fuzz.mutate import mutate_bytes
 
 
 def hashed_datasets(workdir: str) -> list[str]:
-    """Two small datasets with digests recorded: three raw shards (sha1, xxh64); two zstd ones (md5, xxh64)."""
+    """Two small datasets with digests recorded: three raw shards (sha1, xxh64); three zstd ones (md5, xxh64)."""
     import numpy as np
 
     roots = []
@@ -49,11 +50,8 @@ class VerifyTarget:
     name = "verify"
 
     def setup(self, workdir: str) -> None:
-        self.files = {
-            (root, name): open(os.path.join(root, name), "rb").read()
-            for root in hashed_datasets(workdir)
-            for name in shard_files(root)
-        }
+        roots = hashed_datasets(workdir)
+        self.files = {(root, name): Path(root, name).read_bytes() for root in roots for name in shard_files(root)}
         self.keys = sorted(self.files)
 
     def generate(self, rng: random.Random) -> dict[str, Any]:
@@ -76,14 +74,12 @@ def check_detected(root: str, name: str, data: bytes, original: bytes, run: Any 
 
     A changed file must fail verification with a problem naming it; an unchanged one must pass.
     """
-    path = os.path.join(root, name)
-    with open(path, "wb") as file:
-        file.write(data)
+    path = Path(root, name)
+    path.write_bytes(data)
     try:
         ok, text = (run or _verify)(root)
     finally:
-        with open(path, "wb") as file:
-            file.write(original)
+        path.write_bytes(original)
     if data == original and not ok:
         raise PropertyFailure("false alarm", f"{name} unchanged but verify failed: {text[:200]}")
     if data != original and (ok or name not in text):

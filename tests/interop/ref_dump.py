@@ -42,7 +42,6 @@ def dump(path: str, out, allow_unsafe_types: bool = False, validate_hash: str | 
 
 def main() -> None:
     import argparse
-    import sys
 
     parser = argparse.ArgumentParser()
     parser.add_argument("path", nargs="?", help="one dataset, dumped to stdout")

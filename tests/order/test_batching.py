@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import math
-import warnings
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
 from types import SimpleNamespace
 from typing import cast
 
@@ -21,6 +18,7 @@ from mds_core.errors import ConfigurationError
 from mds_core.order import OrderSpec, generate_work, replicate_world, resample_streams, traversal_order
 from mds_core.order.batching import stratified_portions
 from mds_core.order.traversal import to_global_batches
+from tests.order.golden_cases import check_case, golden
 
 # The small test datasets trigger the reference's advisory warnings: py1e blocks smaller than a shard,
 # and tiny partitions that repeat samples.
@@ -29,15 +27,13 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:(Trying|Attempting) to partition .* repeats many samples:UserWarning"),
 ]
 
-ORDER_GOLDEN = Path(__file__).parent.parent / "fixtures" / "order-golden"
-EPOCHS = json.loads((ORDER_GOLDEN / "epochs.json").read_text())
+EPOCHS = golden("epochs")
 STREAM_SHARDS = EPOCHS["stream_shard_sizes"]
 
 
 def _case_id(case: dict) -> str:
-    kw = case["dataset_kwargs"]
+    kw, world = case["dataset_kwargs"], case["world"]
     weights = "-".join(next((k for k in s if k != "name"), "none") for s in case["streams"])
-    world = case["world"]
     return (
         f"{kw['batching_method']}-{kw['shuffle_algo'] if kw['shuffle'] else 'noshuffle'}-{weights}-"
         f"P{world['num_nodes']}R{world['ranks_per_node']}W{world['workers_per_rank']}B{case['batch_size']}-"
@@ -45,40 +41,23 @@ def _case_id(case: dict) -> str:
     )
 
 
-def _spec_of_case(case: dict) -> OrderSpec:
-    return OrderSpec(
+def _work_of_case(case: dict) -> np.ndarray:
+    spec = OrderSpec(
         shard_sizes=[STREAM_SHARDS[s["name"]] for s in case["streams"]],
         weights=[{k: v for k, v in s.items() if k != "name"} for s in case["streams"]],
         batch_size=case["batch_size"],
         **case["dataset_kwargs"],
     )
-
-
-def _work_of_case(case: dict) -> np.ndarray:
     world = case["world"]
-    return generate_work(
-        _spec_of_case(case),
-        world["num_nodes"],
-        world["ranks_per_node"],
-        world["workers_per_rank"],
-        case["epoch"],
-        case["sample_in_epoch"],
-    )
+    nodes, ranks, workers = world["num_nodes"], world["ranks_per_node"], world["workers_per_rank"]
+    return generate_work(spec, nodes, ranks, workers, case["epoch"], case["sample_in_epoch"])
 
 
 @pytest.mark.parametrize("case", EPOCHS["cases"], ids=[_case_id(c) for c in EPOCHS["cases"]])
 def test_generate_work_reproduces_the_reference_epoch(case: dict) -> None:
-    if "error" in case:
-        with pytest.raises(ConfigurationError):
-            _work_of_case(case)
-        return
-    work = _work_of_case(case)
-    assert work.dtype == np.int64
-    assert list(work.shape) == case["shape"]
-    assert np.array_equal(work.ravel(), np.array(case["ids"]))
+    check_case(case, lambda: _work_of_case(case), "ids")
 
 
-# --------------------------------------------------------------------------------------------------
 # OrderSpec: defaults and validation
 
 
@@ -140,25 +119,28 @@ def test_empty_or_malformed_streams_are_refused(shard_sizes) -> None:
         OrderSpec(shard_sizes)
 
 
-def test_generate_work_needs_a_batch_size() -> None:
-    with pytest.raises(ConfigurationError, match="batch_size"):
-        generate_work(OrderSpec([[10]]), 1, 1, 1, 0, 0)
-
-
-def test_device_per_stream_needs_canonical_nodes_divisible_by_nodes() -> None:
-    spec = OrderSpec([[40], [40]], num_canonical_nodes=2, batching_method="device_per_stream", batch_size=2)
-    with pytest.raises(ConfigurationError, match="multiple of 4"):
-        generate_work(spec, 4, 1, 1, 0, 0)
-
-
 @pytest.mark.parametrize(
-    ("world", "epoch", "sample_in_epoch"),
-    [((0, 1, 1), 0, 0), ((1, 1, 0), 0, 0), ((1, 1, 1), -1, 0), ((1, 1, 1), 0, -8)],
+    ("spec", "world", "epoch", "sample_in_epoch", "message"),
+    [
+        (OrderSpec([[10]]), (1, 1, 1), 0, 0, "batch_size"),
+        (
+            OrderSpec([[40], [40]], num_canonical_nodes=2, batching_method="device_per_stream", batch_size=2),
+            (4, 1, 1),
+            0,
+            0,
+            "multiple of 4",  # device_per_stream: canonical nodes divisible by nodes
+        ),
+        (OrderSpec([[10]], batch_size=2), (0, 1, 1), 0, 0, "num_nodes must be an integer >= 1, got 0"),
+        (OrderSpec([[10]], batch_size=2), (1, 1, 0), 0, 0, "workers_per_rank must be an integer >= 1, got 0"),
+        (OrderSpec([[10]], batch_size=2), (1, 1, 1), -1, 0, "epoch must be an integer >= 0, got -1"),
+        (OrderSpec([[10]], batch_size=2), (1, 1, 1), 0, -8, "sample_in_epoch must be an integer >= 0, got -8"),
+    ],
 )
-def test_generate_work_rejects_impossible_worlds_and_positions(world, epoch, sample_in_epoch) -> None:
-    nodes, ranks, workers = world
-    with pytest.raises(ConfigurationError):
-        generate_work(OrderSpec([[10]], batch_size=2), nodes, ranks, workers, epoch, sample_in_epoch)
+def test_generate_work_refuses_what_it_cannot_order(
+    spec: OrderSpec, world: tuple[int, int, int], epoch: int, sample_in_epoch: int, message: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        generate_work(spec, *world, epoch, sample_in_epoch)
 
 
 def test_generate_work_accepts_objects_carrying_an_order_spec() -> None:
@@ -169,7 +151,6 @@ def test_generate_work_accepts_objects_carrying_an_order_spec() -> None:
         generate_work(SimpleNamespace(), 1, 1, 1, 0, 0)
 
 
-# --------------------------------------------------------------------------------------------------
 # Replication
 
 
@@ -202,7 +183,6 @@ def test_replicated_work_equals_the_smaller_world() -> None:
     assert np.array_equal(generate_work(spec, 2, 4, 2, 0, 0), generate_work(plain, 1, 2, 2, 0, 0))
 
 
-# --------------------------------------------------------------------------------------------------
 # Spec examples
 
 
@@ -221,9 +201,7 @@ def test_appendix_example_has_the_same_global_batches_on_every_world(world) -> N
     spec = OrderSpec(
         [[3, 5, 2, 4, 6]], shuffle=True, shuffle_seed=7, num_canonical_nodes=2, shuffle_block_size=6, batch_size=batch
     )
-    with warnings.catch_warnings():  # py1e warns that the block is smaller than some shards
-        warnings.simplefilter("ignore")
-        work = generate_work(spec, nodes, ranks, workers, 0, 0)
+    work = generate_work(spec, nodes, ranks, workers, 0, 0)  # py1e warns: the block is smaller than some shards
     batches = [sorted(b) for b in np.array(_global_order(work)).reshape(-1, 4).tolist()]
     assert batches == [
         sorted(b) for b in [[8, 14, 3, 6], [9, 18, 4, 7], [15, 17, 5, 10], [16, 2, 12, 13], [1, 0, 11, 19]]
@@ -249,7 +227,6 @@ def test_stratified_portions_round_like_the_reference(proportions, global_batch,
     assert stratified_portions(proportions, global_batch).tolist() == portions
 
 
-# --------------------------------------------------------------------------------------------------
 # Properties
 
 ALGOS = ["py1e", "py1br", "py1s", "py2s", "naive"]

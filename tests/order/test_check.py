@@ -14,7 +14,11 @@ from mds_core.order.spec import OrderSpec
 from mds_core.order.world import World, parse_world
 
 DATA = Path(__file__).resolve().parent.parent / "fixtures" / "order-golden" / "datasets"
-MDS = [str(Path(sys.executable).parent / "mds"), "check-order"]
+
+
+def _check_order(*args: str) -> subprocess.CompletedProcess[str]:
+    mds = str(Path(sys.executable).parent / "mds")
+    return subprocess.run([mds, "check-order", *args], capture_output=True, text=True, timeout=120)
 
 
 def test_random_batching_is_elastic_across_worlds_and_resumes() -> None:
@@ -54,16 +58,9 @@ def test_bad_world_strings(text: str) -> None:
 
 def test_cli_exit_codes_and_report() -> None:
     args = [str(DATA / "s0"), str(DATA / "s2"), "--global-batch", "8", "--num-canonical-nodes", "2"]
-    ok = subprocess.run(
-        [*MDS, *args, "--world", "1x1", "--world", "2x2x2"], capture_output=True, text=True, timeout=120
-    )
+    ok = _check_order(*args, "--world", "1x1", "--world", "2x2x2")
     assert ok.returncode == 0 and ok.stdout.count("same") == 4
-    bad = subprocess.run(
-        [*MDS, *args, "--world", "1x2", "--world", "2x2", "--batching-method", "device_per_stream"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    bad = _check_order(*args, "--world", "1x2", "--world", "2x2", "--batching-method", "device_per_stream")
     assert bad.returncode == 1 and "DIFFERS  2 node(s) x 2 rank(s)" in bad.stdout and "global batch 0 has" in bad.stdout
 
 
@@ -72,11 +69,11 @@ def test_cli_checks_a_schedule_on_worlds_and_resume_points(tmp_path: Path) -> No
     schedule.write_text('{"phases": [{"start": 0, "weights": {"s0": 1}}, {"start": 3, "weights": {"s0": 1, "s2": 3}}]}')
     args = [str(DATA / "s0"), str(DATA / "s2"), "--global-batch", "12", "--schedule", str(schedule)]
     worlds = ["--world", "1x1", "--world", "1x4x2", "--world", "2x3x3", "--resume", "0", "--resume", "0.6"]
-    ok = subprocess.run([*MDS, *args, *worlds], capture_output=True, text=True, timeout=120)
+    ok = _check_order(*args, *worlds)
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.count("same") == 6 and "resumed at sample 0: 28 global batches" in ok.stdout  # 359 // 12 - 1
     schedule.write_text('{"phases": [{"start": 0, "weights": {"s1": 1}}]}')
-    named = subprocess.run([*MDS, *args], capture_output=True, text=True, timeout=120)
+    named = _check_order(*args)
     assert named.returncode != 0 and "the schedule names streams ['s1'] that the dataset lacks" in named.stderr
-    plain = subprocess.run([*MDS, *args[:4]], capture_output=True, text=True, timeout=120)
+    plain = _check_order(*args[:4])
     assert plain.returncode != 0 and "--num-canonical-nodes is needed" in plain.stderr

@@ -16,7 +16,6 @@ from mds_core.order import StreamWeights, apply_weights, get_sampling, parse_epo
 SIZES = [109, 61, 250]
 
 
-# --------------------------------------------------------------------------------------------------
 # epoch_size
 
 
@@ -44,32 +43,13 @@ def test_parse_epoch_size_accepts_integers_and_abbreviations(given_size, expecte
 
 
 @pytest.mark.parametrize(
-    "bad",
-    [
-        "1.5",
-        "abc",
-        "-5",
-        "10x",
-        "100kb",
-        "k",
-        "infk",
-        "nank",
-        "",
-        True,
-        -1,
-        -2.0,
-        float("nan"),
-        float("inf"),
-        [100],
-        "²",
-    ],
+    "bad", [*"1.5 abc -5 10x 100kb k infk nank ²".split(), "", True, -1, -2.0, float("nan"), float("inf"), [100]]
 )
 def test_parse_epoch_size_rejects_what_the_reference_rejects(bad) -> None:
     with pytest.raises(ConfigurationError, match="epoch_size"):
         parse_epoch_size(bad)
 
 
-# --------------------------------------------------------------------------------------------------
 # StreamWeights
 
 
@@ -105,7 +85,6 @@ def test_stream_weights_of_accepts_none_mappings_and_stream_like_objects() -> No
         StreamWeights.of({"proprtion": 0.5})
 
 
-# --------------------------------------------------------------------------------------------------
 # apply_weights (stream weights -> choose per stream)
 
 
@@ -122,37 +101,30 @@ def test_relative_weights_split_epoch_size_and_give_the_shortfall_to_seeded_stre
     assert mix.repeat == tuple(np.array(mix.choose) / np.array(SIZES))
 
 
-def test_relative_weights_without_epoch_size_use_the_total_and_are_normalized() -> None:
-    mix = apply_weights(SIZES, [StreamWeights(proportion=p) for p in (2, 1, 1)], None, seed=1)
-    assert mix.epoch_size == sum(SIZES)
-    assert mix.proportion == (0.5, 0.25, 0.25)
-
-
-def test_unweighted_streams_with_epoch_size_keep_their_natural_proportions() -> None:
-    mix = apply_weights(SIZES, [None, None, None], 100, seed=9176)
-    assert mix.choose == (25, 15, 60)  # the reference's values
-    assert mix.proportion == tuple(np.array(SIZES) / sum(SIZES))
-
-
-def test_unweighted_streams_without_epoch_size_take_every_sample_once() -> None:
-    mix = apply_weights(SIZES, [None, None, None], None, seed=3)
-    assert mix.choose == tuple(SIZES)
-    assert mix.repeat == (1.0, 1.0, 1.0)
-
-
-def test_absolute_weights_truncate_repeat_and_take_choose_as_given() -> None:
-    mix = apply_weights(
-        SIZES, [StreamWeights(repeat=2), StreamWeights(repeat=0.5), StreamWeights(repeat=1.3)], None, seed=0
-    )
-    assert mix.choose == (218, 30, 325)  # 0.5 * 61 = 30.5 -> 30
-    mix = apply_weights(SIZES, [StreamWeights(choose=40), None, StreamWeights(repeat=0.01)], None, seed=0)
-    assert mix.choose == (40, 61, 2)
-    assert mix.proportion == tuple(np.array([40, 61, 2]) / 103)
-
-
-def test_epoch_size_zero_means_not_given() -> None:
-    assert apply_weights(SIZES, [StreamWeights(choose=5)] * 3, 0, seed=0).epoch_size == 15
-    assert apply_weights(SIZES, [None] * 3, 0, seed=0).epoch_size == sum(SIZES)
+@pytest.mark.parametrize(
+    ("weights", "epoch_size", "expected"),
+    [
+        # Relative weights without epoch_size use the total and are normalized.
+        ([StreamWeights(proportion=p) for p in (2, 1, 1)], None, {"epoch_size": 420, "proportion": (0.5, 0.25, 0.25)}),
+        # Unweighted streams with an epoch size keep their natural proportions (the reference's values).
+        ([None] * 3, 100, {"choose": (25, 15, 60), "proportion": (109 / 420, 61 / 420, 250 / 420)}),
+        # Unweighted streams without one take every sample once.
+        ([None] * 3, None, {"choose": (109, 61, 250), "repeat": (1.0, 1.0, 1.0)}),
+        # Absolute weights truncate repeat (0.5 * 61 = 30.5 -> 30) and take choose as given.
+        ([StreamWeights(repeat=r) for r in (2, 0.5, 1.3)], None, {"choose": (218, 30, 325)}),
+        (
+            [StreamWeights(choose=40), None, StreamWeights(repeat=0.01)],
+            None,
+            {"choose": (40, 61, 2), "proportion": (40 / 103, 61 / 103, 2 / 103)},
+        ),
+        # epoch_size 0 means "not given".
+        ([StreamWeights(choose=5)] * 3, 0, {"epoch_size": 15}),
+        ([None] * 3, 0, {"epoch_size": 420}),
+    ],
+)
+def test_weights_and_epoch_size_give_each_streams_share(weights, epoch_size, expected: dict) -> None:
+    mix = apply_weights(SIZES, weights, epoch_size, seed=9176)
+    assert {name: getattr(mix, name) for name in expected} == expected
 
 
 @pytest.mark.parametrize(
@@ -191,7 +163,6 @@ def test_relative_weights_always_add_up_to_the_epoch_size(sizes, proportions, ep
     assert np.all(np.abs(np.array(mix.choose) - exact) < 1.0 + 1e-6 * epoch_size)
 
 
-# --------------------------------------------------------------------------------------------------
 # get_sampling (choose per stream -> choose per shard)
 
 
@@ -256,7 +227,6 @@ def test_sampling_hands_out_exactly_choose_samples(sizes, choose, granularity, s
     assert all(c == 0 for c, n in zip(counts, sizes) if n == 0)
 
 
-# --------------------------------------------------------------------------------------------------
 # resample_streams (choose per shard -> shuffle units and small ids)
 
 SHARDS = [[28, 7, 71, 3], [61], [50, 50, 13, 137]]  # the fixtures' streams
@@ -295,17 +265,11 @@ def test_each_shard_contributes_whole_repeats_plus_at_most_one_partial() -> None
         assert max(per_sample) - min(per_sample) <= 1
 
 
-def test_sampling_method_fixed_draws_the_same_samples_every_epoch() -> None:
-    for shuffle in (False, True):
-        epochs = [
-            sorted(
-                _resample([40, 100, 7], epoch, sampling_method="fixed", shuffle=shuffle, sampling_granularity=3)[
-                    1
-                ].tolist()
-            )
-            for epoch in range(3)
-        ]
-        assert epochs[0] == epochs[1] == epochs[2]
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_sampling_method_fixed_draws_the_same_samples_every_epoch(shuffle: bool) -> None:
+    kwargs = {"sampling_method": "fixed", "shuffle": shuffle, "sampling_granularity": 3}
+    epochs = [sorted(_resample([40, 100, 7], epoch, **kwargs)[1].tolist()) for epoch in range(3)]
+    assert epochs[0] == epochs[1] == epochs[2]
 
 
 def test_balanced_without_shuffle_keeps_shard_counts_but_not_the_partial_choice() -> None:

@@ -6,8 +6,6 @@ built only from numpy's own ``shuffle``, ``uniform`` and ``argsort``.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -16,10 +14,13 @@ from hypothesis import strategies as st
 from mds_core.errors import ConfigurationError
 from mds_core.order import get_shuffle
 from mds_core.order.remap import first_read_per_node
-from mds_core.order.shuffle import fisher_yates, py1e
+from mds_core.order.shuffle import fisher_yates, py1e, py1e_keys
 from mds_core.order.shuffle.keysort import sort_packed_tail
 from mds_core.order.shuffle.py1e_keys import PackedKeys
 from mds_core.order.shuffle.spans import block_bounds, prologue
+
+# py1e warns of blocks smaller than units, in small cases.
+pytestmark = pytest.mark.filterwarnings("ignore:Shuffle block size was smaller than shard size:UserWarning")
 
 
 def reference_py1e(sizes: list[int], c: int, seed: int, epoch: int, block: int) -> np.ndarray:
@@ -47,18 +48,6 @@ def reference_py1e(sizes: list[int], c: int, seed: int, epoch: int, block: int) 
     return np.concatenate(out)
 
 
-def _quiet_shuffle(*args, **kwargs) -> np.ndarray:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # blocks smaller than units, in small cases
-        return get_shuffle(*args, **kwargs)
-
-
-def _quiet_reference(*args) -> np.ndarray:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        return reference_py1e(*args)
-
-
 @settings(max_examples=60, deadline=None)
 @given(
     sizes=st.lists(st.integers(0, 400), min_size=1, max_size=12),
@@ -72,11 +61,11 @@ def test_full_and_resumed_epochs_match_the_reference(sizes, c, seed, epoch, bloc
     n = sum(sizes)
     if n < c:
         return
-    want = _quiet_reference(sizes, c, seed, epoch, block)
-    assert np.array_equal(_quiet_shuffle("py1e", sizes, c, seed, epoch, block), want)
+    want = reference_py1e(sizes, c, seed, epoch, block)
+    assert np.array_equal(get_shuffle("py1e", sizes, c, seed, epoch, block), want)
     bounds = [n * k // c for k in range(c + 1)]
     starts = [data.draw(st.integers(0, bounds[k + 1] - bounds[k] + 2)) for k in range(c)]
-    got = _quiet_shuffle("py1e", sizes, c, seed, epoch, block, starts=starts)
+    got = get_shuffle("py1e", sizes, c, seed, epoch, block, starts=starts)
     for k in range(c):
         first = min(starts[k], bounds[k + 1] - bounds[k])
         assert np.array_equal(got[bounds[k] + first : bounds[k + 1]], want[bounds[k] + first : bounds[k + 1]])
@@ -91,28 +80,27 @@ def test_big_units_resumed_mid_epoch_match_the_reference() -> None:
     assert np.array_equal(got[415_000:], want[415_000:])
 
 
-def test_exact_ties_fall_back_to_numpys_argsort(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Ties are too rare to draw on purpose: make the packed sort give up as it does on a tie.
-    sizes = [3000, 2000, 4000]
-    want = reference_py1e(sizes, 1, 5, 0, 6000)
-    monkeypatch.setattr(py1e, "sort_packed_tail", lambda *args, **kwargs: None)
-    assert np.array_equal(get_shuffle("py1e", sizes, 1, 5, 0, 6000), want)
-    got = get_shuffle("py1e", sizes, 1, 5, 0, 6000, starts=[6000])
-    assert np.array_equal(got[6000:], want[6000:])
+def _sort_then_find_a_tie(*args, **kwargs) -> None:
+    sort_packed_tail(*args, **kwargs)  # a tie shows only once the tail is sorted, after its units started shuffling
 
 
-def test_a_tie_found_after_the_tail_is_announced_keeps_its_shuffles(monkeypatch: pytest.MonkeyPatch) -> None:
-    # A tie shows only once the tail is sorted, after the units it reads started shuffling.
-    sizes = [100_000, 80_000, 120_000]
-    want = reference_py1e(sizes, 1, 8, 2, 200_000)
-
-    def sort_then_find_a_tie(*args, **kwargs):
-        sort_packed_tail(*args, **kwargs)
-        return
-
-    monkeypatch.setattr(py1e, "sort_packed_tail", sort_then_find_a_tie)
-    got = get_shuffle("py1e", sizes, 1, 8, 2, 200_000, starts=[150_000])
-    assert np.array_equal(got[150_000:], want[150_000:])
+@pytest.mark.parametrize(
+    ("give_up", "sizes", "seed", "epoch", "block", "start"),
+    [
+        # Ties are too rare to draw on purpose: make the packed sort give up as it does on a tie.
+        (lambda *args, **kwargs: None, [3000, 2000, 4000], 5, 0, 6000, 6000),
+        (_sort_then_find_a_tie, [100_000, 80_000, 120_000], 8, 2, 200_000, 150_000),
+    ],
+    ids=["before", "after-the-tail-is-announced"],
+)
+def test_exact_ties_fall_back_to_numpys_argsort(
+    monkeypatch: pytest.MonkeyPatch, give_up, sizes: list[int], seed: int, epoch: int, block: int, start: int
+) -> None:
+    want = reference_py1e(sizes, 1, seed, epoch, block)
+    monkeypatch.setattr(py1e, "sort_packed_tail", give_up)
+    assert np.array_equal(get_shuffle("py1e", sizes, 1, seed, epoch, block), want)
+    got = get_shuffle("py1e", sizes, 1, seed, epoch, block, starts=[start])
+    assert np.array_equal(got[start:], want[start:])
 
 
 def test_starts_must_match_the_canonical_nodes() -> None:
@@ -228,9 +216,6 @@ def test_colliding_fixed_point_keys_are_drawn_again_and_ordered(monkeypatch: pyt
     block=st.integers(2, 300_000),
 )
 def test_keys_packed_in_c_equal_keys_packed_by_numpy(lengths, seed, block) -> None:
-    import mds_core.order.shuffle.py1e_keys as py1e_keys
-    from mds_core.order.shuffle import fisher_yates
-
     lengths = np.array(lengths, np.int64)
     cn_size = max(int(lengths.sum()), 1)
     lo, hi = block_bounds(block)

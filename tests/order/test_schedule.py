@@ -83,7 +83,6 @@ def test_resuming_far_into_a_run_costs_what_resuming_near_its_start_does() -> No
     assert time.perf_counter() - started < 1.0  # closed form: no walk over the steps (a walk takes seconds)
 
 
-# --------------------------------------------------------------------------------------------------
 # simulated worlds
 
 

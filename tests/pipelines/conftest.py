@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dagster import EnvVar
+from dagster import EnvVar, ExecuteInProcessResult
 
+from mds_core import StreamingDataset
 from pipelines.registry import DatasetSpec, Source
 from pipelines.resources import (
     LandingZone,
@@ -74,3 +75,58 @@ def digits(**source: Any) -> DatasetSpec:
 @pytest.fixture
 def spec() -> DatasetSpec:
     return digits()
+
+
+DAYS = ["2026-01-01", "2026-01-02", "2026-01-03"]
+DIGIT_COLUMNS = "id long, label int, pixels array<tinyint>"  # the digits schema's Spark types
+
+
+def check(result: ExecuteInProcessResult, name: str) -> Any:
+    """The run's one evaluation of the check ``name``."""
+    [evaluation] = [e for e in result.get_asset_check_evaluations() if e.check_name == name]
+    return evaluation
+
+
+def meta(entry: Any) -> dict[str, Any]:
+    """An event's or an evaluation's metadata as plain values."""
+    return {key: value.value for key, value in entry.metadata.items()}
+
+
+def materialization(result: ExecuteInProcessResult, asset: str, dataset: str = "digits") -> Any:
+    """The run's last materialization of ``dataset``'s ``asset``, which must be there."""
+    events = result.asset_materializations_for_node(f"{dataset}__{asset}")
+    assert events, f"{asset} was not materialised"
+    return events[-1]
+
+
+def only_failure(result: ExecuteInProcessResult) -> tuple[str | None, Any]:
+    """The key and the error of the run's one failed step (a bad input is not retried)."""
+    [failure] = [e for e in result.all_events if e.is_step_failure]
+    error = failure.step_failure_data.error
+    assert error is not None
+    return failure.step_key, error
+
+
+def shard_files(root: Path) -> dict[str, tuple[int, int]]:
+    """The compressed shards the writer wrote under ``root``: each one's size and modification time."""
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*.zstd")}
+
+
+def stream_ids(resources: dict, version: int, cache: Path, dataset: str = "digits") -> list[int]:
+    """The ids ``version`` of ``dataset``'s shard set streams, sorted."""
+    url = resources["shard_store"].url(dataset)
+    stream = StreamingDataset(remote=url, local=str(cache), version=version)
+    return sorted(int(stream[i]["id"]) for i in range(len(stream)))
+
+
+def write_rows(spark_session: Any, folder: Path, rows: list[tuple], schema: str = DIGIT_COLUMNS) -> None:
+    """``rows`` as one Parquet file in ``folder``, as an upstream system lands a day."""
+    spark_session.createDataFrame(rows, schema).coalesce(1).write.mode("overwrite").parquet(str(folder))
+
+
+def write_landing_parquet(spark_session: Any, folder: Path, day: str, bad_label: int | None = None) -> None:
+    """Five digit-shaped rows in ``folder/day``, optionally one with an impossible label and short pixels."""
+    rows = [(i, i % 10, [i % 17] * 64) for i in range(5)]
+    if bad_label is not None:
+        rows.append((99, bad_label, [1, 2, 3]))
+    write_rows(spark_session, folder / day, rows)

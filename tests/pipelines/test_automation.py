@@ -6,17 +6,20 @@ import os
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
+import fsspec
 from dagster import (
     RunRequest,
-    SensorEvaluationContext,
+    ScheduleDefinition,
     SensorResult,
     build_schedule_context,
     build_sensor_context,
     materialize,
 )
 
+from mds_core import MDSWriter
+from mds_core.versions import ShardSet
 from pipelines.assets.raw import build_raw_table
 from pipelines.automation import landing_sensor
 from pipelines.conventions import op_name
@@ -47,31 +50,28 @@ def requests_by_day(result: Evaluation) -> dict[str, RunRequest]:
     return by_day
 
 
+def tick(specs: list[DatasetSpec], schedule_name: str, at: datetime) -> tuple[ScheduleDefinition, Any]:
+    """The schedule ``schedule_name`` of ``specs``' definitions, and its tick at ``at``."""
+    defs = build_definitions(specs, default_resources({}))
+    schedule = defs.resolve_schedule_def(schedule_name)  # resolved against the job's assets
+    context = build_schedule_context(scheduled_execution_time=at, repository_def=defs.get_repository_def())
+    return schedule, schedule.evaluate_tick(context)
+
+
 def test_schedule_requests_the_day_that_just_ended():
-    defs = build_definitions(load_registry(), default_resources({}))
-    schedule = defs.resolve_schedule_def("digits_daily_schedule")  # resolved against the job's assets
-    context = build_schedule_context(
-        scheduled_execution_time=datetime(2026, 3, 5, 1, 30, tzinfo=UTC), repository_def=defs.get_repository_def()
-    )
-    [request] = run_requests(schedule.evaluate_tick(context))
+    schedule, result = tick(load_registry(), "digits_daily_schedule", datetime(2026, 3, 5, 1, 30, tzinfo=UTC))
+    [request] = run_requests(result)
     assert request.partition_key == "2026-03-04"
     assert schedule.job_name == "digits_daily"
     assert schedule.cron_schedule == "30 1 * * *"
 
 
 def test_a_registry_schedule_ticks_at_its_cron_and_requests_the_day_that_ended():
-    spec = DatasetSpec(name="events", start_date="2026-03-05", schedule="*/5 * * * *")
-    defs = build_definitions([spec], default_resources({}))
-    schedule = defs.resolve_schedule_def("events_daily_schedule")
+    specs = [DatasetSpec(name="events", start_date="2026-03-05", schedule="*/5 * * * *")]
+    schedule, early = tick(specs, "events_daily_schedule", datetime(2026, 3, 5, 23, 55, tzinfo=UTC))
     assert schedule.cron_schedule == "*/5 * * * *" and schedule.execution_timezone == "UTC"
-
-    def tick(at: datetime):
-        context = build_schedule_context(scheduled_execution_time=at, repository_def=defs.get_repository_def())
-        return schedule.evaluate_tick(context)
-
-    early = tick(datetime(2026, 3, 5, 23, 55, tzinfo=UTC))  # the first day has not ended
     assert early.run_requests == [] and early.skip_message == "no day since 2026-03-05 has ended yet"
-    [request] = run_requests(tick(datetime(2026, 3, 6, 0, 5, tzinfo=UTC)))
+    [request] = run_requests(tick(specs, "events_daily_schedule", datetime(2026, 3, 6, 0, 5, tzinfo=UTC))[1])
     assert (request.partition_key, request.run_key) == ("2026-03-05", "2026-03-05")
 
 
@@ -86,27 +86,20 @@ def skipped(result: SensorResult) -> bool:
     return result.skip_reason is not None and not result.run_requests
 
 
-def sense(spec: DatasetSpec, context: SensorEvaluationContext) -> SensorResult:
-    """The dataset's landing sensor evaluated in ``context`` (it always answers with one SensorResult)."""
-    result = landing_sensor(spec)(context)
-    assert isinstance(result, SensorResult)
+def evaluate(
+    spec: DatasetSpec, landing: Path | str, cursor: str | None = None, sets: Path | None = None
+) -> SensorResult:
+    """The dataset's sensor on the landing zone ``landing`` (its day folders are under ``landing/<dataset>/``),
+    the shard sets in ``sets`` (by default beside a local landing zone)."""
+    shard_sets = sets or Path(landing).parent / "shard-sets"
+    resources = {"landing": LandingZone(path=str(landing)), "shard_store": ShardStore(root=str(shard_sets))}
+    result = landing_sensor(spec)(build_sensor_context(cursor=cursor, resources=resources))
+    assert isinstance(result, SensorResult)  # the sensor always answers with one SensorResult
     return result
-
-
-def evaluate(spec: DatasetSpec, landing: Path, cursor: str | None = None) -> SensorResult:
-    """The dataset's sensor on the landing zone ``landing`` (its day folders are under ``landing/<dataset>/``)."""
-    resources = {
-        "landing": LandingZone(path=str(landing)),
-        "shard_store": ShardStore(root=str(landing.parent / "shard-sets")),
-    }
-    return sense(spec, build_sensor_context(cursor=cursor, resources=resources))
 
 
 def commit_days(root: Path, days: list[str]) -> None:
     """A published version holding ``days``, one row each, each day its own partition (as shard_set writes)."""
-    from mds_core import MDSWriter
-    from mds_core.versions import ShardSet
-
     with ShardSet(str(root)).transaction(mode="overwrite", lineage={"days": days}) as tx:
         for number, day in enumerate(days):
             with MDSWriter(out=tx.partition_out(day), columns={"id": "int64"}) as writer:
@@ -131,6 +124,9 @@ def test_sensor_requests_one_run_per_new_or_changed_day(tmp_path, spec):
     assert config == {"kind": "path", "path": str(folder / "2026-02-01"), "format": "csv"}
     assert requests["2026-02-02"].run_config["ops"][raw_op]["config"]["format"] == "json"
     assert requests["2026-02-01"].tags["dataset"] == "digits"
+    [theirs] = run_requests(evaluate(spec.model_copy(update={"name": "synthetic"}), landing))  # each its own folder
+    their_config = {"kind": "path", "path": str(landing / "synthetic" / "2026-02-04"), "format": "csv"}
+    assert theirs.run_config["ops"] == {"synthetic__raw_table": {"config": their_config}}
 
     assert skipped(evaluate(spec, landing, result.cursor))  # same files: no new runs
 
@@ -153,39 +149,22 @@ def test_sensor_requests_one_run_per_new_or_changed_day(tmp_path, spec):
     assert sorted(requests_by_day(replaced)) == ["2026-02-01", "2026-02-05"]
 
 
-def test_each_dataset_watches_its_own_folder(tmp_path, spec):
-    landing = tmp_path / "landing"
-    other = spec.model_copy(update={"name": "other"})
-    land(landing / "other", "2026-02-01", "a.csv")
-    assert skipped(evaluate(spec, landing))
-    [request] = run_requests(evaluate(other, landing))
-    assert request.run_config["ops"] == {
-        "other__raw_table": {"config": {"kind": "path", "path": str(landing / "other" / "2026-02-01"), "format": "csv"}}
-    }
-
-
 def test_the_sensor_watches_a_landing_zone_on_s3(tmp_path, spec, s3_server):
     """The landing zone is a bucket on the loopback S3 server: listed through s3fs, one run per new day."""
-    import fsspec
-
     bucket = s3_server.new_bucket()
     fs = fsspec.filesystem("s3", client_kwargs={"endpoint_url": s3_server.endpoint})
     fs.pipe(f"{bucket}/landing/digits/2026-02-01/part-0.parquet", b"not read by the sensor")
     fs.pipe(f"{bucket}/landing/digits/2026-02-02/a.csv", b"id\n1\n")
-    resources = {
-        "landing": LandingZone(path=f"s3://{bucket}/landing"),
-        "shard_store": ShardStore(root=str(tmp_path / "shard-sets")),
-    }
-    result = sense(spec, build_sensor_context(resources=resources))
+    landing, sets = f"s3://{bucket}/landing", tmp_path / "shard-sets"
+    result = evaluate(spec, landing, sets=sets)
     requests = {day: r.run_config["ops"]["digits__raw_table"]["config"] for day, r in requests_by_day(result).items()}
     assert requests == {
         "2026-02-01": {"kind": "path", "path": f"s3://{bucket}/landing/digits/2026-02-01", "format": "parquet"},
         "2026-02-02": {"kind": "path", "path": f"s3://{bucket}/landing/digits/2026-02-02", "format": "csv"},
     }
-    again = sense(spec, build_sensor_context(cursor=result.cursor, resources=resources))
-    assert skipped(again)
+    assert skipped(evaluate(spec, landing, result.cursor, sets))
     fs.pipe(f"{bucket}/landing/digits/2026-02-02/a.csv", b"id\n1\n2\n")  # rewritten: a new ETag and size
-    changed = sense(spec, build_sensor_context(cursor=result.cursor, resources=resources))
+    changed = evaluate(spec, landing, result.cursor, sets)
     assert list(requests_by_day(changed)) == ["2026-02-02"]
 
 

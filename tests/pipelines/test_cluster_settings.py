@@ -6,23 +6,23 @@ import socket
 from typing import Any
 
 import pytest
-from dagster import EnvVar
+from dagster import ConfigurableResource, EnvVar
+from pydantic import ValidationError
 
 from mds_core.errors import ConfigurationError
 from pipelines.cluster import check_master_reachable, defaults_for, standalone_addresses
-from pipelines.resources import SparkResource, TrainingWorldSettings, default_resources
+from pipelines.resources import RESOURCES, SmokeTestSettings, SparkResource, TrainingWorldSettings, default_resources
 from pipelines.settings import environment_variables
+from testsupport.fault_proxy import free_port
 
 
 def test_small_machine_defaults_only_for_local_masters() -> None:
+    sizes = {"spark.sql.shuffle.partitions": "4", "spark.ui.enabled": "false", "spark.driver.memory": "2g"}
     for master in ("local[*]", "local[2,2]", "local"):
-        assert defaults_for(master)["spark.sql.shuffle.partitions"] == "4"
-        assert (
-            defaults_for(master)["spark.ui.enabled"] == "false" and defaults_for(master)["spark.driver.memory"] == "2g"
-        )
+        assert {name: defaults_for(master)[name] for name in sizes} == sizes
     for master in ("spark://h:7077", "yarn", "k8s://https://api:6443"):
         settings = defaults_for(master)
-        assert not {"spark.sql.shuffle.partitions", "spark.ui.enabled", "spark.driver.memory"} & set(settings)
+        assert not sizes.keys() & settings.keys()
         assert settings["spark.sql.session.timeZone"] == "UTC"  # semantics, not sizes: everywhere
 
 
@@ -79,8 +79,6 @@ def test_every_variable_set_at_once_binds_and_resolves(monkeypatch) -> None:
 
 
 def test_every_variable_names_one_field_and_its_description_says_so() -> None:
-    from pipelines.resources import RESOURCES
-
     seen: list[str] = []
     for resource in RESOURCES.values():
         for field, variable in environment_variables(resource).items():
@@ -91,8 +89,6 @@ def test_every_variable_names_one_field_and_its_description_says_so() -> None:
 
 
 def test_the_spark_resource_merges_run_tuning_with_the_deployments_settings(monkeypatch) -> None:
-    from dagster import ConfigurableResource
-
     monkeypatch.setenv("MDS_SPARK_CONF", '{"spark.x": "1"}')
     spark = SparkResource(spark_config={"spark.executor.memory": "2g"}, spark_config_json=EnvVar("MDS_SPARK_CONF"))
     # A plain Dagster resource: no dagster-pyspark base (docs/pipelines.md says why).
@@ -101,15 +97,11 @@ def test_the_spark_resource_merges_run_tuning_with_the_deployments_settings(monk
 
 
 def test_a_bad_consume_seconds_is_refused_naming_the_field() -> None:
-    with pytest.raises(ValueError, match="consume_seconds must be a number of seconds, got 'fast'"):
+    with pytest.raises(ValidationError, match="consume_seconds must be a number of seconds, got 'fast'"):
         TrainingWorldSettings(consume_seconds="fast")
 
 
 def test_a_bad_smoke_cache_limit_is_refused_naming_the_field() -> None:
-    from pydantic import ValidationError
-
-    from pipelines.resources import SmokeTestSettings
-
     with pytest.raises(ValidationError, match="cache_limit: Unsupported value/suffix 'lots'"):
         SmokeTestSettings(cache_limit="lots")
     assert SmokeTestSettings(cache_limit="2gb").cache_limit == "2gb" and SmokeTestSettings().cache_limit == ""
@@ -123,9 +115,7 @@ def test_standalone_addresses() -> None:
 
 
 def test_unreachable_master_fails_within_the_timeout_and_one_live_master_is_enough(monkeypatch) -> None:
-    with socket.socket() as closed:
-        closed.bind(("127.0.0.1", 0))
-        dead = closed.getsockname()[1]
+    dead = free_port()  # nothing listens there
     attempts: list[float] = []  # the timeout of each connection tried: one attempt, bounded by the timeout
     connect = socket.create_connection
 

@@ -7,21 +7,17 @@ from pathlib import Path
 
 from dagster import AssetCheckKey, AssetSelection, DagsterInstance
 
+from pipelines.assets.plan import PLAN_CHECK
 from pipelines.assets.smoke import SMOKE_CHECK
 from pipelines.conventions import key
 from pipelines.definitions import build_definitions
 from pipelines.registry import DatasetSpec, Source
-from pipelines.resources import SmokeTestSettings
+from pipelines.resources import SmokeTestSettings, TrainingWorldSettings
 from pipelines.runs import materialize_days
-from tests.pipelines.conftest import digits
-from tests.pipelines.test_shard_sets import check, materialization, meta, stream_ids
+from tests.pipelines.conftest import DAYS, check, digits, materialization, meta, shard_files, stream_ids
 
-DAYS = ["2026-01-01", "2026-01-02", "2026-01-03"]
+CHECKS = (SMOKE_CHECK, PLAN_CHECK)
 FAILING = SmokeTestSettings(batch_size=8, min_rows_per_second=10**12)  # a real failure: throughput demand
-
-
-def shard_files(root: Path) -> dict[str, int]:
-    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in root.rglob("*.zstd")}
 
 
 def test_replacing_a_day_keeps_the_other_days_shards(resources, spec):
@@ -52,8 +48,12 @@ def test_failed_smoke_test_then_next_day_then_rerun(resources, spec, tmp_path):
     good = resources["smoke_settings"]
     resources["smoke_settings"] = FAILING
     failed = materialize_days(spec, DAYS[1:2], resources, raise_on_error=False)
-    assert not failed.success and not check(failed, SMOKE_CHECK).passed
-    assert shard_set.published() == 1  # version 2 exists, unpublished
+    smoke = check(failed, SMOKE_CHECK)
+    assert not failed.success and not smoke.passed and "below the required" in smoke.description
+    assert meta(smoke)["exactly_once"]  # the data was fine; only the throughput demand failed
+    assert not failed.asset_materializations_for_node("digits__published_version")
+    assert [v.number for v in shard_set.versions()] == [1, 2]  # committed, but not published
+    assert shard_set.published() == 1
 
     resources["smoke_settings"] = good
     next_day = materialize_days(spec, DAYS[2:3], resources)  # builds on the last good version, not on 2
@@ -83,18 +83,23 @@ def test_rollback_and_publish_from_the_job(resources, spec):
     assert again.success and shard_set.published() == 2
 
 
-def test_the_smoke_check_runs_on_its_own_against_the_latest_version(resources, spec):
+def test_the_checks_run_on_their_own_against_the_latest_version(resources, spec):
+    """Executed alone (no shard set in the run), the checks test and plan the latest version; the plan warns about
+    a small cache limit, never blocks; a check alone publishes nothing."""
     instance = DagsterInstance.ephemeral()
     assert materialize_days(spec, DAYS[:1], resources, instance=instance).success
     resources["smoke_settings"] = FAILING
     assert not materialize_days(spec, DAYS[1:2], resources, instance=instance, raise_on_error=False).success
     resources["smoke_settings"] = SmokeTestSettings(batch_size=8)
-    smoke_only = AssetSelection.checks(AssetCheckKey(key(spec, "shard_set"), SMOKE_CHECK))
-    result = materialize_days(spec, DAYS[1:2], resources, instance=instance, selection=smoke_only)
-    evaluation = check(result, SMOKE_CHECK)
-    assert result.success and evaluation.passed
-    assert meta(evaluation)["version"] == 2  # the latest version, although it was never published
-    assert resources["shard_store"].shard_set("digits").published() == 1  # a check alone publishes nothing
+    resources["training_world"] = TrainingWorldSettings(world="1x2x2", batch_size=4, cache_limit="1kb")
+    checks_only = AssetSelection.checks(*(AssetCheckKey(key(spec, "shard_set"), name) for name in CHECKS))
+    result = materialize_days(spec, DAYS[1:2], resources, instance=instance, selection=checks_only)
+    smoke, plan = check(result, SMOKE_CHECK), check(result, PLAN_CHECK)
+    assert result.success and smoke.passed
+    assert meta(smoke)["version"] == meta(plan)["version"] == 2  # the latest version, although never published
+    assert not plan.passed and plan.severity.value == "WARN"
+    assert "StreamingDataset refuses cache_limit=1,024 bytes" in plan.description
+    assert resources["shard_store"].shard_set("digits").published() == 1
 
 
 def test_two_datasets_keep_separate_histories(resources, spec, tmp_path):

@@ -6,21 +6,26 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+import yaml
 from dagster import AssetKey, DailyPartitionsDefinition, Definitions, FreshnessPolicy
 
+from pipelines import definitions
 from pipelines.instance import packaged_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 
-def run(command: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "DAGSTER_HOME": str(tmp_path), "MDS_DATA_DIR": str(tmp_path / "data")}
+def run(command: list[str], tmp_path: Path, cwd: Path = ROOT, **extra_env: str) -> subprocess.CompletedProcess:
+    """``command`` with its own $DAGSTER_HOME (the packaged settings) and data folder, and ``extra_env`` added."""
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path), "MDS_DATA_DIR": str(tmp_path / "data"), **extra_env}
     (tmp_path / "dagster.yaml").write_text(packaged_settings())
-    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
 def test_dg_check_defs_loads_the_location_make_ui_serves(tmp_path):
@@ -62,9 +67,7 @@ def test_a_wrong_dataset_attribute_is_refused_by_dg_check_yaml(tmp_path):
         "type: pipelines.components.Dataset\nattributes:\n  name: events\n  automaton: 'on'\n  keep_versions: 0\n"
         "  source: {kind: table, rows_per_day: 0}\n"
     )
-    env = {**os.environ, "DAGSTER_HOME": str(tmp_path), "PYTHONPATH": str(project)}
-    (tmp_path / "dagster.yaml").write_text(packaged_settings())
-    done = subprocess.run([str(BIN / "dg"), "check", "yaml"], cwd=project, env=env, capture_output=True, text=True)
+    done = run([str(BIN / "dg"), "check", "yaml"], tmp_path, cwd=project, PYTHONPATH=str(project))
     assert done.returncode != 0
     assert "attributes.automaton Additional properties are not allowed ('automaton' was unexpected)" in done.stdout
     assert "attributes.keep_versions 0 is not valid" in done.stdout
@@ -74,17 +77,11 @@ def test_a_wrong_dataset_attribute_is_refused_by_dg_check_yaml(tmp_path):
 def test_workspace_yaml_names_the_same_location_as_the_dg_project():
     """`dagster ... -w workspace.yaml` and `dg` (pyproject.toml's [tool.dg]) must load one location, which
     `dg check defs` above loads once; loading it a second time through the workspace would prove nothing more."""
-    import tomllib
-
-    import yaml
-
     [entry] = yaml.safe_load((ROOT / "workspace.yaml").read_text())["load_from"]
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["dg"]["project"]
     module = entry["python_module"]
     assert module["module_name"] == project["code_location_target_module"]
     assert module["location_name"] == project["code_location_name"] == "pipelines"
-    from pipelines import definitions
-
     assert isinstance(getattr(definitions, module["attribute"])(), Definitions)  # loaded when asked, not at import
 
 
@@ -92,11 +89,12 @@ DATASETS = {"digits": "2026-01-01", "synthetic": "2025-06-01"}  # the registry's
 ASSETS = ("raw_table", "validated_table", "quarantine_table", "shard_set", "published_version")
 
 
-def test_definitions_hold_each_datasets_graph_checks_and_automation():
-    from pipelines.definitions import defs as load_defs
+@pytest.fixture(scope="module")
+def defs() -> Definitions:
+    return definitions.defs()
 
-    defs = load_defs()
 
+def test_definitions_hold_each_datasets_graph_checks_and_automation(defs: Definitions):
     assert {key.to_user_string() for key in defs.resolve_all_asset_keys()} == {
         f"{name}/{asset}" for name in DATASETS for asset in ASSETS
     }
@@ -122,11 +120,7 @@ def test_definitions_hold_each_datasets_graph_checks_and_automation():
         assert defs.resolve_sensor_def(f"{name}_landing_sensor").job_name == f"{name}_daily"
 
 
-def test_every_asset_has_kinds_owners_tags_and_a_code_version():
-    from pipelines.definitions import defs as load_defs
-
-    defs = load_defs()
-
+def test_every_asset_has_kinds_owners_tags_and_a_code_version(defs: Definitions):
     graph = defs.resolve_asset_graph()
     for key in graph.get_all_asset_keys():
         node, dataset = graph.get(key), key.path[0]
@@ -144,20 +138,6 @@ def test_every_asset_has_kinds_owners_tags_and_a_code_version():
             assert freshness == FreshnessPolicy.cron(
                 deadline_cron="0 6 * * *", lower_bound_delta=timedelta(hours=24), timezone="UTC"
             ), key
-
-
-def test_an_existing_dagster_yaml_is_never_overwritten(tmp_path: Path) -> None:
-    from pipelines.instance import prepare_home
-
-    fresh = tmp_path / "fresh"
-    assert prepare_home(fresh) == [] and (fresh / "dagster.yaml").read_text() == packaged_settings()
-    mine = tmp_path / "mine"
-    mine.mkdir()
-    (mine / "dagster.yaml").write_text("telemetry:\n  enabled: true\n")  # a user's own instance settings
-    assert prepare_home(mine) == ["concurrency: pools: default_limit: 1"]
-    assert (mine / "dagster.yaml").read_text() == "telemetry:\n  enabled: true\n"
-    (mine / "dagster.yaml").write_text(packaged_settings() + "\n# mine\n")
-    assert prepare_home(mine) == [] and (mine / "dagster.yaml").read_text().endswith("# mine\n")
 
 
 WATCH_ENVIRONMENT = """

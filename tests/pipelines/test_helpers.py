@@ -17,6 +17,7 @@ from dagster import (
     build_asset_context,
 )
 
+from mds_core import MDSWriter
 from mds_core.errors import ConfigurationError
 from pipelines.assets.published import publish_runs_version, published_metadata
 from pipelines.assets.raw import RawConfig, effective_source, shown_source, source_format
@@ -56,8 +57,6 @@ def test_append_refuses_a_day_the_base_holds_and_other_modes_pass_through() -> N
 
 def commit(store: ShardStore, run_id: str, day: str, mode: str = "append") -> int:
     """A one-row version of ``day`` whose lineage names ``run_id``, as shard_set commits it."""
-    from mds_core import MDSWriter
-
     shards = store.shard_set(SPEC.name)
     with shards.transaction(mode=mode, lineage={RUN_ID: run_id, "days": [day]}, publish=False) as tx:
         with MDSWriter(out=tx.partition_out(day), columns={"id": "int64"}) as writer:
@@ -70,10 +69,14 @@ def passed(store: ShardStore, version: int, run_id: str) -> None:
     store.shard_set(SPEC.name).record_verdict(version, SMOKE_CHECK, {"passed": True, "run_id": run_id, "problems": []})
 
 
-def test_two_interleaved_runs_of_different_days_each_publish_their_own_version(tmp_path: Path) -> None:
+@pytest.fixture
+def store(tmp_path: Path) -> ShardStore:
+    return ShardStore(root=str(tmp_path / "sets"))
+
+
+def test_two_interleaved_runs_of_different_days_each_publish_their_own_version(store: ShardStore) -> None:
     """Run A commits day 1, run B commits day 2 (a newer version), then A publishes, then B: each publishes
     the version its own lineage names, not the newest one Dagster last saw materialised."""
-    store = ShardStore(root=str(tmp_path / "sets"))
     shards = store.shard_set(SPEC.name)
     mine = commit(store, "run-a", "2026-03-01")
     theirs = commit(store, "run-b", "2026-03-02")
@@ -86,8 +89,7 @@ def test_two_interleaved_runs_of_different_days_each_publish_their_own_version(t
     assert version_written_by(shards, {"run-a2", "run-a"}).number == mine  # type: ignore[union-attr]
 
 
-def test_the_newest_version_of_the_run_family_is_the_one_it_wrote(tmp_path: Path) -> None:
-    store = ShardStore(root=str(tmp_path / "sets"))
+def test_the_newest_version_of_the_run_family_is_the_one_it_wrote(store: ShardStore) -> None:
     shards = store.shard_set(SPEC.name)
     first = commit(store, "root-run", "2026-03-01")
     again = commit(store, "re-execution", "2026-03-01", "replace")  # the step re-ran after a failure past its commit
@@ -96,8 +98,7 @@ def test_the_newest_version_of_the_run_family_is_the_one_it_wrote(tmp_path: Path
     assert version_written_by(shards, {"nobody"}) is None
 
 
-def test_publication_refuses_without_a_version_or_without_this_runs_passing_verdict(tmp_path: Path) -> None:
-    store = ShardStore(root=str(tmp_path / "sets"))
+def test_publication_refuses_without_a_version_or_without_this_runs_passing_verdict(store: ShardStore) -> None:
     shards = store.shard_set(SPEC.name)
     with pytest.raises(Failure, match="events/shard_set was not materialised in this run"):
         publish_runs_version(SPEC, shards, {"run-a"})
@@ -110,8 +111,7 @@ def test_publication_refuses_without_a_version_or_without_this_runs_passing_verd
     assert shards.published() is None
 
 
-def test_days_of_a_version_are_its_partitions(tmp_path: Path) -> None:
-    store = ShardStore(root=str(tmp_path / "sets"))
+def test_days_of_a_version_are_its_partitions(store: ShardStore) -> None:
     version = commit(store, "run-a", "2026-03-01")
     assert days_of(None) == set()
     assert days_of(store.shard_set(SPEC.name).version(version)) == {"2026-03-01"}
@@ -123,10 +123,8 @@ def test_published_metadata_names_the_versions_and_hides_credentials() -> None:
     assert "secret" not in str(meta) and meta["store_url"] == "s3://***@bucket/sets/events"
 
 
-def test_sample_pictures_that_cannot_be_drawn_only_log(tmp_path: Path) -> None:
-    context = build_asset_context()
-    store = ShardStore(root=str(tmp_path / "sets"))
-    assert pictures(context, str(tmp_path / "sets" / "events"), 1, store, SPEC) == {}
+def test_sample_pictures_that_cannot_be_drawn_only_log(store: ShardStore) -> None:
+    assert pictures(build_asset_context(), store.url(SPEC.name), 1, store, SPEC) == {}
 
 
 # --- counts checks, sources, telemetry ---------------------------------------------------------------
@@ -212,11 +210,11 @@ def test_a_bad_registry_is_a_configuration_error_naming_the_file(tmp_path: Path,
 def test_automation_is_on_only_when_the_deployment_says_so() -> None:
     assert [switched_on(value) for value in ("on", " ON ", "1", "true", "yes")] == [True] * 5
     assert [switched_on(value) for value in ("", "off", "0", "no")] == [False] * 4
-    assert (schedule_status(True), schedule_status(False)) == (
+    assert [schedule_status(on) for on in (True, False)] == [
         DefaultScheduleStatus.RUNNING,
         DefaultScheduleStatus.STOPPED,
-    )
-    assert (sensor_status(True), sensor_status(False)) == (DefaultSensorStatus.RUNNING, DefaultSensorStatus.STOPPED)
+    ]
+    assert [sensor_status(on) for on in (True, False)] == [DefaultSensorStatus.RUNNING, DefaultSensorStatus.STOPPED]
 
 
 def test_the_graph_materialize_runs_is_the_code_locations() -> None:
@@ -228,22 +226,14 @@ def test_the_graph_materialize_runs_is_the_code_locations() -> None:
 
 
 def test_notices_are_silenced_by_message_only_for_the_features_we_use() -> None:
+    notices = [
+        ("Specifying a partitions_def on an AssetCheckSpec is currently in preview, and may ...", PreviewWarning),
+        ("Parameter `backfill_policy` of function `asset` is currently in beta, and ...", BetaWarning),
+        ("Class `SomethingNew` is currently in beta, and may have breaking changes", BetaWarning),
+    ]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with dagster_features_we_pin():
-            warnings.warn(
-                "Specifying a partitions_def on an AssetCheckSpec is currently in preview, and may ...",
-                PreviewWarning,
-                stacklevel=1,
-            )
-            warnings.warn(
-                "Parameter `backfill_policy` of function `asset` is currently in beta, and ...",
-                BetaWarning,
-                stacklevel=1,
-            )
-            warnings.warn(
-                "Class `SomethingNew` is currently in beta, and may have breaking changes", BetaWarning, stacklevel=1
-            )
-    assert [str(warning.message) for warning in caught] == [
-        "Class `SomethingNew` is currently in beta, and may have breaking changes"
-    ]
+            for message, category in notices:
+                warnings.warn(message, category, stacklevel=1)
+    assert [str(warning.message) for warning in caught] == [notices[-1][0]]  # only the feature we do not use

@@ -23,11 +23,13 @@ def test_the_checkout_settings_are_the_packaged_ones_plus_where_the_state_goes()
     assert checkout["compute_logs"]["config"]["base_dir"] == f"{STATE}/storage"
 
 
-def test_a_deployment_home_gets_the_packaged_settings_once(tmp_path: Path) -> None:
+def test_a_deployment_home_gets_the_packaged_settings_once_and_they_are_never_overwritten(tmp_path: Path) -> None:
     home = tmp_path / "home"
     assert notes(home) == [] and (home / "dagster.yaml").read_text() == packaged_settings()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")  # the deployment's own choice
     [note] = notes(home)
     assert "lacks `concurrency: pools: default_limit: 1`" in note
-    assert (home / "dagster.yaml").read_text() == "telemetry:\n  enabled: false\n"
     assert prepare_home(home) == ["concurrency: pools: default_limit: 1"]
+    assert (home / "dagster.yaml").read_text() == "telemetry:\n  enabled: false\n"
+    (home / "dagster.yaml").write_text(packaged_settings() + "\n# mine\n")
+    assert prepare_home(home) == [] and (home / "dagster.yaml").read_text().endswith("# mine\n")

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import os
-from datetime import UTC
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mds_core.errors import MDSError, StorageError
-from pipelines.landing import LANDING_FORMATS, day_url, landed_days
+from pipelines.landing import LANDING_FORMATS, _file_version, day_url, landed_days
 from testsupport.fault_proxy import free_port
 from testsupport.s3 import MotoServer
 
@@ -123,10 +123,6 @@ def test_local_file_url_and_day_url(tmp_path: Path) -> None:
 
 
 def test_signatures_do_not_depend_on_the_time_zone() -> None:
-    from datetime import datetime, timedelta, timezone
-
-    from pipelines.landing import _file_version
-
     utc = datetime(2026, 2, 1, 12, tzinfo=UTC)
     local = utc.astimezone(timezone(timedelta(hours=2)))  # the same instant, printed differently
     assert _file_version({"size": 3, "LastModified": utc}) == _file_version({"size": 3, "LastModified": local})
@@ -144,17 +140,12 @@ def test_one_listing_per_call_on_s3(s3_server: MotoServer) -> None:
     assert "list-type=2" in requests[0].query
 
 
-def test_unreachable_store_is_a_clear_error(s3_server: MotoServer) -> None:
+def test_an_unreachable_store_or_a_missing_bucket_is_a_clear_error(s3_server: MotoServer) -> None:
     url = f"s3://{s3_server.new_bucket()}/landing"
     with pytest.raises(StorageError, match=f"landing zone {url}: cannot list it .*EndpointConnectionError"):
         landed_days(url, {"endpoint_url": f"http://127.0.0.1:{free_port()}"})
-
-
-def test_missing_bucket_is_a_clear_error(s3_server: MotoServer) -> None:
-    with pytest.raises(
-        StorageError,
-        match="landing zone s3://no-such-bucket-here/landing: the bucket 'no-such-bucket-here' does not exist",
-    ):
+    missing = "landing zone s3://no-such-bucket-here/landing: the bucket 'no-such-bucket-here' does not exist"
+    with pytest.raises(StorageError, match=missing):
         landed_days("s3://no-such-bucket-here/landing", {"endpoint_url": s3_server.endpoint})
 
 

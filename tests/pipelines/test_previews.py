@@ -63,6 +63,11 @@ def decode(markdown: Any, column: str) -> np.ndarray:
         return np.asarray(image)
 
 
+def enlarged(picture: np.ndarray, factor: int) -> np.ndarray:
+    """``picture`` as the grid draws it: each pixel a ``factor`` x ``factor`` square."""
+    return picture.repeat(factor, axis=0).repeat(factor, axis=1)
+
+
 def scaled(values: list[np.ndarray]) -> list[np.ndarray]:
     """What the preview does to non-uint8 arrays: one min-max over the drawn samples to 0-255."""
     low, high = min(float(v.min()) for v in values), max(float(v.max()) for v in values)
@@ -84,8 +89,8 @@ def test_flat_column_with_a_declared_shape_is_drawn_as_8x8_tiles(digits) -> None
     grid = decode(preview["preview_pixels"], "pixels")
     assert grid.shape == (64, 8 * 64 + 7 * GAP)  # eight 8x8 digits enlarged 8x, grey, two pixels apart
     tiles = scaled([s["pixels"].reshape(8, 8) for s in samples[:8]])
-    assert np.array_equal(grid[:, :64], np.kron(tiles[0], np.ones((8, 8), np.uint8)))
-    assert np.array_equal(grid[:, 7 * 66 :], np.kron(tiles[7], np.ones((8, 8), np.uint8)))
+    assert np.array_equal(grid[:, :64], enlarged(tiles[0], 8))
+    assert np.array_equal(grid[:, 7 * 66 :], enlarged(tiles[7], 8))
     assert (grid[:, 64:66] == GAP_SHADE).all()
 
 
@@ -95,12 +100,10 @@ def test_without_columns_every_picture_column_by_encoding(digits) -> None:
     assert sorted(preview) == ["preview_glyph", "preview_photo"]  # pixels has no shape without a declaration
     photo = decode(preview["preview_photo"], "photo")
     assert photo.shape == (48, 8 * 64 + 7 * GAP, 3)  # 16 x 12 images enlarged 4x, colour kept
-    first = np.asarray(samples[0]["photo"])
-    assert np.array_equal(photo[:48, :64], first.repeat(4, axis=0).repeat(4, axis=1))
+    assert np.array_equal(photo[:48, :64], enlarged(np.asarray(samples[0]["photo"]), 4))
     glyph = decode(preview["preview_glyph"], "glyph")
     assert glyph.shape == (60, 8 * 50 + 7 * GAP)  # 12 x 10 floats enlarged 5x
-    expected = scaled([s["glyph"] for s in samples[:8]])[0]
-    assert np.array_equal(glyph[:60, :50], expected.repeat(5, axis=0).repeat(5, axis=1))
+    assert np.array_equal(glyph[:60, :50], enlarged(scaled([s["glyph"] for s in samples[:8]])[0], 5))
 
 
 def test_more_samples_wrap_into_rows(digits) -> None:
@@ -128,7 +131,7 @@ def test_each_version_shows_its_own_samples(tmp_path: Path) -> None:
         grid = decode(sample_preview(root, version, None, {"pixels": (8, 8)})["preview_pixels"], "pixels")
         assert grid.shape == (64, 3 * 64 + 2 * GAP)
         tiles = scaled([s["pixels"].reshape(8, 8) for s in samples])
-        assert np.array_equal(grid[:, :64], np.kron(tiles[0], np.ones((8, 8), np.uint8)))
+        assert np.array_equal(grid[:, :64], enlarged(tiles[0], 8))
     with pytest.raises(ConfigurationError, match="no version 3"):
         sample_preview(root, 3, None, {"pixels": (8, 8)})
 

@@ -4,43 +4,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import fsspec
+from dagster import AssetCheckKey, AssetSelection
+
 from pipelines.assets.plan import PLAN_CHECK
 from pipelines.assets.smoke import SMOKE_CHECK
 from pipelines.assets.validated import COUNTS_CHECK
-from pipelines.resources import SmokeTestSettings
+from pipelines.conventions import key
+from pipelines.resources import ShardStore
 from pipelines.runs import materialize_days
-from tests.pipelines.conftest import digits
-
-DAYS = ["2026-01-01", "2026-01-02", "2026-01-03"]
-
-
-def check(result, name: str):
-    [evaluation] = [e for e in result.get_asset_check_evaluations() if e.check_name == name]
-    return evaluation
-
-
-def meta(entry) -> dict:
-    return {key: value.value for key, value in entry.metadata.items()}
-
-
-def materialization(result, asset: str, dataset: str = "digits"):
-    events = result.asset_materializations_for_node(f"{dataset}__{asset}")
-    assert events, f"{asset} was not materialised"
-    return events[-1]
-
-
-def files(root: Path) -> dict[str, tuple[int, int]]:
-    return {
-        str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*.zstd") if p.is_file()
-    }  # the compressed shards the writer wrote
-
-
-def stream_ids(resources: dict, version: int, cache: Path, dataset: str = "digits") -> list[int]:
-    from mds_core import StreamingDataset
-
-    url = resources["shard_store"].url(dataset)
-    stream = StreamingDataset(remote=url, local=str(cache), version=version)
-    return sorted(int(stream[i]["id"]) for i in range(len(stream)))
+from tests.pipelines.conftest import (
+    DAYS,
+    check,
+    digits,
+    materialization,
+    meta,
+    only_failure,
+    shard_files,
+    stream_ids,
+    write_landing_parquet,
+    write_rows,
+)
 
 
 def test_full_graph_backfill_on_the_embedded_default(resources, spec, tmp_path):
@@ -81,17 +65,12 @@ def test_full_graph_backfill_on_the_embedded_default(resources, spec, tmp_path):
     assert shards_meta["bytes"] > 0 and shards_meta["compression_ratio"] > 1 and shards_meta["rows_per_second"] > 0
     assert shards_meta["store_url"] == resources["shard_store"].url("digits")
     assert shards_meta["lineage"]["days"] == DAYS[:2] and shards_meta["lineage"]["dagster_run_id"] == result.run_id
-    assert (
-        shards_meta["lineage"]["source"]["kind"] == "digits" and shards_meta["lineage"]["source"]["rows_per_day"] == 60
-    )
+    source = shards_meta["lineage"]["source"]
+    assert (source["kind"], source["rows_per_day"]) == ("digits", 60)
     assert len(shards_meta["preview"].records) == 5
     assert shards_meta["dagster/row_count"] == 120 and shards_meta["dagster/uri"] == shards_meta["store_url"]
-    assert [c.name for c in shards_meta["dagster/column_schema"].columns] == [
-        "day",
-        "id",
-        "label",
-        "pixels",
-    ]  # MDS order
+    columns = shards_meta["dagster/column_schema"].columns
+    assert [c.name for c in columns] == ["day", "id", "label", "pixels"]  # MDS order
     assert shards_meta["preview_pixels"].startswith("![pixels](data:image/png;base64,")
     assert resources["shard_store"].shard_set("digits").version(1).partitions.keys() == set(DAYS[:2])
 
@@ -105,7 +84,7 @@ def test_full_graph_backfill_on_the_embedded_default(resources, spec, tmp_path):
 def test_next_day_appends_a_version_writing_only_its_shards(resources, spec, tmp_path):
     assert materialize_days(spec, DAYS[:1], resources).success
     store = Path(resources["shard_store"].url("digits"))
-    before = files(store)
+    before = shard_files(store)
 
     result = materialize_days(spec, DAYS[1:2], resources)
     assert result.success
@@ -114,7 +93,7 @@ def test_next_day_appends_a_version_writing_only_its_shards(resources, spec, tmp
     assert shards_meta["rows"] == 120 and shards_meta["rows_added"] == 60
     assert shards_meta["lineage"]["days"] == DAYS[:2] and shards_meta["lineage"]["added_days"] == DAYS[1:2]
 
-    after = files(store)
+    after = shard_files(store)
     assert {name: after[name] for name in before} == before, "an append rewrote existing shards"
     added = set(after) - set(before)
     assert added and len(added) == shards_meta["shards_added"] == shards_meta["shards"] - len(before)
@@ -126,30 +105,11 @@ def test_next_day_appends_a_version_writing_only_its_shards(resources, spec, tmp
 
     repeat = materialize_days(spec, DAYS[1:2], resources, mode="append", raise_on_error=False)
     assert not repeat.success  # appending a day twice would duplicate its rows
-    [failure] = [e for e in repeat.all_events if e.is_step_failure]
-    error = failure.step_failure_data.error
-    assert error is not None and "already in version 2" in error.message
+    assert "already in version 2" in only_failure(repeat)[1].message
     assert [v.number for v in shard_set.versions()] == [1, 2]
 
 
-def test_failing_smoke_test_keeps_the_published_version(resources, spec):
-    assert materialize_days(spec, DAYS[:1], resources).success
-    # A real failure: the loader cannot reach the throughput this deployment demands.
-    resources["smoke_settings"] = SmokeTestSettings(batch_size=8, min_rows_per_second=10**12)
-    result = materialize_days(spec, DAYS[1:2], resources, raise_on_error=False)
-    assert not result.success
-    smoke = check(result, SMOKE_CHECK)
-    assert not smoke.passed and "below the required" in smoke.description
-    assert meta(smoke)["exactly_once"]  # the data was fine; only the throughput demand failed
-    assert not result.asset_materializations_for_node("digits__published_version")
-    shard_set = resources["shard_store"].shard_set("digits")
-    assert [v.number for v in shard_set.versions()] == [1, 2]  # committed, but not published
-    assert shard_set.published() == 1
-
-
 def test_quarantine_above_threshold_blocks_the_shards(resources, spark_session, tmp_path):
-    from tests.pipelines.test_raw_and_validated import write_landing_parquet
-
     write_landing_parquet(spark_session, tmp_path / "landing", DAYS[0], bad_label=11)
     spec = digits(kind="path", path=str(tmp_path / "landing" / DAYS[0]))
     result = materialize_days(spec, DAYS[:1], resources, raise_on_error=False)
@@ -159,25 +119,17 @@ def test_quarantine_above_threshold_blocks_the_shards(resources, spark_session, 
 
 
 def test_a_day_with_no_valid_rows_is_a_clear_failure(resources, spark_session, tmp_path):
-    spark_session.createDataFrame([(1, 12, [0] * 64)], "id long, label int, pixels array<tinyint>").write.parquet(
-        str(tmp_path / "src")
-    )
+    write_rows(spark_session, tmp_path / "src", [(1, 12, [0] * 64)])
     spec = digits(kind="path", path=str(tmp_path / "src"))
     lenient = {"ops": {"digits__validated_table": {"config": {"max_quarantined_fraction": 1.0}}}}
     result = materialize_days(spec, DAYS[:1], resources, run_config=lenient, raise_on_error=False)
-    [failure] = [e for e in result.all_events if e.is_step_failure]  # once: a bad input is not retried
-    assert failure.step_key == "digits__shard_set"
-    error = failure.step_failure_data.error
-    assert error is not None and "no validated rows for 2026-01-01" in error.message
+    step, error = only_failure(result)  # once: a bad input is not retried
+    assert step == "digits__shard_set" and "no validated rows for 2026-01-01" in error.message
     assert resources["shard_store"].shard_set("digits").versions() == []
 
 
 def test_shard_set_on_s3(resources, spec, s3_server, tmp_path):
     """The store is a bucket on the loopback S3 server: written, smoke-tested and read back over HTTP."""
-    import fsspec
-
-    from pipelines.resources import ShardStore
-
     bucket = s3_server.new_bucket()
     resources["shard_store"] = ShardStore(root=f"s3://{bucket}/shard-sets", cache_dir=str(tmp_path / "cache"))
     result = materialize_days(spec, DAYS[:1], resources)
@@ -190,37 +142,13 @@ def test_shard_set_on_s3(resources, spec, s3_server, tmp_path):
 
 
 def test_no_publication_in_a_run_without_the_smoke_test(resources, spec):
-    from dagster import AssetCheckKey, AssetSelection
-
-    from pipelines.conventions import key
-
     without_smoke = AssetSelection.all() - AssetSelection.checks(AssetCheckKey(key(spec, "shard_set"), SMOKE_CHECK))
     result = materialize_days(spec, DAYS[:1], resources, selection=without_smoke, raise_on_error=False)
     assert not result.success
     assert not [e for e in result.get_asset_check_evaluations() if e.check_name == SMOKE_CHECK]
     assert materialization(result, "shard_set")  # the version was committed ...
     assert not result.asset_materializations_for_node("digits__published_version")  # ... but not published
-    [failure] = [e for e in result.all_events if e.is_step_failure]
-    assert failure.step_key == "digits__published_version"
-    error = failure.step_failure_data.error
-    assert error is not None and "did not pass in this run" in error.message
+    step, error = only_failure(result)
+    assert step == "digits__published_version" and "did not pass in this run" in error.message
     assert resources["shard_store"].shard_set("digits").published() is None
     assert resources["shard_store"].shard_set("digits").verdict(1, SMOKE_CHECK) is None
-
-
-def test_the_training_plan_warns_about_a_small_cache_limit_and_runs_on_its_own(resources, spec):
-    """Executed alone (no shard set in the run), the check plans the latest version; it warns, never blocks."""
-    from dagster import AssetCheckKey, AssetSelection, DagsterInstance
-
-    from pipelines.conventions import key
-    from pipelines.resources import TrainingWorldSettings
-
-    instance = DagsterInstance.ephemeral()
-    assert materialize_days(spec, DAYS[:1], resources, instance=instance).success
-    resources["training_world"] = TrainingWorldSettings(world="1x2x2", batch_size=4, cache_limit="1kb")
-    plan_only = AssetSelection.checks(AssetCheckKey(key(spec, "shard_set"), PLAN_CHECK))
-    result = materialize_days(spec, DAYS[:1], resources, selection=plan_only, instance=instance)
-    evaluation = check(result, PLAN_CHECK)
-    assert not evaluation.passed and evaluation.severity.value == "WARN"
-    assert "StreamingDataset refuses cache_limit=1,024 bytes" in evaluation.description
-    assert meta(evaluation)["version"] == 1

@@ -7,7 +7,6 @@ assets and ``dataframe_to_mds`` run unchanged on it.
 from __future__ import annotations
 
 import os
-import socket
 import time
 
 import pytest
@@ -20,6 +19,7 @@ from pipelines.assets.shards import build_shard_set
 from pipelines.assets.validated import COUNTS_CHECK, build_validated_table
 from pipelines.conventions import op_name
 from pipelines.resources import SparkResource, default_resources
+from testsupport.fault_proxy import free_port
 
 pytest.importorskip("pyspark.sql.connect.session", reason="Spark Connect needs the 'connect' extra")
 DAY = "2026-01-01"
@@ -49,22 +49,16 @@ def test_raw_validated_and_shards_on_spark_connect(resources, spec, spark_connec
     assert sorted(int(dataset[i]["id"]) for i in range(len(dataset))) == list(range(60))
 
 
-def _a_dead_spark_connect_address_fails_naming_it(monkeypatch) -> None:
+def test_a_dead_spark_connect_address_fails_naming_it(monkeypatch) -> None:
     monkeypatch.setenv("MDS_SPARK_CONNECT_TIMEOUT", "2")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        url = f"sc://127.0.0.1:{probe.getsockname()[1]}"
+    url = f"sc://127.0.0.1:{free_port()}"  # nothing listens there
     message = rf"no Spark Connect server answered at {url} within 2s.*MDS_SPARK_REMOTE"
     with pytest.raises(ConfigurationError, match=message):
         SparkResource(remote=url).session()
 
 
-def test_a_dead_spark_connect_address_fails_naming_it(monkeypatch):
-    _a_dead_spark_connect_address_fails_naming_it(monkeypatch)
-
-
 @pytest.mark.timing
 def test_a_dead_spark_connect_address_fails_fast(monkeypatch):
     started = time.monotonic()
-    _a_dead_spark_connect_address_fails_naming_it(monkeypatch)
+    test_a_dead_spark_connect_address_fails_naming_it(monkeypatch)
     assert time.monotonic() - started < 10  # the 2 s wait, not pyspark's minutes of retries

@@ -10,52 +10,16 @@ from typing import Any
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 import mds_core.plan.plan as plan_module
-from mds_core.cli import main
 from mds_core.errors import ConfigurationError
-from mds_core.format.index import FileInfo, ShardInfo
 from mds_core.order.world import World, parse_world
 from mds_core.plan import Environment, plan_training
 from mds_core.plan.report import render_text
 from mds_core.sizes import format_bytes
+from tests.plan.support import S0, plan_text, refused, run_plan, shard_infos
 from tests.streaming.test_distributed import _run_ranks
 
-ORDER = Path(__file__).resolve().parents[1] / "fixtures" / "order-golden" / "datasets"
-S0 = str(ORDER / "s0")
-
-
-def _plan(*args: str) -> str:
-    out = CliRunner().invoke(main, ["plan", *args])
-    assert out.exit_code == 0, out.output
-    return out.output
-
-
-def _refused(*args: str) -> str:
-    out = CliRunner().invoke(main, ["plan", *args])
-    assert out.exit_code == 2, out.output
-    return out.output
-
-
-def _shards(count: int, samples: int = 50, bytes_per_sample: int = 100) -> list[ShardInfo]:
-    return [
-        ShardInfo(
-            ["x"],
-            ["bytes"],
-            [None],
-            None,
-            [],
-            FileInfo(f"shard.{i:05}.mds", samples * bytes_per_sample),
-            samples,
-            None,
-            None,
-        )
-        for i in range(count)
-    ]
-
-
-# ---------------------------------------------------------------------------------------------------------
 # Item 6: the plan's order is StreamingDataset's with the same arguments
 
 
@@ -77,7 +41,7 @@ def test_the_plans_order_is_the_loaders_with_the_same_arguments(
         return work
 
     monkeypatch.setattr(plan_module, "generate_work", recording)
-    _plan(S0, "--world", "2x1x2", "--batch-size", "4", *options)
+    plan_text(S0, "--world", "2x1x2", "--batch-size", "4", *options)
     [work] = planned  # (nodes, ranks per node, workers, batches, batch)
     config = {
         "streams": [["s0", {}]],
@@ -97,17 +61,16 @@ def test_the_plans_order_is_the_loaders_with_the_same_arguments(
 
 
 def test_the_default_order_is_unshuffled_and_shuffle_says_so() -> None:
-    assert "order: shuffle=False, " in _plan(S0, "--batch-size", "4")
-    shuffled = _plan(S0, "--batch-size", "4", "--shuffle")
+    assert "order: shuffle=False, " in plan_text(S0, "--batch-size", "4")
+    shuffled = plan_text(S0, "--batch-size", "4", "--shuffle")
     assert re.search(r"^order: shuffle=True py1e, block [\d,]+, 1 canonical node\(s\)", shuffled, re.M)
 
 
-# ---------------------------------------------------------------------------------------------------------
 # Item 5: without timing, the report says what is unknown and what gives it; no bare "-"
 
 
 def test_without_timing_the_report_says_what_is_unknown_in_words() -> None:
-    text = _plan(S0, "--world", "2x1x2", "--batch-size", "4")
+    text = plan_text(S0, "--world", "2x1x2", "--batch-size", "4")
     assert (
         "first batch and waiting: unknown without timing (the link's speed and the training step). Pass --probe "
         "to measure this machine's link to the store, or --bandwidth and --latency; add --consume-time, your "
@@ -126,26 +89,25 @@ def test_the_bytes_before_the_first_batch_are_what_the_model_waits_for() -> None
     world = World(num_nodes=2, ranks_per_node=2, workers_per_rank=2)
     orders: list[dict[str, Any]] = [{}, {"shuffle": True, "shuffle_block_size": 200}]
     for order in orders:
-        plan = plan_training([_shards(16)], world, 5, environment=Environment(bandwidth=1e6), **order)
+        plan = plan_training([shard_infos([50] * 16)], world, 5, environment=Environment(bandwidth=1e6), **order)
         for node in plan.epochs[0].nodes:
             assert node.first_batch_bytes and node.first_batch_seconds == pytest.approx(node.first_batch_bytes / 1e6)
 
 
 def test_partial_timing_names_what_the_model_lacks() -> None:
-    link_only = _plan(S0, "--batch-size", "4", "--bandwidth", "100mb", "--latency", "0.02")
+    link_only = plan_text(S0, "--batch-size", "4", "--bandwidth", "100mb", "--latency", "0.02")
     assert "timing: link 100.0 MiB/s per node (given), latency 20.0 ms (given)\n" in link_only
     assert "  training time per sample unknown (--consume-time): steps run as fast as the data comes" in link_only
-    training_only = _plan(S0, "--batch-size", "4", "--consume-time", "0.001")
+    training_only = plan_text(S0, "--batch-size", "4", "--consume-time", "0.001")
     assert "timing: no request latency, training 1.0 ms per sample (given)\n" in training_only
     assert "  link speed unknown (--bandwidth or --probe): downloads take only the latency" in training_only
 
 
-# ---------------------------------------------------------------------------------------------------------
 # Item 8: --probe prints what it measured
 
 
 def test_probe_prints_what_it_measured() -> None:
-    text = _plan(S0, "--batch-size", "4", "--probe")
+    text = plan_text(S0, "--batch-size", "4", "--probe")
     duration = r"[\d,.]+ (?:s|ms|µs)"
     assert re.search(
         rf"^probe, from this machine: startup {duration} \(a new storage client's first read, paid when the dataset "
@@ -160,13 +122,12 @@ def test_probe_prints_what_it_measured() -> None:
         text,
         re.M,
     ), text
-    given = _plan(S0, "--batch-size", "4", "--probe", "--bandwidth", "100mb")
+    given = plan_text(S0, "--batch-size", "4", "--probe", "--bandwidth", "100mb")
     assert "timing: link 100.0 MiB/s per node (given), latency" in given
-    data = json.loads(CliRunner().invoke(main, ["plan", S0, "--batch-size", "4", "--probe", "--json"]).stdout)
+    data = json.loads(run_plan(S0, "--batch-size", "4", "--probe", "--json").stdout)
     assert set(data["settings"]["probe"]) >= {"startup_seconds", "latency", "bandwidth", "decode_seconds"}
 
 
-# ---------------------------------------------------------------------------------------------------------
 # Item 7: sizes need a unit, and a limit the loader refuses is never "enough"
 
 
@@ -174,7 +135,7 @@ def test_probe_prints_what_it_measured() -> None:
     ("option", "value"), [("--cache-limit", "5"), ("--cache-limit", "512"), ("--bandwidth", "100")]
 )
 def test_a_bare_small_number_is_refused_with_the_unit_to_give(option: str, value: str) -> None:
-    out = _refused(S0, "--batch-size", "4", option, value)
+    out = refused(S0, "--batch-size", "4", option, value)
     size = int(value)
     assert out == (
         f"error: {option} {value}: a number without a unit is bytes, and {size:,} byte(s) cannot be meant; "
@@ -188,14 +149,14 @@ def test_a_bare_small_number_is_refused_with_the_unit_to_give(option: str, value
 )
 def test_sizes_with_a_unit_or_of_a_mebibyte_and_more_are_taken(value: str, size: int) -> None:
     """Units are powers of 1024, spelt either way: ``64.0 MiB`` is how the report writes a size."""
-    data = json.loads(_plan(S0, "--batch-size", "4", "--cache-limit", value, "--json"))
+    data = json.loads(plan_text(S0, "--batch-size", "4", "--cache-limit", value, "--json"))
     assert data["settings"]["cache_limit"] == size
 
 
 def test_a_limit_the_loader_refuses_is_too_small_never_enough() -> None:
     """Between the replay's smallest limit and the loader's minimum: the old report said both "is enough" and
     "StreamingDataset refuses"."""
-    shards, world = _shards(10), World(ranks_per_node=2)
+    shards, world = shard_infos([50] * 10), World(ranks_per_node=2)
     loader_minimum = plan_training([shards], world, 5).settings["loader_minimum_cache_limit"]
     limit = loader_minimum - 5000
     plan = plan_training([shards], world, 5, predownload=5, cache_limit=limit)
@@ -209,7 +170,7 @@ def test_a_limit_the_loader_refuses_is_too_small_never_enough() -> None:
 
 
 def test_a_limit_no_block_can_fit_recommends_no_block() -> None:
-    text = _plan(S0, "--batch-size", "4", "--shuffle", "--cache-limit", "5b")
+    text = plan_text(S0, "--batch-size", "4", "--shuffle", "--cache-limit", "5b")
     assert (
         "  shuffle_block_size: no block makes cache_limit=5 B enough: even the smallest leaves each of the node's "
         "readers two shards at once, more than that holds. Raise cache_limit.\n"
@@ -218,7 +179,7 @@ def test_a_limit_no_block_can_fit_recommends_no_block() -> None:
 
 
 def test_a_smaller_block_is_one_the_loader_accepts() -> None:
-    shards, world = _shards(40), World(num_nodes=1, ranks_per_node=2, workers_per_rank=1)
+    shards, world = shard_infos([50] * 40), World(num_nodes=1, ranks_per_node=2, workers_per_rank=1)
     order: dict[str, Any] = {"shuffle": True, "shuffle_block_size": 1000}
     full = plan_training([shards], world, 5, **order)
     limit = (full.settings["loader_minimum_cache_limit"] + 3 * 5000) // 2
@@ -229,7 +190,6 @@ def test_a_smaller_block_is_one_the_loader_accepts() -> None:
     assert smaller.settings["loader_minimum_cache_limit"] <= limit
 
 
-# ---------------------------------------------------------------------------------------------------------
 # Item 9: errors name the field, and the command line's options
 
 
@@ -248,7 +208,7 @@ def test_a_smaller_block_is_one_the_loader_accepts() -> None:
     ],
 )
 def test_a_world_with_a_zero_names_the_field(world: str, message: str) -> None:
-    assert _refused(S0, "--batch-size", "4", "--world", world) == f"error: {message}\n"
+    assert refused(S0, "--batch-size", "4", "--world", world) == f"error: {message}\n"
 
 
 def test_check_order_still_reads_zero_workers_as_the_rank_process() -> None:
@@ -268,5 +228,5 @@ def test_check_order_still_reads_zero_workers_as_the_rank_process() -> None:
     ],
 )
 def test_command_line_errors_name_the_option(args: list[str], message: str) -> None:
-    out = _refused(S0, *args)
+    out = refused(S0, *args)
     assert out == f"error: {message}\n" and "StreamingDataset" not in out

@@ -27,6 +27,19 @@ def _write(url: str, samples: int, payload: int, size_limit: int) -> None:
             writer.write({"id": i, "payload": rng.bytes(payload)})
 
 
+def _config(remote: Any, folder: Path, dataset_kwargs: dict, per_node: bool = True) -> dict[str, Any]:
+    """``_run_ranks``'s configuration: batches of 4 from 2 workers per rank, a cache per node if ``per_node``."""
+    node = "-{node}" if per_node else ""
+    return {
+        "remote": remote,
+        "local": str(folder / f"cache{node}"),
+        "batch_size": 4,
+        "num_workers": 2,
+        "job_root": str(folder / f"jobs{node}"),
+        "dataset_kwargs": dataset_kwargs,
+    }
+
+
 def _shard_files(cache: Path) -> dict[str, int]:
     return {p.name: p.stat().st_size for p in cache.iterdir() if p.name.startswith("shard.") and p.is_file()}
 
@@ -42,14 +55,7 @@ def test_downloads_and_cache_per_node_are_exactly_the_plans(
         load_streams([url]), World(num_nodes=nodes, ranks_per_node=ranks_per_node, workers_per_rank=2), 4, **ORDER
     )
     since = s3_server.log_position()
-    config = {
-        "remote": url,
-        "local": str(tmp_path / "cache-{node}"),
-        "batch_size": 4,
-        "num_workers": 2,
-        "job_root": str(tmp_path / "jobs-{node}"),
-        "dataset_kwargs": ORDER,
-    }
+    config = _config(url, tmp_path, ORDER)
     outputs = _run_ranks(tmp_path, nodes * ranks_per_node, ranks_per_node, config)
     assert Counter(i for out in outputs for batch in out["batches"] for i in batch) == Counter(range(480))
     cached = [_shard_files(tmp_path / f"cache-{node}") for node in range(nodes)]
@@ -75,14 +81,9 @@ def test_a_scheduled_runs_downloads_per_node_are_exactly_the_plans(s3_server, tm
         load_streams(list(urls.values())), world, 4, shuffle=True, schedule=schedule, stream_names=list(urls)
     )
     since = s3_server.log_position()
-    config = {
-        "remote": [[name, url] for name, url in urls.items()],
-        "local": str(tmp_path / "cache-{node}"),
-        "batch_size": 4,
-        "num_workers": 2,
-        "job_root": str(tmp_path / "jobs-{node}"),
-        "dataset_kwargs": {"shuffle": True, "schedule": schedule.to_json()},
-    }
+    config = _config(
+        [[name, url] for name, url in urls.items()], tmp_path, {"shuffle": True, "schedule": schedule.to_json()}
+    )
     outputs = _run_ranks(tmp_path, 2, 1, config)
     assert sum(len(batch) for out in outputs for batch in out["batches"]) == plan.settings["samples_per_epoch"] == 720
     for node, planned in enumerate(plan.epochs[0].nodes):
@@ -112,14 +113,7 @@ def test_the_recommended_cache_limit_downloads_every_shard_once(s3_server, tmp_p
     )
     assert limited.epochs[0].nodes[0].refetched_shards == 0
     since = s3_server.log_position()
-    config = {
-        "remote": url,
-        "local": str(tmp_path / "cache"),
-        "batch_size": 4,
-        "num_workers": 2,
-        "job_root": str(tmp_path / "jobs"),
-        "dataset_kwargs": {**ORDER, "cache_limit": limit},
-    }
+    config = _config(url, tmp_path, {**ORDER, "cache_limit": limit}, per_node=False)
     outputs = _run_ranks(tmp_path, 1, 1, config)
     assert sorted(i for batch in outputs[0]["batches"] for i in batch) == list(range(1200))
     gets = object_gets(s3_server.requests(since), bucket)

@@ -7,29 +7,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mds_core.cli import main
-from mds_core.format.index import FileInfo, ShardInfo
 from mds_core.order import OrderSpec, generate_work
 from mds_core.order.world import World
 from mds_core.plan import Environment, plan_training
 from mds_core.plan.cache import LRUCache, live_bytes, smallest_limit_without_refetch
 from mds_core.plan.reads import node_reads
 from mds_core.plan.timing import NodeFetches, simulate_epoch
-
-ORDER = Path(__file__).resolve().parents[1] / "fixtures" / "order-golden" / "datasets"
-
-
-def _shards(sizes: list[int], bytes_per_sample: int = 100) -> list[ShardInfo]:
-    return [
-        ShardInfo(
-            ["x"], ["bytes"], [None], None, [], FileInfo(f"shard.{i:05}.mds", n * bytes_per_sample), n, None, None
-        )
-        for i, n in enumerate(sizes)
-    ]
+from tests.plan.support import DATASETS, S0, S1, plan_text, refused, run_plan, shard_infos
 
 
 def _reads(sizes: list[int], world: World, batch: int, **order):
@@ -105,7 +92,7 @@ def test_the_time_model_is_compute_bound_or_link_bound() -> None:
 
 
 def test_plan_figures_add_up_over_nodes_and_epochs() -> None:
-    shards = _shards([50] * 16)
+    shards = shard_infos([50] * 16)
     one_node = plan_training(
         [shards], World(num_nodes=1, ranks_per_node=2, workers_per_rank=2), 5, epochs=2, shuffle=True
     )
@@ -132,28 +119,13 @@ def test_plan_figures_add_up_over_nodes_and_epochs() -> None:
 
 
 def test_mds_plan_prints_a_table_json_and_a_plot(tmp_path: Path) -> None:
-    runner = CliRunner()
-    args = [
-        "plan",
-        str(ORDER / "s0"),
-        str(ORDER / "s1"),
-        "--world",
-        "2x2x2",
-        "--batch-size",
-        "4",
-        "--bandwidth",
-        "10mb",
-        "--consume-time",
-        "0.001",
-    ]
-    text = runner.invoke(main, args)
-    assert text.exit_code == 0, text.output
-    assert "smallest cache_limit without repeated downloads" in text.output and "epoch 0:" in text.output
-    out = runner.invoke(main, [*args, "--json", "--plot", str(tmp_path / "plan.png")])
-    assert out.exit_code == 0, out.output
-    data = json.loads(out.stdout)  # stderr may carry library notices (matplotlib building its font cache)
+    args = [S0, S1, "--world", "2x2x2", "--batch-size", "4", "--bandwidth", "10mb", "--consume-time", "0.001"]
+    text = plan_text(*args)
+    assert "smallest cache_limit without repeated downloads" in text and "epoch 0:" in text
+    # stdout alone: stderr may carry library notices (matplotlib building its font cache)
+    data = json.loads(run_plan(*args, "--json", "--plot", str(tmp_path / "plan.png")).stdout)
     assert data["settings"]["world"] == "2 node(s) x 2 rank(s), 2 worker(s)" and len(data["epochs"][0]["nodes"]) == 2
-    index_shards = sum(len(json.loads((ORDER / s / "index.json").read_text())["shards"]) for s in ("s0", "s1"))
+    index_shards = sum(len(json.loads((DATASETS / s / "index.json").read_text())["shards"]) for s in ("s0", "s1"))
     assert data["settings"]["shards"] == index_shards
     assert (tmp_path / "plan.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -167,10 +139,8 @@ def test_mds_plan_prints_a_table_json_and_a_plot(tmp_path: Path) -> None:
     ],
 )
 def test_mds_plan_bad_arguments_name_what_to_fix(args, message) -> None:
-    out = CliRunner().invoke(main, ["plan", str(ORDER / "s0"), "--batch-size", "4", *args])
-    assert out.exit_code == 2 and message in out.output
+    assert message in refused(S0, "--batch-size", "4", *args)
 
 
 def test_mds_plan_on_a_missing_dataset_names_its_index(tmp_path: Path) -> None:
-    out = CliRunner().invoke(main, ["plan", str(tmp_path / "nothing"), "--batch-size", "4"])
-    assert out.exit_code == 2 and f"{tmp_path / 'nothing'}/index.json" in out.output
+    assert f"{tmp_path / 'nothing'}/index.json" in refused(str(tmp_path / "nothing"), "--batch-size", "4")

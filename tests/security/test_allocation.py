@@ -11,17 +11,17 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mds_core import MDSWriter, StreamingDataset
+from mds_core import StreamingDataset
 from mds_core.cli import main
 from mds_core.errors import EpochMemoryError
 from mds_core.format.index import MAX_SHARD_SAMPLES
 from mds_core.streaming.memory import ORDER_BYTES_PER_SAMPLE, available_memory
+from tests.security.conftest import write_ids
 
 
 def _claiming(out: Path, counts: list[int]) -> Path:
     """A one-sample dataset whose index then claims ``counts`` samples in shards of matching declared size."""
-    with MDSWriter(out=str(out), columns={"x": "int"}) as writer:
-        writer.write({"x": 1})
+    write_ids(str(out), [1])
     index = json.loads((out / "index.json").read_text())
     entry = index["shards"][0]
     index["shards"] = []

@@ -3,47 +3,13 @@ to whatever host it named, over plain http. A listener on loopback stands for th
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 from mds_core.errors import ConfigurationError
 from mds_core.storage.remote import open_store
+from tests.security.conftest import Listener
 
 SECRET = "dapiDEPLOYMENTSECRET"
-
-
-class Listener:
-    """An HTTP server on 127.0.0.1 that records every request's Authorization header and answers 404."""
-
-    def __init__(self) -> None:
-        seen: list[str | None] = []
-
-        class Handler(BaseHTTPRequestHandler):
-            def _record(self) -> None:
-                seen.append(self.headers.get("Authorization"))
-                self.send_response(404)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            do_GET = do_HEAD = do_PUT = do_POST = _record
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.seen = seen
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-
-@pytest.fixture
-def listener() -> Iterator[Listener]:
-    made = Listener()
-    yield made
-    made.server.shutdown()
 
 
 @pytest.fixture
@@ -60,14 +26,15 @@ def test_the_environments_token_never_goes_to_a_host_an_option_names(listener: L
     with pytest.raises(ConfigurationError, match=r"host=http://127\.0\.0\.1:\d+ is not the workspace your credentials"):
         store = open_store("dbfs:/Volumes/c/s/v/set", storage_options={"host": listener.url})
         store.read_bytes("index.json")
-    assert store is None and listener.seen == []
+    assert store is None and listener.received == []
 
 
 def test_a_host_with_its_own_token_is_that_hosts_business(listener: Listener, deployment: None) -> None:
     store = open_store("dbfs:/Volumes/c/s/v/set", storage_options={"host": listener.url, "token": "its-own"}, retry=1)
     with pytest.raises(Exception):  # noqa: B017  (the listener answers 404 to everything)
         store.read_bytes("index.json")
-    assert "Bearer its-own" in listener.seen and set(listener.seen) <= {"Bearer its-own", None}  # None: host metadata
+    seen = listener.authorizations
+    assert "Bearer its-own" in seen and set(seen) <= {"Bearer its-own", None}  # None: host metadata
 
 
 def test_a_workspace_over_plain_http_is_refused_unless_on_loopback(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,15 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from mds_core import MDSWriter, StreamingDataset
+from mds_core import StreamingDataset
 from mds_core.errors import InvalidIndexError
 from mds_core.versions import ShardSet
-
-
-def _commit(shard_set: ShardSet, ids: range) -> None:
-    with shard_set.transaction("overwrite") as tx, MDSWriter(out=tx.out, columns={"x": "int"}) as writer:
-        for i in ids:
-            writer.write({"x": i})
+from tests.security.conftest import commit_ids
 
 
 def _read(root: str, cache: Path, jobs: Path) -> list[int]:
@@ -28,8 +23,8 @@ def test_an_index_replaced_on_the_store_is_refused_and_not_cached(tmp_path: Path
     """Another version's index copied over version 1's: it parses, but it is not what version 1 committed."""
     root = tmp_path / "set"
     shard_set = ShardSet(str(root))
-    _commit(shard_set, range(4))
-    _commit(shard_set, range(10, 16))
+    commit_ids(shard_set, range(4))
+    commit_ids(shard_set, range(10, 16))
     first, second = (shard_set.version(n).index for n in (1, 2))
     (root / first).write_bytes((root / second).read_bytes())
     with pytest.raises(InvalidIndexError, match=rf"{first}: its fingerprint is \w+, but version 1's manifest records"):
@@ -43,7 +38,7 @@ def test_a_cached_index_is_reused_only_with_the_record_of_its_check(tmp_path: Pa
     the store, where the index is checked against its manifest again."""
     root = tmp_path / "set"
     shard_set = ShardSet(str(root))
-    _commit(shard_set, range(4))
+    commit_ids(shard_set, range(4))
     cache = tmp_path / "cache"
     assert _read(str(root), cache, tmp_path) == [0, 1, 2, 3]
     record_path = cache / ".mds-cache" / "version-index.json"

@@ -13,12 +13,13 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from mds_core import MDSWriter, StreamingDataset
+from mds_core import StreamingDataset
+from mds_core.errors import UnsafePathError
 from mds_core.format.compression import get_codec
 from mds_core.versions import ShardSet
+from tests.security.conftest import commit_ids, write_ids
 from tests.security.users import ALICE, MALLORY, as_user, readable_by_all, shared_temp, tree
 
 pytestmark = pytest.mark.usefixtures("loaded")
@@ -45,11 +46,8 @@ def shared() -> Iterator[str]:
         yield path
 
 
-def _dataset(out: str, ids: list[int], **kwargs) -> str:
-    with MDSWriter(out=out, columns={"x": "int"}, hashes=["sha1"], **kwargs) as writer:
-        for i in ids:
-            writer.write({"x": i})
-    return out
+def _dataset(out: str, ids: list[int]) -> str:
+    return write_ids(out, ids, hashes=["sha1"])
 
 
 def _ids(dataset: StreamingDataset) -> list[int]:
@@ -90,9 +88,7 @@ def test_a_planted_version_index_and_symlink_never_write_into_alices_files(share
     """PoC B: a planted index for version 1, whose raw basename runs through mallory's symlink into a
     0700 folder of alice's. Before the fix alice wrote mallory's bytes there, as herself."""
     root = os.path.join(shared, "set")
-    shard_set = ShardSet(root)
-    with shard_set.transaction("overwrite") as tx:
-        _dataset(tx.out, [1, 2, 3])
+    commit_ids(ShardSet(root), [1, 2, 3])
     readable_by_all(root)
     private = os.path.join(shared, "alice-private")
     os.mkdir(private, 0o700)
@@ -211,24 +207,16 @@ def test_a_remote_index_cannot_write_through_a_symlink_in_the_users_own_cache(tm
     cache.mkdir(mode=0o700)
     outside.mkdir()
     (cache / "sub").symlink_to(outside)
-    from mds_core.errors import UnsafePathError
-
     with pytest.raises(UnsafePathError, match=r"sub/shard.mds.* outside .*cache"):
         _ids(StreamingDataset(remote=str(remote), local=str(cache), batch_size=1, job_root=str(tmp_path)))
     assert list(outside.iterdir()) == []
-    assert np.array_equal(
-        _ids(
-            StreamingDataset(remote=str(remote), local=str(tmp_path / "cache2"), batch_size=1, job_root=str(tmp_path))
-        ),
-        [5],
-    )
+    fresh = StreamingDataset(remote=str(remote), local=str(tmp_path / "cache2"), batch_size=1, job_root=str(tmp_path))
+    assert _ids(fresh) == [5]
 
 
 def test_a_linked_cache_folder_never_takes_the_locks_and_ledger_elsewhere(tmp_path: Path) -> None:
     """Found by the fuzzing campaign: ``.mds-cache`` a link out of the cache; the locks and the ledger
     (memory-mapped read-write) followed it."""
-    from mds_core.errors import UnsafePathError
-
     remote = _dataset(str(tmp_path / "remote"), [1, 2])
     cache, outside = tmp_path / "cache", tmp_path / "outside"
     cache.mkdir(mode=0o700)
@@ -241,12 +229,9 @@ def test_a_linked_cache_folder_never_takes_the_locks_and_ledger_elsewhere(tmp_pa
 
 def test_a_shard_set_on_disk_is_never_written_through_a_linked_folder(tmp_path: Path) -> None:
     """Found by the fuzzing campaign: a verdict recorded through ``_versions/checks/1`` linked elsewhere."""
-    from mds_core.errors import UnsafePathError
-
     root, beside = tmp_path / "set", tmp_path / "beside"
     shard_set = ShardSet(str(root))
-    with shard_set.transaction("overwrite") as tx:
-        _dataset(tx.out, [1])
+    commit_ids(shard_set, [1])
     beside.mkdir()
     (root / "_versions" / "checks").mkdir()
     (root / "_versions" / "checks" / "1").symlink_to(beside)

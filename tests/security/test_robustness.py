@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from mds_core import MDSWriter
 from mds_core.errors import DecodeError, InvalidIndexError, InvalidManifestError, UnsafePathError
 from mds_core.format.index import check_basename, parse_index
 from mds_core.format.scalars import JSONCoder
@@ -17,6 +16,7 @@ from mds_core.versions import ShardSet
 from mds_core.versions.head import newest_listed
 from mds_core.versions.manifest import is_manifest
 from mds_core.versions.verdicts import read_verdict, verdict_of_kept
+from tests.security.conftest import commit_ids, write_ids
 
 
 @pytest.mark.parametrize(
@@ -28,8 +28,7 @@ def test_basenames_that_name_no_file_or_a_readers_own_files_are_refused(name: st
 
 
 def test_a_shard_whose_raw_and_zip_files_are_one_file_is_refused(tmp_path: Path) -> None:
-    with MDSWriter(out=str(tmp_path), columns={"x": "int"}, compression="zstd") as writer:
-        writer.write({"x": 1})
+    write_ids(str(tmp_path), [1], compression="zstd")
     text = (tmp_path / "index.json").read_text().replace("shard.00000.mds.zstd", "shard.00000.mds")
     with pytest.raises(UnsafePathError, match="raw_data and zip_data name the same file"):
         parse_index(text, "w")
@@ -46,8 +45,7 @@ def test_deep_json_in_a_value_is_a_decode_error() -> None:
 
 def test_a_deep_verdict_is_an_invalid_manifest(tmp_path: Path) -> None:
     shard_set = ShardSet(str(tmp_path))
-    with shard_set.transaction("overwrite") as tx, MDSWriter(out=tx.out, columns={"x": "int"}) as writer:
-        writer.write({"x": 1})
+    commit_ids(shard_set, [1])
     shard_set.record_verdict(1, "smoke", {"ok": True})
     (tmp_path / "_versions" / "checks" / "1" / "smoke.json").write_bytes(b"[" * 200_000)
     gc.collect()  # as above
@@ -65,8 +63,7 @@ def test_manifest_names_with_odd_digits_are_not_manifests(digits: str) -> None:
 
 def test_a_listing_with_a_huge_manifest_name_still_lists_versions(tmp_path: Path) -> None:
     shard_set = ShardSet(str(tmp_path))
-    with shard_set.transaction("overwrite") as tx, MDSWriter(out=tx.out, columns={"x": "int"}) as writer:
-        writer.write({"x": 1})
+    commit_ids(shard_set, [1])
     (tmp_path / "_versions" / ("9" * 5000)[:200]).with_suffix(".json").write_text("{}")
     assert [v.version for v in shard_set.versions()] == [1]
     with pytest.raises(InvalidIndexError):

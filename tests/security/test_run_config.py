@@ -16,17 +16,13 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 from dagster import EnvVar, Failure, materialize
 
-from mds_core import MDSWriter
 from mds_core.errors import ConfigurationError
 from mds_core.versions import ShardSet
 from pipelines.assets.raw import build_raw_table
@@ -34,6 +30,7 @@ from pipelines.assets.validated import build_validated_table, load_schema
 from pipelines.definitions import build_definitions
 from pipelines.registry import DatasetSpec
 from pipelines.resources import LandingZone, ShardStore, SparkResource, TableCatalog, default_resources
+from tests.security.conftest import Listener, commit_ids
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -42,46 +39,6 @@ DAY = "2026-01-01"
 DIGITS = DatasetSpec(name="digits")
 # load_schema decides on the reference before it looks at the frame: these tests give it none.
 NO_FRAME = cast("DataFrame", None)
-
-
-class Listener:
-    """A loopback TCP server standing in for the attacker's host: it records every request's first bytes and
-    answers 404, so a client that reached it fails quickly instead of retrying for long."""
-
-    def __init__(self) -> None:
-        self.received: list[bytes] = []
-        self._server = socket.create_server(("127.0.0.1", 0))
-        self._server.settimeout(0.2)
-        self.url = f"http://127.0.0.1:{self._server.getsockname()[1]}"
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                connection, _ = self._server.accept()
-            except TimeoutError:
-                continue
-            with connection:
-                connection.settimeout(2)
-                try:
-                    self.received.append(connection.recv(65536))
-                    connection.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-                except OSError:
-                    pass
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join()
-        self._server.close()
-
-
-@pytest.fixture
-def listener() -> Iterator[Listener]:
-    server = Listener()
-    yield server
-    server.close()
 
 
 def publish_run(resources: dict[str, Any], shard_store: dict[str, Any]) -> None:
@@ -218,11 +175,7 @@ def test_a_storage_options_json_literal_in_run_config_is_refused_and_the_envvar_
     # The deployment's own value, through its EnvVar: the job rolls the shard set back with it.
     root = tmp_path / "sets"
     for _ in range(2):
-        with (
-            ShardSet(str(root / "digits")).transaction(mode="overwrite") as tx,
-            MDSWriter(out=tx.out, columns={"id": "int64"}) as writer,
-        ):
-            writer.write({"id": 1})
+        commit_ids(ShardSet(str(root / "digits")), [1])
     publish_run(resources, {"root": str(root), "storage_options_json": {"env": "MDS_STORAGE_OPTIONS"}})
     assert ShardSet(str(root / "digits")).published() == 1
 

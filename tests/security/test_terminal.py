@@ -13,6 +13,7 @@ from mds_core import MDSWriter
 from mds_core.cli import main
 from mds_core.cli.common import show_text
 from mds_core.versions import ShardSet
+from tests.security.conftest import commit_ids, write_ids
 
 TITLE = "\x1b]0;owned-title\x07"
 SHOWN = "\\x1b]0;owned-title\\x07"
@@ -33,25 +34,20 @@ def test_inspect_and_head_show_a_hostile_column_name_escaped(tmp_path: Path) -> 
 
 
 def test_versions_show_manifest_strings_escaped(tmp_path: Path) -> None:
-    shard_set = ShardSet(str(tmp_path))
-    with shard_set.transaction("overwrite", lineage={"source": f"table{TITLE}"}) as tx:
-        with MDSWriter(out=tx.out, columns={"x": "int"}) as writer:
-            writer.write({"x": 1})
+    commit_ids(ShardSet(str(tmp_path)), [1], lineage={"source": f"table{TITLE}"})
     manifest = tmp_path / "_versions" / "00000001.json"
     record = json.loads(manifest.read_text())
     record["created"] = f"2026-12-01T00:00:00{TITLE}"
     manifest.write_text(json.dumps(record))
-    for command in (["list"], ["show", str(tmp_path), "1"]):
-        args = ["versions", *command] if command != ["list"] else ["versions", "list", str(tmp_path)]
-        result = CliRunner().invoke(main, args)
+    for args in (["list", str(tmp_path)], ["show", str(tmp_path), "1"]):
+        result = CliRunner().invoke(main, ["versions", *args])
         assert result.exit_code == 0, result.output
         _no_control_bytes(result.output)
     assert SHOWN in result.output
 
 
 def test_an_error_naming_a_hostile_string_is_escaped(tmp_path: Path) -> None:
-    with MDSWriter(out=str(tmp_path), columns={"x": "int"}) as writer:
-        writer.write({"x": 1})
+    write_ids(str(tmp_path), [1])
     index = json.loads((tmp_path / "index.json").read_text())
     index["shards"][0]["column_encodings"] = [f"int{TITLE}"]
     (tmp_path / "index.json").write_text(json.dumps(index))

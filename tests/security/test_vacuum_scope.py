@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mds_core import MDSWriter
 from mds_core.cli import main
 from mds_core.errors import ConfigurationError
 from mds_core.versions import ShardSet
+from tests.security.conftest import commit_ids, write_ids
 
 HOURS_AGO = 3
 
@@ -30,8 +30,7 @@ def _not_a_shard_set(root: Path) -> list[str]:
     (root / "project" / "src").mkdir(parents=True)
     (root / "notes.txt").write_text("notes")
     (root / "project" / "src" / "main.py").write_text("print('hi')")
-    with MDSWriter(out=str(root / "other-dataset"), columns={"x": "int"}) as writer:
-        writer.write({"x": 1})
+    write_ids(str(root / "other-dataset"), [1])
     return _aged(root)
 
 
@@ -47,9 +46,7 @@ def test_vacuum_of_a_folder_that_is_not_a_shard_set_deletes_nothing(tmp_path: Pa
 
 def test_vacuum_of_the_folder_above_shard_sets_deletes_nothing(tmp_path: Path) -> None:
     """The realistic slip: the store's root (MDS_SHARD_STORE) instead of one set's."""
-    shard_set = ShardSet(str(tmp_path / "digits"))
-    with shard_set.transaction("overwrite") as tx, MDSWriter(out=tx.out, columns={"x": "int"}) as writer:
-        writer.write({"x": 1})
+    commit_ids(ShardSet(str(tmp_path / "digits")), [1])
     files = _aged(tmp_path)
     with pytest.raises(ConfigurationError, match="not a shard set"):
         ShardSet(str(tmp_path)).vacuum(keep_last=1)
@@ -59,9 +56,7 @@ def test_vacuum_of_the_folder_above_shard_sets_deletes_nothing(tmp_path: Path) -
 def test_vacuum_leaves_what_is_not_in_the_sets_own_folders(tmp_path: Path) -> None:
     shard_set = ShardSet(str(tmp_path))
     for ids in (range(3), range(3, 6)):
-        with shard_set.transaction("overwrite") as tx, MDSWriter(out=tx.out, columns={"x": "int"}) as writer:
-            for i in ids:
-                writer.write({"x": i})
+        commit_ids(shard_set, ids)
     (tmp_path / "README.txt").write_text("what this set is")
     (tmp_path / "index.json.bak").write_text("a copy of someone's")
     (tmp_path / "data" / "stray.bin").write_bytes(b"debris")

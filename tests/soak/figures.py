@@ -88,14 +88,8 @@ def plot(path: Path, samples: list[Sample], disk: list[DiskSample], limit: int) 
     axes[1, 0].axhline(limit / _MIB, color="red", ls="--", label="cache_limit")
     axes[1, 1].plot(ts, [d.tmp_files for d in disk], lw=0.8)
     axes[1, 2].plot(ts, [d.job_files for d in disk], lw=0.8)
-    titles = [
-        "RSS (MiB)",
-        "open fds",
-        "threads",
-        "cache (MiB)",
-        "temp files (cache *.tmp + TMPDIR)",
-        "job directory files",
-    ]
+    titles = ["RSS (MiB)", "open fds", "threads", "cache (MiB)", "temp files (cache *.tmp + TMPDIR)"]
+    titles += ["job directory files"]
     for ax, title in zip(axes.flat, titles):
         ax.set_title(title)
         ax.set_xlabel("seconds")

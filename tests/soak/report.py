@@ -105,13 +105,8 @@ def flatness(
         ):
             rows.append({"role": role, "pid": pid, **_flat(name, values, rel, allowed)})
     # The last disk sample is taken after the readers exit; judge the run itself.
-    rows.append(
-        {
-            "role": "disk",
-            "pid": 0,
-            **_flat("tmp_files", [d.tmp_files for d in disk[:-1] if d.t >= warmup], 0.0, tol.tmp_files_abs),
-        }
-    )
+    tmp_files = [d.tmp_files for d in disk[:-1] if d.t >= warmup]
+    rows.append({"role": "disk", "pid": 0, **_flat("tmp_files", tmp_files, 0.0, tol.tmp_files_abs)})
     return rows
 
 

@@ -186,14 +186,8 @@ def _run_processes(
     }
     port, ranks = free_port(), []
     for rank in range(config.ranks):
-        world = {
-            "RANK": str(rank),
-            "WORLD_SIZE": str(config.ranks),
-            "LOCAL_RANK": str(rank),
-            "LOCAL_WORLD_SIZE": str(config.ranks),
-            "MASTER_ADDR": "127.0.0.1",
-            "MASTER_PORT": str(port),
-        }
+        world = {"RANK": str(rank), "WORLD_SIZE": str(config.ranks), "LOCAL_RANK": str(rank)}
+        world |= {"LOCAL_WORLD_SIZE": str(config.ranks), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
         ranks.append(_start("tests.soak.reader", reader, f"rank{rank}", dirs, {**env, **world}))
     roles = {proc.pid: f"rank{r}" for r, proc in enumerate(ranks)}
     roles.update({writer.pid: "writer", server.process.pid: "moto", os.getpid(): "proxy"})

@@ -97,9 +97,8 @@ class _Sessions:
 
 @pytest.fixture(scope="session")
 def _spark_sessions(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
-    with contextlib.suppress(
-        pytest.FixtureLookupError
-    ):  # no S3 server in this suite: the S3 test is not collected either
+    # No S3 server in this suite: the S3 test is not collected either.
+    with contextlib.suppress(pytest.FixtureLookupError):
         request.getfixturevalue("s3_server")
     sessions = _Sessions(request, tmp_path_factory.mktemp("spark"))
     yield sessions

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import json
 from decimal import Decimal
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,164 +16,80 @@ from mds_core import LocalDataset, dataframe_to_mds
 from tests.golden import assert_same
 
 T = pytest.importorskip("pyspark.sql.types")
+linalg = pytest.importorskip("pyspark.ml.linalg")
 UTC = datetime.UTC
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=UTC)
+STAMPS = [
+    datetime.datetime(2024, 2, 29, 23, 59, 59, 999999, tzinfo=UTC),
+    datetime.datetime(1900, 1, 1, 0, 0, 0, 1, tzinfo=UTC),
+    EPOCH,
+    datetime.datetime(2038, 1, 19, tzinfo=UTC),
+]
+# name -> (its Spark type, the encoding the index must hold, its value in rows 0 to 3; row i has id i)
+COLUMNS: dict[str, tuple[Any, str, list[Any]]] = {
+    "id": (T.LongType(), "int64", [0, 1, 2, 3]),
+    "byte": (T.ByteType(), "int8", [-128, 127, -1, 0]),
+    "short": (T.ShortType(), "int16", [-32768, 32767, -2, 0]),
+    "int": (T.IntegerType(), "int32", [-(1 << 31), (1 << 31) - 1, 0, 1]),
+    "float": (T.FloatType(), "float32", [1.5, float("inf"), -0.0, 2.0]),
+    "double": (T.DoubleType(), "float64", [0.1, float("nan"), -1e308, 2.0]),
+    "decimal": (
+        T.DecimalType(12, 3),
+        "str_decimal",
+        [Decimal("-123456789.123"), Decimal("0.000"), Decimal("1.100"), Decimal("999999999.999")],
+    ),
+    "string": (T.StringType(), "str", ["héllo 😀", "", "x" * 1000, "plain"]),
+    "binary": (T.BinaryType(), "bytes", [b"\x00\xff", b"", b"\x00" * 5, b"abc"]),
+    "boolean": (T.BooleanType(), "uint8", [True, False, True, False]),
+    "date": (
+        T.DateType(),
+        "int32",
+        [datetime.date(1, 1, 1), datetime.date(9999, 12, 31), datetime.date(1970, 1, 1), datetime.date(2000, 2, 29)],
+    ),
+    "timestamp": (T.TimestampType(), "int64", STAMPS),
+    "timestamp_ntz": (T.TimestampNTZType(), "int64", [stamp.replace(tzinfo=None) for stamp in STAMPS]),
+    "floats_fixed": (
+        T.ArrayType(T.FloatType(), False),
+        "ndarray:float32:3",
+        [[1.0, -2.0, 3.5], [0.0, 0.0, -0.0], [7.0, 8.0, 9.0], [1.0, 1.0, 1.0]],
+    ),
+    "longs_ragged": (
+        T.ArrayType(T.LongType(), True),
+        "ndarray:int64",
+        [[1, 2, 3], [-(1 << 63)], [(1 << 63) - 1, 0], [4]],
+    ),
+    "bytes_array": (T.ArrayType(T.ByteType(), True), "ndarray:int8", [[-1, 127], [0], [5, 6, 7], [1]]),
+    "matrix": (
+        T.ArrayType(T.ArrayType(T.ShortType(), False), False),
+        "ndarray:int16",
+        [[[1, 2], [3, 4], [5, 6]], [[-7, 8]], [[9], [10]], [[1, 1, 1]]],
+    ),
+    "vector": (
+        linalg.VectorUDT(),
+        "ndarray:float64",
+        [
+            linalg.Vectors.dense([1.0, 2.0]),
+            linalg.Vectors.sparse(4, [1, 3], [5.0, -6.0]),
+            linalg.Vectors.dense([3.0]),
+            linalg.Vectors.sparse(2, [], []),
+        ],
+    ),
+    "struct": (
+        T.StructType([T.StructField("a", T.IntegerType()), T.StructField("b", T.StringType())]),
+        "json",
+        [{"a": 1, "b": "x"}, {"a": None, "b": "y"}, None, {"a": 3, "b": None}],
+    ),
+    "map": (T.MapType(T.StringType(), T.DoubleType()), "json", [{"k": 1.5}, {}, None, {"z": -1.0}]),
+}
+ENCODINGS = {name: encoding for name, (_, encoding, _) in COLUMNS.items()}
 
 
 def _schema():
-    from pyspark.ml.linalg import VectorUDT
-
-    return T.StructType(
-        [
-            T.StructField("id", T.LongType(), False),
-            T.StructField("byte", T.ByteType()),
-            T.StructField("short", T.ShortType()),
-            T.StructField("int", T.IntegerType()),
-            T.StructField("float", T.FloatType()),
-            T.StructField("double", T.DoubleType()),
-            T.StructField("decimal", T.DecimalType(12, 3)),
-            T.StructField("string", T.StringType()),
-            T.StructField("binary", T.BinaryType()),
-            T.StructField("boolean", T.BooleanType()),
-            T.StructField("date", T.DateType()),
-            T.StructField("timestamp", T.TimestampType()),
-            T.StructField("timestamp_ntz", T.TimestampNTZType()),
-            T.StructField("floats_fixed", T.ArrayType(T.FloatType(), False)),
-            T.StructField("longs_ragged", T.ArrayType(T.LongType(), True)),
-            T.StructField("bytes_array", T.ArrayType(T.ByteType(), True)),
-            T.StructField("matrix", T.ArrayType(T.ArrayType(T.ShortType(), False), False)),
-            T.StructField("vector", VectorUDT()),
-            T.StructField(
-                "struct", T.StructType([T.StructField("a", T.IntegerType()), T.StructField("b", T.StringType())])
-            ),
-            T.StructField("map", T.MapType(T.StringType(), T.DoubleType())),
-        ]
-    )
+    return T.StructType([T.StructField(name, kind, name != "id") for name, (kind, _, _) in COLUMNS.items()])
 
 
-def _rows():
-    from pyspark.ml.linalg import Vectors
-
-    stamp = [
-        datetime.datetime(2024, 2, 29, 23, 59, 59, 999999, tzinfo=UTC),
-        datetime.datetime(1900, 1, 1, 0, 0, 0, 1, tzinfo=UTC),
-        EPOCH,
-        datetime.datetime(2038, 1, 19, tzinfo=UTC),
-    ]
-    return [
-        (
-            0,
-            -128,
-            -32768,
-            -(1 << 31),
-            1.5,
-            0.1,
-            Decimal("-123456789.123"),
-            "héllo 😀",
-            b"\x00\xff",
-            True,
-            datetime.date(1, 1, 1),
-            stamp[0],
-            stamp[0].replace(tzinfo=None),
-            [1.0, -2.0, 3.5],
-            [1, 2, 3],
-            [-1, 127],
-            [[1, 2], [3, 4], [5, 6]],
-            Vectors.dense([1.0, 2.0]),
-            {"a": 1, "b": "x"},
-            {"k": 1.5},
-        ),
-        (
-            1,
-            127,
-            32767,
-            (1 << 31) - 1,
-            float("inf"),
-            float("nan"),
-            Decimal("0.000"),
-            "",
-            b"",
-            False,
-            datetime.date(9999, 12, 31),
-            stamp[1],
-            stamp[1].replace(tzinfo=None),
-            [0.0, 0.0, -0.0],
-            [-(1 << 63)],
-            [0],
-            [[-7, 8]],
-            Vectors.sparse(4, [1, 3], [5.0, -6.0]),
-            {"a": None, "b": "y"},
-            {},
-        ),
-        (
-            2,
-            -1,
-            -2,
-            0,
-            -0.0,
-            -1e308,
-            Decimal("1.100"),
-            "x" * 1000,
-            b"\x00" * 5,
-            True,
-            datetime.date(1970, 1, 1),
-            stamp[2],
-            stamp[2].replace(tzinfo=None),
-            [7.0, 8.0, 9.0],
-            [(1 << 63) - 1, 0],
-            [5, 6, 7],
-            [[9], [10]],
-            Vectors.dense([3.0]),
-            None,
-            None,
-        ),
-        (
-            3,
-            0,
-            0,
-            1,
-            2.0,
-            2.0,
-            Decimal("999999999.999"),
-            "plain",
-            b"abc",
-            False,
-            datetime.date(2000, 2, 29),
-            stamp[3],
-            stamp[3].replace(tzinfo=None),
-            [1.0, 1.0, 1.0],
-            [4],
-            [1],
-            [[1, 1, 1]],
-            Vectors.sparse(2, [], []),
-            {"a": 3, "b": None},
-            {"z": -1.0},
-        ),
-    ]
-
-
-ENCODINGS = {
-    "id": "int64",
-    "byte": "int8",
-    "short": "int16",
-    "int": "int32",
-    "float": "float32",
-    "double": "float64",
-    "decimal": "str_decimal",
-    "string": "str",
-    "binary": "bytes",
-    "boolean": "uint8",
-    "date": "int32",
-    "timestamp": "int64",
-    "timestamp_ntz": "int64",
-    "floats_fixed": "ndarray:float32:3",
-    "longs_ragged": "ndarray:int64",
-    "bytes_array": "ndarray:int8",
-    "matrix": "ndarray:int16",
-    "vector": "ndarray:float64",
-    "struct": "json",
-    "map": "json",
-}
+def _rows() -> list[tuple]:
+    return list(zip(*(values for _, _, values in COLUMNS.values())))
 
 
 def _expected(name: str, value):
@@ -216,9 +133,8 @@ def test_the_index_holds_the_documented_encodings(all_types) -> None:
 @pytest.mark.connect_too
 def test_each_type_round_trips_exactly(all_types, name: str) -> None:
     _, _, samples = all_types
-    index = list(ENCODINGS).index(name)
-    for row in _rows():
-        assert_same(samples[row[0]][name], _expected(name, row[index]), f"{name}[{row[0]}]")
+    for row_id, value in enumerate(COLUMNS[name][2]):
+        assert_same(samples[row_id][name], _expected(name, value), f"{name}[{row_id}]")
 
 
 @settings(
@@ -258,15 +174,13 @@ def test_generated_frames_round_trip(spark, tmp_path_factory, rows) -> None:
 
 @pytest.mark.connect_too
 def test_vectors_declared_with_a_fixed_size(spark, tmp_path) -> None:
-    from pyspark.ml.linalg import Vectors, VectorUDT
-
     from mds_core.errors import ConversionError
 
-    schema = T.StructType([T.StructField("id", T.LongType()), T.StructField("v", VectorUDT())])
+    schema = T.StructType([T.StructField("id", T.LongType()), T.StructField("v", linalg.VectorUDT())])
     rows = [
-        (0, Vectors.dense([1.0, 2.0, 3.0])),
-        (1, Vectors.sparse(3, [0, 2], [-4.0, 5.0])),
-        (2, Vectors.dense([0.5, 0.0, -0.5])),
+        (0, linalg.Vectors.dense([1.0, 2.0, 3.0])),
+        (1, linalg.Vectors.sparse(3, [0, 2], [-4.0, 5.0])),
+        (2, linalg.Vectors.dense([0.5, 0.0, -0.5])),
     ]
     columns = {"id": "int64", "v": "ndarray:float64:3"}
     dataframe_to_mds(
@@ -275,7 +189,7 @@ def test_vectors_declared_with_a_fixed_size(spark, tmp_path) -> None:
     got = {int(s["id"]): s["v"] for s in LocalDataset(tmp_path / "ok")}
     for row_id, vector in rows:
         assert_same(got[row_id], vector.toArray().astype(np.float64), f"v[{row_id}]")
-    wrong = [(0, Vectors.dense([1.0, 2.0, 3.0])), (1, Vectors.sparse(4, [0], [1.0]))]
+    wrong = [(0, linalg.Vectors.dense([1.0, 2.0, 3.0])), (1, linalg.Vectors.sparse(4, [0], [1.0]))]
     with pytest.raises(
         ConversionError,
         match=r"column 'v' \(vector\): row 1 holds a vector of 4 values, but the "

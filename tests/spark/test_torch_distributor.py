@@ -31,17 +31,8 @@ def _distributed_run(processes: int, volume_dataset: str, volumes_server, work: 
 
     distributor = TorchDistributor(num_processes=processes, local_mode=True, use_gpu=False)
     host, token = volumes_server.endpoint, volumes_server.token
-    return distributor.run(
-        train,
-        host,
-        token,
-        volume_dataset,
-        str(work / "cache"),
-        str(work / "trace"),
-        str(work / "ckpt.pt"),
-        stop_after,
-        BATCH,
-    )
+    paths = [str(work / "cache"), str(work / "trace"), str(work / "ckpt.pt")]  # cache, trace_dir, checkpoint
+    return distributor.run(train, host, token, volume_dataset, *paths, stop_after, BATCH)
 
 
 def _trace(work: Path, ranks: int) -> dict[int, list[list[int]]]:

@@ -10,13 +10,39 @@ import errno
 import multiprocessing
 import os
 import threading
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from mds_core.storage.files import create_exclusive
 
 WRITERS = 12
+
+
+def race_threads(calls: list[Callable[[], Any]]) -> list[Any]:
+    """Run each call in a thread of its own, all released together: their results, in order."""
+    start, results = threading.Barrier(len(calls)), [None] * len(calls)
+
+    def run(n: int) -> None:
+        start.wait()
+        results[n] = calls[n]()
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(len(calls))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def one_winner(create: Callable[[str, bytes], bool], name: str) -> int:
+    """Race WRITERS creates of ``name``, writer ``n`` writing ``writer n``: exactly one wins, and its bytes stay."""
+    won = race_threads([partial(create, name, f"writer {n}".encode()) for n in range(WRITERS)])
+    assert won.count(True) == 1 and won.count(False) == WRITERS - 1, won
+    return won.index(True)
 
 
 def _refuse_links(*args: object, **kwargs: object) -> None:
@@ -71,20 +97,8 @@ def test_without_links_concurrent_threads_have_exactly_one_winner(tmp_path: Path
     monkeypatch.setattr(os, "link", _refuse_links)
     for name in ("a.json", "b.json"):
         path = str(tmp_path / name)
-        start = threading.Barrier(WRITERS)
-        winners: list[int] = []
-
-        def create(n: int, path: str = path, start: threading.Barrier = start, winners: list[int] = winners) -> None:
-            start.wait()
-            if create_exclusive(path, f"writer {n}".encode()):
-                winners.append(n)
-
-        threads = [threading.Thread(target=create, args=(n,)) for n in range(WRITERS)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        assert len(winners) == 1 and Path(path).read_bytes() == f"writer {winners[0]}".encode()
+        winner = one_winner(create_exclusive, path)
+        assert Path(path).read_bytes() == f"writer {winner}".encode()
 
 
 def test_a_failed_write_removes_the_file_so_the_create_can_be_retried(tmp_path: Path, monkeypatch) -> None:

@@ -54,8 +54,22 @@ def _write(url: str, n: int = 240, **kwargs) -> list[dict]:
     return samples
 
 
+def _dataset(url: str, tmp_path: Path, name: str = "cache", **options: Any) -> StreamingDataset:
+    """A dataset of ``url`` cached in ``tmp_path / name``: batches of 4 and ``tmp_path / "jobs"`` unless told."""
+    options = {"batch_size": 4, "job_root": str(tmp_path / "jobs"), **options}
+    return StreamingDataset(remote=url, local=str(tmp_path / name), **options)
+
+
 def _ids(dataset: StreamingDataset) -> list[int]:
     return [int(sample["id"]) for sample in dataset]
+
+
+def read_by_two_ranks_of_two_workers(url: str, tmp_path: Path) -> None:
+    """Two ranks of one node, two loader workers each, read every sample of ``url`` (400 of them) exactly once."""
+    config = {"remote": url, "local": str(tmp_path / "cache"), "batch_size": 4, "num_workers": 2}
+    config |= {"job_root": str(tmp_path / "jobs"), "dataset_kwargs": {"shuffle": True, "num_canonical_nodes": 2}}
+    outputs = _run_ranks(tmp_path / "ranks", 2, 2, config)
+    assert Counter(i for out in outputs for batch in out["batches"] for i in batch) == Counter(range(400))
 
 
 def _shard_bytes_in(directory: Path) -> int:
@@ -145,10 +159,7 @@ def test_write_to_s3_then_stream_it_back(s3_server, tmp_path: Path) -> None:
     samples = _write(url, compression="zstd", hashes=["sha1", "xxh64"])
     keys = open_store(url).list()
     assert keys[0] == "index.json" and all(k.endswith(".mds.zstd") for k in keys[1:]) and len(keys) > 5
-    dataset = StreamingDataset(
-        remote=url, local=str(tmp_path / "cache"), batch_size=8, validate_hash="sha1", job_root=str(tmp_path / "jobs")
-    )
-    got = {int(s["id"]): s["payload"] for s in dataset}
+    got = {int(s["id"]): s["payload"] for s in _dataset(url, tmp_path, batch_size=8, validate_hash="sha1")}
     assert got == {s["id"]: s["payload"] for s in samples}
     cached = sorted(p.name for p in (tmp_path / "cache").iterdir() if p.is_file())
     assert cached == sorted(["index.json", *(k[: -len(".zstd")] for k in keys[1:])])  # keep_zip=False
@@ -161,17 +172,7 @@ def test_two_ranks_two_workers_fetch_each_shard_once_per_node(s3_server, tmp_pat
     _write(url, n=400)
     shard_keys = [k for k in open_store(url).list() if k != "index.json"]
     since = s3_server.log_position()
-    config = {
-        "remote": url,
-        "local": str(tmp_path / "cache"),
-        "batch_size": 4,
-        "num_workers": 2,
-        "job_root": str(tmp_path / "jobs"),
-        "dataset_kwargs": {"shuffle": True, "num_canonical_nodes": 2},
-    }
-    outputs = _run_ranks(tmp_path / "ranks", 2, 2, config)
-    seen = Counter(i for out in outputs for batch in out["batches"] for i in batch)
-    assert seen == Counter(range(400))  # every sample exactly once over the node
+    read_by_two_ranks_of_two_workers(url, tmp_path)
     gets = object_gets(s3_server.requests(since), bucket)
     assert gets == {f"data/{key}": 1 for key in ["index.json", *shard_keys]}
 
@@ -185,16 +186,10 @@ def test_cache_limit_evicts_over_a_whole_epoch(s3_server, tmp_path: Path) -> Non
     largest = max(store.fs.size(f"{bucket}/data/{k}") for k in shards)
     limit = 4 * largest + 20_000
     cache = tmp_path / "cache"
-    order: dict[str, Any] = {
-        "batch_size": 4,
-        "shuffle": True,
-        "shuffle_algo": "py1s",
-        "num_canonical_nodes": 1,
-        "job_root": str(tmp_path / "jobs"),
-    }
-    expected = _ids(StreamingDataset(remote=url, local=str(tmp_path / "unlimited"), **order))
+    order: dict[str, Any] = {"shuffle": True, "shuffle_algo": "py1s", "num_canonical_nodes": 1}
+    expected = _ids(_dataset(url, tmp_path, "unlimited", **order))
     since = s3_server.log_position()
-    dataset = StreamingDataset(remote=url, local=str(cache), cache_limit=limit, **order)
+    dataset = _dataset(url, tmp_path, cache_limit=limit, **order)
     ids, peak = [], 0
     for sample in dataset:
         ids.append(int(sample["id"]))
@@ -212,14 +207,7 @@ def test_a_cache_limit_too_small_for_the_order_fails_at_construction(s3_server, 
     _write(url, n=300)
 
     def build(limit: int) -> StreamingDataset:
-        return StreamingDataset(
-            remote=url,
-            local=str(tmp_path / "c"),
-            batch_size=4,
-            shuffle=True,
-            cache_limit=limit,
-            job_root=str(tmp_path / f"jobs-{limit}"),
-        )
+        return _dataset(url, tmp_path, "c", shuffle=True, cache_limit=limit, job_root=str(tmp_path / f"jobs-{limit}"))
 
     with pytest.raises(ConfigurationError) as caught:
         build(5000)  # less than the index: the reference's "Minimum cache usage" case
@@ -254,14 +242,7 @@ def test_validate_hash_detects_a_corrupted_object(s3_server, tmp_path: Path) -> 
     body = bytearray(client.get_object(Bucket=bucket, Key="data/shard.00001.mds")["Body"].read())
     body[-1] ^= 0xFF  # same size, one flipped bit pattern
     client.put_object(Bucket=bucket, Key="data/shard.00001.mds", Body=bytes(body))
-    dataset = StreamingDataset(
-        remote=url,
-        local=str(tmp_path / "cache"),
-        batch_size=4,
-        validate_hash="sha1",
-        download_retry=1,
-        job_root=str(tmp_path / "jobs"),
-    )
+    dataset = _dataset(url, tmp_path, validate_hash="sha1", download_retry=1)
     with pytest.raises(HashMismatchError, match=rf"s3://{bucket}/data/shard.00001.mds: sha1 checksum mismatch"):
         _ids(dataset)
     assert not (tmp_path / "cache" / "shard.00001.mds").exists() and _no_temporary_files(tmp_path / "cache")
@@ -271,9 +252,7 @@ def test_validate_hash_needs_a_recorded_algorithm(s3_server, tmp_path: Path) -> 
     url = f"s3://{s3_server.new_bucket()}/data"
     _write(url, hashes=["sha1"])
     with pytest.raises(ConfigurationError, match=r"validate_hash='md5' but shard.00000.mds records only \['sha1'\]"):
-        StreamingDataset(
-            remote=url, local=str(tmp_path / "c"), batch_size=4, validate_hash="md5", job_root=str(tmp_path / "jobs")
-        )
+        _dataset(url, tmp_path, validate_hash="md5")
 
 
 def test_local_none_picks_a_cache_per_remote_and_user(s3_server, tmp_path: Path, monkeypatch) -> None:
@@ -299,8 +278,7 @@ def test_merge_index_over_remote_partitions(s3_server, tmp_path: Path) -> None:
     listed = tmp_path / "listed"
     merge_index([f"{root}/part2/index.json", f"{root}/part0/index.json"], (str(listed), root), keep_local=True)
     assert json.loads((listed / "index.json").read_text()) == json.loads(store.read_bytes("index.json"))
-    dataset = StreamingDataset(remote=root, local=str(tmp_path / "cache"), batch_size=4, job_root=str(tmp_path / "j"))
-    assert [int(s["id"]) for s in dataset] == [s["id"] for s in parts[2] + parts[0]]
+    assert _ids(_dataset(root, tmp_path)) == [s["id"] for s in parts[2] + parts[0]]
 
 
 def test_the_cli_reads_urls(s3_server, tmp_path: Path) -> None:
@@ -322,26 +300,14 @@ def test_the_cli_reads_urls(s3_server, tmp_path: Path) -> None:
 def test_an_epoch_survives_dropped_slow_failing_and_truncated_responses(s3_server, fault_proxy, tmp_path: Path) -> None:
     url = f"s3://{s3_server.new_bucket()}/data"
     _write(url, n=300)
-    expected = _ids(
-        StreamingDataset(
-            remote=url, local=str(tmp_path / "clean"), batch_size=4, shuffle=True, job_root=str(tmp_path / "jobs")
-        )
-    )
+    expected = _ids(_dataset(url, tmp_path, "clean", shuffle=True))
     faults = [
         fault_proxy.add(Fault(action, path=rf"shard\.0000{i}\.mds", value=value))
         for i, (action, value) in enumerate(
             [("drop", 0), ("status", 503), ("status", 500), ("truncate", 1000), ("delay", 0.5)]
         )
     ]
-    dataset = StreamingDataset(
-        remote=url,
-        local=str(tmp_path / "cache"),
-        batch_size=4,
-        shuffle=True,
-        download_retry=3,
-        job_root=str(tmp_path / "jobs"),
-    )
-    assert _ids(dataset) == expected
+    assert _ids(_dataset(url, tmp_path, shuffle=True, download_retry=3)) == expected
     assert all(f.hits == 1 for f in faults)
     assert _no_temporary_files(tmp_path / "cache")
 
@@ -350,11 +316,8 @@ def test_past_the_retry_budget_a_storage_error_names_the_url(s3_server, fault_pr
     url = f"s3://{s3_server.new_bucket()}/data"
     _write(url, n=100)
     fault_proxy.add(Fault("status", path=r"shard\.00002\.mds", value=503, times=10))
-    dataset = StreamingDataset(
-        remote=url, local=str(tmp_path / "cache"), batch_size=4, download_retry=2, job_root=str(tmp_path / "jobs")
-    )
     with pytest.raises(StorageError, match=rf"download of {url}/shard.00002.mds failed after 2 attempt\(s\)"):
-        _ids(dataset)
+        _ids(_dataset(url, tmp_path, download_retry=2))
     assert not (tmp_path / "cache" / "shard.00002.mds").exists() and _no_temporary_files(tmp_path / "cache")
 
 
@@ -363,14 +326,7 @@ def test_download_timeout_is_a_deadline_per_file(s3_server, fault_proxy, tmp_pat
     _write(url, n=100)
     # The margins are wide: on a busy 2-core machine the undelayed index.json can take over a second.
     fault_proxy.add(Fault("delay", path=r"shard\.00000\.mds", value=10, times=5))
-    dataset = StreamingDataset(
-        remote=url,
-        local=str(tmp_path / "cache"),
-        batch_size=4,
-        download_retry=1,
-        download_timeout=4,
-        job_root=str(tmp_path / "jobs"),
-    )
+    dataset = _dataset(url, tmp_path, download_retry=1, download_timeout=4)
     with pytest.raises(StorageError, match=r"shard.00000.mds failed after 1 attempt\(s\): .*within the 4 s timeout"):
         _ids(dataset)
     assert _no_temporary_files(tmp_path / "cache")
@@ -395,10 +351,7 @@ def test_retried_uploads_complete_the_dataset(s3_server, fault_proxy, tmp_path: 
     fault_proxy.add(Fault("drop", method="PUT", path=r"shard\.00002\.mds"))
     samples = _write(url, n=200, retry=3, keep_local=False)
     fault_proxy.clear()
-    got = {
-        int(s["id"]): s["payload"]
-        for s in StreamingDataset(remote=url, local=str(tmp_path / "c"), batch_size=4, job_root=str(tmp_path / "jobs"))
-    }
+    got = {int(s["id"]): s["payload"] for s in _dataset(url, tmp_path)}
     assert got == {s["id"]: s["payload"] for s in samples}
 
 
@@ -442,9 +395,7 @@ def test_spawned_loader_workers_stream_from_s3(s3_server, tmp_path: Path) -> Non
 
     url = f"s3://{s3_server.new_bucket()}/data"
     _write(url, n=200, compression="zstd")
-    dataset = StreamingDataset(
-        remote=url, local=str(tmp_path / "cache"), batch_size=8, shuffle=True, job_root=str(tmp_path / "jobs")
-    )
+    dataset = _dataset(url, tmp_path, batch_size=8, shuffle=True)
     loader = StreamingDataLoader(dataset, batch_size=8, num_workers=2, multiprocessing_context="spawn")
     ids = [int(i) for batch in loader for i in batch["id"]]
     assert sorted(ids) == list(range(200))
@@ -497,7 +448,7 @@ def test_a_forked_child_opens_its_own_client_and_never_frees_the_parents(s3_serv
 def test_a_dataset_reads_its_index_and_shards_through_one_client(s3_server, tmp_path: Path) -> None:
     url = f"s3://{s3_server.new_bucket()}/data"
     _write(url, n=100)
-    dataset = StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=8, job_root=str(tmp_path / "jobs"))
+    dataset = _dataset(url, tmp_path, batch_size=8)
     (stream,), (reader,) = dataset.streams, dataset.readers
     assert reader.shard_cache.store is stream.store()
     client = stream.store().fs
@@ -513,10 +464,7 @@ def test_a_loader_epoch_sends_one_get_per_file_and_nothing_else(s3_server, tmp_p
     _write(url, n=300, compression="zstd")
     files = open_store(url).list()
     since = s3_server.log_position()
-    dataset = StreamingDataset(
-        remote=url, local=str(tmp_path / "cache"), batch_size=8, shuffle=True, job_root=str(tmp_path / "jobs")
-    )
-    loader = StreamingDataLoader(dataset, batch_size=8, num_workers=2)
+    loader = StreamingDataLoader(_dataset(url, tmp_path, batch_size=8, shuffle=True), batch_size=8, num_workers=2)
     for _epoch in range(2):  # the second epoch reads the cache only
         assert sorted(int(i) for batch in loader for i in batch["id"]) == list(range(300))
     # This bucket's only: an earlier test's loop that left early may still be finishing its downloads.
@@ -529,7 +477,7 @@ def test_the_first_sample_waits_for_its_own_shard_only(s3_server, fault_proxy, t
     url = f"s3://{s3_server.new_bucket()}/data"
     _write(url, n=240)  # ~15 samples a shard: the first step of 64 samples spans shards 0-4
     fault_proxy.add(Fault("delay", path=r"/shard\.00003\.mds$", value=3.0))
-    dataset = StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=8, job_root=str(tmp_path / "jobs"))
+    dataset = _dataset(url, tmp_path, batch_size=8)
     samples = iter(dataset)
     assert int(next(samples)["id"]) == 0
     assert not (tmp_path / "cache" / "shard.00003.mds").exists()  # still on its way
@@ -541,7 +489,7 @@ def test_the_first_shard_downloads_alone_before_the_others_start(s3_server, faul
     url = f"s3://{s3_server.new_bucket()}/data"
     _write(url, n=240)
     fault_proxy.add(Fault("delay", path=r"/shard\.00000\.mds$", value=0.6))
-    dataset = StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=8, job_root=str(tmp_path / "jobs"))
+    dataset = _dataset(url, tmp_path, batch_size=8)
     assert _ids(dataset) == list(range(240))
     requests = zip(fault_proxy.requests, fault_proxy.arrivals)
     shard_gets = [(path, at) for (method, path), at in requests if method == "GET" and "/shard." in path]
@@ -559,7 +507,7 @@ def test_an_iteration_left_early_does_not_wait_for_the_downloads_it_started(
     url = f"s3://{s3_server.new_bucket()}/data"
     _write(url, n=240)
     hold = fault_proxy.add(Fault("hold", path=r"/shard\.00002\.mds$", value=60))  # until released
-    dataset = StreamingDataset(remote=url, local=str(tmp_path / "cache"), batch_size=8, job_root=str(tmp_path / "jobs"))
+    dataset = _dataset(url, tmp_path, batch_size=8)
     assert int(next(iter(dataset))["id"]) == 0  # the iterator is dropped at once: its prefetch stops
     # it did not wait for shard 2, whose request is still held (had it waited, it would have returned after 60 s)
     assert not [r for r in fault_proxy.forwarded if r.method == "GET" and r.path.endswith("/shard.00002.mds")]
@@ -580,7 +528,7 @@ def test_samples_come_in_the_same_order_from_a_remote_as_from_a_local_copy(s3_se
         "shuffle_block_size": 64,
         "job_root": str(tmp_path / "jobs"),
     }
-    remote_ids = _ids(StreamingDataset(remote=url, local=str(tmp_path / "cache"), **settings))
+    remote_ids = _ids(_dataset(url, tmp_path, **settings))
     local_ids = _ids(StreamingDataset(local=str(tmp_path / "cache"), **settings))  # every shard is there now
     assert remote_ids == local_ids and sorted(remote_ids) == list(range(500))
 

@@ -9,18 +9,24 @@ DataLoader workers inherit.
 
 from __future__ import annotations
 
-import threading
-from collections import Counter
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from mds_core import MDSWriter, StreamingDataset
+from mds_core import MDSWriter
 from mds_core.errors import StorageError, VersionConflictError
 from mds_core.storage.remote import open_store
 from mds_core.versions import ShardSet
-from tests.storage.test_remote import COLUMNS, _ids, _no_temporary_files, _write
-from tests.streaming.test_distributed import _run_ranks
+from tests.storage.test_create_exclusive import one_winner, race_threads
+from tests.storage.test_remote import (
+    COLUMNS,
+    _dataset,
+    _ids,
+    _no_temporary_files,
+    _write,
+    read_by_two_ranks_of_two_workers,
+)
 from testsupport.fault_proxy import fault_proxy_for
 
 SERVERS = {"gcs": "gcs_server", "azure": "azurite_server", "volumes": "volumes_server"}
@@ -36,12 +42,6 @@ def proxy(server):
     """A FaultProxy in front of the emulator; the clients' environment points at it meanwhile."""
     with fault_proxy_for(server) as proxy:
         yield proxy
-
-
-def _dataset(url: str, tmp_path: Path, name: str = "cache", **kwargs) -> StreamingDataset:
-    return StreamingDataset(
-        remote=url, local=str(tmp_path / name), batch_size=4, job_root=str(tmp_path / "jobs"), **kwargs
-    )
 
 
 def test_write_then_stream_every_sample_back(server, tmp_path: Path) -> None:
@@ -60,17 +60,7 @@ def test_two_ranks_two_workers_fetch_each_file_once_per_node(server, proxy, tmp_
     _write(url, n=400)
     shard_keys = [k for k in open_store(url).list() if k != "index.json"]
     proxy.requests.clear()
-    config = {
-        "remote": url,
-        "local": str(tmp_path / "cache"),
-        "batch_size": 4,
-        "num_workers": 2,
-        "job_root": str(tmp_path / "jobs"),
-        "dataset_kwargs": {"shuffle": True, "num_canonical_nodes": 2},
-    }
-    outputs = _run_ranks(tmp_path / "ranks", 2, 2, config)  # the ranks reach the emulator through the proxy
-    seen = Counter(i for out in outputs for batch in out["batches"] for i in batch)
-    assert seen == Counter(range(400))  # every sample exactly once over the node
+    read_by_two_ranks_of_two_workers(url, tmp_path)  # the ranks reach the emulator through the proxy
     assert server.object_gets(proxy.requests, root) == {f"data/{key}": 1 for key in ["index.json", *shard_keys]}
 
 
@@ -126,20 +116,8 @@ def test_download_timeout_is_a_deadline_per_file(server, proxy, tmp_path: Path) 
 def test_racing_conditional_creates_have_exactly_one_winner(server) -> None:
     store = open_store(f"{server.new_root()}/race")
     for name in ("a", "b", "c"):
-        start = threading.Barrier(12)
-        winners: list[int] = []
-
-        def create(n: int, name: str = name, start: threading.Barrier = start, winners: list[int] = winners) -> None:
-            start.wait()
-            if store.write_if_absent(name, f"writer {n}".encode()):
-                winners.append(n)
-
-        threads = [threading.Thread(target=create, args=(n,)) for n in range(12)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        assert len(winners) == 1 and store.read_bytes(name) == f"writer {winners[0]}".encode()
+        winner = one_winner(store.write_if_absent, name)
+        assert store.read_bytes(name) == f"writer {winner}".encode()
 
 
 def test_concurrent_commits_have_one_winner_per_version_and_the_losers_commit_later(server, tmp_path: Path) -> None:
@@ -150,20 +128,15 @@ def test_concurrent_commits_have_one_winner_per_version_and_the_losers_commit_la
     transactions = [shard_set.transaction("append") for _ in range(6)]
     for n, tx in enumerate(transactions):
         _write_ids(tx.out, range(100 * (n + 1), 100 * (n + 1) + 5))
-    start, won, lost = threading.Barrier(len(transactions)), [], []
+    won, lost = [], []
 
     def commit(tx) -> None:
-        start.wait()
         try:
             won.append((shard_set.commit(tx.id, "append", parent=1).version, tx))
         except VersionConflictError:
             lost.append(tx)
 
-    threads = [threading.Thread(target=commit, args=(tx,)) for tx in transactions]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    race_threads([partial(commit, tx) for tx in transactions])
     assert [version for version, _ in won] == [2] and len(lost) == 5
     for n, tx in enumerate(lost):  # nothing of theirs was lost: each commits on top of the latest
         assert shard_set.commit(tx.id, "append").version == 3 + n

@@ -13,22 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.utils.data import default_collate
 
-from mds_core import LocalDataset, MDSWriter, StreamingDataLoader, StreamingDataset
+from mds_core import LocalDataset, StreamingDataLoader, StreamingDataset
 from mds_core.streaming.collate import PIPE_BYTES, NumpyBatch, collate_for_transit, collate_samples, finish_batch
+from tests.streaming.support import batch_ids, write_rows
 
-NUMBER_ENCODINGS = [
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "float32",
-    "float64",
-]
+INTS = [f"{kind}{bits}" for kind in ("int", "uint") for bits in (8, 16, 32, 64)]
+NUMBER_ENCODINGS = [*INTS, "float16", "float32", "float64"]
 
 
 def assert_same_batch(got: Any, want: Any) -> None:
@@ -48,39 +38,19 @@ def assert_same_batch(got: Any, want: Any) -> None:
         assert got == want
 
 
-def written(tmp_path: Path, columns: dict[str, str], samples: list[dict]) -> LocalDataset:
-    with MDSWriter(out=str(tmp_path), columns=columns) as writer:
-        for sample in samples:
-            writer.write(sample)
-    return LocalDataset(local=str(tmp_path))
-
-
 @settings(max_examples=25, deadline=None)
 @given(data=st.data(), size=st.integers(1, 9), encoding=st.sampled_from(NUMBER_ENCODINGS))
 def test_decoded_samples_collate_as_default_collate(tmp_path_factory, data, size, encoding) -> None:
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     dtype = np.dtype(encoding)
-    numbers = rng.integers(0, 100, size).astype(dtype)
+    numbers, fixed, free = (rng.integers(0, 100, shape).astype(dtype) for shape in (size, (size, 2, 3), (size, 4)))
     samples = [
-        {
-            "id": i,
-            "number": numbers[i],
-            "text": "é" * i,
-            "blob": bytes([i]) * i,
-            "fixed": rng.integers(0, 100, (2, 3)).astype(dtype),
-            "free": rng.integers(0, 100, 4).astype(dtype),
-        }
+        {"id": i, "number": numbers[i], "text": "é" * i, "blob": bytes([i]) * i, "fixed": fixed[i], "free": free[i]}
         for i in range(size)
     ]
-    columns = {
-        "id": "int",
-        "number": encoding,
-        "text": "str",
-        "blob": "bytes",
-        "fixed": f"ndarray:{encoding}:2,3",
-        "free": "ndarray",
-    }
-    ds = written(tmp_path_factory.mktemp("ds"), columns, samples)
+    shaped = f"ndarray:{encoding}:2,3"
+    columns = {"id": "int", "number": encoding, "text": "str", "blob": "bytes", "fixed": shaped, "free": "ndarray"}
+    ds = LocalDataset(local=str(write_rows(tmp_path_factory.mktemp("ds"), columns, samples)))
     batch = [ds[i] for i in range(size)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # default_collate's "not writable" warning
@@ -133,12 +103,12 @@ def test_other_values_take_default_collate_path_and_errors() -> None:
 
 def test_loader_batches_own_their_memory_and_match_default_collate(tmp_path: Path) -> None:
     samples = [{"id": i, "emb": np.full(4, i, np.float32), "text": str(i)} for i in range(40)]
-    written(tmp_path, {"id": "int", "emb": "ndarray:float32:4", "text": "str"}, samples)
+    write_rows(tmp_path, {"id": "int", "emb": "ndarray:float32:4", "text": "str"}, samples)
     ds = StreamingDataset(local=str(tmp_path), batch_size=8, job_root=str(tmp_path / "jobs"))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no "array is not writable" warning any more
         batches = list(StreamingDataLoader(ds, batch_size=8))
-    assert [b["id"].tolist() for b in batches] == [list(range(i, i + 8)) for i in range(0, 40, 8)]
+    assert batch_ids(batches) == [list(range(i, i + 8)) for i in range(0, 40, 8)]
     assert torch.equal(batches[1]["emb"], torch.tensor([[i] * 4 for i in range(8, 16)], dtype=torch.float32))
     assert batches[0]["text"] == [str(i) for i in range(8)]
     with warnings.catch_warnings():

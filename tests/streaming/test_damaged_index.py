@@ -11,16 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from mds_core import MDSWriter, StreamingDataset
+from mds_core import StreamingDataset
 from mds_core.errors import EmptyStreamError, InvalidIndexError, UnsafeEncodingError
 from mds_core.storage.remote import open_store
-
-
-def _write(out: str, columns: dict[str, str] | None = None, n: int = 10) -> None:
-    columns = columns or {"id": "int"}
-    with MDSWriter(out=out, columns=columns) as writer:
-        for i in range(n):
-            writer.write(dict.fromkeys(columns, i))
+from mds_core.streaming.local import LocalDataset
+from tests.streaming.support import write_ids, write_rows
 
 
 def _open(remote: str, tmp_path: Path) -> StreamingDataset:
@@ -29,7 +24,7 @@ def _open(remote: str, tmp_path: Path) -> StreamingDataset:
 
 def test_a_truncated_index_on_s3_is_named_by_its_url(s3_server, tmp_path: Path) -> None:
     url = f"s3://{s3_server.new_bucket()}/data"
-    _write(url)
+    write_ids(url, 10)
     store = open_store(url)
     text = store.read_bytes("index.json")
     store.write_bytes("index.json", text[: len(text) // 2])
@@ -41,18 +36,20 @@ def test_a_truncated_index_on_s3_is_named_by_its_url(s3_server, tmp_path: Path) 
     assert str(tmp_path) not in message  # the cache's copy is not the file to repair
 
 
-def test_an_unsafe_column_on_s3_is_named_by_the_remote_folder(s3_server, tmp_path: Path) -> None:
-    url = f"s3://{s3_server.new_bucket()}/pickled"
-    _write(url, {"id": "pkl"})
+@pytest.mark.parametrize("store", ["s3", "local"])
+def test_an_unsafe_column_is_named_by_the_remote_folder(request, tmp_path: Path, store: str) -> None:
+    url = (
+        f"s3://{request.getfixturevalue('s3_server').new_bucket()}/pickled" if store == "s3" else str(tmp_path / "src")
+    )
+    write_rows(url, {"id": "pkl"}, ({"id": i} for i in range(10)))
     with pytest.raises(UnsafeEncodingError) as caught:
         _open(url, tmp_path)
+    # The reference's words first (code matches on them), then the remote dataset rather than the cache.
     assert str(caught.value).startswith(f"Column id contains an unsafe type: pkl. {url}: shard 0: unpickling")
-    assert str(tmp_path) not in str(caught.value)
+    assert "cache-trunc" not in str(caught.value)
 
 
 def test_a_local_dataset_reports_the_source_it_is_told(tmp_path: Path) -> None:
-    from mds_core.streaming.local import LocalDataset
-
     (tmp_path / "index.json").write_text('{"shards": [], "version": 3}')
     with pytest.raises(InvalidIndexError) as caught:
         LocalDataset(tmp_path, source="s3://bucket/path/")
@@ -62,26 +59,15 @@ def test_a_local_dataset_reports_the_source_it_is_told(tmp_path: Path) -> None:
     assert str(named.value).startswith("the index of version 4 of s3://bucket/path: index version 3")
 
 
-def test_a_damaged_index_in_a_local_remote_is_named_by_its_path(tmp_path: Path) -> None:
-    remote = tmp_path / "source"
-    _write(str(remote))
+def test_a_damaged_or_empty_local_remote_is_named_by_its_path(tmp_path: Path) -> None:
+    remote = write_ids(tmp_path / "source", 10)
     index = json.loads((remote / "index.json").read_text())
     index["shards"][0]["samples"] = "ten"
     (remote / "index.json").write_text(json.dumps(index))
     with pytest.raises(InvalidIndexError) as caught:
         _open(str(remote), tmp_path)
     assert str(caught.value) == f"{remote}/index.json: shard 0: 'samples' must be a non-negative int, got 'ten'"
-
-
-def test_other_index_errors_name_the_remote_too(tmp_path: Path) -> None:
-    remote = tmp_path / "source"
-    _write(str(remote), {"id": "pkl"})
-    with pytest.raises(UnsafeEncodingError) as unsafe:
-        _open(str(remote), tmp_path)
-    # The reference's words first (code matches on them), then the remote dataset rather than the cache.
-    assert str(unsafe.value).startswith(f"Column id contains an unsafe type: pkl. {remote}: shard 0: unpickling")
-    empty = tmp_path / "empty"
-    _write(str(empty), n=0)
+    empty = write_ids(tmp_path / "empty", 0)
     with pytest.raises(EmptyStreamError) as no_samples:
         StreamingDataset(remote=str(empty), local=str(tmp_path / "c2"), job_root=str(tmp_path / "jobs"))
     assert str(no_samples.value) == f"Stream contains no samples: {empty}/index.json; drop it or write samples"

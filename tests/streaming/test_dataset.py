@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +18,9 @@ from mds_core import Stream, StreamingDataLoader, StreamingDataset
 from mds_core.errors import ConfigurationError, MDSError, ResumeError
 from mds_core.order import OrderSpec
 from mds_core.streaming.arrival import block_bounds, decode_block_size
+from tests.streaming.support import FIXTURES, ORDER, batch_ids, first_batches, ids, run_python, three_streams, write_ids
 
-ORDER = Path(__file__).resolve().parents[1] / "fixtures" / "order-golden"
+S0 = str(ORDER / "datasets" / "s0")
 EPOCHS = json.loads((ORDER / "epochs.json").read_text())["cases"]
 SINGLE = [c for c in EPOCHS if c["world"] == {"num_nodes": 1, "ranks_per_node": 1, "workers_per_rank": 1}]
 
@@ -53,96 +56,71 @@ def test_single_device_order_matches_the_reference(case: dict, tmp_path: Path) -
         return
     ds = _dataset(case, tmp_path)
     _resume_at(ds, case)
-    expected = [i for i in case["ids"] if i >= 0]
-    assert [int(s["id"]) for s in ds] == expected
-
-
-def _simple(tmp_path: Path, **kwargs) -> StreamingDataset:
-    streams = [Stream(local=str(ORDER / "datasets" / name)) for name in ("s0", "s1", "s2")]
-    return StreamingDataset(streams=streams, job_root=str(tmp_path), **{"batch_size": 4, **kwargs})
+    assert ids(ds) == [i for i in case["ids"] if i >= 0]
 
 
 def test_every_order_setting_reaches_the_order_spec(tmp_path: Path) -> None:
-    settings = {
-        "epoch_size": 50,
-        "shuffle": True,
-        "shuffle_algo": "py1s",
-        "shuffle_seed": 7,
-        "num_canonical_nodes": 2,
-        "shuffle_block_size": 1000,
-        "sampling_method": "fixed",
-        "sampling_granularity": 2,
-        "partition_algo": "orig",
-        "batching_method": "stratified",
-        "batch_size": 3,
-        "replication": 1,
-    }
+    settings = {"epoch_size": 50, "shuffle": True, "shuffle_algo": "py1s", "shuffle_seed": 7, "batch_size": 3}
+    settings |= {"num_canonical_nodes": 2, "shuffle_block_size": 1000, "sampling_method": "fixed", "replication": 1}
+    settings |= {"sampling_granularity": 2, "partition_algo": "orig", "batching_method": "stratified"}
     from_elsewhere = {"shard_sizes", "weights", "initial_physical_nodes", "weights_seed"}  # streams, resume state
     assert set(settings) == {field.name for field in dataclasses.fields(OrderSpec)} - from_elsewhere
-    ds = _simple(tmp_path, **settings)
+    ds = three_streams(tmp_path, **settings)
     assert {name: getattr(ds.order_spec, name) for name in settings} == settings
 
 
 def test_sizes_and_random_access(tmp_path: Path) -> None:
-    ds = _simple(tmp_path)
+    ds = three_streams(tmp_path)
     assert ds.num_samples == ds.size == ds.epoch_size == 420 and len(ds) == 420
-    assert int(ds[0]["id"]) == 0 and int(ds[-1]["id"]) == 419 and [int(s["id"]) for s in ds[5:8]] == [5, 6, 7]
+    assert int(ds[0]["id"]) == 0 and int(ds[-1]["id"]) == 419 and ids(ds[5:8]) == [5, 6, 7]
 
 
 def test_every_iteration_is_the_next_epoch_and_shuffles_differ(tmp_path: Path) -> None:
-    ds = _simple(tmp_path, shuffle=True, num_canonical_nodes=1)
+    ds = three_streams(tmp_path, shuffle=True, num_canonical_nodes=1)
     assert ds.next_epoch == 0 and len(ds.shards) == 9
-    first, second = [int(s["id"]) for s in ds], [int(s["id"]) for s in ds]
+    first, second = ids(ds), ids(ds)
     assert ds.next_epoch == 2
     assert sorted(first) == sorted(second) == list(range(420)) and first != second
-    again = _simple(tmp_path, shuffle=True, num_canonical_nodes=1)
-    assert [int(s["id"]) for s in again] == first  # deterministic across objects and processes
+    again = three_streams(tmp_path, shuffle=True, num_canonical_nodes=1)
+    assert ids(again) == first  # deterministic across objects and processes
+    resumed = three_streams(tmp_path, shuffle=True, num_canonical_nodes=1)  # at the very end of epoch 0
+    resumed.load_state_dict({**ds.state_dict(0, True), "epoch": 0, "sample_in_epoch": 420})
+    assert ids(resumed) == []
+    assert ids(resumed) == second  # then the next epoch
 
 
-@pytest.mark.parametrize(
-    ("num_workers", "context"),
-    # Spawned workers take half a minute (each imports torch): the slow tier (make test-all, CI) runs them.
-    [
-        (0, None),
-        (1, "fork"),
-        (3, "fork"),
-        pytest.param(1, "spawn", marks=pytest.mark.slow),
-        pytest.param(3, "spawn", marks=pytest.mark.slow),
-    ],
-)
+# Spawned workers take half a minute (each imports torch): the slow tier (make test-all, CI) runs them.
+SPAWNED = [pytest.param(workers, "spawn", marks=pytest.mark.slow) for workers in (1, 3)]
+
+
+@pytest.mark.parametrize(("num_workers", "context"), [(0, None), (1, "fork"), (3, "fork"), *SPAWNED])
 def test_loader_resumes_mid_epoch_exactly(tmp_path: Path, num_workers: int, context: str | None) -> None:
     kwargs = {"shuffle": True, "num_canonical_nodes": 2, "batch_size": 4}
     loader_kwargs: dict[str, Any] = {"batch_size": 4, "num_workers": num_workers, "multiprocessing_context": context}
-    full = [b["id"].tolist() for b in StreamingDataLoader(_simple(tmp_path, **kwargs), **loader_kwargs)]
-    loader = StreamingDataLoader(_simple(tmp_path, **kwargs), **loader_kwargs)
-    seen = []
-    for batch in loader:
-        seen.append(batch["id"].tolist())
-        if len(seen) == 7:
-            break
+    full = batch_ids(StreamingDataLoader(three_streams(tmp_path, **kwargs), **loader_kwargs))
+    loader = StreamingDataLoader(three_streams(tmp_path, **kwargs), **loader_kwargs)
+    seen = first_batches(loader, 7)
     state = loader.state_dict()
     assert state is not None and state["epoch"] == 0 and state["sample_in_epoch"] == 28
-    resumed = StreamingDataLoader(_simple(tmp_path, **kwargs), **loader_kwargs)
+    resumed = StreamingDataLoader(three_streams(tmp_path, **kwargs), **loader_kwargs)
     resumed.load_state_dict(state)
-    rest = [b["id"].tolist() for b in resumed]
-    assert seen + rest == full
-    # The same loader object: the next iteration is the next epoch.
-    assert [b["id"].tolist() for b in resumed] != full
+    assert seen + batch_ids(resumed) == full
+    assert batch_ids(resumed) != full  # the same loader object: the next iteration is the next epoch
 
 
 def test_a_loaded_state_applies_even_after_iterating(tmp_path: Path) -> None:
     """The reference ignores a state loaded into a dataset that already iterated (issue #437)."""
-    ds = _simple(tmp_path, shuffle=True, num_canonical_nodes=1)
-    epoch0 = [int(s["id"]) for s in ds]
+    ds = three_streams(tmp_path, shuffle=True, num_canonical_nodes=1)
+    epoch0 = ids(ds)
     state = ds.state_dict(100, from_beginning=True)
     assert state["epoch"] == 0
     ds.load_state_dict(state)
-    assert [int(s["id"]) for s in ds] == epoch0[100:]
+    assert ids(ds) == epoch0[100:]
 
 
 def test_resuming_on_other_data_is_refused(tmp_path: Path) -> None:
-    state = _simple(tmp_path).state_dict(10, from_beginning=True)
-    other = StreamingDataset(local=str(ORDER / "datasets" / "s0"), batch_size=4, job_root=str(tmp_path))
+    state = three_streams(tmp_path).state_dict(10, from_beginning=True)
+    other = StreamingDataset(local=S0, batch_size=4, job_root=str(tmp_path))
     with pytest.raises(ResumeError, match="different data or order settings"):
         other.load_state_dict(state)
     other.load_state_dict({**state, "sample_in_epoch": 0}, allow_other_data=True)
@@ -155,10 +133,10 @@ def test_resuming_on_other_data_is_refused(tmp_path: Path) -> None:
     [
         ({"streams": [], "local": "x"}, "not both"),
         ({}, "pass streams"),
-        ({"local": str(ORDER / "datasets/s0"), "stream_name": "foo"}, "stream_name=.foo. is not registered"),
-        ({"local": str(ORDER / "datasets/s0"), "shuffle_algo": "py1b"}, "shuffle_algo"),
-        ({"local": str(ORDER / "datasets/s0"), "remote": "ftp://bucket/x"}, "unsupported URL scheme 'ftp'"),
-        ({"local": str(ORDER / "datasets/s0"), "cache_limit": "lots"}, "cache_limit: Unsupported value/suffix 'lots'"),
+        ({"local": S0, "stream_name": "foo"}, "stream_name=.foo. is not registered"),
+        ({"local": S0, "shuffle_algo": "py1b"}, "shuffle_algo"),
+        ({"local": S0, "remote": "ftp://bucket/x"}, "unsupported URL scheme 'ftp'"),
+        ({"local": S0, "cache_limit": "lots"}, "cache_limit: Unsupported value/suffix 'lots'"),
     ],
 )
 def test_bad_arguments(tmp_path: Path, kwargs: dict, message: str) -> None:
@@ -167,7 +145,7 @@ def test_bad_arguments(tmp_path: Path, kwargs: dict, message: str) -> None:
 
 
 def test_batch_size_is_needed_to_iterate(tmp_path: Path) -> None:
-    ds = StreamingDataset(local=str(ORDER / "datasets/s0"), job_root=str(tmp_path))
+    ds = StreamingDataset(local=S0, job_root=str(tmp_path))
     with pytest.raises(ConfigurationError, match="batch_size"):
         next(iter(ds))
     assert np.asarray(ds[3]["id"]) == 3
@@ -187,35 +165,27 @@ def test_a_reference_state_dict_continues_the_reference_order(case: dict, tmp_pa
         return StreamingDataLoader(ds, batch_size=case["batch_size"], num_workers=case["num_workers"])
 
     fresh = loader()
-    assert [b["id"].tolist() for b in fresh] == case["epoch0_batches"]
+    assert batch_ids(fresh) == case["epoch0_batches"]
     resumed = loader()
     resumed.load_state_dict(case["state_dict"])
-    assert [b["id"].tolist() for b in resumed] == case["epoch0_batches"][case["resume_after_batches"] :]
-    next_epoch = [b["id"].tolist() for b in resumed][: len(case["epoch1_first_batches"])]
-    assert next_epoch == case["epoch1_first_batches"]
-
-
-def test_resuming_exactly_at_the_end_of_an_epoch_starts_the_next(tmp_path: Path) -> None:
-    ds = _simple(tmp_path, shuffle=True, num_canonical_nodes=1)
-    epoch0, epoch1 = [int(s["id"]) for s in ds], [int(s["id"]) for s in ds]
-    resumed = _simple(tmp_path, shuffle=True, num_canonical_nodes=1)
-    resumed.load_state_dict({**ds.state_dict(0, True), "epoch": 0, "sample_in_epoch": 420})
-    assert [int(s["id"]) for s in resumed] == []
-    assert [int(s["id"]) for s in resumed] == epoch1 != epoch0
+    assert batch_ids(resumed) == case["epoch0_batches"][case["resume_after_batches"] :]
+    assert batch_ids(resumed)[: len(case["epoch1_first_batches"])] == case["epoch1_first_batches"]
 
 
 def test_persistent_workers_advance_epochs_like_fresh_ones(tmp_path: Path) -> None:
     kwargs = {"shuffle": True, "num_canonical_nodes": 2}
-    fresh = StreamingDataLoader(_simple(tmp_path, **kwargs), batch_size=4, num_workers=2)
-    persistent = StreamingDataLoader(_simple(tmp_path, **kwargs), batch_size=4, num_workers=2, persistent_workers=True)
+    fresh = StreamingDataLoader(three_streams(tmp_path, **kwargs), batch_size=4, num_workers=2)
+    persistent = StreamingDataLoader(
+        three_streams(tmp_path, **kwargs), batch_size=4, num_workers=2, persistent_workers=True
+    )
     for _ in range(2):
-        assert [b["id"].tolist() for b in persistent] == [b["id"].tolist() for b in fresh]
+        assert batch_ids(persistent) == batch_ids(fresh)
 
 
 def test_two_datasets_in_one_process_do_not_interfere(tmp_path: Path) -> None:
-    a = _simple(tmp_path, shuffle=True, num_canonical_nodes=1)
-    b = _simple(tmp_path, shuffle=True, num_canonical_nodes=1, shuffle_seed=1)
-    expected_a = [int(s["id"]) for s in _simple(tmp_path / "x", shuffle=True, num_canonical_nodes=1)]
+    a = three_streams(tmp_path, shuffle=True, num_canonical_nodes=1)
+    b = three_streams(tmp_path, shuffle=True, num_canonical_nodes=1, shuffle_seed=1)
+    expected_a = ids(three_streams(tmp_path / "x", shuffle=True, num_canonical_nodes=1))
     pairs = list(zip(a, b))
     assert [int(x["id"]) for x, _ in pairs] == expected_a
     assert [int(y["id"]) for _, y in pairs] != expected_a
@@ -237,29 +207,12 @@ print(ds._job.path, i + 1, flush=True)
 
 
 def test_a_killed_run_leaves_nothing_that_breaks_the_next(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    def run(mode: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-c", _ITERATE, str(ORDER / "datasets"), str(tmp_path), mode],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-
-    killed = run("kill")
+    killed = run_python(_ITERATE, str(ORDER / "datasets"), str(tmp_path), "kill", timeout=120)
     assert killed.returncode == -9
     stale = Path(killed.stdout.split()[0])
     assert stale.exists()  # SIGKILL: no clean-up ran
-    both = [
-        subprocess.Popen(
-            [sys.executable, "-c", _ITERATE, str(ORDER / "datasets"), str(tmp_path), "full"],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(2)
-    ]  # two jobs on one host at once
+    command = [sys.executable, "-c", _ITERATE, str(ORDER / "datasets"), str(tmp_path), "full"]
+    both = [subprocess.Popen(command, stdout=subprocess.PIPE, text=True) for _ in range(2)]  # two jobs on one host
     outputs = [proc.communicate(timeout=120)[0].split() for proc in both]
     assert all(proc.returncode == 0 for proc in both) and [o[1] for o in outputs] == ["420", "420"]
     assert outputs[0][0] != outputs[1][0]  # separate job directories
@@ -267,7 +220,7 @@ def test_a_killed_run_leaves_nothing_that_breaks_the_next(tmp_path: Path) -> Non
 
 
 def test_streams_with_zero_sample_shards(tmp_path: Path) -> None:
-    golden = Path(__file__).resolve().parents[1] / "fixtures" / "mds-golden" / "datasets" / "zero_sample_shard"
+    golden = FIXTURES / "mds-golden" / "datasets" / "zero_sample_shard"
     ds = StreamingDataset(local=str(golden), batch_size=2, job_root=str(tmp_path))
     expected = [ds.get_item(i)["b"] for i in range(7)]
     assert [s["b"] for s in ds] == expected and len(set(expected)) > 1
@@ -290,17 +243,9 @@ print("ok", len(plain))
 
 
 def test_torch_is_imported_only_when_the_caller_uses_it(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    done = subprocess.run(
-        [sys.executable, "-c", _LAZY_TORCH, str(ORDER / "datasets" / "s0"), str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_python(_LAZY_TORCH, S0, str(tmp_path), timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["ok", str(len(StreamingDataset(local=str(ORDER / "datasets" / "s0"))))]
+    assert done.stdout.split() == ["ok", str(len(StreamingDataset(local=S0)))]
 
 
 @given(count=st.integers(0, 20_000), per_call=st.sampled_from([256, 1000, 4096]))
@@ -320,12 +265,8 @@ def test_small_samples_decode_many_at_a_time_large_ones_256() -> None:
 
 def test_a_shuffled_epoch_of_small_samples_equals_reading_each_sample(tmp_path: Path) -> None:
     """Decoded 256 then 4,096 at a time (the samples are 8 bytes), each sample arrives once, as its own value."""
-    from mds_core import MDSWriter
-
-    with MDSWriter(out=str(tmp_path / "d"), columns={"id": "int"}, size_limit=1 << 14) as writer:
-        for i in range(10_000):
-            writer.write({"id": i})
-    dataset = StreamingDataset(local=str(tmp_path / "d"), batch_size=8, shuffle=True, job_root=str(tmp_path / "j"))
+    data = write_ids(tmp_path / "d", 10_000, size_limit=1 << 14)
+    dataset = StreamingDataset(local=str(data), batch_size=8, shuffle=True, job_root=str(tmp_path / "j"))
     assert dataset._decode_block == 4096
-    samples = [int(sample["id"]) for sample in dataset]
+    samples = ids(dataset)
     assert sorted(samples) == list(range(10_000)) and samples != sorted(samples)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from collections import Counter
@@ -13,42 +12,25 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-ORDER = ROOT / "tests" / "fixtures" / "order-golden"
+from tests.streaming.support import ORDER
+from testsupport.fault_proxy import free_port
+
+WORKER = Path(__file__).with_name("distributed_worker.py")
 EPOCHS = json.loads((ORDER / "epochs.json").read_text())["cases"]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _run_ranks(tmp_path: Path, num_ranks: int, ranks_per_node: int, config: dict) -> list[dict]:
     """Start every rank as its own process and return each rank's output."""
     tmp_path.mkdir(parents=True, exist_ok=True)
-    port, procs, outs = _free_port(), [], []
+    port, procs, outs = free_port(), [], []
     for rank in range(num_ranks):
         config_path, out = tmp_path / f"config{rank}.json", tmp_path / f"out{rank}-{port}.json"
         config_path.write_text(json.dumps(config))
-        env = {
-            **os.environ,
-            "RANK": str(rank),
-            "WORLD_SIZE": str(num_ranks),
-            "LOCAL_RANK": str(rank % ranks_per_node),
-            "LOCAL_WORLD_SIZE": str(ranks_per_node),
-            "MASTER_ADDR": "127.0.0.1",
-            "MASTER_PORT": str(port),
-        }
-        procs.append(
-            subprocess.Popen(
-                [sys.executable, str(ROOT / "tests/streaming/distributed_worker.py"), str(config_path), str(out)],
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
-        )
+        world = {"RANK": rank, "WORLD_SIZE": num_ranks, "LOCAL_RANK": rank % ranks_per_node}
+        world.update(LOCAL_WORLD_SIZE=ranks_per_node, MASTER_PORT=port)
+        env = {**os.environ, "MASTER_ADDR": "127.0.0.1", **{name: str(value) for name, value in world.items()}}
+        command = [sys.executable, str(WORKER), str(config_path), str(out)]
+        procs.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
         outs.append(out)
     logs = [proc.communicate(timeout=300)[0] for proc in procs]
     # Every rank's log: the rank that fails first is usually not the one that reports the failure.
@@ -81,21 +63,11 @@ TWO_NODE_CASE = next(
 
 
 def test_two_nodes_get_the_reference_rows(tmp_path: Path) -> None:
-    case = TWO_NODE_CASE
-    config = {
-        "streams": [[s["name"], {k: v for k, v in s.items() if k != "name"}] for s in case["streams"]],
-        "batch_size": case["batch_size"],
-        "num_workers": 0,
-        "job_root": str(tmp_path / "jobs"),
-        "dataset_kwargs": case["dataset_kwargs"],
-        "state": {
-            "epoch": case["epoch"],
-            "sample_in_epoch": case["sample_in_epoch"],
-            "num_canonical_nodes": case["dataset_kwargs"]["num_canonical_nodes"],
-            "shuffle_seed": case["dataset_kwargs"]["shuffle_seed"],
-            "initial_physical_nodes": 2,
-        },
-    }
+    case, kwargs = TWO_NODE_CASE, TWO_NODE_CASE["dataset_kwargs"]
+    streams = [[s["name"], {k: v for k, v in s.items() if k != "name"}] for s in case["streams"]]
+    state = {"epoch": case["epoch"], "sample_in_epoch": case["sample_in_epoch"], "initial_physical_nodes": 2}
+    state.update(num_canonical_nodes=kwargs["num_canonical_nodes"], shuffle_seed=kwargs["shuffle_seed"])
+    config = _config(tmp_path, case["batch_size"], 0, streams=streams, dataset_kwargs=kwargs, state=state)
     outputs = _run_ranks(tmp_path, 2, 1, config)  # LOCAL_WORLD_SIZE=1: each rank is its own node
     work = np.array(case["ids"]).reshape(case["shape"])
     for node, output in enumerate(outputs):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from mds_core import MDSWriter
+from tests.streaming.support import write_rows
 
 pytestmark = pytest.mark.slow
 
@@ -57,11 +57,8 @@ def _train(launcher: str, dataset: Path, work: Path, *flags: str) -> dict[int, l
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("launchers") / "ds"
-    with MDSWriter(out=str(out), columns={"id": "int64"}, size_limit=1 << 9) as writer:
-        for i in range(ROWS):
-            writer.write({"id": i})
-    return out
+    rows = ({"id": i} for i in range(ROWS))
+    return write_rows(tmp_path_factory.mktemp("launchers") / "ds", {"id": "int64"}, rows, size_limit=1 << 9)
 
 
 @pytest.mark.parametrize("launcher", ["spawn", "accelerate", "composer"])

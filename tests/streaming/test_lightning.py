@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mds_core import MDSWriter
+from tests.streaming.support import write_rows
 
 pytestmark = pytest.mark.slow
 
@@ -39,12 +39,8 @@ def _trace(work: Path) -> dict[int, list[list[int]]]:
 @pytest.mark.parametrize("module", ["StreamingDataModule", "user module"])
 def test_a_mid_epoch_checkpoint_resumes_the_loader_exactly(tmp_path: Path, module: str) -> None:
     flags = ("--user-module",) if module == "user module" else ()
-    dataset = tmp_path / "ds"
-    with MDSWriter(
-        out=str(dataset), columns={"id": "int64", "features": "ndarray:float32:4"}, size_limit=1 << 10
-    ) as out:
-        for i in range(ROWS):
-            out.write({"id": i, "features": np.array([i % 5, 1, 2, i % 3], dtype=np.float32)})
+    rows = ({"id": i, "features": np.array([i % 5, 1, 2, i % 3], dtype=np.float32)} for i in range(ROWS))
+    dataset = write_rows(tmp_path / "ds", {"id": "int64", "features": "ndarray:float32:4"}, rows, size_limit=1 << 10)
     whole = _train(dataset, tmp_path / "whole", *flags)
     assert whole.returncode == 0, whole.stderr[-3000:]
     uninterrupted = _trace(tmp_path / "whole")

@@ -4,28 +4,26 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from mds_core import MDSWriter
+from mds_core.errors import ConfigurationError
 from mds_core.storage.remote import open_store
 from mds_core.streaming.loader_check import check_version
 from mds_core.streaming.version_sample import fetch_sample, select_subset
 from mds_core.versions import ShardSet
+from tests.streaming.support import MDS, run, write_rows
 
-MDS = str(Path(sys.executable).parent / "mds")
 ROWS_PER_DAY = 60
 
 
 def _day(shard_set: ShardSet, day: int) -> str:
     """Append one day of rows (several small shards); returns the transaction id."""
+    rows = ({"id": day * ROWS_PER_DAY + i, "text": f"day {day} row {i}"} for i in range(ROWS_PER_DAY))
     with shard_set.transaction("append", publish=False) as tx:
-        with MDSWriter(out=tx.out, columns={"id": "int", "text": "str"}, size_limit=700) as writer:
-            for i in range(ROWS_PER_DAY):
-                writer.write({"id": day * ROWS_PER_DAY + i, "text": f"day {day} row {i}"})
+        write_rows(tx.out, {"id": "int", "text": "str"}, rows, size_limit=700)
     return tx.id
 
 
@@ -98,8 +96,6 @@ def test_a_bounded_check_passes_and_reads_only_the_subset(three_days, tmp_path: 
 
 def test_a_temporary_cache_is_removed(three_days, tmp_path: Path, monkeypatch) -> None:
     root, _ = three_days
-    import tempfile
-
     (tmp_path / "tmp").mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     report = check_version(root, 2, sample_rows=20, batch_size=4, num_workers=0, job_root=str(tmp_path / "jobs"))
@@ -152,39 +148,15 @@ def test_a_cache_limit_bounds_the_sample(three_days, tmp_path: Path) -> None:
 
 def test_the_command(three_days, tmp_path: Path) -> None:
     root, _ = three_days
-    ok = subprocess.run(
-        [
-            MDS,
-            "check-loader",
-            root,
-            "--version",
-            "3",
-            "--sample-rows",
-            "30",
-            "--seed",
-            "2",
-            "--workers",
-            "0",
-            "--batch-size",
-            "4",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    ok = run(MDS, "check-loader", root, *"--version 3 --sample-rows 30 --seed 2 --workers 0 --batch-size 4".split())
     assert ok.returncode == 0, ok.stderr
     lines = ok.stdout.splitlines()
     assert lines[0].startswith("OK: ") and lines[1].startswith("checked ")
     assert f"({ROWS_PER_DAY} rows) and" in lines[1] and "seed 2" in lines[1]
-    as_json = subprocess.run(
-        [MDS, "check-loader", root, "--version", "2", "--sample", "--workers", "0", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    as_json = run(MDS, "check-loader", root, "--version", "2", "--sample", "--workers", "0", "--json")
     checked = json.loads(as_json.stdout)["subset"]
     assert checked["sample_rows"] == 20_000 and checked["sampled_rows"] == ROWS_PER_DAY  # all of day 1 fits
-    no_version = subprocess.run([MDS, "check-loader", root, "--sample"], capture_output=True, text=True, timeout=300)
+    no_version = run(MDS, "check-loader", root, "--sample")
     assert no_version.returncode == 2 and "need --version" in no_version.stderr
     assert os.path.isdir(root)
 
@@ -196,14 +168,9 @@ def test_storage_options_reach_every_read_on_s3(s3_server, tmp_path: Path, monke
         _day(shard_set, day)
     # the environment now points nowhere: only the storage options know the endpoint
     monkeypatch.setenv("S3_ENDPOINT_URL", "http://127.0.0.1:9")
+    options = {"endpoint_url": s3_server.endpoint}
     report = check_version(
-        root,
-        2,
-        storage_options={"endpoint_url": s3_server.endpoint},
-        sample_rows=40,
-        batch_size=4,
-        num_workers=2,
-        job_root=str(tmp_path),
+        root, 2, storage_options=options, sample_rows=40, batch_size=4, num_workers=2, job_root=str(tmp_path)
     )
     assert report.passed, report.problems
     assert report.subset["new_rows"] == ROWS_PER_DAY and 0 < report.subset["sampled_rows"] <= 40
@@ -212,7 +179,5 @@ def test_storage_options_reach_every_read_on_s3(s3_server, tmp_path: Path, monke
 
 @pytest.mark.parametrize("bad", [{"seed": -1}, {"sample_rows": -5}, {"sample_seconds": -1.0}])
 def test_bad_budgets_are_refused(three_days, bad: dict) -> None:
-    from mds_core.errors import ConfigurationError
-
     with pytest.raises(ConfigurationError, match=next(iter(bad))):
         select_subset(ShardSet(three_days[0]), 3, **bad)

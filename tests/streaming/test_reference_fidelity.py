@@ -5,25 +5,23 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from mds_core import MDSWriter, Stream, StreamingDataLoader, StreamingDataset, streams_registry
+import mds_core.streaming.dataset
+from mds_core import Stream, StreamingDataLoader, StreamingDataset, streams_registry
 from mds_core.errors import ConfigurationError, ResumeError, StorageError
+from tests.streaming.support import FIXTURES, first_batches, ids, run_python, write_rows
 
-GOLDEN_EMPTY = Path(__file__).resolve().parent.parent / "fixtures" / "mds-golden" / "datasets" / "empty"
+GOLDEN_EMPTY = FIXTURES / "mds-golden" / "datasets" / "empty"
 
 
-def _write(path: Path, count: int, start: int = 0, size_limit: int = 2000) -> Path:
-    with MDSWriter(out=str(path), columns={"id": "int", "pad": "bytes"}, size_limit=size_limit) as writer:
-        for i in range(start, start + count):
-            writer.write({"id": i, "pad": b"x" * 100})
-    return path
+def _write(path: Path, count: int, start: int = 0) -> Path:
+    rows = ({"id": i, "pad": b"x" * 100} for i in range(start, start + count))
+    return write_rows(path, {"id": "int", "pad": "bytes"}, rows, size_limit=2000)
 
 
 def test_a_stream_without_samples_raises_what_the_reference_raises(tmp_path: Path) -> None:
@@ -60,12 +58,9 @@ class TaggedStream(Stream):
 def test_a_registered_stream_subclass_is_built_by_name(tmp_path: Path) -> None:
     streams_registry.register("tagged-for-test", func=TaggedStream)
     local = str(_write(tmp_path / "d", 10))
+    config = {"tag": "blue", "repeat": 2}
     ds = StreamingDataset(
-        local=local,
-        stream_name="tagged-for-test",
-        stream_config={"tag": "blue", "repeat": 2},
-        batch_size=4,
-        job_root=str(tmp_path),
+        local=local, stream_name="tagged-for-test", stream_config=config, batch_size=4, job_root=str(tmp_path)
     )
     [stream] = ds.streams
     assert type(stream) is TaggedStream and stream.tag == "blue" and stream.local == local
@@ -81,13 +76,10 @@ def test_a_registered_stream_subclass_is_built_by_name(tmp_path: Path) -> None:
 
 def test_streams_from_an_installed_package_are_found_by_entry_point(tmp_path: Path) -> None:
     site = tmp_path / "site"
-    (site / "fancy_streams-1.0.dist-info").mkdir(parents=True)
-    (site / "fancy_streams-1.0.dist-info" / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: fancy-streams\nVersion: 1.0\n"
-    )
-    (site / "fancy_streams-1.0.dist-info" / "entry_points.txt").write_text(
-        "[mds_core.streams]\nfancy = fancy_streams:Fancy\n"
-    )
+    info = site / "fancy_streams-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fancy-streams\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[mds_core.streams]\nfancy = fancy_streams:Fancy\n")
     (site / "fancy_streams.py").write_text("from mds_core import Stream\n\nclass Fancy(Stream):\n    pass\n")
     local = _write(tmp_path / "d", 10)
     script = textwrap.dedent(f"""
@@ -95,15 +87,12 @@ def test_streams_from_an_installed_package_are_found_by_entry_point(tmp_path: Pa
         ds = StreamingDataset(local={str(local)!r}, stream_name="fancy", batch_size=4, job_root={str(tmp_path)!r})
         print(type(ds.streams[0]).__module__, type(ds.streams[0]).__name__, len(ds))
     """)
-    env = {**os.environ, "PYTHONPATH": str(site)}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    done = run_python(script, env={**os.environ, "PYTHONPATH": str(site)}, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["fancy_streams", "Fancy", "10"]
 
 
 def test_a_cached_shard_deleted_mid_epoch_is_fetched_again(tmp_path: Path, monkeypatch) -> None:
-    import mds_core.streaming.dataset
-
     monkeypatch.setattr(mds_core.streaming.dataset, "DELETION_CHECK_SECONDS", 0.0)  # check at every step
     remote = _write(tmp_path / "remote", 400)  # shards of 15 samples
     cache = tmp_path / "cache"
@@ -112,7 +101,7 @@ def test_a_cached_shard_deleted_mid_epoch_is_fetched_again(tmp_path: Path, monke
     first = [int(next(samples)["id"]) for _ in range(35)]  # in the middle of a shard
     for shard in cache.glob("shard.*.mds"):
         shard.unlink()  # evicted by hand (or by another process) while mapped
-    rest = [int(sample["id"]) for sample in samples]
+    rest = ids(samples)
     assert first + rest == list(range(400))
     # Every shard read after the deletion is back in the cache, the open one (mid-shard) included.
     shards = json.loads((remote / "index.json").read_text())["shards"]
@@ -126,9 +115,7 @@ def test_a_cached_shard_deleted_mid_epoch_is_fetched_again(tmp_path: Path, monke
 def test_the_loader_can_resume_on_other_data_when_asked(tmp_path: Path) -> None:
     old = StreamingDataset(local=str(_write(tmp_path / "a", 40)), batch_size=4, job_root=str(tmp_path))
     loader = StreamingDataLoader(old, batch_size=4)
-    for step, _ in enumerate(loader):
-        if step == 2:
-            break
+    first_batches(loader, 3)
     state = loader.state_dict()
     assert state is not None
     new = StreamingDataset(local=str(_write(tmp_path / "b", 44, start=100)), batch_size=4, job_root=str(tmp_path))
@@ -136,12 +123,9 @@ def test_the_loader_can_resume_on_other_data_when_asked(tmp_path: Path) -> None:
     with pytest.raises(ResumeError, match="allow_other_data=True"):
         resumed.load_state_dict(state)
     resumed.load_state_dict(state, allow_other_data=True)
-    ids = [int(i) for batch in resumed for i in batch["id"]]
-    assert ids == list(range(112, 144))  # the 12 samples already consumed are skipped
-
-
-def _epoch(ds: StreamingDataset) -> list[int]:
-    return [int(sample["id"]) for sample in ds]
+    assert [int(i) for batch in resumed for i in batch["id"]] == list(
+        range(112, 144)
+    )  # the 12 samples already consumed are skipped
 
 
 def test_later_epochs_keep_a_resumed_states_order_settings(tmp_path: Path) -> None:
@@ -150,18 +134,15 @@ def test_later_epochs_keep_a_resumed_states_order_settings(tmp_path: Path) -> No
     state = ds.state_dict(0, from_beginning=True)
     state.update(epoch=0, sample_in_epoch=8, num_canonical_nodes=3, shuffle_seed=5)
     ds.load_state_dict(state)
-    _epoch(ds)
-    after_resume = _epoch(ds)  # epoch 1, not resumed
-    assert {k: ds.state_dict(0, True)[k] for k in ("epoch", "num_canonical_nodes", "shuffle_seed")} == {
-        "epoch": 1,
-        "num_canonical_nodes": 3,
-        "shuffle_seed": 5,
-    }
+    ids(ds)
+    after_resume = ids(ds)  # epoch 1, not resumed
+    resumed_state = ds.state_dict(0, True)
+    assert [resumed_state[k] for k in ("epoch", "num_canonical_nodes", "shuffle_seed")] == [1, 3, 5]
 
     def epoch_one(**settings) -> list[int]:
         fresh = StreamingDataset(local=local, batch_size=4, shuffle=True, job_root=str(tmp_path), **settings)
-        _epoch(fresh)
-        return _epoch(fresh)
+        ids(fresh)
+        return ids(fresh)
 
     # The run continues as a run with those settings from the start would (the reference does so only
     # without DataLoader workers; its workers fall back to the constructor's settings).

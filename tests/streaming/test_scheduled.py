@@ -14,9 +14,10 @@ import pytest
 from mds_core import Phase, Schedule, Stream, StreamingDataLoader, StreamingDataset
 from mds_core.errors import ResumeError
 from mds_core.order.schedule import Position, ScheduledOrder
-from tests.streaming.test_distributed import _global_batches, _run_ranks
+from tests.streaming.support import ORDER, batch_ids, first_batches
+from tests.streaming.test_distributed import _config, _global_batches, _run_ranks
 
-ORDER = Path(__file__).resolve().parents[1] / "fixtures" / "order-golden" / "datasets"
+DATASETS = ORDER / "datasets"
 SIZES = {"s0": 109, "s1": 61, "s2": 250}  # ids 0..419 in this order (the "id" column is the global id)
 SHARDS = {"s0": [28, 7, 71, 3], "s1": [61], "s2": [50, 50, 13, 137]}
 FIRST = Schedule([Phase(0, {"s0": 0.5, "s1": 0.5}), Phase(6, {"s0": 0.2, "s1": 0.2, "s2": 0.6})])
@@ -24,7 +25,7 @@ AMENDED = Schedule([Phase(0, {"s0": 0.5, "s1": 0.5}), Phase(6, {"s0": 0.7, "s2":
 
 
 def _dataset(schedule: Schedule, tmp: Path, names=("s0", "s1", "s2"), **kwargs) -> StreamingDataset:
-    streams = [Stream(local=str(ORDER / name), name=name) for name in names]
+    streams = [Stream(local=str(DATASETS / name), name=name) for name in names]
     return StreamingDataset(
         streams=streams, batch_size=8, schedule=schedule, shuffle=True, job_root=str(tmp / "jobs"), **kwargs
     )
@@ -45,31 +46,20 @@ def _expected(segments: list[tuple[Schedule, int]], names=("s0", "s1", "s2")) ->
 def test_a_loader_with_workers_resumes_with_an_amended_schedule(tmp_path: Path) -> None:
     dataset = _dataset(FIRST, tmp_path / "a")
     loader = StreamingDataLoader(dataset, batch_size=8, num_workers=2)
-    whole = [batch["id"].tolist() for batch in loader]
+    whole = batch_ids(loader)
     assert len(whole) == 420 // 8 and whole == _expected([(FIRST, 52)])
 
     stopped = StreamingDataLoader(_dataset(FIRST, tmp_path / "b"), batch_size=8, num_workers=2)
-    first = []
-    for batch in stopped:
-        first.append(batch["id"].tolist())
-        if len(first) == 9:
-            state = stopped.state_dict()
-            break
+    first = first_batches(stopped, 9)
+    state = stopped.state_dict()
     assert state is not None
     assert first == whole[:9] and state["schedule"]["step"] == 9
-    assert state["schedule"]["given"] == dict(
-        zip(
-            ("s0", "s1", "s2"),
-            np.sum(
-                [[sum(1 for i in b if lo <= i < lo + n) for lo, n in ((0, 109), (109, 61), (170, 250))] for b in first],
-                axis=0,
-            ).tolist(),
-        )
-    )
+    stream_of = np.searchsorted([109, 170], sum(first, []), side="right")  # ids from 109: s1, from 170: s2
+    assert state["schedule"]["given"] == dict(zip(SIZES, np.bincount(stream_of, minlength=3).tolist()))
 
     resumed = StreamingDataLoader(_dataset(AMENDED, tmp_path / "c", epoch_size=400), batch_size=8, num_workers=3)
     resumed.load_state_dict(state)
-    rest = [batch["id"].tolist() for batch in resumed]
+    rest = batch_ids(resumed)
     assert rest == _expected([(FIRST, 9), (AMENDED, 50 - 9)])[9:]  # 400 samples: 50 steps an epoch
     assert all(not any(109 <= i < 170 for i in batch) for batch in rest)  # s1 left at the amendment
     assert all(Counter(i < 109 for i in batch)[True] in (5, 6) for batch in rest)  # 0.7 of 8 = 5.6
@@ -94,7 +84,7 @@ def test_a_stream_dropped_at_the_resume_is_left_out_and_the_others_continue(tmp_
 
 def test_a_scheduled_state_on_an_unscheduled_dataset_and_back_is_refused(tmp_path: Path) -> None:
     state = _dataset(FIRST, tmp_path / "a").state_dict(0, from_beginning=True)
-    plain = StreamingDataset(local=str(ORDER / "s0"), batch_size=8, job_root=str(tmp_path / "jobs"))
+    plain = StreamingDataset(local=str(DATASETS / "s0"), batch_size=8, job_root=str(tmp_path / "jobs"))
     with pytest.raises(ResumeError, match=r"different data or order settings"):
         plain.load_state_dict(state)
     with pytest.raises(ResumeError, match=r"this dataset is scheduled, and the state dict has no 'schedule' entry"):
@@ -107,14 +97,8 @@ def test_real_ranks_resume_on_another_world_with_the_same_global_batches(
     tmp_path: Path, before: int, after: int
 ) -> None:
     def config(where: str, ranks: int, **extra) -> dict:
-        return {
-            "streams": [["s0", {}], ["s1", {}], ["s2", {}]],
-            "batch_size": 16 // ranks,
-            "num_workers": 2,
-            "job_root": str(tmp_path / where / "jobs"),
-            "dataset_kwargs": {"shuffle": True, "schedule": FIRST.to_json()},
-            **extra,
-        }
+        kwargs = {"shuffle": True, "schedule": FIRST.to_json()}
+        return _config(tmp_path / where, 16 // ranks, 2, dataset_kwargs=kwargs, **extra)
 
     whole = _global_batches(_run_ranks(tmp_path / "whole", before, before, config("whole", before)))
     expected = [

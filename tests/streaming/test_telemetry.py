@@ -15,22 +15,20 @@ import numpy as np
 import pytest
 import torch
 
-from mds_core import MDSWriter, Stream, StreamingDataLoader, StreamingDataset
+from mds_core import StreamingDataLoader, StreamingDataset
 from mds_core.errors import ConfigurationError
 from mds_core.storage.cache_stats import FIELDS as CACHE_FIELDS
 from mds_core.storage.cache_stats import CacheStats
 from mds_core.storage.remote import open_store
 from mds_core.streaming.telemetry import WORKER_FIELDS
+from tests.streaming.support import first_batches, three_streams, write_rows
 from testsupport.s3 import object_gets
 
-ORDER = Path(__file__).resolve().parents[1] / "fixtures" / "order-golden"
 TOP_KEYS = {"rank", "batches", "samples", "wait_seconds", "wait_max_seconds", "workers", "totals"}
 
 
 def _local(tmp_path: Path, **kwargs) -> StreamingDataset:
-    """420 samples in 9 shards over three local streams."""
-    streams = [Stream(local=str(ORDER / "datasets" / name)) for name in ("s0", "s1", "s2")]
-    return StreamingDataset(streams=streams, job_root=str(tmp_path / "jobs"), **{"batch_size": 4, **kwargs})
+    return three_streams(tmp_path / "jobs", **kwargs)
 
 
 def _tag_worker(samples: list[dict]) -> dict[str, list[int]]:
@@ -82,10 +80,7 @@ def test_counters_are_per_iteration(tmp_path: Path) -> None:
         assert sum(len(batch["id"]) for batch in loader) == 420
         metrics = loader.metrics()
         assert metrics["batches"] == 105 and metrics["totals"]["samples"] == 420  # not 840
-    # Half of a third epoch: only what this iteration read.
-    for step, _batch in enumerate(loader):
-        if step == 9:
-            break
+    first_batches(loader, 10)  # part of a third epoch: only what this iteration read
     metrics = loader.metrics()
     assert metrics["batches"] == 10 and metrics["samples"] == 40
     assert 40 <= metrics["totals"]["samples"] <= 420
@@ -146,16 +141,9 @@ def test_cache_stats_are_per_process() -> None:
     stats.record_lookup(hit=False, wait_seconds=0.5)
     stats.record_lookup(hit=True, wait_seconds=0.0)
     stats.record_eviction()
-    assert stats.as_dict() == {
-        "shards_downloaded": 2,
-        "bytes_downloaded": 150,
-        "download_seconds": 0.75,
-        "download_max_seconds": 0.5,
-        "cache_hits": 1,
-        "cache_misses": 1,
-        "evictions": 1,
-        "shard_wait_seconds": 0.5,
-    }
+    downloads = {"shards_downloaded": 2, "bytes_downloaded": 150, "download_seconds": 0.75, "download_max_seconds": 0.5}
+    lookups = {"cache_hits": 1, "cache_misses": 1, "evictions": 1, "shard_wait_seconds": 0.5}
+    assert stats.as_dict() == downloads | lookups
     assert pickle.loads(pickle.dumps(stats)).as_dict() == dict.fromkeys(CACHE_FIELDS, 0)
     shared = np.zeros(len(CACHE_FIELDS))
     CacheStats(shared).record_eviction()
@@ -168,22 +156,19 @@ def test_cache_stats_are_per_process() -> None:
 
 def _write_s3(url: str, n: int) -> None:
     rng = np.random.default_rng(n)
-    with MDSWriter(out=url, columns={"id": "int", "payload": "bytes"}, size_limit=4096) as writer:
-        for i in range(n):
-            writer.write({"id": i, "payload": rng.bytes(int(rng.integers(100, 400)))})
+    rows = ({"id": i, "payload": rng.bytes(int(rng.integers(100, 400)))} for i in range(n))
+    write_rows(url, {"id": "int", "payload": "bytes"}, rows, size_limit=4096)
+
+
+def _s3_dataset(url: str, tmp_path: Path, **kwargs) -> StreamingDataset:
+    cache, jobs = str(tmp_path / "cache"), str(tmp_path / "jobs")
+    return StreamingDataset(remote=url, local=cache, batch_size=4, shuffle=True, job_root=jobs, **kwargs)
 
 
 def test_s3_downloads_each_shard_once_per_node_over_two_workers(s3_server, tmp_path: Path) -> None:
     url = f"s3://{s3_server.new_bucket()}/data"
     _write_s3(url, 400)
-    dataset = StreamingDataset(
-        remote=url,
-        local=str(tmp_path / "cache"),
-        batch_size=4,
-        shuffle=True,
-        num_canonical_nodes=2,
-        job_root=str(tmp_path / "jobs"),
-    )
+    dataset = _s3_dataset(url, tmp_path, num_canonical_nodes=2)
     shard_of = np.repeat(np.arange(len(dataset.shards)), [s.samples for s in dataset.shards])
     loader = StreamingDataLoader(dataset, batch_size=4, num_workers=2, collate_fn=_tag_worker)
     by_worker = _ids_by_worker(loader)
@@ -214,16 +199,7 @@ def test_s3_evictions_under_a_cache_limit_match_the_servers_gets(s3_server, tmp_
     store = open_store(url)
     sizes = {k: store.fs.size(f"{bucket}/data/{k}") for k in store.list() if k != "index.json"}
     limit = 4 * max(sizes.values()) + 20_000  # as in tests/storage: the limit bites
-    dataset = StreamingDataset(
-        remote=url,
-        local=str(tmp_path / "cache"),
-        cache_limit=limit,
-        batch_size=4,
-        shuffle=True,
-        shuffle_algo="py1s",
-        num_canonical_nodes=1,
-        job_root=str(tmp_path / "jobs"),
-    )
+    dataset = _s3_dataset(url, tmp_path, cache_limit=limit, shuffle_algo="py1s", num_canonical_nodes=1)
     loader = StreamingDataLoader(dataset, batch_size=4, num_workers=1)
     for epoch in range(2):  # the second epoch starts from what the first left in the cache
         since = s3_server.log_position()

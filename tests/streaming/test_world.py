@@ -1,19 +1,21 @@
 from __future__ import annotations
 
+import gc
+from pathlib import Path
+
 import pytest
 
+from mds_core import StreamingDataLoader, StreamingDataset
 from mds_core.errors import ConfigurationError
 from mds_core.order.world import World
 from mds_core.streaming.world import detect_world, rank_world, ranks_per_host
+from tests.streaming.support import write_ids
 
 
-def test_defaults_outside_torchrun() -> None:
+def test_defaults_outside_torchrun_and_the_torchrun_environment() -> None:
     world = detect_world({})
     assert (world.num_nodes, world.ranks_per_node, world.rank, world.workers_per_rank) == (1, 1, 0, 1)
     assert world.is_local_leader
-
-
-def test_torchrun_environment() -> None:
     world = detect_world({"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "4"})
     assert (world.num_nodes, world.ranks_per_node, world.node, world.rank_of_node) == (2, 4, 1, 1)
     assert not world.is_local_leader and world.num_ranks == 8
@@ -79,24 +81,20 @@ def test_replication_builds_the_parallel_world() -> None:
         world.replicate(3)
 
 
+def _loader(tmp_path: Path, samples: int, **kwargs) -> StreamingDataLoader:
+    data = write_ids(tmp_path / "d", samples)
+    dataset = StreamingDataset(local=str(data), batch_size=4, job_root=str(tmp_path / "jobs"))
+    return StreamingDataLoader(dataset, batch_size=4, **kwargs)
+
+
 def _freeze_count(batch: list) -> dict:
     """A collate that reports, from inside the process that made the batch, how many objects gc froze."""
-    import gc
-
     return {"frozen": [gc.get_freeze_count()] * len(batch)}
 
 
 @pytest.mark.parametrize("num_workers", [0, 1])
-def test_only_a_dataloader_worker_freezes_what_it_inherited(tmp_path, num_workers: int) -> None:
-    import gc
-
-    from mds_core import MDSWriter, StreamingDataLoader, StreamingDataset
-
-    with MDSWriter(out=str(tmp_path / "d"), columns={"id": "int"}) as writer:
-        for i in range(8):
-            writer.write({"id": i})
-    dataset = StreamingDataset(local=str(tmp_path / "d"), batch_size=4, job_root=str(tmp_path / "jobs"))
-    loader = StreamingDataLoader(dataset, batch_size=4, num_workers=num_workers, collate_fn=_freeze_count)
+def test_only_a_dataloader_worker_freezes_what_it_inherited(tmp_path: Path, num_workers: int) -> None:
+    loader = _loader(tmp_path, 8, num_workers=num_workers, collate_fn=_freeze_count)
     counts = [batch["frozen"][0] for batch in loader]
     assert len(counts) == 2
     if num_workers:  # the worker froze its inherited heap before its first sample
@@ -107,23 +105,15 @@ def test_only_a_dataloader_worker_freezes_what_it_inherited(tmp_path, num_worker
 
 def _freeze_count_then_thaw(batch: list) -> dict:
     """As ``_freeze_count``, then unfreeze: a later check for frozen objects would freeze them again."""
-    import gc
-
     frozen = gc.get_freeze_count()
     gc.unfreeze()
     return {"frozen": [frozen] * len(batch)}
 
 
-def test_a_persistent_worker_checks_its_heap_once_not_every_epoch(tmp_path) -> None:
+def test_a_persistent_worker_checks_its_heap_once_not_every_epoch(tmp_path: Path) -> None:
     # gc.get_freeze_count walks every frozen object (~24 ms once torch's heap is frozen): a persistent
     # worker must not pay it again at each epoch's start.
-    from mds_core import MDSWriter, StreamingDataLoader, StreamingDataset
-
-    with MDSWriter(out=str(tmp_path / "d"), columns={"id": "int"}) as writer:
-        for i in range(4):
-            writer.write({"id": i})
-    dataset = StreamingDataset(local=str(tmp_path / "d"), batch_size=4, job_root=str(tmp_path / "jobs"))
-    loader = StreamingDataLoader(dataset, batch_size=4, num_workers=1, collate_fn=_freeze_count_then_thaw)
+    loader = _loader(tmp_path, 4, num_workers=1, collate_fn=_freeze_count_then_thaw)
     assert loader.persistent_workers
     first, second = ([batch["frozen"][0] for batch in loader] for _ in range(2))
     assert first[0] > 1000 and second == [0]

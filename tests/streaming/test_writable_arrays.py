@@ -9,7 +9,6 @@ DataLoader worker forked from it.
 from __future__ import annotations
 
 import hashlib
-import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
@@ -18,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mds_core import LocalDataset, MDSWriter, StreamingDataset
+from mds_core import LocalDataset, StreamingDataset
+from tests.streaming.support import run, write_rows
 
 COLUMNS = {"id": "int", "fixed": "ndarray:float32:16", "free": "ndarray", "typed": "ndarray:int16", "text": "str"}
 NUM_SAMPLES = 300
@@ -35,10 +35,7 @@ def sample(i: int) -> dict:
 
 
 def write_dataset(out: Path) -> Path:
-    with MDSWriter(out=str(out), columns=COLUMNS, size_limit="8kb") as writer:  # several shards
-        for i in range(NUM_SAMPLES):
-            writer.write(sample(i))
-    return out
+    return write_rows(out, COLUMNS, map(sample, range(NUM_SAMPLES)), size_limit="8kb")  # several shards
 
 
 def shard_digests(root: Path) -> dict[str, str]:
@@ -85,13 +82,7 @@ LOADER_EPOCHS = textwrap.dedent("""
 
 def test_loaders_never_warn_that_an_array_is_not_writable(tmp_path: Path) -> None:
     root = write_dataset(tmp_path / "data")
-    done = subprocess.run(
-        [sys.executable, "-W", "error", "-c", LOADER_EPOCHS, str(root), str(tmp_path / "jobs"), str(NUM_SAMPLES)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = run(sys.executable, "-W", "error", "-c", LOADER_EPOCHS, str(root), str(tmp_path / "jobs"), str(NUM_SAMPLES))
     assert done.returncode == 0, done.stderr[-4000:]
     assert done.stdout.count("ok:") == 6, done.stdout
 

@@ -1,16 +1,19 @@
-"""A shard-set root on local disk and on the loopback S3 server, a small day writer, and a store whose
-writes of one file fail, for the version tests."""
+"""A shard-set root on local disk and on the loopback S3 server, a small day writer, a reader, and a store
+whose writes of one file fail, for the version tests."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import pytest
 
-from mds_core import MDSWriter
+from mds_core import MDSWriter, StreamingDataset
 from mds_core.errors import StorageError
 from mds_core.storage.remote import RemoteStore
+from mds_core.versions import ShardSet
+from mds_core.versions.manifest import VersionInfo
 
 COLUMNS = {"id": "int", "day": "str"}
 
@@ -27,6 +30,23 @@ def write_day(out: str, day: str, ids: range) -> None:
     with MDSWriter(out=out, columns=COLUMNS, size_limit=1024) as writer:
         for i in ids:
             writer.write({"id": i, "day": day})
+
+
+def commit(shard_set: ShardSet, mode: str, day: str, ids: range, **kwargs: Any) -> VersionInfo:
+    """One transaction of ``day``'s rows at ``tx.out``, with ``{"day": day}`` as its lineage; its version."""
+    with shard_set.transaction(mode, lineage={"day": day}, **kwargs) as tx:
+        write_day(tx.out, day, ids)
+    assert tx.version is not None  # committed
+    return tx.version
+
+
+def read_ids(root: str, tmp_path: Path, version: int | None = None) -> list[int]:
+    """The ids of ``version`` (None: the published one) in order, through a cache of their own."""
+    cache = tmp_path / f"cache-{version}-{time.monotonic_ns()}"
+    dataset = StreamingDataset(
+        remote=root, local=str(cache), version=version, batch_size=4, job_root=str(tmp_path / "jobs")
+    )
+    return [int(sample["id"]) for sample in dataset]
 
 
 class RefusesToWrite:

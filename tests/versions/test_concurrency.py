@@ -38,13 +38,6 @@ except VersionConflictError:
 """
 
 
-@pytest.fixture(params=["local", "s3"])
-def root(request, tmp_path: Path) -> str:
-    if request.param == "local":
-        return str(tmp_path / "set")
-    return f"s3://{request.getfixturevalue('s3_server').new_bucket()}/set"
-
-
 def _prepare(root: str) -> tuple[ShardSet, list[str]]:
     """Version 1, then WRITERS transactions written from it, each with its own rows."""
     shard_set = ShardSet(root)

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from mds_core import StreamingDataset, merge_index
+from mds_core import merge_index
 from mds_core.errors import ConfigurationError, InvalidManifestError, PartitionExistsError, VersionConflictError
 from mds_core.versions import ShardSet
 from mds_core.versions.manifest import parse_manifest
-from tests.versions.conftest import write_day
+from tests.versions.conftest import read_ids, write_day
 
 
 def _days(shard_set: ShardSet, mode: str, days: dict[str, range], **kwargs):
@@ -31,18 +30,6 @@ def _plain(shard_set: ShardSet, mode: str, ids: range, **kwargs):
     return tx.version
 
 
-def _read(root: str, tmp_path: Path, version: int | None = None) -> list[int]:
-    dataset = StreamingDataset(
-        remote=root,
-        local=str(tmp_path / f"cache-{time.monotonic_ns()}"),
-        version=version,
-        batch_size=4,
-        shuffle=False,
-        job_root=str(tmp_path / "jobs"),
-    )
-    return [int(sample["id"]) for sample in dataset]
-
-
 def test_a_day_is_replaced_whole_and_the_others_are_carried_forward(root: str, tmp_path: Path) -> None:
     shard_set = ShardSet(root)
     v1 = _days(shard_set, "append", {"2026-11-01": range(30), "2026-11-02": range(100, 130)})
@@ -51,19 +38,14 @@ def test_a_day_is_replaced_whole_and_the_others_are_carried_forward(root: str, t
     assert v2.partitions["2026-11-01"] == v1.partitions["2026-11-01"]  # carried forward, not rewritten
     assert all(name.startswith(f"data/{v1.transaction}/part-2026-11-01/") for name in v1.partitions["2026-11-01"])
     v3 = _days(shard_set, "replace", {"2026-11-02": range(500, 510)})
-    assert (v3.version, v3.parent, v3.mode, v3.rows, v3.new_shards) == (
-        3,
-        2,
-        "replace",
-        60,
-        len(v3.partitions["2026-11-02"]),
-    )
+    replaced = len(v3.partitions["2026-11-02"])
+    assert (v3.version, v3.parent, v3.mode, v3.rows, v3.new_shards) == (3, 2, "replace", 60, replaced)
     assert all(name.startswith(f"data/{v3.transaction}/part-2026-11-02/") for name in v3.partitions["2026-11-02"])
     assert v3.partitions["2026-11-03"] == v2.partitions["2026-11-03"]
     # The base's shards less the replaced day's, then the new ones.
     expected = list(range(30)) + list(range(200, 220)) + list(range(500, 510))
-    assert _read(root, tmp_path, 3) == expected and _read(root, tmp_path) == expected
-    assert _read(root, tmp_path, 2) == list(range(30)) + list(range(100, 130)) + list(range(200, 220))
+    assert read_ids(root, tmp_path, 3) == expected and read_ids(root, tmp_path) == expected
+    assert read_ids(root, tmp_path, 2) == list(range(30)) + list(range(100, 130)) + list(range(200, 220))
     diff = shard_set.diff(2, 3)
     assert (diff.removed_rows, diff.added_rows) == (30, 10)
     assert sorted(diff.removed_shards) == sorted(v1.partitions["2026-11-02"])
@@ -75,7 +57,7 @@ def test_a_day_is_replaced_whole_and_the_others_are_carried_forward(root: str, t
     assert stored["partitions"] == v4.partitions
     shard_set.vacuum(keep_last=1, grace=dt.timedelta(0))
     assert not any(name.startswith(f"data/{v1.transaction}/part-2026-11-02/") for name in shard_set.store.list("data"))
-    assert _read(root, tmp_path) == expected + list(range(600, 605))
+    assert read_ids(root, tmp_path) == expected + list(range(600, 605))
 
 
 def test_an_append_refuses_a_day_it_has_already(root: str) -> None:
@@ -98,7 +80,7 @@ def test_plain_shards_keep_the_partitions_and_an_overwrite_holds_only_its_own(ro
     v2 = _plain(shard_set, "append", range(100, 105))  # tx.out, as before partitions existed
     assert v2.partitions == v1.partitions and v2.rows == 15
     v3 = _days(shard_set, "replace", {"d1": range(20, 22)})
-    assert _read(root, tmp_path, 3) == list(range(100, 105)) + [20, 21]  # the plain shards stay
+    assert read_ids(root, tmp_path, 3) == list(range(100, 105)) + [20, 21]  # the plain shards stay
     v4 = _days(shard_set, "overwrite", {"d9": range(900, 903)})
     assert (v4.parent, v4.rows, list(v4.partitions)) == (3, 3, ["d9"]) and v3.version == 3
     v5 = _plain(shard_set, "overwrite", range(7))
@@ -116,7 +98,7 @@ def test_a_partition_may_hold_a_merged_index_over_sub_folders(tmp_path: Path) ->
     assert tx.version is not None  # committed
     names = tx.version.partitions["2026-11-30"]
     assert any("/part-2026-11-30/0/" in n for n in names) and any("/part-2026-11-30/1/" in n for n in names)
-    assert sorted(_read(root, tmp_path)) == list(range(40))
+    assert sorted(read_ids(root, tmp_path)) == list(range(40))
 
 
 def test_partition_mistakes_are_refused_with_the_reason(tmp_path: Path) -> None:
@@ -138,23 +120,10 @@ def test_partition_mistakes_are_refused_with_the_reason(tmp_path: Path) -> None:
 
 
 def test_the_manifest_s_partitions_are_validated_strictly() -> None:
-    good: dict[str, Any] = {
-        "version": 1,
-        "parent": None,
-        "created": "2026-12-01T00:00:00+00:00",
-        "mode": "append",
-        "transaction": "t",
-        "index": "_versions/00000001.t.index.json",
-        "rows": 1,
-        "shards": 1,
-        "raw_bytes": 1,
-        "stored_bytes": 1,
-        "new_shards": 1,
-        "columns": {},
-        "fingerprint": "f",
-        "writer": {},
-        "lineage": {},
-    }
+    good: dict[str, Any] = {"version": 1, "parent": None, "created": "2026-12-01T00:00:00+00:00", "mode": "append"}
+    good |= {"transaction": "t", "index": "_versions/00000001.t.index.json", "columns": {}, "fingerprint": "f"}
+    good |= dict.fromkeys(("rows", "shards", "raw_bytes", "stored_bytes", "new_shards"), 1)
+    good |= {"writer": {}, "lineage": {}}
     assert parse_manifest(json.dumps(good).encode(), "m").partitions == {}  # older manifests have none
     ok = parse_manifest(json.dumps({**good, "partitions": {"d1": ["data/t/part-d1/shard.00000.mds"]}}).encode(), "m")
     assert ok.partitions == {"d1": ["data/t/part-d1/shard.00000.mds"]}
@@ -176,8 +145,8 @@ def test_a_failed_version_is_skipped_by_building_on_the_published_one(root: str,
         write_day(tx.partition_out("d4"), "d4", range(400, 410))
     assert tx.version is not None  # committed
     assert (tx.version.version, tx.version.parent) == (6, 4)  # numbers only grow; the parent is the base
-    assert _read(root, tmp_path, 6) == list(range(40)) + list(range(400, 410))
-    assert _read(root, tmp_path, 5) == list(range(45)) and shard_set.published() == 4
+    assert read_ids(root, tmp_path, 6) == list(range(40)) + list(range(400, 410))
+    assert read_ids(root, tmp_path, 5) == list(range(45)) and shard_set.published() == 4
     on_three = _plain(shard_set, "append", range(900, 901), base=3)
     assert (on_three.version, on_three.parent, on_three.rows) == (7, 3, 31)
     empty = _plain(shard_set, "append", range(7), base=None)

@@ -15,13 +15,6 @@ from mds_core.versions.manifest import PUBLISHED, Published, parse_published
 from mds_core.versions.publication import history_before, pushed, rollback_target
 
 
-@pytest.fixture(params=["local", "s3"])
-def root(request, tmp_path: Path) -> str:
-    if request.param == "local":
-        return str(tmp_path / "set")
-    return f"s3://{request.getfixturevalue('s3_server').new_bucket()}/set"
-
-
 def _commit(shard_set: ShardSet, ids: range, **kwargs) -> int:
     with shard_set.transaction("append", **kwargs) as tx, MDSWriter(out=tx.out, columns={"id": "int"}) as writer:
         for i in ids:

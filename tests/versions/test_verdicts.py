@@ -8,19 +8,12 @@ import pytest
 
 from mds_core.errors import ConfigurationError, InvalidManifestError
 from mds_core.versions import ShardSet
-from tests.versions.conftest import write_day
-
-
-def _commit(shard_set: ShardSet, mode: str, day: str, ids: range) -> int:
-    with shard_set.transaction(mode, lineage={"day": day}) as tx:
-        write_day(tx.out, day, ids)
-    assert tx.version is not None  # committed
-    return tx.version.version
+from tests.versions.conftest import commit
 
 
 def test_a_verdict_is_kept_with_its_version_and_read_back(root: str) -> None:
     shard_set = ShardSet(root)
-    one = _commit(shard_set, "overwrite", "d1", range(10))
+    one = commit(shard_set, "overwrite", "d1", range(10)).version
     assert shard_set.verdict(one, "loader_smoke_test") is None
     shard_set.record_verdict(one, "loader_smoke_test", {"passed": False, "run_id": "r1"})
     shard_set.record_verdict(one, "loader_smoke_test", {"passed": True, "run_id": "r2"})  # the last one counts
@@ -32,7 +25,7 @@ def test_a_verdict_is_kept_with_its_version_and_read_back(root: str) -> None:
 
 def test_a_verdict_needs_an_existing_version_and_a_plain_check_name(root: str) -> None:
     shard_set = ShardSet(root)
-    one = _commit(shard_set, "overwrite", "d1", range(10))
+    one = commit(shard_set, "overwrite", "d1", range(10)).version
     with pytest.raises(ConfigurationError, match="no version 7"):
         shard_set.record_verdict(7, "loader_smoke_test", {"passed": True})
     for bad in ("../published", "a/b", "", "..", "x" * 129):
@@ -42,7 +35,7 @@ def test_a_verdict_needs_an_existing_version_and_a_plain_check_name(root: str) -
 
 def test_a_damaged_verdict_is_an_error_naming_its_file(root: str) -> None:
     shard_set = ShardSet(root)
-    one = _commit(shard_set, "overwrite", "d1", range(10))
+    one = commit(shard_set, "overwrite", "d1", range(10)).version
     shard_set.store.write_bytes(f"_versions/checks/{one}/smoke.json", b"{not json")
     with pytest.raises(InvalidManifestError, match=rf"checks/{one}/smoke.json: the verdict is not JSON"):
         shard_set.verdict(one, "smoke")
@@ -53,7 +46,7 @@ def test_a_damaged_verdict_is_an_error_naming_its_file(root: str) -> None:
 
 def test_vacuum_keeps_the_verdicts_of_kept_versions_and_removes_the_others(root: str) -> None:
     shard_set = ShardSet(root)
-    numbers = [_commit(shard_set, "append", f"d{i}", range(i * 10, i * 10 + 10)) for i in range(3)]
+    numbers = [commit(shard_set, "append", f"d{i}", range(i * 10, i * 10 + 10)).version for i in range(3)]
     for number in numbers:
         shard_set.record_verdict(number, "loader_smoke_test", {"passed": True, "run_id": f"r{number}"})
     report = shard_set.vacuum(keep_last=1, grace=dt.timedelta(0))

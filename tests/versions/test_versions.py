@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -14,24 +13,10 @@ from click.testing import CliRunner
 from mds_core import StreamingDataset, cli
 from mds_core.errors import ConfigurationError, ResumeError, VersionConflictError
 from mds_core.versions import ShardSet
-from tests.versions.conftest import COLUMNS, write_day
+from tests.versions.conftest import COLUMNS, commit, read_ids, write_day
 
 ROOT = Path(__file__).resolve().parents[2]
 REF_PYTHON = ROOT / "benchmarks" / ".venv" / "bin" / "python"
-
-
-def _commit(shard_set: ShardSet, mode: str, day: str, ids: range, **kwargs):
-    with shard_set.transaction(mode, lineage={"day": day}, **kwargs) as tx:
-        write_day(tx.out, day, ids)
-    return tx.version
-
-
-def _read(root: str, tmp_path: Path, version: int | None = None) -> list[int]:
-    cache = tmp_path / f"cache-{version}-{time.monotonic_ns()}"
-    dataset = StreamingDataset(
-        remote=root, local=str(cache), version=version, batch_size=4, job_root=str(tmp_path / "jobs")
-    )
-    return [int(sample["id"]) for sample in dataset]
 
 
 def _files(shard_set: ShardSet, prefix: str = "") -> set[str]:
@@ -41,9 +26,9 @@ def _files(shard_set: ShardSet, prefix: str = "") -> set[str]:
 def test_commit_append_list_show_diff_and_checkout(root: str, tmp_path: Path) -> None:
     shard_set = ShardSet(root)
     assert shard_set.versions() == [] and shard_set.published() is None
-    v1 = _commit(shard_set, "overwrite", "2026-11-01", range(100))
+    v1 = commit(shard_set, "overwrite", "2026-11-01", range(100))
     before = _files(shard_set, "data")
-    v2 = _commit(shard_set, "append", "2026-11-02", range(100, 150))
+    v2 = commit(shard_set, "append", "2026-11-02", range(100, 150))
     written = _files(shard_set, "data") - before
     assert written and all(name.startswith(f"data/{v2.transaction}/") for name in written)  # only the new day
     assert [v.version for v in shard_set.versions()] == [1, 2] and shard_set.published() == 2
@@ -52,20 +37,20 @@ def test_commit_append_list_show_diff_and_checkout(root: str, tmp_path: Path) ->
     diff = shard_set.diff(1, 2)
     assert (diff.added_rows, diff.removed_rows, diff.removed_shards) == (50, 0, [])
     assert len(diff.added_shards) == v2.new_shards
-    assert _read(root, tmp_path, version=1) == list(range(100))
-    assert _read(root, tmp_path, version=2) == list(range(150))
-    assert _read(root, tmp_path) == list(range(150))  # the root's index.json is the published version
+    assert read_ids(root, tmp_path, version=1) == list(range(100))
+    assert read_ids(root, tmp_path, version=2) == list(range(150))
+    assert read_ids(root, tmp_path) == list(range(150))  # the root's index.json is the published version
     assert shard_set.store.read_bytes("index.json") == shard_set.index_bytes(2)
-    v3 = _commit(shard_set, "overwrite", "2026-11-03", range(500, 510))
-    assert shard_set.diff(2, 3).removed_rows == 150 and _read(root, tmp_path, version=3) == list(range(500, 510))
+    v3 = commit(shard_set, "overwrite", "2026-11-03", range(500, 510))
+    assert shard_set.diff(2, 3).removed_rows == 150 and read_ids(root, tmp_path, version=3) == list(range(500, 510))
     with pytest.raises(ConfigurationError, match=r"no version 9; versions here: \[1, 2, 3\]"):
-        _read(root, tmp_path, version=9)
+        read_ids(root, tmp_path, version=9)
     assert v3.fingerprint != v2.fingerprint
 
 
 def test_two_writers_from_the_same_version_exactly_one_wins(root: str, tmp_path: Path) -> None:
     shard_set = ShardSet(root)
-    _commit(shard_set, "overwrite", "d1", range(10))
+    commit(shard_set, "overwrite", "d1", range(10))
     first, second = shard_set.transaction("append"), shard_set.transaction("append")
     write_day(first.out, "d2", range(10, 20))
     write_day(second.out, "d3", range(20, 30))
@@ -73,31 +58,31 @@ def test_two_writers_from_the_same_version_exactly_one_wins(root: str, tmp_path:
         pass
     with pytest.raises(VersionConflictError, match="version 2 was committed by another writer first"), second:
         pass
-    assert [v.version for v in shard_set.versions()] == [1, 2] and _read(root, tmp_path) == list(range(20))
+    assert [v.version for v in shard_set.versions()] == [1, 2] and read_ids(root, tmp_path) == list(range(20))
     again = shard_set.commit(second.id, "append")  # nothing was lost: its shards commit on top of the winner
-    assert again.version == 3 and _read(root, tmp_path, version=3) == list(range(30))
+    assert again.version == 3 and read_ids(root, tmp_path, version=3) == list(range(30))
 
 
 def test_vacuum_keeps_what_retained_versions_need(root: str, tmp_path: Path) -> None:
     shard_set = ShardSet(root)
-    _commit(shard_set, "overwrite", "d1", range(40))
-    _commit(shard_set, "append", "d2", range(40, 80))
-    v3 = _commit(shard_set, "overwrite", "d3", range(80, 90))
-    v4 = _commit(shard_set, "append", "d4", range(90, 100))
+    commit(shard_set, "overwrite", "d1", range(40))
+    commit(shard_set, "append", "d2", range(40, 80))
+    v3 = commit(shard_set, "overwrite", "d3", range(80, 90))
+    v4 = commit(shard_set, "append", "d4", range(90, 100))
     report = shard_set.vacuum(keep_last=2)
     assert report.kept_versions == [3, 4] and report.removed_versions == [1, 2]
     assert [v.version for v in shard_set.versions()] == [3, 4]
     left = {name.split("/")[1] for name in _files(shard_set, "data")}
     assert left == {v3.transaction, v4.transaction}  # d1 and d2's shards are gone, d3's stay (v4 needs them)
-    assert _read(root, tmp_path, version=4) == list(range(80, 100))
+    assert read_ids(root, tmp_path, version=4) == list(range(80, 100))
     assert shard_set.vacuum(keep_last=2).removed_files == []  # nothing more to do
 
 
 def test_resuming_on_another_version_is_refused_unless_allowed(tmp_path: Path) -> None:
     root = str(tmp_path / "set")
     shard_set = ShardSet(root)
-    _commit(shard_set, "overwrite", "d1", range(40))
-    _commit(shard_set, "append", "d2", range(40, 80))
+    commit(shard_set, "overwrite", "d1", range(40))
+    commit(shard_set, "append", "d2", range(40, 80))
     one = StreamingDataset(
         remote=root, local=str(tmp_path / "c1"), version=1, batch_size=4, job_root=str(tmp_path / "jobs")
     )
@@ -114,8 +99,8 @@ def test_resuming_on_another_version_is_refused_unless_allowed(tmp_path: Path) -
 def test_the_cli(tmp_path: Path) -> None:
     root = str(tmp_path / "set")
     shard_set = ShardSet(root)
-    _commit(shard_set, "overwrite", "d1", range(40))
-    _commit(shard_set, "append", "d2", range(40, 60))
+    commit(shard_set, "overwrite", "d1", range(40))
+    commit(shard_set, "append", "d2", range(40, 60))
     runner = CliRunner()
     listed = runner.invoke(cli.main, ["versions", "list", root, "--json"])
     assert listed.exit_code == 0 and json.loads(listed.output)["published"] == 2
@@ -135,7 +120,7 @@ def test_list_and_show_print_for_people_not_python_reprs(tmp_path: Path) -> None
     """Issue 40, item 17: no ``None``, no dict reprs; long values cut short; ``--json`` unchanged."""
     root = str(tmp_path / "set")
     shard_set = ShardSet(root)
-    _commit(shard_set, "overwrite", "d1", range(40))
+    commit(shard_set, "overwrite", "d1", range(40))
     days = [f"2026-01-{day:02}" for day in range(1, 31)]
     with shard_set.transaction("append", lineage={"days": days, "source": {"table": "raw", "rows": 20}}) as tx:
         write_day(tx.out, "d2", range(40, 60))
@@ -165,8 +150,8 @@ def test_list_and_show_print_for_people_not_python_reprs(tmp_path: Path) -> None
 def test_the_reference_reads_any_version(tmp_path: Path) -> None:
     root = tmp_path / "set"
     shard_set = ShardSet(str(root))
-    _commit(shard_set, "overwrite", "d1", range(30))
-    _commit(shard_set, "append", "d2", range(30, 45))
+    commit(shard_set, "overwrite", "d1", range(30))
+    commit(shard_set, "append", "d2", range(30, 45))
     for number, expected in ((1, list(range(30))), (2, list(range(45)))):
         index = tmp_path / f"index-{number}.json"
         index.write_bytes(shard_set.index_bytes(number))
@@ -183,10 +168,10 @@ def test_the_reference_reads_any_version(tmp_path: Path) -> None:
 
 def test_a_long_lived_shard_set_sees_what_other_writers_did(root: str, tmp_path: Path) -> None:
     watcher = ShardSet(root)  # as a Dagster resource or a training job would hold it
-    _commit(watcher, "overwrite", "d1", range(10))
+    commit(watcher, "overwrite", "d1", range(10))
     assert [v.version for v in watcher.versions()] == [1]
     other = ShardSet(root)
-    _commit(other, "append", "d2", range(10, 20))
+    commit(other, "append", "d2", range(10, 20))
     assert [v.version for v in watcher.versions()] == [1, 2]  # no stale listing
     other.vacuum(keep_last=1, grace=dt.timedelta(0))
     assert [v.version for v in watcher.versions()] == [2] and watcher.published() == 2
@@ -198,7 +183,7 @@ def test_latest_reads_the_hint_and_probes_one_past_it(s3_server) -> None:
     bucket = s3_server.new_bucket()
     shard_set = ShardSet(f"s3://{bucket}/set")
     for day in range(6):
-        _commit(shard_set, "append", f"d{day}", range(5 * day, 5 * day + 5))
+        commit(shard_set, "append", f"d{day}", range(5 * day, 5 * day + 5))
     since = s3_server.log_position()
     latest = shard_set.latest()
     assert latest is not None and latest.version == 6
@@ -215,8 +200,8 @@ def test_a_pinned_version_reads_its_cached_index_without_a_request(s3_server, tm
     bucket = s3_server.new_bucket()
     root = f"s3://{bucket}/set"
     shard_set = ShardSet(root)
-    _commit(shard_set, "overwrite", "2026-11-01", range(40))
-    _commit(shard_set, "append", "2026-11-02", range(40, 60))
+    commit(shard_set, "overwrite", "2026-11-01", range(40))
+    commit(shard_set, "append", "2026-11-02", range(40, 60))
     cache = tmp_path / "cache"
 
     def read(version: int | None) -> tuple[list[int], list]:

@@ -95,13 +95,6 @@ def test_bulk_refuses_a_shard_over_4_gib(tmp_path: Path) -> None:
     assert not (tmp_path / "d" / "index.json").exists()
 
 
-def test_bulk_write_after_finish_raises(tmp_path: Path) -> None:
-    writer = MDSWriter(out=str(tmp_path / "d"), columns=COLUMNS)
-    writer.finish()
-    with pytest.raises(WriterError, match="is finished"):
-        writer.write_encoded_many(b"", [])
-
-
 def test_a_shard_filled_exactly_to_the_limit_matches(tmp_path: Path) -> None:
     schema = Schema.from_columns(COLUMNS)
     encoded = [schema.encode(sample) for sample in _samples([20] * 10)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -94,19 +95,23 @@ def test_a_sample_bigger_than_the_limit_gets_its_own_shard_and_no_empty_shard(tm
     assert [s["id"] for s in LocalDataset(tmp_path / "d")] == [0, 1, 2]
 
 
-def test_hashes_must_be_sorted_and_unique(tmp_path: Path) -> None:
-    with pytest.raises(HashAlgorithmError, match="sorted and unique"):
-        MDSWriter(out=str(tmp_path / "d"), columns=COLUMNS, hashes=["sha1", "md5"])
-
-
-def test_unknown_kwargs_are_rejected(tmp_path: Path) -> None:
-    with pytest.raises(WriterError, match=r"Invalid Writer argument\(s\): \['colums'\]"):
-        MDSWriter(out=str(tmp_path / "d"), columns=COLUMNS, colums={})
-
-
-def test_unknown_encoding_is_a_type_error(tmp_path: Path) -> None:
-    with pytest.raises(UnknownEncodingError, match="unknown encoding 'text'"):
-        MDSWriter(out=str(tmp_path / "d"), columns={"x": "text"})
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        pytest.param({"hashes": ["sha1", "md5"]}, HashAlgorithmError, "sorted and unique", id="hashes"),
+        pytest.param({"colums": {}}, WriterError, r"Invalid Writer argument\(s\): \['colums'\]", id="unknown-kwarg"),
+        pytest.param({"columns": {"x": "text"}}, UnknownEncodingError, "unknown encoding 'text'", id="encoding"),
+        pytest.param(
+            {"out": "ftp://bucket/x"},
+            MDSError,
+            r"ftp://bucket/x: unsupported URL scheme 'ftp'; use a local path, file://.*s3://",
+            id="url-scheme",
+        ),
+    ],
+)
+def test_bad_arguments_are_refused(tmp_path: Path, options: dict, error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        MDSWriter(**{"out": str(tmp_path / "d"), "columns": COLUMNS, **options})
 
 
 def test_exist_ok(tmp_path: Path) -> None:
@@ -157,19 +162,17 @@ def test_extra_keys_are_ignored_and_zero_samples_write_an_empty_index(tmp_path: 
     assert (tmp_path / "b" / "index.json").read_text() == '{"shards": [], "version": 2}'
 
 
-def test_write_after_finish_raises(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "write",
+    [lambda w: w.write({"id": 1, "payload": b""}), lambda w: w.write_encoded_many(b"", [])],
+    ids=["write", "write_encoded_many"],
+)
+def test_write_after_finish_raises(tmp_path: Path, write: Callable[[MDSWriter], None]) -> None:
     writer = MDSWriter(out=str(tmp_path / "d"), columns=COLUMNS)
     writer.finish()
     writer.finish()  # idempotent
     with pytest.raises(WriterError, match="is finished"):
-        writer.write({"id": 1, "payload": b""})
-
-
-def test_an_unknown_url_scheme_is_refused_clearly(tmp_path: Path) -> None:
-    with pytest.raises(
-        MDSError, match=r"ftp://bucket/x: unsupported URL scheme 'ftp'; use a local path, file://.*s3://"
-    ):
-        MDSWriter(out="ftp://bucket/x", columns=COLUMNS)
+        write(writer)
 
 
 def test_a_shard_over_4_gib_raises_instead_of_wrapping_offsets(tmp_path: Path) -> None:
