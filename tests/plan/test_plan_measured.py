@@ -132,7 +132,10 @@ def test_modelled_first_batch_and_throughput_are_within_a_quarter_of_measured(
     url = f"s3://{bucket}/data"
     _write(url, samples=600, payload=10_000, size_limit=520_000)  # 12 shards of 50 samples, ~0.5 MB each
     fault_proxy.rate = rate
-    environment = probe(url, max_bytes=2_100_000)  # four shards through the throttled link
+    # Four shards through the throttled link. The faster of two probes, as for the epochs below: other load
+    # on the machine can only slow a probe down (CI once measured 1.2 of 2 MB/s in one).
+    probes = [probe(url, max_bytes=2_100_000) for _ in range(2)]
+    environment = max(probes, key=lambda found: found.bandwidth or 0.0)
     assert environment.bandwidth == pytest.approx(rate, rel=0.25)
     order: dict[str, Any] = {"shuffle": True, "shuffle_block_size": 100}
     modelled = plan_training(load_streams([url]), World(), 16, environment=environment, **order).epochs[0]
