@@ -49,7 +49,6 @@ import math
 import os
 import resource
 import shutil
-import string
 import sys
 import tempfile
 import time
@@ -65,7 +64,7 @@ import bench_format as bf
 import harness
 
 MARKER = "bench-disk.json"
-MARKER_VERSION = 1
+MARKER_VERSION = 2  # 2: the mixed pool comes from bench_format.make_samples
 DISK_BLOCK = 8 << 20  # the dd-style pass reads this much per call
 TARGET = 0.8  # reader MB/s over disk MB/s
 POOL = 4099  # distinct samples the writer cycles through (prime: shards do not repeat each other)
@@ -84,26 +83,8 @@ def gib(n: float) -> str:
 
 
 def sample_pool(workload: str, seed: int) -> list[dict[str, Any]]:
-    """POOL random samples; the writer cycles through them (``id`` is set per sample)."""
-    rng = np.random.default_rng(seed)
-    if workload == "tokens":
-        tokens = rng.integers(0, 50257, size=(POOL, 2048), dtype=np.uint16)
-        return [{"tokens": row} for row in tokens]
-    alphabet = np.frombuffer((string.ascii_letters + string.digits + " ").encode(), np.uint8)
-    pool = []
-    for _ in range(POOL):
-        text = alphabet[rng.integers(0, len(alphabet), size=int(rng.integers(150, 251)))]
-        image = rng.integers(0, 256, size=int(rng.integers(6 << 10, (10 << 10) + 1)), dtype=np.uint8)
-        pool.append(
-            {
-                "id": 0,
-                "label": int(rng.integers(0, 1000)),
-                "text": text.tobytes().decode("ascii"),
-                "image": image.tobytes(),
-                "emb": rng.standard_normal(64, dtype=np.float32),
-            }
-        )
-    return pool
+    """POOL random samples of the format benchmark's generator; the writer cycles through them (``id`` set per sample)."""
+    return bf.make_samples(workload, POOL, seed)
 
 
 def encoded_bytes(workload: str, sample: dict[str, Any]) -> int:
@@ -418,20 +399,14 @@ def report(bench: harness.Bench, args: argparse.Namespace, path: Path, info: dic
     lines = harness.header("Cold read from local disk: mds_core.LocalDataset vs the disk", wall, settings)
     lines += [
         "How to read it:",
-        (
-            "- disk = the disk's own sequential read rate, measured in this run on the same shard files: "
-            f"each file in index order, `readinto` of a {DISK_BLOCK >> 20} MiB buffer to its end "
-            f"(like `dd bs={DISK_BLOCK >> 20}M` over the files)."
-        ),
-        (
-            "- reader = `LocalDataset(dir)`, `for sample in ds: consume(sample)` (every payload byte copied "
-            "into a preallocated buffer by the harness Consumer), `ds.close()`; timed from the open."
-        ),
-        (
-            "- MB/s = shard-file bytes (10^6 B) over wall seconds, for both rows. Each pass ran in a fresh "
-            "process forked from a template that had imported mds_core; the passes alternated "
-            "(disk first in odd reps, reader first in even ones)."
-        ),
+        "- disk = the disk's own sequential read rate, measured in this run on the same shard files: "
+        f"each file in index order, `readinto` of a {DISK_BLOCK >> 20} MiB buffer to its end "
+        f"(like `dd bs={DISK_BLOCK >> 20}M` over the files).",
+        "- reader = `LocalDataset(dir)`, `for sample in ds: consume(sample)` (every payload byte copied "
+        "into a preallocated buffer by the harness Consumer), `ds.close()`; timed from the open.",
+        "- MB/s = shard-file bytes (10^6 B) over wall seconds, for both rows. Each pass ran in a fresh "
+        "process forked from a template that had imported mds_core; the passes alternated "
+        "(disk first in odd reps, reader first in even ones).",
         (
             "- cold: "
             + (
@@ -446,24 +421,18 @@ def report(bench: harness.Bench, args: argparse.Namespace, path: Path, info: dic
             "the default size (1.25 x RAM) it cannot stay cached either way. On a virtual machine the "
             'host may cache the disk image, so "disk" can exceed the physical device.'
         ),
-        (
-            "- blocked s = wall - CPU - run-queue s: the time the pass slept, mostly waiting for the disk "
-            "(page faults or reads the readahead had not finished). run-queue s = time it was runnable but "
-            "waited for a CPU (`/proc/thread-self/schedstat`): other load on the machine; both passes are "
-            "single-threaded."
-        ),
-        (
-            "- CPU s = user + system seconds of the pass; peak RSS = VmHWM, which for the reader includes "
-            "the mapped shard pages (file-backed, reclaimable)."
-        ),
+        "- blocked s = wall - CPU - run-queue s: the time the pass slept, mostly waiting for the disk "
+        "(page faults or reads the readahead had not finished). run-queue s = time it was runnable but "
+        "waited for a CPU (`/proc/thread-self/schedstat`): other load on the machine; both passes are "
+        "single-threaded.",
+        "- CPU s = user + system seconds of the pass; peak RSS = VmHWM, which for the reader includes "
+        "the mapped shard pages (file-backed, reclaimable).",
         "",
     ]
     if "write_seconds" in info:
         lines += [
-            (
-                f"Dataset written in this run: {info['write_seconds']:.1f} s, "
-                f"{shard_bytes / info['write_seconds'] / 1e6:,.0f} MB/s (writer + fsync)."
-            ),
+            f"Dataset written in this run: {info['write_seconds']:.1f} s, "
+            f"{shard_bytes / info['write_seconds'] / 1e6:,.0f} MB/s (writer + fsync).",
             "",
         ]
     else:
@@ -481,10 +450,8 @@ def report(bench: harness.Bench, args: argparse.Namespace, path: Path, info: dic
         )
 
     lines += [
-        (
-            "| pass | MB/s (median [min–max]) | samples/s | wall s | CPU s | CPU % of wall | "
-            "blocked s | run-queue s | peak RSS MB | major faults | resident before | storage read |"
-        ),
+        "| pass | MB/s (median [min–max]) | samples/s | wall s | CPU s | CPU % of wall | "
+        "blocked s | run-queue s | peak RSS MB | major faults | resident before | storage read |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for op, label in (("disk", f"disk (readinto {DISK_BLOCK >> 20} MiB)"), ("reader", "mds_core.LocalDataset")):
@@ -559,8 +526,16 @@ def report(bench: harness.Bench, args: argparse.Namespace, path: Path, info: dic
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
+    parser = harness.option_parser(
+        __doc__,
+        [
+            ("--dir", None, "dataset directory (default: <repo>/data/bench-disk/<workload>, git-ignored)"),
+            ("--reps", 3, "repetitions of each pass (interleaved)"),
+            ("--size-limit", 1 << 26, "MDS shard size limit in bytes"),
+            ("--quick", False, "smoke run: --gib 2 (unless given), --reps 1"),
+            ("--seed", 0, None),
+            ("--out", str(HERE / "results-disk-latest.md"), "markdown report"),
+        ],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 1)[1],
     )
@@ -570,22 +545,13 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help=f"dataset size in GiB of shard files (default 1.25 x RAM = {1.25 * ram_bytes() / 2**30:.1f})",
     )
-    parser.add_argument(
-        "--dir", default=None, help="dataset directory (default: <repo>/data/bench-disk/<workload>, git-ignored)"
-    )
     parser.add_argument("--workload", choices=sorted(WORKLOAD_COLUMNS), default="tokens")
-    parser.add_argument("--reps", type=int, default=3, help="repetitions of each pass (interleaved)")
-    parser.add_argument("--size-limit", type=int, default=1 << 26, help="MDS shard size limit in bytes")
     parser.add_argument(
         "--no-evict",
         dest="evict",
         action="store_false",
         help="do not drop the files from the page cache before each pass",
     )
-    parser.add_argument("--quick", action="store_true", help="smoke run: --gib 2 (unless given), --reps 1")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=str(HERE / "results-disk-latest.md"), help="markdown report")
-    parser.add_argument("--_serve", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args._serve:

@@ -27,7 +27,6 @@ peak RSS are taken by ``harness.Span``. Run with the benchmark venv::
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import string
@@ -401,6 +400,14 @@ def run_workload(bench: harness.Bench, workload: str, n: int) -> dict[str, Any]:
 WRITE_TARGET, RANDOM_TARGET, IN_ORDER_TARGET, LIMIT_TARGET = 2.0, 5.0, 2.0, 0.5
 
 
+# What a reader row says about how the reader was driven, by (reader, mode).
+READ_NOTES = {
+    ("ref-local", "in-order"): "ds[i] for i in range(len(ds)) (map-style only)",
+    ("ref", "in-order"): "single-process `for s in ds` (its prepare/ready threads run)",
+    ("litdata", "random"): "batch_decode=0 (per-item decode)",
+}
+
+
 def workload_table(bench: harness.Bench, workload: str, n: int, info: dict[str, Any]) -> list[str]:
     fmt, seed = harness.fmt, bench.args.seed
     payload_mb = payload_bytes(workload, n, seed) / 1e6
@@ -486,15 +493,9 @@ def workload_table(bench: harness.Bench, workload: str, n: int, info: dict[str, 
                     versus = f"{fastest} " + harness.speedup(
                         secs(key), secs((workload, "read", fastest, comp, mode)), IN_ORDER_TARGET
                     )
-                note = ""
+                note = READ_NOTES.get((reader, mode), "")
                 if reader == "ref-local" and comp is not None:
                     note = "n/a: streaming.LocalDataset does not decompress shards"
-                elif reader == "ref-local" and mode == "in-order":
-                    note = "ds[i] for i in range(len(ds)) (map-style only)"
-                elif reader == "ref" and mode == "in-order":
-                    note = "single-process `for s in ds` (its prepare/ready threads run)"
-                elif reader == "litdata" and mode == "random":
-                    note = "batch_decode=0 (per-item decode)"
                 if reader == "ref" and comp is not None:
                     note = (note + "; " if note else "") + "includes unpacking shards to disk"
                 pc = ("litdata" if reader == "litdata" else "ref") if mode == "in-order" else None
@@ -545,22 +546,20 @@ def report(bench: harness.Bench, sizes: dict[str, int], infos: dict[str, dict[st
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mixed", type=int, default=20_000, help='samples in "mixed" (0: skip)')
-    parser.add_argument("--tokens", type=int, default=20_000, help='samples in "tokens" (0: skip)')
-    parser.add_argument("--reps", type=int, default=3, help="repetitions of each measurement")
-    parser.add_argument("--quick", action="store_true", help="smoke run: 300 samples each, 1 rep")
-    parser.add_argument(
-        "--size-limit",
-        type=int,
-        default=1 << 26,
-        help="shard size limit in bytes (MDS size_limit, litdata chunk_bytes)",
+    parser = harness.option_parser(
+        __doc__,
+        [
+            ("--mixed", 20_000, 'samples in "mixed" (0: skip)'),
+            ("--tokens", 20_000, 'samples in "tokens" (0: skip)'),
+            ("--reps", 3, "repetitions of each measurement"),
+            ("--quick", False, "smoke run: 300 samples each, 1 rep"),
+            ("--size-limit", 1 << 26, "shard size limit in bytes (MDS size_limit, litdata chunk_bytes)"),
+            ("--hashes", "", "comma list of MDS hashes, e.g. sha1,xxh64"),
+            ("--batch-size", 64, "batch_size for streaming.StreamingDataset"),
+            ("--seed", 0, None),
+            ("--out", str(HERE / "results-latest.md"), "markdown output file"),
+        ],
     )
-    parser.add_argument("--hashes", default="", help="comma list of MDS hashes, e.g. sha1,xxh64")
-    parser.add_argument("--batch-size", type=int, default=64, help="batch_size for streaming.StreamingDataset")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=str(HERE / "results-latest.md"), help="markdown output file")
-    parser.add_argument("--_serve", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args._serve:

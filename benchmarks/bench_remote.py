@@ -45,7 +45,6 @@ servers; the reference and litdata run in ``benchmarks/.venv``)::
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import pickle
@@ -102,42 +101,7 @@ def import_family(family: str) -> None:
 
 
 def open_dataset(spec: dict[str, Any], local: str) -> Any:
-    impl, url = spec["impl"], spec["url"]
-    if impl == "ours":
-        from mds_core import StreamingDataset
-
-        return StreamingDataset(
-            remote=url,
-            local=local,
-            version=spec.get("version"),
-            batch_size=BATCH,
-            shuffle=True,
-            shuffle_algo="py1e",
-            job_root=spec["job_root"],
-        )
-    if impl == "ref":
-        import streaming
-
-        return streaming.StreamingDataset(remote=url, local=local, batch_size=BATCH, shuffle=True, shuffle_algo="py1e")
-    import litdata
-
-    allow_plain_http()
-    return litdata.StreamingDataset(url, cache_dir=local, shuffle=True)
-
-
-def allow_plain_http() -> None:
-    """litdata fetches S3 chunks with obstore, which refuses an ``http://`` endpoint unless told.
-
-    Real stores are HTTPS; the loopback server is plain HTTP. The option goes into the client options
-    litdata itself passes to obstore, so litdata keeps its own (fastest) download path.
-    """
-    try:
-        from litdata.streaming import downloader
-    except ImportError:
-        return
-    options = getattr(downloader, "_OBSTORE_CLIENT_OPTIONS", None)
-    if isinstance(options, dict):
-        options["allow_http"] = True
+    return bs.open_dataset(dict(spec, dir=local, batch_size=BATCH))
 
 
 def open_loader(spec: dict[str, Any], ds: Any) -> Any:
@@ -630,6 +594,19 @@ def peer_versions(python: str) -> str:
     return done.stdout.strip().rstrip(",") or done.stderr.strip()[-200:]
 
 
+# The timing rows of a network's table: (label, op, result field, as samples/s (else seconds), target).
+TIMING_ROWS = [
+    ("construction → first sample, no workers (s)", "first", "seconds", False, 0.5),
+    ("construction → first batch, DataLoader (s)", "first-loader", "seconds", False, 0.5),
+    ("cold epoch, no workers (samples/s)", "epoch", "seconds", True, 1.5),
+    ("cold epoch, DataLoader (samples/s)", "loader", "cold_seconds", True, 1.5),
+    ("warm epoch, DataLoader (samples/s)", "loader", "warm_seconds", True, 2.0),
+    ("next epoch's first batch, DataLoader (s)", "loader", "next_first_seconds", False, 0.5),
+    ("resume at 50%, empty cache: first batch (s)", "resume-cold", "seconds", False, 0.5),
+    ("resume at 50%, every shard cached: first batch (s)", "resume-warm", "seconds", False, 0.5),
+]
+
+
 def network_section(bench: Bench, info: dict[str, Any], store_name: str, network: tuple) -> list[str]:
     args, n, shards = bench.args, bench.args.samples, info["shards"]
     tag = (store_name, network)
@@ -663,22 +640,9 @@ def network_section(bench: Bench, info: dict[str, Any], store_name: str, network
             + f" | {ratio} | {('≤ ' if lower else '≥ ') + f'{target:g}×' if target else ''} |"
         )
 
-    row("construction → first sample, no workers (s)", {i: values("first", i) for i in impls}, 3, True, 0.5)
-    row("construction → first batch, DataLoader (s)", {i: values("first-loader", i) for i in impls}, 3, True, 0.5)
-    row("cold epoch, no workers (samples/s)", {i: rate("epoch", i) for i in impls}, 0, False, 1.5)
-    row("cold epoch, DataLoader (samples/s)", {i: rate("loader", i, "cold_seconds") for i in impls}, 0, False, 1.5)
-    row("warm epoch, DataLoader (samples/s)", {i: rate("loader", i, "warm_seconds") for i in impls}, 0, False, 2.0)
-    row(
-        "next epoch's first batch, DataLoader (s)",
-        {i: values("loader", i, "next_first_seconds") for i in impls},
-        3,
-        True,
-        0.5,
-    )
-    row("resume at 50%, empty cache: first batch (s)", {i: values("resume-cold", i) for i in impls}, 3, True, 0.5)
-    row(
-        "resume at 50%, every shard cached: first batch (s)", {i: values("resume-warm", i) for i in impls}, 3, True, 0.5
-    )
+    for label, op, field, per_second, target in TIMING_ROWS:
+        series = {i: (rate if per_second else values)(op, i, field) for i in impls}
+        row(label, series, 0 if per_second else 3, not per_second, target)
     if values("resume-pinned", "ours"):
         pinned = {i: values("resume-pinned" if i == "ours" else "resume-warm", i) for i in impls}
         row("the same, mds_core on a pinned shard-set version (s)", pinned, 3, True, 0.5)
@@ -799,29 +763,30 @@ def check_notes(bench: Bench, tag: tuple, impls: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--samples", type=int, default=20_000, help="samples of the mixed workload (~9 KB each)")
-    parser.add_argument("--size-limit", type=int, default=16 << 20, help="shard size limit (litdata chunk_bytes)")
-    parser.add_argument("--stores", default="s3,gcs", help="comma list of: s3, gcs")
-    parser.add_argument(
-        "--networks",
-        default="0,25,100,25@100",
-        help="comma list of LATENCY_MS[@NODE_MB_PER_S] for s3 (default 0,25,100,25@100)",
+    parser = harness.option_parser(
+        __doc__,
+        [
+            ("--samples", 20_000, "samples of the mixed workload (~9 KB each)"),
+            ("--size-limit", 16 << 20, "shard size limit (litdata chunk_bytes)"),
+            ("--stores", "s3,gcs", "comma list of: s3, gcs"),
+            (
+                "--networks",
+                "0,25,100,25@100",
+                "comma list of LATENCY_MS[@NODE_MB_PER_S] for s3 (default 0,25,100,25@100)",
+            ),
+            ("--gcs-networks", "25", "the same for gcs (only mds_core and the plain line)"),
+            ("--impls", "ours,ref,litdata", None),
+            ("--reps", 3, None),
+            ("--plain-threads", 8, None),
+            ("--seed", 0, None),
+            ("--timeout", 900, "seconds after which one measurement is killed"),
+            ("--python-ours", str(ROOT / ".venv" / "bin" / "python"), None),
+            ("--python-peers", str(HERE / ".venv" / "bin" / "python"), None),
+            ("--quick", False, "smoke run: 4,000 samples, 4 MiB shards, 0 and 25 ms, 1 rep"),
+            ("--out", str(HERE / "results-remote-latest.md"), None),
+            ("--raw", None, "also write every measurement (with the proxy's request log) here, as JSON"),
+        ],
     )
-    parser.add_argument("--gcs-networks", default="25", help="the same for gcs (only mds_core and the plain line)")
-    parser.add_argument("--impls", default="ours,ref,litdata")
-    parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--plain-threads", type=int, default=8)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--timeout", type=int, default=900, help="seconds after which one measurement is killed")
-    parser.add_argument("--python-ours", default=str(ROOT / ".venv" / "bin" / "python"))
-    parser.add_argument("--python-peers", default=str(HERE / ".venv" / "bin" / "python"))
-    parser.add_argument(
-        "--quick", action="store_true", help="smoke run: 4,000 samples, 4 MiB shards, 0 and 25 ms, 1 rep"
-    )
-    parser.add_argument("--out", default=str(HERE / "results-remote-latest.md"))
-    parser.add_argument("--raw", help="also write every measurement (with the proxy's request log) here, as JSON")
-    parser.add_argument("--_serve", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args._serve:

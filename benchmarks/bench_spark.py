@@ -368,13 +368,10 @@ class Moto(MotoServer):
     def __init__(self, log_dir: Path) -> None:
         super().__init__(log_dir, count_requests=False)
 
-    def env(self) -> dict[str, str]:
-        return s3_env(self.endpoint)
-
     def client(self) -> Any:
         import boto3
 
-        keys = {name.lower(): self.env()[name] for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+        keys = {name.lower(): s3_env(self.endpoint)[name] for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
         return boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1", **keys)
 
     def bucket(self, name: str) -> str:
@@ -412,7 +409,7 @@ def measure(
     }
     bucket = ""  # set when the output goes to the S3 server
     if moto is not None:
-        env.update(moto.env())
+        env.update(s3_env(moto.endpoint))
         bucket = moto.bucket(f"{scenario}-{table}-{run}")
         out = f"s3://{bucket}/data"
     else:
@@ -508,10 +505,8 @@ def section(
         "",
         f"{rows:,} rows: {TABLE_TEXT[table]}.",
         "",
-        (
-            "| run | rows/s | seconds, median [min–max] | CPU seconds, median [min–max] (driver / JVM / "
-            "workers) | CPU ÷ wall | peak scratch | output | rows checked |"
-        ),
+        "| run | rows/s | seconds, median [min–max] | CPU seconds, median [min–max] (driver / JVM / "
+        "workers) | CPU ÷ wall | peak scratch | output | rows checked |",
         "|---|--:|--:|--:|--:|--:|--:|---|",
     ]
     for run in ("ours", "reference", "native"):
@@ -539,10 +534,8 @@ def section(
             "",
             "Where ours' time goes (each stage adds to the one above; the same timing and CPU count):",
             "",
-            (
-                "| stage | seconds, median [min–max] | CPU seconds, median [min–max] (driver / JVM / workers) "
-                "| added: seconds / CPU seconds (medians) | share of (c) |"
-            ),
+            "| stage | seconds, median [min–max] | CPU seconds, median [min–max] (driver / JVM / workers) "
+            "| added: seconds / CPU seconds (medians) | share of (c) |",
             "|---|--:|--:|--:|--:|",
         ]
         previous = None
@@ -569,10 +562,8 @@ def section(
         ]
         lines += [
             "",
-            (
-                "The moto server (same machine, outside the counted process tree) used CPU seconds, "
-                f"median over each whole run: {', '.join(moto)}."
-            ),
+            "The moto server (same machine, outside the counted process tree) used CPU seconds, "
+            f"median over each whole run: {', '.join(moto)}.",
         ]
     for run in ("arrow", "ours-raw"):
         if run in errors:
@@ -583,15 +574,7 @@ def section(
 CLUSTER_RUNS = ("ours", "arrow", "ours-raw")
 
 
-def run_cluster(
-    args: Any,
-    tables: list[str],
-    runs: list[str],
-    sources: dict[str, Path],
-    results: dict[tuple[str, str, str], list[dict[str, Any]]],
-    errors: dict[tuple[str, str, str], str],
-    partitions: dict[str, int],
-) -> None:
+def run_cluster(args: Any, tables: list[str], runs: list[str], sources: dict[str, Path], got: Results) -> None:
     """Each run on local[2] (key "cluster-local"), then on the 2-worker standalone cluster (key "cluster")."""
     from testsupport.spark_cluster import StandaloneCluster
 
@@ -605,44 +588,38 @@ def run_cluster(
             for rep in range(args.reps):
                 for run in [r for r in runs if r in CLUSTER_RUNS]:
                     for scenario in ("cluster-local", "cluster"):
-                        _measure_into(
-                            results,
-                            errors,
-                            partitions,
-                            (scenario, table, run),
-                            rep,
-                            lambda: measure(
-                                run,
-                                scenario,
-                                table,
-                                args.work,
-                                sources[table],
-                                None,
-                                cluster if scenario == "cluster" else None,
-                            ),
-                        )
+                        on = cluster if scenario == "cluster" else None
+                        got.take((scenario, table, run), rep, args.work, sources[table], None, on)
     finally:
         cluster.stop()
 
 
-def _measure_into(
-    results: dict, errors: dict, partitions: dict, key: tuple[str, str, str], rep: int, take: Any
-) -> None:
-    """One measurement: its report joins ``results``, or its failure's last line goes to ``errors``."""
-    scenario, table, run = key
-    try:
-        report = take()
-    except Exception as err:
-        errors[key] = str(err).strip().splitlines()[-1][:300]
-        print(f"FAILED {key}: {err}", file=sys.stderr, flush=True)
-        return
-    results.setdefault(key, []).append(report)
-    partitions[table] = report["partitions"]
-    print(
-        f"{scenario} {table} rep {rep + 1} {run}: {report['seconds']:.2f} s, "
-        f"cpu {report['cpu_seconds']:.2f} s, verified {report['verified']}",
-        flush=True,
-    )
+class Results:
+    """Every run's reports by (scenario, table, run), the last line of each failure, and each table's partitions."""
+
+    def __init__(self) -> None:
+        self.results: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+        self.errors: dict[tuple[str, str, str], str] = {}
+        self.partitions: dict[str, int] = {}
+
+    def take(self, key: tuple[str, str, str], rep: int, *where: Any) -> None:
+        """One measurement (``measure(run, scenario, table, *where)``): its report, or its failure's last line."""
+        scenario, table, run = key
+        if key in self.errors:
+            return  # failed before: don't retry every rep
+        try:
+            report = measure(run, scenario, table, *where)
+        except Exception as err:
+            self.errors[key] = str(err).strip().splitlines()[-1][:300]
+            print(f"FAILED {key}: {err}", file=sys.stderr, flush=True)
+            return
+        self.results.setdefault(key, []).append(report)
+        self.partitions[table] = report["partitions"]
+        print(
+            f"{scenario} {table} rep {rep + 1} {run}: {report['seconds']:.2f} s, "
+            f"cpu {report['cpu_seconds']:.2f} s, verified {report['verified']}",
+            flush=True,
+        )
 
 
 def cluster_section(table: str, rows: int, results: dict[tuple[str, str, str], list[dict[str, Any]]]) -> list[str]:
@@ -651,19 +628,15 @@ def cluster_section(table: str, rows: int, results: dict[tuple[str, str, str], l
         "",
         f"{rows:,} rows: {TABLE_TEXT[table]}.",
         "",
-        (
-            "Each repetition runs each run on `local[2]` (driver memory 6 GB, as above), then on a Spark standalone "
-            "cluster started for the benchmark from pyspark's distribution: a master and 2 workers on 127.0.0.1, "
-            "each 1 core and 3 GB, one executor per worker (2 GB), the driver a separate application (2 GB). The same "
-            "cached Parquet and a local `out` (one host, so a shared path; the converter's shared-path probe, one "
-            "small job, is inside the timed call). A cluster run's CPU adds the workers' process trees (executor "
-            "JVMs and their Python workers) to the driver's; its peak scratch is sampled under the workers' dirs."
-        ),
+        "Each repetition runs each run on `local[2]` (driver memory 6 GB, as above), then on a Spark standalone "
+        "cluster started for the benchmark from pyspark's distribution: a master and 2 workers on 127.0.0.1, "
+        "each 1 core and 3 GB, one executor per worker (2 GB), the driver a separate application (2 GB). The same "
+        "cached Parquet and a local `out` (one host, so a shared path; the converter's shared-path probe, one "
+        "small job, is inside the timed call). A cluster run's CPU adds the workers' process trees (executor "
+        "JVMs and their Python workers) to the driver's; its peak scratch is sampled under the workers' dirs.",
         "",
-        (
-            "| run | where | rows/s | seconds, median [min–max] | CPU seconds, median [min–max] (driver / JVMs / "
-            "Python workers) | CPU ÷ wall | peak scratch | rows checked |"
-        ),
+        "| run | where | rows/s | seconds, median [min–max] | CPU seconds, median [min–max] (driver / JVMs / "
+        "Python workers) | CPU ÷ wall | peak scratch | rows checked |",
         "|---|---|--:|--:|--:|--:|--:|---|",
     ]
     for run in CLUSTER_RUNS:
@@ -742,12 +715,11 @@ def main() -> None:
             f"in {sources[table]}",
             flush=True,
         )
-    results: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-    errors: dict[tuple[str, str, str], str] = {}
-    partitions: dict[str, int] = {}
+    got = Results()
+    results, errors, partitions = got.results, got.errors, got.partitions
     for scenario in scenarios:
         if scenario == "cluster":
-            run_cluster(args, tables, runs, sources, results, errors, partitions)
+            run_cluster(args, tables, runs, sources, got)
             continue
         moto = Moto(args.work) if scenario == "s3" else None
         scenario_runs = [run for run in runs if scenario == "local" or run in ("ours", "reference")]
@@ -755,16 +727,7 @@ def main() -> None:
             for table in tables:
                 for rep in range(args.reps):
                     for run in scenario_runs:
-                        if (scenario, table, run) in errors:
-                            continue  # failed before: don't retry every rep
-                        _measure_into(
-                            results,
-                            errors,
-                            partitions,
-                            (scenario, table, run),
-                            rep,
-                            lambda: measure(run, scenario, table, args.work, sources[table], moto),
-                        )
+                        got.take((scenario, table, run), rep, args.work, sources[table], moto)
         finally:
             if moto:
                 moto.stop()
@@ -786,12 +749,12 @@ def main() -> None:
     lines += [METHOD, ""]
     for table in tables:
         for scenario in scenarios:
-            got = {run: results[(scenario, table, run)] for run in runs if (scenario, table, run) in results}
+            ran = {run: results[(scenario, table, run)] for run in runs if (scenario, table, run) in results}
             errs = {run: errors[(scenario, table, run)] for run in runs if (scenario, table, run) in errors}
-            if scenario == "cluster" and got:
+            if scenario == "cluster" and ran:
                 lines += cluster_section(table, args.rows, results)
-            elif got or errs:
-                lines += section(table, scenario, args.rows, got, errs)
+            elif ran or errs:
+                lines += section(table, scenario, args.rows, ran, errs)
     harness.write_report("\n".join(lines), args.out)
 
 

@@ -31,7 +31,6 @@ library, plus a torch-free line for mds_core) and times everything. Run with the
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -125,13 +124,18 @@ def write_dataset(spec: dict[str, Any]) -> None:
 
 
 def open_dataset(spec: dict[str, Any]) -> Any:
-    """A shuffled StreamingDataset over spec['dir'] (py1e, default seed, canonical nodes)."""
-    impl = spec["impl"]
+    """A shuffled StreamingDataset over spec['dir'] (py1e, default seed, canonical nodes).
+
+    With spec['url'] (``bench_remote.py``) it streams from that remote into spec['dir'] as its cache.
+    """
+    impl, local, url = spec["impl"], spec["dir"], spec.get("url")
     if impl == "ours":
         from mds_core import StreamingDataset
 
         return StreamingDataset(
-            local=spec["dir"],
+            remote=url,
+            local=local,
+            version=spec.get("version"),
             batch_size=spec["batch_size"],
             shuffle=True,
             shuffle_algo="py1e",
@@ -141,10 +145,30 @@ def open_dataset(spec: dict[str, Any]) -> Any:
     if impl == "ref":
         from streaming import StreamingDataset as RefStreamingDataset
 
-        return RefStreamingDataset(local=spec["dir"], batch_size=spec["batch_size"], shuffle=True, shuffle_algo="py1e")
+        return RefStreamingDataset(
+            remote=url, local=local, batch_size=spec["batch_size"], shuffle=True, shuffle_algo="py1e"
+        )
     import litdata
 
-    return litdata.StreamingDataset(spec["dir"], shuffle=True)
+    if url is None:
+        return litdata.StreamingDataset(local, shuffle=True)
+    allow_plain_http()
+    return litdata.StreamingDataset(url, cache_dir=local, shuffle=True)
+
+
+def allow_plain_http() -> None:
+    """litdata fetches S3 chunks with obstore, which refuses an ``http://`` endpoint unless told.
+
+    Real stores are HTTPS; the loopback server is plain HTTP. The option goes into the client options
+    litdata itself passes to obstore, so litdata keeps its own (fastest) download path.
+    """
+    try:
+        from litdata.streaming import downloader
+    except ImportError:
+        return
+    options = getattr(downloader, "_OBSTORE_CLIENT_OPTIONS", None)
+    if isinstance(options, dict):
+        options["allow_http"] = True
 
 
 def litdata_bytes_collate(items: list[Any]) -> Any:
@@ -828,35 +852,38 @@ def own_shm_leftovers(before: set[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--mixed", type=int, default=20_000, help='samples in "mixed" for iteration/loader/cold start (0: skip)'
-    )
-    parser.add_argument(
-        "--tokens", type=int, default=20_000, help='samples in "tokens" for iteration/loader/cold start (0: skip)'
-    )
-    parser.add_argument(
-        "--resume-sizes",
-        default=None,
-        help='comma list of "tiny" dataset sizes for resume latency, smallest '
-        'first (default 50000,10000000; --quick 5000,20000; "": skip)',
-    )
-    parser.add_argument(
-        "--resume-impls",
-        default="ours,litdata",
-        help="implementations measured for resume latency (default ours,litdata: "
-        "the reference needs over 12 minutes to set up at 10M samples; add ref "
-        "to measure it too)",
-    )
-    parser.add_argument(
-        "--order-samples", type=int, default=100_000_000, help="samples in the order-generation epoch (0: skip)"
-    )
-    parser.add_argument("--order-shard-samples", type=int, default=50_000)
-    parser.add_argument("--order-ncn", type=int, default=8, help="canonical nodes for ordering")
-    parser.add_argument("--order-batch-size", type=int, default=32)
-    parser.add_argument("--order-world", default="1,8,8", help="nodes,ranks per node,workers per rank for ordering")
-    parser.add_argument(
-        "--telemetry-samples", type=int, default=1_000_000, help="samples for the telemetry-overhead epochs (0: skip)"
+    parser = harness.option_parser(
+        __doc__,
+        [
+            ("--mixed", 20_000, 'samples in "mixed" for iteration/loader/cold start (0: skip)'),
+            ("--tokens", 20_000, 'samples in "tokens" for iteration/loader/cold start (0: skip)'),
+            (
+                "--resume-sizes",
+                None,
+                'comma list of "tiny" dataset sizes for resume latency, smallest first '
+                '(default 50000,10000000; --quick 5000,20000; "": skip)',
+            ),
+            (
+                "--resume-impls",
+                "ours,litdata",
+                "implementations measured for resume latency (default ours,litdata: the reference needs over "
+                "12 minutes to set up at 10M samples; add ref to measure it too)",
+            ),
+            ("--order-samples", 100_000_000, "samples in the order-generation epoch (0: skip)"),
+            ("--order-shard-samples", 50_000, None),
+            ("--order-ncn", 8, "canonical nodes for ordering"),
+            ("--order-batch-size", 32, None),
+            ("--order-world", "1,8,8", "nodes,ranks per node,workers per rank for ordering"),
+            ("--telemetry-samples", 1_000_000, "samples for the telemetry-overhead epochs (0: skip)"),
+            ("--reps", 3, "repetitions of each measurement"),
+            ("--batch-size", 256, None),
+            ("--workers", 2, "DataLoader workers"),
+            ("--size-limit", 1 << 26, "shard size limit in bytes (MDS size_limit, litdata chunk_bytes)"),
+            ("--seed", 0, None),
+            ("--timeout", 1800, "seconds after which one measurement is killed"),
+            ("--quick", False, "smoke run: 600 mixed/tokens, resume at 5k and 20k, 2M order, 100k telemetry, 1 rep"),
+            ("--out", str(HERE / "results-streaming-latest.md"), "markdown output file"),
+        ],
     )
     parser.add_argument(
         "--telemetry-workload",
@@ -864,24 +891,6 @@ def main(argv: list[str] | None = None) -> int:
         choices=sorted(WORKLOAD_COLUMNS),
         help="workload of the telemetry-overhead epochs (default tiny: the most blocks per second, so the worst case)",
     )
-    parser.add_argument("--reps", type=int, default=3, help="repetitions of each measurement")
-    parser.add_argument("--batch-size", type=int, default=256)
-    parser.add_argument("--workers", type=int, default=2, help="DataLoader workers")
-    parser.add_argument(
-        "--size-limit",
-        type=int,
-        default=1 << 26,
-        help="shard size limit in bytes (MDS size_limit, litdata chunk_bytes)",
-    )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--timeout", type=int, default=1800, help="seconds after which one measurement is killed")
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="smoke run: 600 mixed/tokens, resume at 5k and 20k, 2M order, 100k telemetry, 1 rep",
-    )
-    parser.add_argument("--out", default=str(HERE / "results-streaming-latest.md"), help="markdown output file")
-    parser.add_argument("--_serve", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args._serve:

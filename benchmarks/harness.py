@@ -19,6 +19,7 @@ smallest and largest per-repetition ratio, pairing repetitions in the order they
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import contextlib
 import gc
@@ -372,6 +373,25 @@ def clean_reference_shm() -> None:
         clean_stale_shared_memory()
     except Exception as exc:  # cleanup must not fail the run
         print(f"clean_stale_shared_memory failed: {exc}", file=sys.stderr)
+
+
+# ----------------------------------------------------------------------------- command line
+
+
+def option_parser(doc: str, options: Iterable[tuple[str, Any, str | None]], **kwargs: Any) -> argparse.ArgumentParser:
+    """A script's parser: its docstring's first paragraph, one ``(flag, default, help)`` row per option and
+    the hidden ``--_serve FAMILY`` of its template processes. An option's type is its default's (``str``
+    for None); ``True``/``False`` defaults make ``store_false``/``store_true`` switches.
+    """
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0], **kwargs)
+    for flag, default, text in options:
+        if isinstance(default, bool):
+            parser.add_argument(flag, action="store_false" if default else "store_true", help=text)
+        else:
+            kind = str if default is None else type(default)
+            parser.add_argument(flag, type=kind, default=default, help=text)
+    parser.add_argument("--_serve", help=argparse.SUPPRESS)
+    return parser
 
 
 # ----------------------------------------------------------------------------- summaries

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from PIL import Image
+
+from mds_core import MDSWriter
 
 GOLDEN = Path(__file__).parent / "fixtures" / "mds-golden"
 CASES = json.loads((GOLDEN / "cases.json").read_text())["cases"]
@@ -20,41 +23,46 @@ def case(name: str) -> dict[str, Any]:
     return next(c for c in CASES if c["name"] == name)
 
 
+_SCALARS: dict[str, Callable[[str], Any]] = {"int": int, "float": float, "decimal": Decimal}
+_CONTAINERS: dict[str, Callable[[Iterator[Any]], Any]] = {"list": list, "tuple": tuple, "set": set}
+
+
 def untag(value: dict[str, Any]) -> Any:
     """A tagged fixture value as the Python object it stands for."""
     tag = value["t"]
-    if tag == "int":
-        return int(value["v"])
-    if tag == "float":
-        return float(value["v"])
-    if tag in ("bool", "str"):
+    if tag in _SCALARS:
+        return _SCALARS[tag](value["v"])
+    if tag in ("bool", "str", "json"):
         return value["v"]
     if tag == "none":
         return None
-    if tag == "bytes":
-        return base64.b64decode(value["b64"])
-    if tag == "decimal":
-        return Decimal(value["v"])
-    if tag == "np":
-        return np.frombuffer(base64.b64decode(value["b64"]), np.dtype(value["dtype"]).newbyteorder("<"))[0]
-    if tag == "ndarray":
-        data = base64.b64decode(value["b64"])
-        return np.frombuffer(data, np.dtype(value["dtype"]).newbyteorder("<")).reshape(value["shape"])
-    if tag == "image":
-        return Image.frombytes(value["mode"], tuple(value["size"]), base64.b64decode(value["b64"]))
-    if tag == "json":
-        return value["v"]
-    containers = {"list": list, "tuple": tuple, "set": set}
-    if tag in containers:
-        return containers[tag](untag(v) for v in value["v"])
+    if tag in _CONTAINERS:
+        return _CONTAINERS[tag](untag(v) for v in value["v"])
     if tag == "dict":
         return {k: untag(v) for k, v in value["v"].items()}
-    raise ValueError(f"unknown tag {tag}")
+    if tag not in ("bytes", "np", "ndarray", "image"):
+        raise ValueError(f"unknown tag {tag}")
+    data = base64.b64decode(value["b64"])
+    if tag == "bytes":
+        return data
+    if tag == "image":
+        return Image.frombytes(value["mode"], tuple(value["size"]), data)
+    array = np.frombuffer(data, np.dtype(value["dtype"]).newbyteorder("<"))
+    return array[0] if tag == "np" else array.reshape(value["shape"])
 
 
 def read_jsonl(kind: str, name: str) -> list[dict[str, Any]]:
     lines = (GOLDEN / kind / f"{name}.jsonl").read_text().splitlines()
     return [{col: untag(v) for col, v in json.loads(line).items()} for line in lines if line]
+
+
+def write_case(name: str, out: Path) -> Path:
+    """The case's samples written to ``out`` by our writer, with the case's columns and writer options."""
+    meta = case(name)
+    with MDSWriter(out=str(out), columns=meta["columns"], **meta["writer_kwargs"]) as writer:
+        for sample in read_jsonl("samples", name):
+            writer.write(sample)
+    return out
 
 
 def assert_same(actual: Any, expected: Any, where: str) -> None:

@@ -134,6 +134,12 @@ def steps(page: str = README) -> list[Step]:
     return ordered
 
 
+def block_under(section: str, lang: str, page: str = README) -> str:
+    """The text of the first ``lang`` block in the ``## section`` of ``page``."""
+    lines = (ROOT / page).read_text().splitlines()
+    return next(block.text for block in blocks(page) if block.lang == lang and _section(lines, block.line) == section)
+
+
 def problems(page: str = README) -> list[str]:
     """Commands the walk does not know, and entries of ``KNOWN`` the page no longer has."""
     found = steps(page)

@@ -53,71 +53,73 @@ def _edit_index(out: Path, edit) -> None:
     (out / "index.json").write_text(json.dumps(obj))
 
 
-def test_truncated_shard(tmp_path: Path) -> None:
-    out = _dataset(tmp_path / "d")
-    data = _shard(out).read_bytes()
-    _shard(out).write_bytes(data[:-10])
+@pytest.fixture
+def dataset(tmp_path: Path) -> Path:
+    return _dataset(tmp_path / "d")
+
+
+def test_truncated_shard(dataset: Path) -> None:
+    data = _shard(dataset).read_bytes()
+    _shard(dataset).write_bytes(data[:-10])
     with pytest.raises(
         CorruptShardError, match=rf"shard.00000.mds: {len(data) - 10} bytes but the index says {len(data)}"
     ):
-        LocalDataset(out)[0]
+        LocalDataset(dataset)[0]
+
+
+BAD_OFFSETS = "sample offsets are out of range or decreasing"
 
 
 @pytest.mark.parametrize(
-    ("offset_index", "value"),
-    [(0, 3), (3, 0xFFFFFF00), (6, 1 << 31)],
-    ids=["first-offset-inside-header", "decreasing", "past-the-end"],
+    ("at", "value", "message"),
+    [
+        (4, 3, BAD_OFFSETS),
+        (16, 0xFFFFFF00, BAD_OFFSETS),
+        (28, 1 << 31, BAD_OFFSETS),
+        (0, 5, "header holds 5 samples but the index says 6"),
+    ],
+    ids=["first-offset-inside-header", "decreasing-offset", "offset-past-the-end", "sample-count-not-the-index's"],
 )
-def test_bad_offsets(tmp_path: Path, offset_index: int, value: int) -> None:
-    out = _dataset(tmp_path / "d")
-    _patch(_shard(out), 4 + 4 * offset_index, struct.pack("<I", value))
-    with pytest.raises(CorruptShardError, match="sample offsets are out of range or decreasing"):
-        LocalDataset(out)[0]
+def test_a_bad_header_word(dataset: Path, at: int, value: int, message: str) -> None:
+    """The u32 at byte ``at`` of the header (the sample count, then offset ``(at - 4) / 4``) set to ``value``."""
+    _patch(_shard(dataset), at, struct.pack("<I", value))
+    with pytest.raises(CorruptShardError, match=message):
+        LocalDataset(dataset)[0]
 
 
-def test_sample_count_larger_than_the_file_allows(tmp_path: Path) -> None:
-    out = _dataset(tmp_path / "d")
-    size = len(_shard(out).read_bytes())
-    _patch(_shard(out), 0, struct.pack("<I", size))
+def test_sample_count_larger_than_the_file_allows(dataset: Path) -> None:
+    size = len(_shard(dataset).read_bytes())
+    _patch(_shard(dataset), 0, struct.pack("<I", size))
     # The index is refused first: its own raw_data.bytes cannot hold the header of that many samples.
-    _edit_index(out, lambda o: o["shards"][0].update(samples=size))
+    _edit_index(dataset, lambda o: o["shards"][0].update(samples=size))
     with pytest.raises(InvalidIndexError, match=rf"index.json: shard 0: 'samples' is {size:,} but the header"):
-        LocalDataset(out)
+        LocalDataset(dataset)
     # The reader's own check, for a shard read without an index (the shard header agrees with the count).
     schema = Schema.from_columns(COLUMNS)
     with pytest.raises(CorruptShardError, match=f"{size} bytes is too short for the header of {size} samples"):
-        ShardReader.open(str(_shard(out)), schema, size)
+        ShardReader.open(str(_shard(dataset)), schema, size)
 
 
-def test_sample_count_disagreeing_with_index(tmp_path: Path) -> None:
-    out = _dataset(tmp_path / "d")
-    _patch(_shard(out), 0, struct.pack("<I", 5))
-    with pytest.raises(CorruptShardError, match="header holds 5 samples but the index says 6"):
-        LocalDataset(out)[0]
-
-
-def test_column_sizes_that_do_not_match_the_sample(tmp_path: Path) -> None:
-    out = _dataset(tmp_path / "d")
-    raw = _shard(out).read_bytes()
+def test_column_sizes_that_do_not_match_the_sample(dataset: Path) -> None:
+    raw = _shard(dataset).read_bytes()
     (begin,) = struct.unpack_from("<I", raw, 4 + 4 * 2)  # sample 2
-    _patch(_shard(out), begin, struct.pack("<I", 1000))  # its first variable size
-    ds = LocalDataset(out)
+    _patch(_shard(dataset), begin, struct.pack("<I", 1000))  # its first variable size
+    ds = LocalDataset(dataset)
     assert ds[1]["id"] == 1
     with pytest.raises(CorruptShardError, match=r"shard.00000.mds: sample 2: sample is \d+ bytes but its columns"):
         ds[2]
-    report = verify_dataset(str(out))
+    report = verify_dataset(str(dataset))
     assert not report.ok and "shard 0" in report.problems[0] and "sample 2" in report.problems[0]
 
 
-def test_garbage_inside_a_value_is_a_decode_error(tmp_path: Path) -> None:
-    out = _dataset(tmp_path / "d")
-    raw = _shard(out).read_bytes()
+def test_garbage_inside_a_value_is_a_decode_error(dataset: Path) -> None:
+    raw = _shard(dataset).read_bytes()
     (begin,) = struct.unpack_from("<I", raw, 4 + 4 * 3)
     text_size, _ = struct.unpack_from("<II", raw, begin)
     vec_at = begin + 8 + 8 + text_size  # size table, id, text; then vec's shape byte
-    _patch(_shard(out), vec_at, bytes([24 << 2]))  # claims 24 dimensions
+    _patch(_shard(dataset), vec_at, bytes([24 << 2]))  # claims 24 dimensions
     with pytest.raises(DecodeError, match=r"sample 3: column 'vec': ndarray value has an invalid shape header"):
-        LocalDataset(out)[3]
+        LocalDataset(dataset)[3]
 
 
 def test_hash_mismatch_is_reported_by_verify(tmp_path: Path) -> None:
@@ -140,47 +142,43 @@ def test_corrupt_compressed_shard(tmp_path: Path) -> None:
     assert "md5 digest" in verify_dataset(str(out)).problems[0]
 
 
-def test_missing_shard_file(tmp_path: Path) -> None:
-    out = _dataset(tmp_path / "d")
-    _shard(out).unlink()
+def test_missing_shard_file(dataset: Path) -> None:
+    _shard(dataset).unlink()
     with pytest.raises(CorruptShardError, match="shard.00000.mds: shard file is missing"):
-        LocalDataset(out)[0]
+        LocalDataset(dataset)[0]
 
 
 @pytest.mark.parametrize("basename", ["/etc/passwd", "../../etc/passwd", "sub/../../x.mds"])
-def test_path_tricks_never_leave_the_dataset(tmp_path: Path, basename: str) -> None:
-    out = _dataset(tmp_path / "d")
-    _edit_index(out, lambda o: o["shards"][0]["raw_data"].update(basename=basename))
+def test_path_tricks_never_leave_the_dataset(dataset: Path, basename: str) -> None:
+    _edit_index(dataset, lambda o: o["shards"][0]["raw_data"].update(basename=basename))
     with pytest.raises(UnsafePathError, match="must be a relative path inside the dataset"):
-        LocalDataset(out)
+        LocalDataset(dataset)
 
 
-def test_unknown_encoding_in_index(tmp_path: Path) -> None:
-    out = _dataset(tmp_path / "d")
-    _edit_index(out, lambda o: o["shards"][0]["column_encodings"].__setitem__(0, "int128"))
-    with pytest.raises(UnknownEncodingError, match="shard 0: unknown encoding 'int128'"):
-        LocalDataset(out)
-
-
-def test_column_size_disagreeing_with_encoding(tmp_path: Path) -> None:
-    out = _dataset(tmp_path / "d")
-    _edit_index(out, lambda o: o["shards"][0]["column_sizes"].__setitem__(0, 4))
-    with pytest.raises(InvalidIndexError, match="column 'id' \\(int\\) has size 8 but the index says 4"):
-        LocalDataset(out)
+@pytest.mark.parametrize(
+    ("key", "value", "error", "message"),
+    [
+        ("column_encodings", "int128", UnknownEncodingError, "shard 0: unknown encoding 'int128'"),
+        ("column_sizes", 4, InvalidIndexError, r"column 'id' \(int\) has size 8 but the index says 4"),
+    ],
+)
+def test_a_column_the_index_gets_wrong(dataset: Path, key: str, value: object, error: type, message: str) -> None:
+    _edit_index(dataset, lambda o: o["shards"][0][key].__setitem__(0, value))
+    with pytest.raises(error, match=message):
+        LocalDataset(dataset)
 
 
 @pytest.mark.parametrize("text", ["", "{", '{"shards": [], "version": 1}', '{"shards": {}, "version": 2}'])
-def test_broken_index_json(tmp_path: Path, text: str) -> None:
-    out = _dataset(tmp_path / "d")
-    (out / "index.json").write_text(text)
+def test_broken_index_json(dataset: Path, text: str) -> None:
+    (dataset / "index.json").write_text(text)
     with pytest.raises(InvalidIndexError, match="index.json"):
-        LocalDataset(out)
+        LocalDataset(dataset)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_random_corruption_never_escapes_as_another_error(tmp_path_factory, data) -> None:
-    """Any byte flipped anywhere: every read returns a sample or raises MDSError, never reads outside."""
+    """Any byte flipped anywhere: every read returns a sample or raises MDSError, never another exception."""
     out = tmp_path_factory.mktemp("fuzz") / "d"
     _dataset(out, n=5)
     raw = bytearray(_shard(out).read_bytes())

@@ -11,7 +11,7 @@ import pytest
 from mds_core import LocalDataset, MDSWriter, merge_index
 from mds_core.errors import UnsafeEncodingError
 from mds_core.format.compression import get_codec
-from tests.golden import CASE_NAMES, CASES, GOLDEN, assert_same, case, read_jsonl
+from tests.golden import CASE_NAMES, CASES, GOLDEN, assert_same, case, read_jsonl, write_case
 
 BYTES_EQUAL = [c["name"] for c in CASES if c["writer_bytes_equal"] and c["name"] != "merged"]
 
@@ -34,17 +34,9 @@ def test_pkl_is_refused_without_allow_unsafe_types(golden_copy) -> None:
         LocalDataset(golden_copy("pkl_unsafe"))
 
 
-def _write_case(name: str, out: Path) -> None:
-    meta = case(name)
-    with MDSWriter(out=str(out), columns=meta["columns"], **meta["writer_kwargs"]) as writer:
-        for sample in read_jsonl("samples", name):
-            writer.write(sample)
-
-
 @pytest.mark.parametrize("name", BYTES_EQUAL)
 def test_writer_reproduces_reference_bytes(name: str, tmp_path: Path) -> None:
-    _write_case(name, tmp_path / name)
-    ref_dir, our_dir = GOLDEN / "datasets" / name, tmp_path / name
+    ref_dir, our_dir = GOLDEN / "datasets" / name, write_case(name, tmp_path / name)
     ref_index = json.loads((ref_dir / "index.json").read_text())
     our_index = json.loads((our_dir / "index.json").read_text())
     if not case(name)["writer_kwargs"].get("compression"):
@@ -68,22 +60,18 @@ def test_writer_reproduces_reference_bytes(name: str, tmp_path: Path) -> None:
 
 
 def test_merge_reproduces_reference_bytes(tmp_path: Path) -> None:
-    meta = case("merged")
+    meta, ref, root = case("merged"), GOLDEN / "datasets" / "merged", tmp_path / "merged"
     samples = read_jsonl("samples", "merged")
-    root = tmp_path / "merged"
-    parts = meta["writer_kwargs"]["partitions"]
-    per_part = [len(json.loads((GOLDEN / "datasets/merged" / p / "index.json").read_text())["shards"]) for p in parts]
     kwargs = {k: v for k, v in meta["writer_kwargs"].items() if k != "partitions"}
     start = 0
-    for part in parts:
-        ref_part = json.loads((GOLDEN / "datasets/merged" / part / "index.json").read_text())
-        count = sum(s["samples"] for s in ref_part["shards"])
+    for part in meta["writer_kwargs"]["partitions"]:
+        ref_shards = json.loads((ref / part / "index.json").read_text())["shards"]
+        count = sum(s["samples"] for s in ref_shards)
         with MDSWriter(out=str(root / part), columns=meta["columns"], **kwargs) as writer:
             for sample in samples[start : start + count]:
                 writer.write(sample)
         start += count
-    assert per_part == [len(json.loads((root / p / "index.json").read_text())["shards"]) for p in parts]
+        assert len(json.loads((root / part / "index.json").read_text())["shards"]) == len(ref_shards), part
     merge_index(str(root))
-    for path in sorted(p.relative_to(GOLDEN / "datasets/merged") for p in (GOLDEN / "datasets/merged").rglob("*")):
-        if (GOLDEN / "datasets/merged" / path).is_file():
-            assert (root / path).read_bytes() == (GOLDEN / "datasets/merged" / path).read_bytes(), path
+    for path in sorted(p.relative_to(ref) for p in ref.rglob("*") if p.is_file()):
+        assert (root / path).read_bytes() == (ref / path).read_bytes(), path

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from mds_core import LocalDataset, MDSWriter
-from tests.golden import CASES, assert_same, read_jsonl, untag
+from tests.golden import CASES, assert_same, untag, write_case
 
 ROOT = Path(__file__).resolve().parent.parent
 REF_PYTHON = ROOT / "benchmarks" / ".venv" / "bin" / "python"
@@ -63,12 +63,10 @@ MULTI_FRAME = ["zstd", "gz", "bz2"]
 
 
 def _write_case(out: Path, case: dict) -> dict:
-    with MDSWriter(out=str(out), columns=case["columns"], **case["writer_kwargs"]) as writer:
-        for sample in read_jsonl("samples", case["name"]):
-            writer.write(sample)
     hashes = case["writer_kwargs"].get("hashes")
+    path = write_case(case["name"], out)
     return {
-        "path": out,
+        "path": path,
         "allow_unsafe_types": case["allow_unsafe_types"],
         "validate_hash": hashes[0] if hashes else None,
     }

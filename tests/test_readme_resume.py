@@ -22,6 +22,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.docs.run_page import commands, key
+from tests.readme_walk import block_under
+
 ROOT = Path(__file__).resolve().parent.parent
 DIGITS_COLUMNS = {"id": "int64", "label": "int32", "pixels": "ndarray:int8:64", "day": "str"}
 TRACE_HOOK = textwrap.dedent("""
@@ -40,15 +43,6 @@ TRACE_HOOK = textwrap.dedent("""
 
         StreamingDataLoader.__iter__ = traced
 """)
-
-
-def readme_commands(section: str) -> list[str]:
-    """The lines of the first ``bash`` block under the README heading ``section``, comments removed."""
-    text = (ROOT / "README.md").read_text()
-    start = text.index(f"\n## {section}\n")
-    block = re.search(r"```bash\n(.*?)```", text[start:], re.DOTALL)
-    assert block, f"README.md: no bash block under '## {section}'"
-    return [line.split(" #")[0].strip() for line in block.group(1).splitlines() if line.strip()]
 
 
 ROWS = 540
@@ -119,7 +113,7 @@ STOPPED = re.compile(r"stopping after step 20 \(epoch (\d+), sample (\d+)\) as -
 
 @pytest.mark.slow  # three training processes, 30-40 s: unique, so make test-all
 def test_readme_crash_and_resume_continues_as_an_uninterrupted_run(tmp_path: Path) -> None:
-    demo, crash, resume = readme_commands("Train, crash, resume")
+    demo, crash, resume = [key(command) for command in commands(block_under("Train, crash, resume", "bash"))]
     assert demo == "make demo"  # replaced by publish_digits: the same shard set, where it publishes
     assert "--stop-after-steps 20" in crash and "--checkpoint data/run.pt" in crash, crash
     uninterrupted = crash.replace(" --stop-after-steps 20", "").replace("data/run.pt", "data/full.pt")

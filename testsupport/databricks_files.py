@@ -23,7 +23,7 @@ wrong one 403 with the error code ``"403"`` (the service's own answer to a bad t
 query)`` of every request.
 
 The interface matches ``testsupport/emulators.py``: ``new_root()``, ``env(endpoint)``, ``object_gets``,
-``upload_fault``, ``download_fault``, so the GCS/Azure test matrix runs on it unchanged.
+``upload_fault``, ``download_fault``, so the test matrix of tests/storage/test_stores.py runs on it unchanged.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from testsupport.fault_proxy import Fault, free_port
+from testsupport.fault_proxy import Fault, free_port, read_body
 
 FILES, DIRECTORIES = "/api/2.0/fs/files", "/api/2.0/fs/directories"
 TOKEN = "dapi-loopback-test-token"
@@ -68,7 +68,7 @@ class FilesApiServer:
                 pass
 
             def _handle(self) -> None:
-                body = self._body()
+                body = read_body(self)
                 with server.lock:
                     server.requests.append((self.command, self.path))
                 url = urlsplit(self.path)
@@ -83,19 +83,6 @@ class FilesApiServer:
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(payload)
-
-            def _body(self) -> bytes:
-                if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-                    parts: list[bytes] = []
-                    while True:
-                        size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                        if size == 0:
-                            while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                                pass
-                            return b"".join(parts)
-                        parts.append(self.rfile.read(size))
-                        self.rfile.readline()
-                return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
             do_GET = do_PUT = do_HEAD = do_DELETE = do_POST = _handle
 

@@ -30,6 +30,19 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def read_body(handler: BaseHTTPRequestHandler) -> bytes:
+    """The body of the request ``handler`` is answering, sent with a ``Content-Length`` or chunked."""
+    if handler.headers.get("Transfer-Encoding", "").lower() != "chunked":
+        return handler.rfile.read(int(handler.headers.get("Content-Length") or 0))
+    chunks = []
+    while size := int(handler.rfile.readline().split(b";")[0].strip() or b"0", 16):
+        chunks.append(handler.rfile.read(size))
+        handler.rfile.readline()  # the CRLF after each chunk
+    while handler.rfile.readline() not in (b"\r\n", b"\n", b""):  # trailers, up to the empty line
+        pass
+    return b"".join(chunks)
+
+
 @dataclass(frozen=True)
 class Request:
     """One request a server answered, as a server's access log prints it."""
@@ -120,7 +133,7 @@ class FaultProxy:
                 pass
 
             def _handle(self) -> None:
-                body = self._read_body()
+                body = read_body(self)  # forwarded with a length
                 with proxy.lock:
                     proxy.requests.append((self.command, self.path))
                     proxy.arrivals.append(time.monotonic())
@@ -150,18 +163,6 @@ class FaultProxy:
                     self.close_connection = True
                     return
                 self._reply(status, headers, payload)
-
-            def _read_body(self) -> bytes:
-                """The request's body, sent with a ``Content-Length`` or chunked; it is forwarded with a length."""
-                if self.headers.get("Transfer-Encoding", "").lower() != "chunked":
-                    return self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                chunks = []
-                while size := int(self.rfile.readline().split(b";")[0], 16):
-                    chunks.append(self.rfile.read(size))
-                    self.rfile.readline()  # the CRLF after each chunk
-                while self.rfile.readline() not in (b"\r\n", b"\n", b""):  # trailers, up to the empty line
-                    pass
-                return b"".join(chunks)
 
             def _reply(self, status: int, headers: dict, payload: bytes, length: int | None = None) -> None:
                 if self.command == "HEAD" and length is None:  # a HEAD's length is the object's, not the body's

@@ -1,6 +1,8 @@
 """A real S3-compatible server for the tests and benchmarks: moto in its own process.
 
-``MotoServer`` runs ``python -m moto.server`` on a free loopback port. With ``count_requests`` (the
+``MotoServer`` runs ``python -m moto.server`` on a free loopback port; it has the emulators' interface too
+(``new_root``, ``env``, ``upload_fault``, ``download_fault``, ``object_gets``; testsupport/emulators.py), so
+tests/storage/test_stores.py runs its matrix on it. With ``count_requests`` (the
 tests' default) clients reach it through a ``FaultProxy`` with no faults, which records every request
 the server answered before the client receives the answer: a count read when a client call has
 returned is complete. The benchmarks talk to moto directly (``count_requests=False``), so no proxy
@@ -16,7 +18,7 @@ import time
 import uuid
 from pathlib import Path
 
-from testsupport.fault_proxy import FaultProxy, Request, free_port
+from testsupport.fault_proxy import Fault, FaultProxy, Request, free_port
 
 
 class MotoServer:
@@ -56,6 +58,27 @@ class MotoServer:
         name = f"t-{uuid.uuid4().hex[:16]}"
         boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1").create_bucket(Bucket=name)
         return name
+
+    def new_root(self) -> str:
+        return f"s3://{self.new_bucket()}"
+
+    @staticmethod
+    def env(endpoint: str) -> dict[str, str]:
+        return s3_env(endpoint)
+
+    @staticmethod
+    def upload_fault(action: str, key: str, **kwargs) -> Fault:
+        return Fault(action, method="PUT", path=key, **kwargs)
+
+    @staticmethod
+    def download_fault(action: str, key: str, **kwargs) -> Fault:
+        return Fault(action, path=key, **kwargs)
+
+    @staticmethod
+    def object_gets(requests: list[tuple[str, str]], root: str) -> dict[str, int]:
+        """``object_gets`` of a proxy's ``requests`` (method, target) under ``root`` (``s3://bucket``)."""
+        answered = [Request.answered(method, target, 200) for method, target in requests]
+        return object_gets(answered, root.split("://", 1)[1])
 
     def log_position(self) -> int:
         """How many requests the server has answered so far: pass it to ``requests`` later."""

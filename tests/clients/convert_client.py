@@ -4,7 +4,7 @@
     <client python> -m tests.clients.convert_client <sc:// url> <local out> <dbfs:/Volumes/... out>
 
 Prints one JSON line: the client's versions, each conversion's result, and the error (type and message)
-of each bad call, which tests/clients/test_databricks_connect.py compares with a classic session's.
+of each bad call, which tests/spark/test_databricks_connect_clients.py compares with a classic session's.
 """
 
 from __future__ import annotations
@@ -21,13 +21,6 @@ def session(url: str) -> Any:
     return DatabricksSession.builder.remote(url).getOrCreate()
 
 
-def frame(spark: Any) -> Any:
-    """The rows of tests/clients/test_databricks_connect.py's ``FRAME``: every common column type."""
-    from tests.clients.frames import FRAME_SQL, ROWS
-
-    return spark.range(0, ROWS, 1, 3).selectExpr(*FRAME_SQL)
-
-
 def error_of(call: Any) -> list[str] | None:
     try:
         call()
@@ -40,11 +33,11 @@ def main() -> None:
     import pyspark
 
     from mds_core import dataframe_to_mds
-    from tests.clients.frames import bad_calls, pipelines_step
+    from tests.clients.frames import FRAME_SQL, ROWS, bad_calls, pipelines_step
 
     url, local_out, volume_out = sys.argv[1:4]
     spark = session(url)
-    data = frame(spark)
+    data = spark.range(0, ROWS, 1, 3).selectExpr(*FRAME_SQL)  # as the classic session builds it
     results = {}
     for name, out in (("local", local_out), ("volume", volume_out)):
         result = dataframe_to_mds(data, mds_kwargs={"out": out, "size_limit": 4096})

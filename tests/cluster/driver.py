@@ -205,11 +205,11 @@ def resource(spec: dict[str, Any]) -> dict[str, Any]:
 
     from mds_core.errors import MDSError
     from pipelines.resources import SparkResource
+    from testsupport.fault_proxy import apply_env, restore_env
 
     # The settings reach the resource as a deployment's do: $MDS_SPARK_CONF through its EnvVar-bound field
     # (run config may only tune). Put back afterwards: the pipeline scenario reads the original next.
-    before = os.environ.get("MDS_SPARK_CONF")
-    os.environ["MDS_SPARK_CONF"] = json.dumps(spec["conf"])
+    saved = apply_env({"MDS_SPARK_CONF": json.dumps(spec["conf"])})
     started = time.perf_counter()
     try:
         SparkResource(
@@ -219,10 +219,7 @@ def resource(spec: dict[str, Any]) -> dict[str, Any]:
     except MDSError as err:
         error = {"type": type(err).__name__, "message": str(err)}
     finally:
-        if before is None:
-            del os.environ["MDS_SPARK_CONF"]
-        else:
-            os.environ["MDS_SPARK_CONF"] = before
+        restore_env(saved)
     from pyspark import SparkContext
 
     return {
@@ -244,12 +241,12 @@ def torch_distributor(spec: dict[str, Any]) -> dict[str, Any]:
     cloudpickle.register_pickle_by_value(train_fn)
     spark = _session(spec)
     errors: dict[str, str | None] = {}
-    for name, processes, stop_after in spec["runs"]:
+    for name, processes, stop_after, checkpoint in spec["runs"]:
         work = Path(spec["scratch"]) / name
         (work / "trace").mkdir(parents=True, exist_ok=True)
         distributor = TorchDistributor(num_processes=processes, local_mode=False, use_gpu=False)
         credentials = [spec["host"], spec["token"], spec["remote"]]
-        paths = [str(work / "cache"), str(work / "trace"), str(Path(spec["scratch"]) / spec["checkpoints"][name])]
+        paths = [str(work / "cache"), str(work / "trace"), str(Path(spec["scratch"]) / checkpoint)]
         try:
             distributor.run(train_fn.train, *credentials, *paths, stop_after, 8)
             errors[name] = None

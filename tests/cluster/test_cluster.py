@@ -6,12 +6,12 @@ See tests/cluster/conftest.py for the cluster and tests/cluster/driver.py for wh
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
 
 from tests.cluster.conftest import run_driver
 from tests.registry import write_registry
+from testsupport.fault_proxy import free_port
 
 pytestmark = pytest.mark.slow  # a master and two workers, and the whole graph on them: make test-all
 
@@ -116,10 +116,7 @@ def test_whole_graph_on_the_cluster_with_shards_on_s3(pipeline_run, spark_cluste
 
 
 def test_unreachable_master_is_one_clear_error_in_time() -> None:
-    with socket.socket() as sock:  # a port nobody listens on
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    master = f"spark://127.0.0.1:{port}"
+    master = f"spark://127.0.0.1:{free_port()}"  # a port nobody listens on
     report = run_driver({"scenario": "resource", "master": master, "conf": {}, "timeout": 5.0})
     error = report["error"]
     assert error is not None and error["type"] == "ConfigurationError", report

@@ -26,14 +26,13 @@ def test_a_killed_distributed_run_resumes_exactly(spark_cluster, cluster_conf, v
     # interpreters, which do not see what spark.submit.pyFiles puts on the Python worker's own path.
     conf = {k: v for k, v in cluster_conf.items() if k != "spark.submit.pyFiles"}
     conf["spark.pyspark.python"] = sys.executable
-    runs = [
-        ("whole", 2, None),
-        ("killed", 2, STOP),
-        ("resumed", 2, None),
-        ("killed-2", 2, STOP),
-        ("resumed-on-1", 1, None),
+    runs = [  # (name, processes, stop after step, checkpoint): a resumed run continues the killed run's checkpoint
+        ("whole", 2, None, "whole.pt"),
+        ("killed", 2, STOP, "a.pt"),
+        ("resumed", 2, None, "a.pt"),
+        ("killed-2", 2, STOP, "b.pt"),
+        ("resumed-on-1", 1, None, "b.pt"),
     ]
-    checkpoints = {"whole": "whole.pt", "killed": "a.pt", "resumed": "a.pt", "killed-2": "b.pt", "resumed-on-1": "b.pt"}
     report = run_driver(
         {
             "scenario": "torch_distributor",
@@ -44,7 +43,6 @@ def test_a_killed_distributed_run_resumes_exactly(spark_cluster, cluster_conf, v
             "remote": remote,
             "scratch": str(tmp_path),
             "runs": runs,
-            "checkpoints": checkpoints,
         },
         timeout=600,
     )

@@ -221,20 +221,75 @@ def test_shapes_are_fixed_only_when_every_row_agrees(tmp_path: Path) -> None:
     assert LocalDataset(tmp_path / "out")[1]["grid"].shape == (2, 3)
 
 
-# ---- nulls ----------------------------------------------------------------------------------------
+# ---- nulls, shapes, types and declared columns --------------------------------------------------------
+
+DECLARED = pa.table({"id": [1], "v": pa.array([[1.0]], pa.list_(pa.float32())), "img": [b"\x89PNG"]})
 
 
-def test_a_null_names_the_column_and_the_first_bad_row(tmp_path: Path) -> None:
-    table = pa.table({"id": list(range(10)), "x": [1, 2, 3, None, 5, None, 7, 8, 9, 10]})
-    with pytest.raises(ConversionError, match=r"column 'x' \(int64\) has a null at row 3.*null_policy='skip'"):
-        table_to_mds(table, tmp_path / "out")
+def _refused(data: object, message: str, **kwargs: object) -> object:
+    return pytest.param(data, kwargs, message, id=message.replace("\\", "")[:40])
+
+
+@pytest.mark.parametrize(
+    ("data", "kwargs", "message"),
+    [
+        _refused(
+            pa.table({"id": list(range(10)), "x": [1, 2, 3, None, 5, None, 7, 8, 9, 10]}),
+            r"column 'x' \(int64\) has a null at row 3.*null_policy='skip'",
+        ),
+        # Null rows found across batches are numbered from the start.
+        _refused(pa.table({"v": [[1.0]] * 9000 + [None]}), r"column 'v' \(list<item: double>\) has a null at row 9000"),
+        _refused(pa.table({"x": [1]}), "null_policy|fill_values", null_policy="bogus"),
+        _refused(pa.table({"x": [1]}), "null_policy|fill_values", null_policy="error", fill_values={"x": 1}),
+        _refused(pa.table({"m": [[[1, 2], [3, 4]], [[1, 2], [3]]]}), r"column 'm' row 1: nested array is ragged"),
+        _refused(
+            pa.table({"v": [[1.0, 2.0], [1.0, 2.0, 3.0]]}),
+            r"column 'v' row 1: array of shape \(3,\) does not match .*float64:2",
+            columns={"v": "ndarray:float64:2"},
+        ),
+        _refused(pa.table({"v": [[1.0], []]}), r"column 'v' .* has an empty array .* at row 1"),
+        _refused(
+            pa.table({"t": pa.array([1000, 1001], pa.timestamp("ns"))}), r"column 't' row 1: .* whole microseconds"
+        ),
+        _refused(
+            pa.table({"x": pa.array([None], pa.duration("s"))}),
+            r"column 'x' has type duration\[s\], which has no MDS encoding",
+        ),
+        _refused(
+            pa.table({"x": pa.array([None], pa.struct([("when", pa.date32())]))}),
+            r"column 'x' .* cannot be stored as JSON: x.when has type date32",
+        ),
+        _refused(pa.table({"x": pa.array([None], pa.map_(pa.int32(), pa.int32()))}), r"x has map keys of type int32"),
+        _refused(
+            DECLARED,
+            r"columns \['nope'\] are not in the data; its columns are \['id', 'v', 'img'\]",
+            columns={"nope": "int"},
+        ),
+        _refused(
+            DECLARED,
+            r"column 'id' \(int64\) cannot be written as 'int32'; accepted: \['int64', 'json'\]",
+            columns={"id": "int32"},
+        ),
+        _refused(
+            DECLARED,
+            r"column 'v' .* holds float32 values and cannot be written as 'ndarray:int32'",
+            columns={"v": "ndarray:int32"},
+        ),
+        _refused(
+            DECLARED,
+            r"is 1-dimensional but 'ndarray:float32:2,2' declares 2 dimensions",
+            columns={"v": "ndarray:float32:2,2"},
+        ),
+        _refused(DECLARED, r"column 'id' \(int64\): unknown encoding 'bogus'", columns={"id": "bogus"}),
+        _refused(DECLARED, r"columns must be a non-empty dict", columns={}),
+        _refused(42, "takes a pyarrow Table, a pandas DataFrame or an iterable of dicts"),
+        _refused([{"x": i} for i in range(8192)] + [{"x": "text"}], r"rows 8192..8192 do not fit"),
+    ],
+)
+def test_bad_input_is_refused_by_name(tmp_path: Path, data, kwargs: dict, message: str) -> None:
+    with pytest.raises(ConversionError, match=message):
+        table_to_mds(data, tmp_path / "out", **kwargs)
     assert not (tmp_path / "out" / "index.json").exists()
-
-
-def test_null_rows_found_across_batches_are_numbered_from_the_start(tmp_path: Path) -> None:
-    values = [[1.0]] * 9000 + [None]
-    with pytest.raises(ConversionError, match=r"column 'v' \(list<item: double>\) has a null at row 9000"):
-        table_to_mds(pa.table({"v": values}), tmp_path / "out")
 
 
 def test_skip_drops_and_counts_rows_with_nulls(tmp_path: Path) -> None:
@@ -261,85 +316,12 @@ def test_json_columns_store_null(tmp_path: Path) -> None:
     assert [s["r"] for s in LocalDataset(tmp_path / "out")] == [None, {"a": 1}]
 
 
-@pytest.mark.parametrize("policy,fill", [("bogus", None), ("error", {"x": 1})])
-def test_bad_null_policy_arguments(tmp_path: Path, policy: str, fill) -> None:
-    with pytest.raises(ConversionError, match="null_policy|fill_values"):
-        table_to_mds(pa.table({"x": [1]}), tmp_path / "out", null_policy=policy, fill_values=fill)
-
-
-# ---- shapes, types and declared columns ----------------------------------------------------------------
-
-
-def test_ragged_nested_arrays_are_refused(tmp_path: Path) -> None:
-    table = pa.table({"m": [[[1, 2], [3, 4]], [[1, 2], [3]]]})
-    with pytest.raises(ConversionError, match=r"column 'm' row 1: nested array is ragged"):
-        table_to_mds(table, tmp_path / "out")
-
-
-def test_a_declared_shape_is_checked(tmp_path: Path) -> None:
-    table = pa.table({"v": [[1.0, 2.0], [1.0, 2.0, 3.0]]})
-    with pytest.raises(ConversionError, match=r"column 'v' row 1: array of shape \(3,\) does not match .*float64:2"):
-        table_to_mds(table, tmp_path / "out", columns={"v": "ndarray:float64:2"})
-
-
-def test_empty_arrays_cannot_be_ndarrays(tmp_path: Path) -> None:
-    with pytest.raises(ConversionError, match=r"column 'v' .* has an empty array .* at row 1"):
-        table_to_mds(pa.table({"v": [[1.0], []]}), tmp_path / "out")
-
-
-def test_sub_microsecond_timestamps_are_refused(tmp_path: Path) -> None:
-    table = pa.table({"t": pa.array([1000, 1001], pa.timestamp("ns"))})
-    with pytest.raises(ConversionError, match=r"column 't' row 1: .* whole microseconds"):
-        table_to_mds(table, tmp_path / "out")
-
-
-@pytest.mark.parametrize(
-    "dtype,message",
-    [
-        (pa.duration("s"), r"column 'x' has type duration\[s\], which has no MDS encoding"),
-        (pa.struct([("when", pa.date32())]), r"column 'x' .* cannot be stored as JSON: x.when has type date32"),
-        (pa.map_(pa.int32(), pa.int32()), r"x has map keys of type int32"),
-    ],
-)
-def test_unsupported_types_are_named(tmp_path: Path, dtype: pa.DataType, message: str) -> None:
-    with pytest.raises(ConversionError, match=message):
-        table_to_mds(pa.table({"x": pa.array([None], dtype)}), tmp_path / "out")
-
-
-@pytest.mark.parametrize(
-    "columns,message",
-    [
-        ({"nope": "int"}, r"columns \['nope'\] are not in the data; its columns are \['id', 'v', 'img'\]"),
-        ({"id": "int32"}, r"column 'id' \(int64\) cannot be written as 'int32'; accepted: \['int64', 'json'\]"),
-        ({"v": "ndarray:int32"}, r"column 'v' .* holds float32 values and cannot be written as 'ndarray:int32'"),
-        ({"v": "ndarray:float32:2,2"}, r"is 1-dimensional but 'ndarray:float32:2,2' declares 2 dimensions"),
-        ({"id": "bogus"}, r"column 'id' \(int64\): unknown encoding 'bogus'"),
-        ({}, r"columns must be a non-empty dict"),
-    ],
-)
-def test_declared_columns_are_validated(tmp_path: Path, columns: dict, message: str) -> None:
-    table = pa.table({"id": [1], "v": pa.array([[1.0]], pa.list_(pa.float32())), "img": [b"\x89PNG"]})
-    with pytest.raises(ConversionError, match=message):
-        table_to_mds(table, tmp_path / "out", columns=columns)
-
-
 def test_declared_columns_select_and_retype(tmp_path: Path) -> None:
     table = pa.table({"id": [1, 2], "skip": ["a", "b"], "img": [b"raw", b"raw2"], "v": [[1.0, 2.0], [3.0, 4.0]]})
     table_to_mds(table, tmp_path / "out", columns={"id": "json", "img": "jpeg", "v": "ndarray:float64:2"})
     assert _encodings(tmp_path / "out") == {"id": "json", "img": "jpeg", "v": "ndarray:float64:2"}
     shard = _index(tmp_path / "out")[0]
     assert shard["column_sizes"] == [None, None, 16]
-
-
-def test_not_a_table(tmp_path: Path) -> None:
-    with pytest.raises(ConversionError, match="takes a pyarrow Table, a pandas DataFrame or an iterable of dicts"):
-        table_to_mds(42, tmp_path / "out")
-
-
-def test_dicts_that_do_not_fit_the_first_batch_are_named(tmp_path: Path) -> None:
-    rows = [{"x": i} for i in range(8192)] + [{"x": "text"}]
-    with pytest.raises(ConversionError, match=r"rows 8192..8192 do not fit"):
-        table_to_mds(iter(rows), tmp_path / "out")
 
 
 def test_pandas_categoricals_and_many_batches(tmp_path: Path) -> None:

@@ -89,10 +89,6 @@ def wait_for(what: str, check, timeout: float, logs: list[Path], processes: dict
     raise AssertionError(f"{what} not within {timeout:.0f} s (exited: {exited})\n{tails}")
 
 
-def runs_of(dev: DagsterDev, tag: str, name: str) -> list[dict]:
-    return dev.graphql(RUNS_QUERY, {"tag": tag, "name": name})["runsOrError"]["results"]
-
-
 IN_PROGRESS_QUERY = """
 { runsOrError(filter: {statuses: [STARTING, STARTED, CANCELING]}) { ... on Runs { results { runId } } } }
 """
@@ -114,7 +110,9 @@ def serves(dev: DagsterDev, dataset: str, reload: bool = False) -> bool:
 
 
 def finished(dev: DagsterDev, tag: str, name: str) -> list[dict]:
-    return [r for r in runs_of(dev, tag, name) if r["status"] in ("SUCCESS", "FAILURE", "CANCELED")]
+    """The finished runs whose tag ``tag`` is ``name``."""
+    runs = dev.graphql(RUNS_QUERY, {"tag": tag, "name": name})["runsOrError"]["results"]
+    return [r for r in runs if r["status"] in ("SUCCESS", "FAILURE", "CANCELED")]
 
 
 @pytest.mark.timeout(900)  # two Spark runs one after the other, and a schedule that ticks once a minute

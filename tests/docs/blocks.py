@@ -100,3 +100,16 @@ def _dedent(line: str, indent: int) -> str:
 
 def all_blocks() -> list[Block]:
     return [block for page in pages() for block in blocks(page)]
+
+
+def page_text(page: str) -> str:
+    """The text of ``page``, a path from the project root."""
+    return (ROOT / page).read_text()
+
+
+def section(text: str, heading: str) -> str:
+    """From the line ``heading`` (``## Speed``) to the next heading of the same level or above."""
+    assert f"\n{heading}\n" in text, f"no section {heading!r}"
+    start = text.index(f"\n{heading}\n")
+    ends = [m.start() for m in re.finditer(rf"\n#{{1,{len(heading.split()[0])}}} ", text) if m.start() > start]
+    return text[start : ends[0] if ends else len(text)]

@@ -23,18 +23,11 @@ def digits_rows(day: str) -> list[dict]:
 
     digits = load_digits()
     first = (dt.date.fromisoformat(day) - dt.date.fromisoformat(DIGITS_START)).days * DIGITS_ROWS_PER_DAY
-    rows = []
-    for j in range(DIGITS_ROWS_PER_DAY):
-        i = (first + j) % len(digits.target)
-        rows.append(
-            {
-                "id": first + j,
-                "label": int(digits.target[i]),
-                "pixels": digits.images[i].ravel().astype(np.int8),
-                "day": day,
-            }
-        )
-    return rows
+    picked = [(row, row % len(digits.target)) for row in range(first, first + DIGITS_ROWS_PER_DAY)]
+    return [
+        {"id": row, "label": int(digits.target[i]), "pixels": digits.images[i].ravel().astype(np.int8), "day": day}
+        for row, i in picked
+    ]
 
 
 def digits_shard_set(root: str = "data/shard-sets/digits", days: tuple[str, ...] = DIGITS_DAYS) -> str:

@@ -12,17 +12,13 @@ import click
 import numpy as np
 import pytest
 
-from tests.docs.blocks import ROOT, Block, all_blocks, blocks, pages
+from tests.docs.blocks import Block, all_blocks, blocks, page_text, pages
 from tests.docs.tables import TABLES, shown_tables
 
 
 def _block(page: str, starts: str) -> Block:
     [found] = [block for block in blocks(page) if block.text.lstrip().startswith(starts)]
     return found
-
-
-def _text(page: str) -> str:
-    return (ROOT / page).read_text()
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -33,18 +29,14 @@ FORMAT_COLUMNS = {"a": "int", "b": "bytes", "f32": "float32", "nd": "ndarray:int
 FORMAT_SAMPLE = {"a": 1, "b": b"x", "f32": 1.5, "nd": np.array([[1, 2, 3], [4, 5, 6]], np.int16), "s": "é"}
 
 
-def _write_format_example(out: Path) -> dict:
-    from mds_core import MDSWriter
-
-    with MDSWriter(out=str(out), columns=FORMAT_COLUMNS, hashes=["sha1", "xxh3_64"]) as writer:
-        for _ in range(3):
-            writer.write(FORMAT_SAMPLE)
-    return json.loads((out / "index.json").read_text())
-
-
 def test_the_documented_sample_and_index_are_the_writers(tmp_path: Path) -> None:
     """docs/format.md's sample, byte for byte, and its index.json: three copies of it, written with two hashes."""
-    index = _write_format_example(tmp_path / "ds")
+    from mds_core import MDSWriter
+
+    with MDSWriter(out=str(tmp_path / "ds"), columns=FORMAT_COLUMNS, hashes=["sha1", "xxh3_64"]) as writer:
+        for _ in range(3):
+            writer.write(FORMAT_SAMPLE)
+    index = json.loads((tmp_path / "ds" / "index.json").read_text())
     shard = (tmp_path / "ds" / "shard.00000.mds").read_bytes()
     count = int.from_bytes(shard[:4], "little")
     offsets = np.frombuffer(shard[4 : 4 * (count + 2)], "<u4")
@@ -53,7 +45,7 @@ def test_the_documented_sample_and_index_are_the_writers(tmp_path: Path) -> None
     documented = "".join(
         "".join(re.findall(r"^[0-9a-f ]+?(?=\s{2,}|$)", line)[0].split()) for line in block.text.splitlines()
     )
-    assert documented == sample.hex() and f"is {len(sample)} bytes:" in _text("docs/format.md")
+    assert documented == sample.hex() and f"is {len(sample)} bytes:" in page_text("docs/format.md")
     assert index["shards"][0]["samples"] == count == 3
     documented = json.loads(_block("docs/format.md", '{"shards": [{"column_encodings"').text)
     written_hashes = index["shards"][0]["raw_data"]["hashes"]
@@ -89,7 +81,7 @@ def _options(command: click.Command) -> set[str]:
 
 def _operations_table() -> list[str]:
     """docs/operations.md's command table: a row per command."""
-    text = _text("docs/operations.md")
+    text = page_text("docs/operations.md")
     return text[text.index("| command | what |") : text.index("PATH is a dataset directory")].strip().splitlines()[2:]
 
 
@@ -101,7 +93,7 @@ def _mds_uses() -> list[tuple[str, str, str]]:
     uses = []
     for page in pages():
         code = [(b.where, b.text) for b in blocks(page) if b.lang in ("bash", "console", "") or "mds " in b.text]
-        spans = [(f"{page} (inline)", span) for span in re.findall(r"`([^`\n]*mds [^`\n]*)`", _text(page))]
+        spans = [(f"{page} (inline)", span) for span in re.findall(r"`([^`\n]*mds [^`\n]*)`", page_text(page))]
         for where, text in code + spans:
             for line in re.split(r"\n(?!\s)", text):
                 for match in MDS_USE.finditer(line):
@@ -163,7 +155,7 @@ def test_the_metrics_example_has_the_loaders_fields(tmp_path: Path, monkeypatch:
     assert list(example["workers"][0]) == list(metrics["workers"][0])
     assert set(example["totals"]) <= set(metrics["totals"])
     # the field tables below the example name exactly these fields
-    text = _text("docs/operations.md")
+    text = page_text("docs/operations.md")
     section = text[text.index("Measured in the training loop's process:") : text.index("Every figure covers")]
     tabled = re.findall(r"^\| `(\w+)` \|", section, re.MULTILINE)
     assert tabled == [k for k in metrics if k not in ("workers", "totals")] + list(metrics["workers"][0])[1:]
@@ -179,7 +171,9 @@ def test_the_layer_picture_is_the_import_contract() -> None:
     import tomllib
 
     contract = next(
-        c for c in tomllib.loads(_text("pyproject.toml"))["tool"]["importlinter"]["contracts"] if c["id"] == "layers"
+        c
+        for c in tomllib.loads(page_text("pyproject.toml"))["tool"]["importlinter"]["contracts"]
+        if c["id"] == "layers"
     )
     picture = _block("docs/architecture.md", "pipelines")
     rows = [re.findall(r"\b(pipelines|mds_core\.\w+)", line) for line in picture.text.splitlines()]
@@ -190,7 +184,7 @@ def test_the_layer_picture_is_the_import_contract() -> None:
 def test_no_block_is_left_out() -> None:
     """Every page's blocks are found (a fence the parser missed would escape every check)."""
     for page in pages():
-        fences = len(re.findall(r"^\s*(```|~~~)", _text(page), re.MULTILINE))
+        fences = len(re.findall(r"^\s*(```|~~~)", page_text(page), re.MULTILINE))
         assert fences == 2 * len(blocks(page)), page
     assert len(all_blocks()) > 80
 
@@ -211,7 +205,7 @@ def test_the_instance_settings_are_the_packaged_ones() -> None:
     """docs/operations.md's block of settings is pipelines/dagster.yaml's, all but the UI's telemetry and nux."""
     import yaml
 
-    packaged = yaml.safe_load(_text("pipelines/dagster.yaml"))
+    packaged = yaml.safe_load(page_text("pipelines/dagster.yaml"))
     shown = yaml.safe_load(_block("docs/operations.md", "concurrency:").text)
     assert shown == {key: value for key, value in packaged.items() if key not in ("telemetry", "nux")}
 
@@ -223,7 +217,7 @@ def test_the_writer_arguments_table_has_the_writers_defaults() -> None:
     from mds_core.storage import output
     from mds_core.writer import mds_writer
 
-    text = _text("docs/format.md")
+    text = page_text("docs/format.md")
     table = text[text.index("| argument | default | meaning |") : text.index("Any other keyword raises")]
     rows = dict(re.findall(r"^\| `(\w+)` \| ([^|]+?) \|", table, re.MULTILINE))
     parameters = {name: p.default for name, p in inspect.signature(MDSWriter).parameters.items() if name != "kwargs"}

@@ -10,22 +10,9 @@ import pytest
 
 from mds_core.errors import MDSError
 from mds_core.format.shard import BLOCK_BYTES, shard_head
-from tests.docs.blocks import ROOT
+from tests.docs.blocks import page_text, section
 
-
-def _text(page: str) -> str:
-    return (ROOT / page).read_text()
-
-
-def _section(text: str, heading: str) -> str:
-    """From the line ``heading`` to the next heading of the same level or above."""
-    start = text.index(f"\n{heading}\n")
-    level = heading.split()[0]
-    ends = [m.start() for m in re.finditer(rf"\n#{{1,{len(level)}}} ", text) if m.start() > start]
-    return text[start : ends[0] if ends else len(text)]
-
-
-RESULTS = _text("benchmarks/RESULTS.md")
+RESULTS = page_text("benchmarks/RESULTS.md")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -33,9 +20,9 @@ RESULTS = _text("benchmarks/RESULTS.md")
 
 
 def test_the_readme_speed_table_quotes_the_benchmark_targets() -> None:
-    speed = _section(_text("README.md"), "## Speed")
+    speed = section(page_text("README.md"), "## Speed")
     # This round's figures, and the earlier round's for what this round did not measure again.
-    targets = _section(RESULTS, "## Streaming from object storage (issue 28)") + _section(
+    targets = section(RESULTS, "## Streaming from object storage (issue 28)") + section(
         RESULTS, "## The targets (issue 15)"
     )
     rows = [line for line in speed.splitlines() if line.startswith("| ") and "×" in line]
@@ -51,30 +38,30 @@ def test_the_readme_speed_table_quotes_the_benchmark_targets() -> None:
 
 
 def test_the_planner_and_telemetry_figures_are_the_benchmarks() -> None:
-    planning = _section(RESULTS, "## Planning and telemetry (issue 18)")
+    planning = section(RESULTS, "## Planning and telemetry (issue 18)")
     seconds = re.search(r"\*\*(\d+\.\d)–(\d+\.\d) s\*\* \(median of 3; peak RSS (\d\.\d+) GiB\)", planning)
     assert seconds, planning
     whole = f"{round(float(seconds[1]))} s"  # 16.0-16.8 s: "16 s"
     shares = re.search(r"\*\*(−?\d+\.\d%)\*\* wall .*?\*\*(−?\d+\.\d%)\*\* CPU", planning)
     assert shares, planning
     wall, cpu = shares.groups()
-    readme = _section(_text("README.md"), "## Speed")
+    readme = section(page_text("README.md"), "## Speed")
     assert f"8 workers in {whole};" in readme and f"({wall} wall, {cpu} CPU" in readme
     assert "(benchmarks/RESULTS.md#planning-and-telemetry-issue-18)" in readme
-    speed = _section(_text("docs/planning.md"), "## Speed")
+    speed = section(page_text("docs/planning.md"), "## Speed")
     assert f"takes {whole}\nfor one epoch, median of 3, with peak RSS {seconds[3]} GiB" in speed
     assert "benchmarks.md#planning-and-telemetry-issue-18" in speed
     bookkeeping = re.search(r"about (\d\.\d+) µs per block of 256 samples", planning)
     assert bookkeeping and float(bookkeeping[1]) < 0.6  # operations.md: "about half a microsecond per block"
-    assert "about half a microsecond per decoded block" in _text("docs/operations.md")
+    assert "about half a microsecond per decoded block" in page_text("docs/operations.md")
 
 
 def test_the_daily_cost_requests_are_the_benchmarks() -> None:
-    daily = _section(RESULTS, "## Per-day cost of a daily shard set (flat per-day cost)")
+    daily = section(RESULTS, "## Per-day cost of a daily shard set (flat per-day cost)")
     requests = set(re.findall(r"^\| [\d,]+ days \([\d,]+ shards\) \| (\d+) \| (\d+) \|", daily, re.MULTILINE))
     assert len(requests) == 1 and len(set(next(iter(requests)))) == 1, requests  # the same every day
     [(count, _)] = requests
-    readme = _section(_text("README.md"), "## Every day, for years")
+    readme = section(page_text("README.md"), "## Every day, for years")
     assert f"({count} requests on S3 either way" in readme
     assert "(benchmarks/RESULTS.md#per-day-cost-of-a-daily-shard-set-flat-per-day-cost)" in readme
 
@@ -87,7 +74,7 @@ def test_the_kill_steps_are_the_crash_tests() -> None:
     from tests.crash.test_kill_points import KILL_STEPS
     from tests.spark.test_kill_points_convert import CONVERT_STEPS
 
-    table = _section(_text("docs/remote-storage.md"), "### Crash consistency: a kill at every step")
+    table = section(page_text("docs/remote-storage.md"), "### Crash consistency: a kill at every step")
     rows = re.findall(r"^\| ([^|]+?) \| ([\d +]+) \|$", table, re.MULTILINE)
     documented = [tuple(int(n) for n in steps.split(" + ")) for _, steps in rows]
     assert documented == [(n,) for n in KILL_STEPS.values()] + [CONVERT_STEPS], rows
@@ -136,7 +123,7 @@ def test_the_pages_quote_the_codes_figures() -> None:
 
     assert (download_threads(None), download_threads(1 << 30)) == (DOWNLOAD_THREADS, DOWNLOAD_THREADS_UNDER_LIMIT)
     for page, fragments in _quoted().items():
-        text = " ".join(_text(page).split())
+        text = " ".join(page_text(page).split())
         assert not [f for f in fragments if f not in text], f"{page} should quote: {fragments}"
 
 

@@ -6,15 +6,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.docs.blocks import ROOT
+from tests.docs.blocks import ROOT, page_text, section
 
 _PATH = re.compile(r"[\w.][\w./-]*")  # `mds_core/order/epoch.py`, `work.py`, `./dagster.yaml`; not `--schedule`
-
-
-def _section(page: str, title: str) -> str:
-    text = (ROOT / "docs" / page).read_text()
-    assert f"\n## {title}\n" in text, f"docs/{page} lost its section {title!r}"
-    return text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
 
 
 def named_paths(table: str) -> list[Path]:
@@ -42,7 +36,7 @@ def named_paths(table: str) -> list[Path]:
 
 
 def test_every_file_the_architecture_map_names_exists() -> None:
-    paths = named_paths(_section("architecture.md", "Where things are"))
+    paths = named_paths(section(page_text("docs/architecture.md"), "## Where things are"))
     assert len(paths) > 100  # the table was read: it names well over a hundred files
     assert ROOT / "mds_core" / "order" / "work.py" in paths and ROOT / "testsupport" / "s3.py" in paths
     missing = [str(path.relative_to(ROOT)) for path in paths if not path.exists()]
@@ -60,7 +54,9 @@ def test_bare_names_are_read_in_the_folder_named_before_them() -> None:
 
 
 def test_the_home_page_points_to_every_page_of_the_site() -> None:
-    nav = re.findall(r"^  - [^:]+: (\S+\.md)$", (ROOT / "mkdocs.yml").read_text(), re.M)
+    nav = re.findall(r"^  - [^:]+: (\S+\.md)$", page_text("mkdocs.yml"), re.M)
     assert "architecture.md" in nav and "index.md" in nav
-    listed = re.findall(r"^\| \[[^\]]+\]\(([\w-]+\.md)\) \|", _section("index.md", "Where to read on"), re.M)
+    listed = re.findall(
+        r"^\| \[[^\]]+\]\(([\w-]+\.md)\) \|", section(page_text("docs/index.md"), "## Where to read on"), re.M
+    )
     assert listed == [page for page in nav if page != "index.md"]  # each once, in the site's order

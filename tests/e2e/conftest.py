@@ -32,6 +32,10 @@ VENV_BIN = Path(sys.executable).parent
 DG = VENV_BIN / "dg"
 # In $MDS_SPARK_CONF (harmless for local Spark): tests/e2e/test_operations.py checks no GraphQL answer shows it.
 SECRET = "mds-e2e-s3cr3t-9f1c27d4e8"
+# For the modules that use the session's `demo` (make test-all): the first test to ask for it also waits for it to
+# be made, `make demo`'s three days and dg dev's start, over 300 s when the other tier's worker runs the
+# standalone cluster beside it.
+DEMO_TIER = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 @dataclass
@@ -88,16 +92,17 @@ def project_folder(base: Path) -> Path:
     return folder
 
 
-def dev_environment(home: Path, data_dir: Path, registry: Path) -> dict[str, str]:
-    """As `make ui` runs dg: the project's virtual environment active, from the project root, which is DAGSTER_HOME."""
+def dev_environment(base: Path) -> dict[str, str]:
+    """As `make ui` runs dg: the project's virtual environment active, from the project root, which is DAGSTER_HOME
+    (a project folder under ``base``, with a data folder and a small registry beside it)."""
     return {
         **os.environ,
         "VIRTUAL_ENV": str(VENV_BIN.parent),
         "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}",
-        "DAGSTER_HOME": str(home),
+        "DAGSTER_HOME": str(project_folder(base)),
         "DAGSTER_DISABLE_TELEMETRY": "1",
-        "MDS_DATA_DIR": str(data_dir),
-        "MDS_DATASETS": str(registry),
+        "MDS_DATA_DIR": str(base / "data"),
+        "MDS_DATASETS": str(write_registry(base / "datasets.yaml", rows_per_day=60)),
         "MDS_SPARK_MASTER": "local[2]",
         "MDS_SPARK_CONF": json.dumps({"spark.driver.memory": "1g", "spark.hadoop.fs.s3a.secret.key": SECRET}),
     }
@@ -130,9 +135,7 @@ def running_dg_dev(base: Path, env: dict[str, str]) -> Iterator[DagsterDev]:
 @pytest.fixture(scope="session")
 def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
     base = tmp_path_factory.mktemp("dagster-dev")
-    home, data_dir = project_folder(base), base / "data"
-    registry = write_registry(base / "datasets.yaml", rows_per_day=60)
-    with running_dg_dev(base, dev_environment(home, data_dir, registry)) as dev:
+    with running_dg_dev(base, dev_environment(base)) as dev:
         yield dev
 
 
@@ -148,15 +151,19 @@ class Demo:
 def demo(tmp_path_factory: pytest.TempPathFactory):
     """As `make demo` then `make ui`: the demo's runs in DAGSTER_HOME, and dg dev on the registry it wrote."""
     base = tmp_path_factory.mktemp("demo")
-    home, data_dir = project_folder(base), base / "data"
-    env = dev_environment(home, data_dir, write_registry(base / "datasets.yaml", rows_per_day=60))
+    env = dev_environment(base)
     demo_env = {key: value for key, value in env.items() if key != "PYTHONWARNINGS"}  # make demo sets none
     done = subprocess.run(
-        [sys.executable, "-m", "pipelines.demo"], cwd=home, env=demo_env, capture_output=True, text=True, timeout=900
+        [sys.executable, "-m", "pipelines.demo"],
+        cwd=env["DAGSTER_HOME"],
+        env=demo_env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-4000:]
-    with running_dg_dev(base, {**env, "MDS_DATASETS": str(data_dir / "demo-datasets.yaml")}) as dev:
+    with running_dg_dev(base, {**env, "MDS_DATASETS": str(base / "data" / "demo-datasets.yaml")}) as dev:
         yield Demo(output=output, dev=dev)
 
 

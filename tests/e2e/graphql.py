@@ -106,13 +106,12 @@ def run_events(dev: DagsterDev, run_id: str) -> list[dict]:
         cursor = page["cursor"]
 
 
+def entry_value(entry: dict) -> Any:
+    """A metadata entry's value: its JSON parsed, or whichever of the Entry fragment's value fields it has."""
+    if "jsonString" in entry:
+        return json.loads(entry["jsonString"])
+    return next((entry[k] for k in ("intValue", "floatValue", "text", "boolValue") if k in entry), None)
+
+
 def entries(metadata: list[dict]) -> dict[str, Any]:
-    values = {}
-    for entry in metadata:
-        if "jsonString" in entry:
-            values[entry["label"]] = json.loads(entry["jsonString"])
-        else:
-            values[entry["label"]] = next(
-                (entry[k] for k in ("intValue", "floatValue", "text", "boolValue") if k in entry), None
-            )
-    return values
+    return {entry["label"]: entry_value(entry) for entry in metadata}

@@ -11,12 +11,10 @@ import re
 
 import pytest
 
-from tests.e2e.conftest import Demo
+from tests.e2e.conftest import DEMO_TIER, Demo
 from tests.e2e.test_browser import ARTIFACTS, named, settled
 
-# The first test to ask for the session's `demo` also waits for it to be made: `make demo`'s three days
-# and dg dev's start, over 300 s when the other tier's worker runs the standalone cluster beside it.
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # the demo and a real webserver: make test-all
+pytestmark = DEMO_TIER  # the demo and a real webserver
 
 JOB = "digits_daily"
 SHARDS = {"path": ["digits", "shard_set"]}

@@ -1,18 +1,14 @@
 """Day-to-day operations through the real webserver (`dg dev`, GraphQL), as a person does them in the UI.
 
-One ordered history, launched once (each run starts a Spark JVM): a day launched as the UI launches it,
-whose published version is then streamed; a day whose smoke test fails (a Launchpad run config); the next
-day, built on the last published version; a rollback from the publish job with the Launchpad's defaults;
-and the smoke check executed on its own. The tests below assert on what each step left, in the runs'
-metadata and in the shard set itself. The same scenarios in more variations (a day redone, a day
-replaced, two datasets) run in-process through ``materialize()`` in tests/pipelines/test_daily_operations.py;
-this history checks what only the webserver path has: launches, run configs, tags and selections as the UI
-sends them, and the events it shows. Every number asserted is exact, relative to the versions the
-instance held before the history.
+One ordered history, launched once (each run starts a Spark JVM): a day launched as the UI launches it, then
+streamed; a day whose smoke test fails (a Launchpad run config); the next day, built on the last published
+version; a rollback from the publish job with the Launchpad's defaults; and the smoke check executed alone.
+tests/pipelines/test_daily_operations.py runs these scenarios in more variations in-process; this history checks
+what only the webserver path has: launches, run configs, tags and selections as the UI sends them, and the events
+it shows. Every number asserted is exact, relative to the versions the instance held before the history.
 
-The UI must never show a secret: `dg dev` runs with a secret in $MDS_SPARK_CONF, and no GraphQL answer
-(resources, the Launchpad's defaults, runs' config and events) contains it, while the runs that used it
-worked.
+The UI must never show a secret: `dg dev` runs with one in $MDS_SPARK_CONF; no GraphQL answer (resources, the
+Launchpad's defaults, runs' config and events) contains it, while the runs that used it worked.
 """
 
 from __future__ import annotations
@@ -40,6 +36,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 FIRST_DAY, FAILED_DAY, NEXT_DAY = "2026-01-02", "2026-01-05", "2026-01-06"
 FAILING_SMOKE = {"resources": {"smoke_settings": {"config": {"min_rows_per_second": 10**12}}}}
+SMOKE_CHECK_ALONE = [{"assetKey": SHARD_SET_KEY, "name": "loader_smoke_test"}]  # the check's "Execute" button
 
 
 @dataclass
@@ -113,25 +110,14 @@ def history(dagster_dev: DagsterDev) -> History:
         ("failed", "digits_daily", {"dagster/partition": FAILED_DAY}, FAILING_SMOKE, None),
         ("next_day", "digits_daily", {"dagster/partition": NEXT_DAY}, None, None),
         ("rollback", "digits_publish", {}, None, None),  # the Launchpad's default config: roll back
-        (
-            "check_alone",
-            "__ASSET_JOB",
-            {"dagster/partition": NEXT_DAY},
-            None,
-            [{"assetKey": SHARD_SET_KEY, "name": "loader_smoke_test"}],
-        ),
+        ("check_alone", "__ASSET_JOB", {"dagster/partition": NEXT_DAY}, None, SMOKE_CHECK_ALONE),
     ]
     runs: dict[str, Run] = {}
     for name, job, tags, run_config, checks in steps:
         run_id = launch(dev, job, tags, run_config, checks)
         status = wait_for(dev, run_id)
-        runs[name] = Run(
-            run_id,
-            status,
-            run_events(dev, run_id),
-            published(dev),
-            failure_messages(dev, run_id) if status != "SUCCESS" else [],
-        )
+        failures = failure_messages(dev, run_id) if status != "SUCCESS" else []
+        runs[name] = Run(run_id, status, run_events(dev, run_id), published(dev), failures)
     return History(dev, max(start_versions, default=0), start_published, start_days, runs)
 
 

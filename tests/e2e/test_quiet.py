@@ -8,13 +8,9 @@ from __future__ import annotations
 
 import re
 
-import pytest
+from tests.e2e.conftest import DEMO_TIER, PROJECT_ENTRIES, ROOT, DagsterDev, Demo
 
-from tests.e2e.conftest import PROJECT_ENTRIES, ROOT, DagsterDev, Demo
-
-# The first test to ask for the session's `demo` also waits for it to be made: `make demo`'s three days
-# and dg dev's start, over 300 s when the other tier's worker runs the standalone cluster beside it.
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # a real webserver and its runs: make test-all
+pytestmark = DEMO_TIER  # the demo and a real webserver
 
 WARNING = re.compile(r"Warning|WARNING")
 

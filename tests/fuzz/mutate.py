@@ -9,6 +9,7 @@ checks and the deeper code runs. The mutations are the usual ones of coverage-gu
 from __future__ import annotations
 
 import copy
+import json
 import random
 import struct
 from typing import Any
@@ -102,6 +103,13 @@ def mutate_json(rng: random.Random, obj: Any, rounds: int = 0) -> Any:
     for _ in range(rounds or rng.choice((1, 1, 2, 3))):
         obj = _mutate_json_once(rng, obj)
     return obj
+
+
+def mutate_record(rng: random.Random, data: bytes) -> bytes:
+    """A JSON file's bytes, mutated structurally (60 %) or byte by byte."""
+    if rng.random() < 0.6:
+        return json.dumps(mutate_json(rng, json.loads(data))).encode()
+    return mutate_bytes(rng, data)
 
 
 def _mutate_json_once(rng: random.Random, obj: Any) -> Any:

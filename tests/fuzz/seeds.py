@@ -95,6 +95,16 @@ def column_name(encoding: str) -> str:
     return "c_" + "".join(ch if ch.isalnum() else "_" for ch in encoding)
 
 
+def write_rows(out: str, ids: range, repeat: int = 1, **writer_args: Any) -> str:
+    """A dataset of ``{"id": i, "text": f"row {i}" * repeat}`` for each ``i`` in ``ids``, under ``out``."""
+    from mds_core import MDSWriter
+
+    with MDSWriter(out=out, columns={"id": "int", "text": "str"}, **writer_args) as writer:
+        for i in ids:
+            writer.write({"id": i, "text": f"row {i}" * repeat})
+    return out
+
+
 def all_encodings_dataset(out: str, samples: int = 4, **writer_args: Any) -> str:
     """An MDS dataset under ``out`` with one column per encoding of the registry (the same bytes every run)."""
     from mds_core import MDSWriter

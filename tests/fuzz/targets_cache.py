@@ -24,7 +24,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from mds_core import MDSWriter, StreamingDataset
+from mds_core import StreamingDataset
 from mds_core.errors import MDSError
 from mds_core.format.index import dumps_index, parse_index
 from mds_core.storage.raw_shards import raw_shard_path
@@ -33,6 +33,7 @@ from mds_core.storage.shard_cache import ShardCache, _index_key
 from tests.fuzz.checks import attempt, changed_entries, tree_state
 from tests.fuzz.harness import PropertyFailure
 from tests.fuzz.mutate import mutate_json
+from tests.fuzz.seeds import write_rows
 
 REMOTES = ("zstd", "raw")
 HOSTILE_BASENAMES = ["sub", "sub/", "./{}", "sub/./{}", "sub//{}", "link/{}", "{}/", ".", "..", "sub/.."]
@@ -44,9 +45,7 @@ def _write_remote(out: str, compression: str | None) -> str:
     """Twelve shards of one sample, the last six moved under ``sub/`` (the index names them there)."""
     if os.path.exists(os.path.join(out, "index.json")):
         return out
-    with MDSWriter(out=out, columns={"id": "int", "text": "str"}, compression=compression, size_limit=120) as writer:
-        for i in range(12):
-            writer.write({"id": i, "text": f"row {i}" * 3})
+    write_rows(out, range(12), repeat=3, compression=compression, size_limit=120)
     shards = parse_index(Path(out, "index.json").read_bytes())
     os.makedirs(os.path.join(out, "sub"))
     for at in range(len(shards) // 2, len(shards)):

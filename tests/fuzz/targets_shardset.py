@@ -25,14 +25,15 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from mds_core import MDSWriter, StreamingDataset
+from mds_core import StreamingDataset
 from mds_core.errors import MDSError
 from mds_core.versions import ShardSet
 from mds_core.versions.manifest import manifest_name
 from mds_core.versions.partitions import partition_folder
 from tests.fuzz.checks import changed_entries, tree_state
 from tests.fuzz.harness import PropertyFailure
-from tests.fuzz.mutate import mutate_bytes, mutate_json
+from tests.fuzz.mutate import mutate_json, mutate_record
+from tests.fuzz.seeds import write_rows
 
 SENTINELS = {"README.txt": b"the set's owner", "notes/keep.bin": b"\x00\x01", "datax/keep": b"k"}
 SENTINELS["_versions.bak/1.json"] = b"{}"
@@ -50,12 +51,6 @@ COMMITS = [("overwrite", 0, 6, None), ("append", 6, 4, None), ("append", 10, 3, 
 OLD = 1_600_000_000  # the time every file of the set and every sentinel is dated
 
 
-def _rows(out: str, first: int, count: int) -> None:
-    with MDSWriter(out=out, columns={"id": "int", "text": "str"}, size_limit=200) as writer:
-        for i in range(first, first + count):
-            writer.write({"id": i, "text": f"row {i}"})
-
-
 class ShardSetTarget:
     """A versioned shard set rewritten by each input -> every ``ShardSet`` operation; the sentinels survive."""
 
@@ -71,7 +66,7 @@ class ShardSetTarget:
             for number, (mode, first, rows, key) in enumerate(COMMITS, 1):
                 transaction = f"20260101T00000{number}-0000000{number}"
                 folder = partition_folder(transaction, key) if key else f"data/{transaction}"
-                _rows(os.path.join(self.pristine, folder), first, rows)
+                write_rows(os.path.join(self.pristine, folder), range(first, first + rows), size_limit=200)
                 shard_set.commit(transaction, mode, partitions=[key] if key else None)
                 path = Path(self.pristine, manifest_name(number))
                 manifest = {**json.loads(path.read_bytes()), "created": f"2026-01-01T00:00:0{number}+00:00"}
@@ -99,12 +94,7 @@ class ShardSetTarget:
             how = rng.random()
             name = rng.choice(self.metadata)
             if how < 0.35:
-                data = self.files[name]
-                if rng.random() < 0.6:
-                    text = json.dumps(mutate_json(rng, json.loads(data))).encode()
-                else:
-                    text = mutate_bytes(rng, data)
-                changes.append(["write", name, text])
+                changes.append(["write", name, mutate_record(rng, self.files[name])])
             elif how < 0.55:  # a manifest whose fields name the sentinels
                 manifests = [n for n in self.metadata if n.count(".") == 1 and n.startswith("_versions/0")]
                 name = rng.choice(manifests)

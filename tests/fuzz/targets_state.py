@@ -8,20 +8,13 @@ import random
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from mds_core import MDSWriter
 from mds_core.errors import MDSError
 from mds_core.order import generate_work
 from mds_core.streaming.epochs import CanonicalEpochs
 from mds_core.streaming.world import detect_world
 from tests.fuzz.harness import PropertyFailure
-from tests.fuzz.mutate import mutate_bytes, mutate_json
-
-
-def _small_dataset(out: str, rows: int = 24, size_limit: int = 300) -> str:
-    with MDSWriter(out=out, columns={"id": "int", "text": "str"}, size_limit=size_limit, exist_ok=True) as writer:
-        for i in range(rows):
-            writer.write({"id": i, "text": f"row {i}"})
-    return out
+from tests.fuzz.mutate import mutate_bytes, mutate_json, mutate_record
+from tests.fuzz.seeds import write_rows
 
 
 class ResumeTarget:
@@ -36,7 +29,7 @@ class ResumeTarget:
     def setup(self, workdir: str) -> None:
         from mds_core import StreamingDataset
 
-        data = _small_dataset(os.path.join(workdir, "data"))
+        data = write_rows(os.path.join(workdir, "data"), range(24), size_limit=300, exist_ok=True)
         self.dataset = StreamingDataset(
             local=data, batch_size=2, shuffle=True, job_root=os.path.join(workdir, "job"), telemetry=False
         )
@@ -84,7 +77,9 @@ class ManifestTarget:
         if not os.path.exists(os.path.join(self.root, "_versions", "published.json")):
             for mode, rows in (("overwrite", 6), ("append", 4)):
                 with self.shard_set.transaction(mode) as tx:  # the append is a partition: its manifest lists it
-                    _small_dataset(tx.out if mode == "overwrite" else tx.partition_out("d1"), rows, size_limit=1 << 20)
+                    write_rows(
+                        tx.out if mode == "overwrite" else tx.partition_out("d1"), range(rows), size_limit=1 << 20
+                    )
         names = [
             os.path.relpath(os.path.join(d, f), self.root)
             for d, _, fs in os.walk(os.path.join(self.root, "_versions"))
@@ -94,12 +89,7 @@ class ManifestTarget:
 
     def generate(self, rng: random.Random) -> dict[str, Any]:
         name = rng.choice(sorted(self.files))
-        data = self.files[name]
-        if rng.random() < 0.6:
-            data = json.dumps(mutate_json(rng, json.loads(data))).encode()
-        else:
-            data = mutate_bytes(rng, data)
-        return {"file": name, "data": data}
+        return {"file": name, "data": mutate_record(rng, self.files[name])}
 
     def check(self, case: dict[str, Any]) -> None:
         path = Path(self.root, case["file"])

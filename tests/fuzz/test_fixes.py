@@ -12,7 +12,8 @@ from mds_core.format.index import parse_index
 from mds_core.format.verify import verify_dataset
 from mds_core.streaming.resume import validate_state
 from mds_core.versions import ShardSet
-from tests.fuzz.targets_state import ResumeTarget, _small_dataset
+from tests.fuzz.seeds import write_rows
+from tests.fuzz.targets_state import ResumeTarget
 from tests.fuzz.targets_verify import hashed_datasets
 
 STATE = {"epoch": 0, "sample_in_epoch": 0, "num_canonical_nodes": 1, "shuffle_seed": 1, "initial_physical_nodes": 1}
@@ -28,7 +29,7 @@ def test_a_sample_count_no_shard_can_hold(tmp_path: Path) -> None:
     """Was ``OverflowError: cannot fit 'int' into an index-sized integer`` from ``len(dataset)``."""
     from mds_core import LocalDataset
 
-    root = Path(_small_dataset(str(tmp_path / "d"), 8))
+    root = Path(write_rows(str(tmp_path / "d"), range(8), size_limit=300))
     index = json.loads((root / "index.json").read_bytes())
     index["shards"][-1]["samples"] = 2**63
     (root / "index.json").write_text(json.dumps(index))
@@ -63,7 +64,7 @@ def test_state_dict_versions_that_are_not_a_list(tmp_path: Path) -> None:
 def shard_set(tmp_path: Path) -> ShardSet:
     shard_set = ShardSet(str(tmp_path / "set"))
     with shard_set.transaction("overwrite") as tx:
-        _small_dataset(tx.out, 4)
+        write_rows(tx.out, range(4), size_limit=300)
     return shard_set
 
 

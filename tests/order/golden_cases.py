@@ -30,3 +30,9 @@ def check_case(case: dict, compute: Callable[[], np.ndarray], ids: str) -> None:
     if "shape" in case:
         assert list(got.shape) == case["shape"]
     np.testing.assert_array_equal(got.ravel(), np.asarray(case[ids], np.int64))
+
+
+def without_trailing_padding(batches: np.ndarray) -> np.ndarray:
+    """Global batches (rows) up to the last one that holds a sample: the trailing all-padding (-1) ones dropped."""
+    real = np.flatnonzero((batches >= 0).any(axis=1))
+    return batches[: real[-1] + 1 if len(real) else 0]

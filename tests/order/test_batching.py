@@ -18,7 +18,7 @@ from mds_core.errors import ConfigurationError
 from mds_core.order import OrderSpec, generate_work, replicate_world, resample_streams, traversal_order
 from mds_core.order.batching import stratified_portions
 from mds_core.order.traversal import to_global_batches
-from tests.order.golden_cases import check_case, golden
+from tests.order.golden_cases import check_case, golden, without_trailing_padding
 
 # The small test datasets trigger the reference's advisory warnings: py1e blocks smaller than a shard,
 # and tiny partitions that repeat samples.
@@ -119,21 +119,19 @@ def test_empty_or_malformed_streams_are_refused(shard_sizes) -> None:
         OrderSpec(shard_sizes)
 
 
+BATCHED = OrderSpec([[10]], batch_size=2)
+PER_STREAM = OrderSpec([[40], [40]], num_canonical_nodes=2, batching_method="device_per_stream", batch_size=2)
+
+
 @pytest.mark.parametrize(
     ("spec", "world", "epoch", "sample_in_epoch", "message"),
     [
         (OrderSpec([[10]]), (1, 1, 1), 0, 0, "batch_size"),
-        (
-            OrderSpec([[40], [40]], num_canonical_nodes=2, batching_method="device_per_stream", batch_size=2),
-            (4, 1, 1),
-            0,
-            0,
-            "multiple of 4",  # device_per_stream: canonical nodes divisible by nodes
-        ),
-        (OrderSpec([[10]], batch_size=2), (0, 1, 1), 0, 0, "num_nodes must be an integer >= 1, got 0"),
-        (OrderSpec([[10]], batch_size=2), (1, 1, 0), 0, 0, "workers_per_rank must be an integer >= 1, got 0"),
-        (OrderSpec([[10]], batch_size=2), (1, 1, 1), -1, 0, "epoch must be an integer >= 0, got -1"),
-        (OrderSpec([[10]], batch_size=2), (1, 1, 1), 0, -8, "sample_in_epoch must be an integer >= 0, got -8"),
+        (PER_STREAM, (4, 1, 1), 0, 0, "multiple of 4"),  # device_per_stream: canonical nodes divisible by nodes
+        (BATCHED, (0, 1, 1), 0, 0, "num_nodes must be an integer >= 1, got 0"),
+        (BATCHED, (1, 1, 0), 0, 0, "workers_per_rank must be an integer >= 1, got 0"),
+        (BATCHED, (1, 1, 1), -1, 0, "epoch must be an integer >= 0, got -1"),
+        (BATCHED, (1, 1, 1), 0, -8, "sample_in_epoch must be an integer >= 0, got -8"),
     ],
 )
 def test_generate_work_refuses_what_it_cannot_order(
@@ -234,16 +232,10 @@ ALGOS = ["py1e", "py1br", "py1s", "py2s", "naive"]
 
 @st.composite
 def epoch_settings(draw, batching_methods=("random",)):
-    num_streams = draw(st.integers(1, 3))
-    shards = [draw(st.lists(st.integers(2, 60), min_size=1, max_size=5)) for _ in range(num_streams)]
-    weighting = draw(st.sampled_from(["none", "repeat", "proportion"]))
-    weights: list[dict[str, float] | None]
-    if weighting == "repeat":
-        weights = [{"repeat": draw(st.sampled_from([0.5, 1, 1.5, 2.25]))} for _ in shards]
-    elif weighting == "proportion":
-        weights = [{"proportion": draw(st.floats(0.2, 1))} for _ in shards]
-    else:
-        weights = [None] * num_streams
+    shards = [draw(st.lists(st.integers(2, 60), min_size=1, max_size=5)) for _ in range(draw(st.integers(1, 3)))]
+    weighting = draw(st.sampled_from([None, "repeat", "proportion"]))
+    values = {"repeat": st.sampled_from([0.5, 1, 1.5, 2.25]), "proportion": st.floats(0.2, 1)}
+    weights = [{weighting: draw(values[weighting])} if weighting else None for _ in shards]
     nodes = draw(st.sampled_from([1, 1, 2, 4]))
     canonical = nodes * draw(st.sampled_from([1, 2])) if draw(st.booleans()) else None
     spec = OrderSpec(
@@ -337,16 +329,11 @@ def test_stream_aware_batching_resumes_at_global_batch_granularity(settings_, da
     except ConfigurationError:
         assume(False)  # streams too small for this world's batches: refused, which the fixtures cover
     global_batch = nodes * ranks * spec.batch_size
-    full_batches = _without_trailing_padding(to_global_batches(full, global_batch))
+    full_batches = without_trailing_padding(to_global_batches(full, global_batch))
     skipped = data.draw(st.integers(0, len(full_batches)))
     offset = data.draw(st.integers(0, global_batch - 1))  # a partial batch resumes at its start
     resumed = generate_work(spec, nodes, ranks, workers, 1, skipped * global_batch + offset)
-    assert np.array_equal(_without_trailing_padding(to_global_batches(resumed, global_batch)), full_batches[skipped:])
-
-
-def _without_trailing_padding(batches: np.ndarray) -> np.ndarray:
-    real = np.flatnonzero((batches >= 0).any(axis=1))
-    return batches[: real[-1] + 1] if len(real) else batches[:0]
+    assert np.array_equal(without_trailing_padding(to_global_batches(resumed, global_batch)), full_batches[skipped:])
 
 
 @pytest.mark.parametrize(("samples", "dropped"), [(10, 2), (8, 0), (11, 3)])

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,13 +10,9 @@ from mds_core.errors import MDSError
 from mds_core.order.simulate import check_order
 from mds_core.order.spec import OrderSpec
 from mds_core.order.world import World, parse_world
+from tests.streaming.support import MDS, run
 
 DATA = Path(__file__).resolve().parent.parent / "fixtures" / "order-golden" / "datasets"
-
-
-def _check_order(*args: str) -> subprocess.CompletedProcess[str]:
-    mds = str(Path(sys.executable).parent / "mds")
-    return subprocess.run([mds, "check-order", *args], capture_output=True, text=True, timeout=120)
 
 
 def test_random_batching_is_elastic_across_worlds_and_resumes() -> None:
@@ -58,9 +52,9 @@ def test_bad_world_strings(text: str) -> None:
 
 def test_cli_exit_codes_and_report() -> None:
     args = [str(DATA / "s0"), str(DATA / "s2"), "--global-batch", "8", "--num-canonical-nodes", "2"]
-    ok = _check_order(*args, "--world", "1x1", "--world", "2x2x2")
+    ok = run(MDS, "check-order", *args, "--world", "1x1", "--world", "2x2x2")
     assert ok.returncode == 0 and ok.stdout.count("same") == 4
-    bad = _check_order(*args, "--world", "1x2", "--world", "2x2", "--batching-method", "device_per_stream")
+    bad = run(MDS, "check-order", *args, "--world", "1x2", "--world", "2x2", "--batching-method", "device_per_stream")
     assert bad.returncode == 1 and "DIFFERS  2 node(s) x 2 rank(s)" in bad.stdout and "global batch 0 has" in bad.stdout
 
 
@@ -69,11 +63,11 @@ def test_cli_checks_a_schedule_on_worlds_and_resume_points(tmp_path: Path) -> No
     schedule.write_text('{"phases": [{"start": 0, "weights": {"s0": 1}}, {"start": 3, "weights": {"s0": 1, "s2": 3}}]}')
     args = [str(DATA / "s0"), str(DATA / "s2"), "--global-batch", "12", "--schedule", str(schedule)]
     worlds = ["--world", "1x1", "--world", "1x4x2", "--world", "2x3x3", "--resume", "0", "--resume", "0.6"]
-    ok = _check_order(*args, *worlds)
+    ok = run(MDS, "check-order", *args, *worlds)
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.count("same") == 6 and "resumed at sample 0: 28 global batches" in ok.stdout  # 359 // 12 - 1
     schedule.write_text('{"phases": [{"start": 0, "weights": {"s1": 1}}]}')
-    named = _check_order(*args)
+    named = run(MDS, "check-order", *args)
     assert named.returncode != 0 and "the schedule names streams ['s1'] that the dataset lacks" in named.stderr
-    plain = _check_order(*args[:4])
+    plain = run(MDS, "check-order", *args[:4])
     assert plain.returncode != 0 and "--num-canonical-nodes is needed" in plain.stderr

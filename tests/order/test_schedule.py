@@ -212,14 +212,9 @@ def test_settings_a_schedule_refuses(tmp_path: Path) -> None:
         _epochs(Schedule([Phase(0, {"web": 1, "books": 1})]), NAMES, 1, 0, tmp_path)
     with pytest.raises(ConfigurationError, match=r"streams \['math'\] have no weight in any phase"):
         _epochs(Schedule([Phase(0, {"web": 1, "code": 1})]), NAMES, 1, 0, tmp_path)
+    mid_step = Schedule([Phase(0, {"web": 1, "code": 1, "math": 1}), Phase(30, {"web": 1})], unit="sample")
     with pytest.raises(ConfigurationError, match=r"sample 30, which is not a step boundary: .* start it at 24 or 48"):
-        _epochs(
-            Schedule([Phase(0, {"web": 1, "code": 1, "math": 1}), Phase(30, {"web": 1})], unit="sample"),
-            NAMES,
-            1,
-            0,
-            tmp_path,
-        )
+        _epochs(mid_step, NAMES, 1, 0, tmp_path)
     assert Schedule.from_json(BASE.to_json()) == BASE
 
 

@@ -81,18 +81,6 @@ def test_accepts_numpy_sizes_and_integers() -> None:
     np.testing.assert_array_equal(got, expected)
 
 
-def test_unknown_algorithm_names_the_accepted_ones() -> None:
-    with pytest.raises(ConfigurationError, match="py1e") as info:
-        get_shuffle("py1b", [1, 2], 1, 0, 0)  # removed from the reference in 0.11
-    for algo in SHUFFLE_ALGOS:
-        assert algo in str(info.value)
-
-
-def test_py1br_accepts_block_size_two() -> None:
-    perm = get_shuffle("py1br", [5, 5], 1, 0, 0, 2)
-    assert sorted(perm.tolist()) == list(range(10))
-
-
 @pytest.mark.parametrize("algo", ["naive", "py1s", "py2s"])
 def test_block_size_is_ignored_where_unused(algo: str) -> None:
     # Per-stream batching can pass int(S * proportion) == 0; the reference accepts it here.
@@ -109,9 +97,15 @@ def test_block_size_is_ignored_where_unused(algo: str) -> None:
         ({"seed": -1}, "shuffle_seed"),
         ({"epoch": -1}, "epoch"),
         ({"seed": 1.0}, "shuffle_seed"),
+        # py1b: removed from the reference in 0.11
+        ({"algo": "py1b"}, "unknown shuffle_algo 'py1b'; expected one of naive, py1br, py1e, py1s, py2s$"),
         *[({"algo": "py1br", "block_size": size}, "shuffle_block_size") for size in (1, 0, -5)],  # tiny blocks
         *[({"algo": "py1e", "block_size": size}, "shuffle_block_size") for size in (0, -3)],  # an empty block range
         ({"algo": "py1e", "shard_sizes": [2], "num_canonical_nodes": 4, "block_size": 50}, "canonical node"),
+        (
+            {"algo": "py1e", "shard_sizes": [10, 10], "num_canonical_nodes": 2, "block_size": 8, "starts": [3]},
+            "starts has 1 entries for 2 canonical nodes",
+        ),
     ],
 )
 def test_invalid_arguments(kwargs: dict, match: str) -> None:
@@ -120,9 +114,16 @@ def test_invalid_arguments(kwargs: dict, match: str) -> None:
         get_shuffle(**args)
 
 
-@pytest.mark.parametrize("algo", ["naive", "py1s", "py2s", "py1br"])
-def test_empty_epoch(algo: str) -> None:
-    assert get_shuffle(algo, [0, 0], 2, 0, 0, 4).tolist() == []
+@pytest.mark.parametrize(
+    ("algo", "sizes", "canonical_nodes", "block_size"),
+    [*[(algo, [0, 0], 2, 4) for algo in ("naive", "py1s", "py2s", "py1br")], ("py1br", [5, 5], 1, 2)],
+    ids=["empty-naive", "empty-py1s", "empty-py2s", "empty-py1br", "py1br-block-2"],
+)
+def test_empty_epochs_and_the_smallest_py1br_block(
+    algo: str, sizes: list[int], canonical_nodes: int, block_size: int
+) -> None:
+    perm = get_shuffle(algo, sizes, canonical_nodes, 0, 0, block_size)
+    assert sorted(perm.tolist()) == list(range(sum(sizes)))
 
 
 # Properties
@@ -200,12 +201,8 @@ def test_py1s_keeps_each_unit_piece_contiguous(sizes: list[int], c: int, seed: i
     bounds = [n * k // c for k in range(c + 1)]
     for k in range(c):
         piece = units[bounds[k] : bounds[k + 1]]
-        if piece.size == 0:
-            continue
-        changes = np.flatnonzero(np.diff(piece)) + 1
-        runs = np.split(piece, changes)
-        starts = [int(run[0]) for run in runs]
-        assert len(starts) == len(set(starts))  # each unit appears as one run within a CN
+        unit_of_each_run = piece[np.diff(piece, prepend=-1) != 0]
+        assert len(unit_of_each_run) == len(np.unique(unit_of_each_run))  # each unit appears as one run within a CN
 
 
 def test_epochs_differ() -> None:

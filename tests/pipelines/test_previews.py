@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import itertools
 import re
 from pathlib import Path
 from typing import Any
@@ -141,13 +142,9 @@ def test_only_the_shards_of_the_first_samples_are_downloaded(s3_server: MotoServ
     url = f"s3://{bucket}/digits"
     write_version(url, make_samples(40, seed=4))
     shards = ShardSet(url).shards(1)
-    head: list[str] = []  # the compressed files of the shards the first 8 samples are in
-    held = 0
-    while held < 8:
-        shard = shards[len(head)]
-        assert shard.zip_data is not None  # written with zstd
-        head.append(shard.zip_data.basename)
-        held += shard.samples
+    first_samples = itertools.accumulate((shard.samples for shard in shards), initial=0)
+    # The files of the shards the first 8 samples are in (the zstd files: `fetched` counts no others).
+    head = [(shard.zip_data or shard.raw_data).basename for shard, first in zip(shards, first_samples) if first < 8]
     assert len(head) < len(shards) / 2
     since = s3_server.log_position()
     assert list(sample_preview(url, 1, {"endpoint_url": s3_server.endpoint}, {"pixels": (8, 8)})) == ["preview_pixels"]

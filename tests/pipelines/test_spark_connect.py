@@ -12,13 +12,12 @@ import time
 import pytest
 from dagster import EnvVar, materialize
 
-from mds_core import StreamingDataset
 from mds_core.errors import ConfigurationError
 from pipelines.assets.raw import build_raw_table
 from pipelines.assets.shards import build_shard_set
 from pipelines.assets.validated import COUNTS_CHECK, build_validated_table
-from pipelines.conventions import op_name
 from pipelines.resources import SparkResource, default_resources
+from tests.pipelines.conftest import check, materialization, meta, stream_ids
 from testsupport.fault_proxy import free_port
 
 pytest.importorskip("pyspark.sql.connect.session", reason="Spark Connect needs the 'connect' extra")
@@ -41,12 +40,10 @@ def test_raw_validated_and_shards_on_spark_connect(resources, spec, spark_connec
     assets = [build_raw_table(spec), build_validated_table(spec), build_shard_set(spec)]
     result = materialize(assets, partition_key=DAY, resources={**resources, "spark": configured})
     assert result.success
-    [counts] = [e for e in result.get_asset_check_evaluations() if e.check_name == COUNTS_CHECK]
-    assert counts.passed
-    shards = result.asset_materializations_for_node(op_name(spec, "shard_set"))[-1].metadata
-    assert shards["rows"].value == shards["rows_added"].value == 60 and shards["version"].value == 1
-    dataset = StreamingDataset(remote=resources["shard_store"].url("digits"), local=str(tmp_path / "cache"), version=1)
-    assert sorted(int(dataset[i]["id"]) for i in range(len(dataset))) == list(range(60))
+    assert check(result, COUNTS_CHECK).passed
+    shards = meta(materialization(result, "shard_set"))
+    assert shards["rows"] == shards["rows_added"] == 60 and shards["version"] == 1
+    assert stream_ids(resources, 1, tmp_path / "cache") == list(range(60))
 
 
 def test_a_dead_spark_connect_address_fails_naming_it(monkeypatch) -> None:

@@ -18,7 +18,7 @@ from mds_core.plan import Environment, plan_training
 from mds_core.plan.report import render_text
 from mds_core.sizes import format_bytes
 from tests.plan.support import S0, plan_text, refused, run_plan, shard_infos
-from tests.streaming.test_distributed import _run_ranks
+from tests.streaming.test_distributed import _config, _run_ranks
 
 # Item 6: the plan's order is StreamingDataset's with the same arguments
 
@@ -43,14 +43,7 @@ def test_the_plans_order_is_the_loaders_with_the_same_arguments(
     monkeypatch.setattr(plan_module, "generate_work", recording)
     plan_text(S0, "--world", "2x1x2", "--batch-size", "4", *options)
     [work] = planned  # (nodes, ranks per node, workers, batches, batch)
-    config = {
-        "streams": [["s0", {}]],
-        "batch_size": 4,
-        "num_workers": 2,
-        "job_root": str(tmp_path / "jobs"),
-        "dataset_kwargs": dataset_kwargs,
-    }
-    outputs = _run_ranks(tmp_path, 2, 1, config)
+    outputs = _run_ranks(tmp_path, 2, 1, _config(tmp_path, 4, 2, streams=[["s0", {}]], dataset_kwargs=dataset_kwargs))
     workers, batches = work.shape[2], work.shape[3]
     for rank, out in enumerate(outputs):  # one rank per node: rank r is node r
         steps = [work[rank, 0, step % workers, step // workers] for step in range(workers * batches)]
@@ -194,39 +187,39 @@ def test_a_smaller_block_is_one_the_loader_accepts() -> None:
 
 
 @pytest.mark.parametrize(
-    ("world", "message"),
+    ("args", "message"),
     [
         (
-            "2x8x0",
+            ["--world", "2x8x0"],
             "world '2x8x0': workers per rank is 0, must be at least 1 (NODESxRANKSxWORKERS). DataLoader(num_workers=0) "
             "reads in the rank process, in the order of one worker: plan it as 2x8x1",
         ),
-        ("0x8x4", "world '0x8x4': nodes is 0, must be at least 1 (NODESxRANKSxWORKERS)"),
-        ("2x0x4", "world '2x0x4': ranks per node is 0, must be at least 1 (NODESxRANKSxWORKERS)"),
-        ("0x8", "world '0x8': nodes is 0, must be at least 1 (NODESxRANKS)"),
-        ("2x8x4x1", "world '2x8x4x1' must look like NODESxRANKS or NODESxRANKSxWORKERS, e.g. 2x4 or 2x4x2"),
+        (["--world", "0x8x4"], "world '0x8x4': nodes is 0, must be at least 1 (NODESxRANKSxWORKERS)"),
+        (["--world", "2x0x4"], "world '2x0x4': ranks per node is 0, must be at least 1 (NODESxRANKSxWORKERS)"),
+        (["--world", "0x8"], "world '0x8': nodes is 0, must be at least 1 (NODESxRANKS)"),
+        (
+            ["--world", "2x8x4x1"],
+            "world '2x8x4x1' must look like NODESxRANKS or NODESxRANKSxWORKERS, e.g. 2x4 or 2x4x2",
+        ),
+        (
+            ["--batch-size", "0"],
+            "--batch-size must be a positive integer (the per-device batch size, the same as the DataLoader's), got 0",
+        ),
+        (["--epochs", "0"], "--epochs must be at least 1, got 0"),
+        (["--world", "2xfoo"], "world '2xfoo' must look like NODESxRANKS or NODESxRANKSxWORKERS, e.g. 2x4 or 2x4x2"),
+        (
+            ["--cache-limit", "lots"],
+            "--cache-limit: Unsupported value/suffix 'lots': a size is bytes or a number with a suffix ['b', 'eb', "
+            "'gb', 'kb', 'mb', 'pb', 'tb', 'yb', 'zb'], e.g. '64mb'",
+        ),
+        (["--shuffle-algo", "nope"], "invalid shuffle_algo 'nope': use one of naive, py1br, py1e, py1s, py2s"),
     ],
 )
-def test_a_world_with_a_zero_names_the_field(world: str, message: str) -> None:
-    assert refused(S0, "--batch-size", "4", "--world", world) == f"error: {message}\n"
+def test_errors_name_the_field_and_the_option(args: list[str], message: str) -> None:
+    assert refused(S0, "--batch-size", "4", *args) == f"error: {message}\n"
 
 
 def test_check_order_still_reads_zero_workers_as_the_rank_process() -> None:
     assert parse_world("2x8x0") == World(num_nodes=2, ranks_per_node=8, workers_per_rank=1)
     with pytest.raises(ConfigurationError, match="nodes is 0, must be at least 1"):
         parse_world("0x8x4")
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (
-            ["--batch-size", "0"],
-            "--batch-size must be a positive integer (the per-device batch size, the same as the DataLoader's), got 0",
-        ),
-        (["--batch-size", "4", "--epochs", "0"], "--epochs must be at least 1, got 0"),
-    ],
-)
-def test_command_line_errors_name_the_option(args: list[str], message: str) -> None:
-    out = refused(S0, *args)
-    assert out == f"error: {message}\n" and "StreamingDataset" not in out

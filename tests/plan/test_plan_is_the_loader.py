@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import mds_core.plan.plan as plan_module
-from mds_core import LocalDataset, MDSWriter
+from mds_core import LocalDataset
 from mds_core.errors import ConfigurationError
 from mds_core.format.index import ShardInfo
 from mds_core.order.world import World
@@ -24,6 +24,7 @@ from mds_core.plan.timing import request_window
 from mds_core.storage.shard_cache import ShardCache
 from mds_core.streaming.dataset import StreamingDataset
 from mds_core.streaming.prefetch import Prefetch
+from tests.streaming.support import write_rows
 
 BATCH = 4
 ONE_WORKER = World(num_nodes=1, ranks_per_node=1, workers_per_rank=1)  # a test process: one rank, no workers
@@ -32,9 +33,8 @@ ONE_WORKER = World(num_nodes=1, ranks_per_node=1, workers_per_rank=1)  # a test 
 def _write(out: Path) -> list[ShardInfo]:
     """About 12 compressed shards of 100 samples, each sample's bytes different, so none compresses to nothing."""
     rng = np.random.default_rng(0)
-    with MDSWriter(out=str(out), columns={"id": "int", "x": "bytes"}, compression="zstd", size_limit="8kb") as writer:
-        for i in range(100):
-            writer.write({"id": i, "x": rng.bytes(64) * 10})
+    rows = ({"id": i, "x": rng.bytes(64) * 10} for i in range(100))
+    write_rows(out, {"id": "int", "x": "bytes"}, rows, compression="zstd", size_limit="8kb")
     shards = LocalDataset(str(out)).shards
     assert len(shards) > 4 and all(shard.zip_data is not None for shard in shards)
     return shards

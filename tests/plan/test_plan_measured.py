@@ -10,10 +10,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mds_core import MDSWriter, Phase, Schedule, StreamingDataLoader, StreamingDataset
+from mds_core import Phase, Schedule, StreamingDataLoader, StreamingDataset
 from mds_core.order.world import World
 from mds_core.plan import plan_training
 from mds_core.plan.source import load_streams, probe
+from tests.streaming.support import write_rows
 from tests.streaming.test_distributed import _run_ranks
 from testsupport.s3 import object_gets
 
@@ -22,9 +23,8 @@ ORDER: dict[str, Any] = {"shuffle": True, "num_canonical_nodes": 2, "shuffle_blo
 
 def _write(url: str, samples: int, payload: int, size_limit: int) -> None:
     rng = np.random.default_rng(0)
-    with MDSWriter(out=url, columns={"id": "int", "payload": "bytes"}, size_limit=size_limit) as writer:
-        for i in range(samples):
-            writer.write({"id": i, "payload": rng.bytes(payload)})
+    rows = ({"id": i, "payload": rng.bytes(payload)} for i in range(samples))
+    write_rows(url, {"id": "int", "payload": "bytes"}, rows, size_limit=size_limit)
 
 
 def _config(remote: Any, folder: Path, dataset_kwargs: dict, per_node: bool = True) -> dict[str, Any]:
@@ -104,14 +104,12 @@ def test_the_recommended_cache_limit_downloads_every_shard_once(s3_server, tmp_p
     url = f"s3://{bucket}/data"
     _write(url, samples=1200, payload=1000, size_limit=12_000)
     streams = load_streams([url])
-    plan = plan_training(streams, World(num_nodes=1, ranks_per_node=1, workers_per_rank=2), 4, **ORDER)
+    world = World(workers_per_rank=2)
+    plan = plan_training(streams, world, 4, **ORDER)
     limit = next(r.value for r in plan.recommendations if r.setting == "cache_limit")
     total = sum(s.raw_data.bytes for s in streams[0])
     assert limit is not None and limit < total  # a real limit, so eviction happens
-    limited = plan_training(
-        streams, World(num_nodes=1, ranks_per_node=1, workers_per_rank=2), 4, cache_limit=limit, **ORDER
-    )
-    assert limited.epochs[0].nodes[0].refetched_shards == 0
+    assert plan_training(streams, world, 4, cache_limit=limit, **ORDER).epochs[0].nodes[0].refetched_shards == 0
     since = s3_server.log_position()
     config = _config(url, tmp_path, {**ORDER, "cache_limit": limit}, per_node=False)
     outputs = _run_ranks(tmp_path, 1, 1, config)

@@ -5,7 +5,6 @@ pipelines show read through the per-user default cache, not a shared, predictabl
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 
 import pytest
@@ -19,14 +18,9 @@ from pipelines.landing import landed_days
 from pipelines.registry import DatasetSpec, Source
 from pipelines.resources import TableCatalog
 from tests.security.conftest import Listener
+from testsupport.fault_proxy import free_port
 
 PASSWORD = "hunter2-s3cr3t"
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_the_standard_metadata_shows_a_url_without_its_credentials() -> None:
@@ -69,7 +63,7 @@ def test_a_landing_zone_that_fails_is_named_without_the_password(failing_server:
 
 
 def test_an_unreachable_landing_zone_is_named_without_the_password() -> None:
-    port = closed_port()
+    port = free_port()  # closed once found
     with pytest.raises(StorageError) as failed:
         landed_days(f"ftp://etl:{PASSWORD}@127.0.0.1:{port}/landing/digits")
     assert PASSWORD not in str(failed.value) and f"ftp://***@127.0.0.1:{port}/landing/digits" in str(failed.value)

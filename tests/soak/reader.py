@@ -36,7 +36,7 @@ def run(config: dict[str, Any]) -> int:
         batch_size=config["batch_size"],
         shuffle=True,
         shuffle_algo=config["shuffle_algo"],
-        num_canonical_nodes=config["num_canonical_nodes"],
+        num_canonical_nodes=config["canonical_nodes"] or None,  # 0: the default
         cache_limit=config["cache_limit"],
         download_retry=config["download_retry"],
         download_timeout=config["download_timeout"],
@@ -45,8 +45,8 @@ def run(config: dict[str, Any]) -> int:
     loader = StreamingDataLoader(
         dataset,
         batch_size=config["batch_size"],
-        num_workers=config["num_workers"],
-        persistent_workers=config["num_workers"] > 0,
+        num_workers=config["workers"],
+        persistent_workers=config["workers"] > 0,
     )
     epoch = 0
     while True:

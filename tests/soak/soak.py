@@ -148,40 +148,24 @@ def _run_processes(
 ) -> dict[str, Any]:
     stop = dirs.out / "writer.stop"
     stop.unlink(missing_ok=True)
+    # Both read their settings from the config's fields (``SoakConfig``), and the run's places from the rest.
     writer = _start(
         "tests.soak.writer",
-        {
-            "root": root,
-            "retry": config.download_retry,
-            "stop": str(stop),
-            "out": str(dirs.out),
-            "seed": config.seed + 1,
-            "shard_bytes": config.shard_bytes,
-            "sample_bytes": config.sample_bytes,
-            "samples_per_commit": config.writer_samples,
-            "interval": config.writer_interval,
-        },
+        {**asdict(config), "root": root, "stop": str(stop), "out": str(dirs.out)},
         "writer",
         dirs,
         env,
     )
     deadline = time.time() + config.minutes * 60
     reader = {
+        **asdict(config),
         "root": root,
         "version": 1,
         "local": str(dirs.cache),
         "job_root": str(dirs.jobs),
         "out": str(dirs.epochs),
-        "batch_size": config.batch_size,
-        "num_workers": config.workers,
-        "shuffle_algo": config.shuffle_algo,
-        "num_canonical_nodes": config.canonical_nodes or None,
         "cache_limit": params["cache_limit_bytes"],
-        "download_retry": config.download_retry,
-        "download_timeout": config.download_timeout,
         "deadline": deadline,
-        "min_epochs": config.min_epochs,
-        "max_epochs": config.max_epochs,
         "barrier_timeout": 600,
     }
     port, ranks = free_port(), []

@@ -2,7 +2,7 @@
 
 Usage: python -m tests.soak.writer CONFIG_JSON
 
-It appends ``samples_per_commit`` samples per version until the file ``stop`` exists, and rewrites
+It appends ``writer_samples`` samples per version until the file ``stop`` exists, and rewrites
 ``writer.json`` (versions committed, errors) after each attempt. The readers read one pinned version,
 so these commits change what ``index.json`` and ``_versions/`` hold under them, never their epoch.
 """
@@ -27,9 +27,9 @@ FIRST_WRITER_ID = 10_000_000  # far above the readers' ids, so a mix-up would sh
 
 def main() -> None:
     config: dict[str, Any] = json.loads(Path(sys.argv[1]).read_text())
-    shard_set = ShardSet(config["root"], retry=config["retry"])
+    shard_set = ShardSet(config["root"], retry=config["download_retry"])
     stop, status_path = Path(config["stop"]), Path(config["out"]) / "writer.json"
-    rng = np.random.default_rng(config["seed"])
+    rng = np.random.default_rng(config["seed"] + 1)  # not the dataset's samples
     status: dict[str, Any] = {"commits": 0, "errors": 0, "last_error": None, "last_version": None}
     next_id = FIRST_WRITER_ID
     while not stop.exists():
@@ -37,10 +37,10 @@ def main() -> None:
             with (
                 shard_set.transaction("append") as tx,
                 MDSWriter(
-                    out=tx.out, columns=COLUMNS, size_limit=config["shard_bytes"], retry=config["retry"]
+                    out=tx.out, columns=COLUMNS, size_limit=config["shard_bytes"], retry=config["download_retry"]
                 ) as writer,
             ):
-                for _ in range(config["samples_per_commit"]):
+                for _ in range(config["writer_samples"]):
                     writer.write({"id": next_id, "payload": rng.bytes(config["sample_bytes"])})
                     next_id += 1
             status["commits"] += 1
@@ -49,7 +49,7 @@ def main() -> None:
             status["errors"] += 1
             status["last_error"] = traceback.format_exc()[-2000:]
         status_path.write_text(json.dumps(status))
-        time.sleep(config["interval"])
+        time.sleep(config["writer_interval"])
 
 
 if __name__ == "__main__":

@@ -45,13 +45,9 @@ def client(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     server.stop()
 
 
-def _normalised(error: list[str] | None, *roots: str) -> list[str] | None:
-    if error is None:
-        return None
-    message = error[1]
-    for root in roots:
-        message = message.replace(root, "<out>")
-    return [error[0], message]
+def _normalised(error: list[str] | None, root: str) -> list[str] | None:
+    """``error`` (type, message) with the output folder ``root`` in its message written ``<out>``."""
+    return None if error is None else [error[0], error[1].replace(root, "<out>")]
 
 
 def test_the_client_converts_exactly_as_classic_with_the_same_errors(

@@ -6,7 +6,6 @@ Every converter test taking ``spark`` already runs on a Connect session too (``c
 
 from __future__ import annotations
 
-import socket
 import time
 
 import pytest
@@ -14,19 +13,14 @@ import pytest
 from mds_core import dataframe_to_mds
 from mds_core.convert.spark_connect import is_connect
 from mds_core.errors import ConfigurationError
+from testsupport.fault_proxy import free_port
 
 connect = pytest.importorskip("pyspark.sql.connect.session", reason="Spark Connect needs the 'connect' extra")
 
 
-def _dead_url() -> str:
-    with socket.socket() as probe:  # a port nothing listens on once the probe is closed
-        probe.bind(("127.0.0.1", 0))
-        return f"sc://127.0.0.1:{probe.getsockname()[1]}"
-
-
 def test_a_dead_connect_server_is_one_clear_error_within_the_timeout(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("MDS_SPARK_CONNECT_TIMEOUT", "2")
-    url = _dead_url()
+    url = f"sc://127.0.0.1:{free_port()}"  # a port nothing listens on
     session = connect.SparkSession(connection=url)  # not the process's default session: other tests use it
     try:
         frame = session.range(10)  # builds a plan; nothing is sent yet

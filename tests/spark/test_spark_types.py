@@ -153,14 +153,7 @@ def test_each_type_round_trips_exactly(all_types, name: str) -> None:
     )
 )
 def test_generated_frames_round_trip(spark, tmp_path_factory, rows) -> None:
-    schema = T.StructType(
-        [
-            T.StructField("b", T.ByteType()),
-            T.StructField("s", T.ShortType()),
-            T.StructField("t", T.StringType()),
-            T.StructField("v", T.ArrayType(T.FloatType())),
-        ]
-    )
+    schema = "b tinyint, s smallint, t string, v array<float>"
     out = tmp_path_factory.mktemp("generated") / "out"
     dataframe_to_mds(spark.createDataFrame(rows, schema).coalesce(1), mds_kwargs={"out": str(out)})
     samples = list(LocalDataset(out))

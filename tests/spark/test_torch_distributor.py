@@ -35,10 +35,6 @@ def _distributed_run(processes: int, volume_dataset: str, volumes_server, work: 
     return distributor.run(train, host, token, volume_dataset, *paths, stop_after, BATCH)
 
 
-def _trace(work: Path, ranks: int) -> dict[int, list[list[int]]]:
-    return read_trace(str(work / "trace"), ranks)
-
-
 def _fresh(tmp_path: Path, name: str) -> Path:
     work = tmp_path / name
     (work / "trace").mkdir(parents=True)
@@ -51,7 +47,7 @@ def test_a_killed_run_resumes_exactly_on_the_same_and_another_process_count(
     monkeypatch.setenv("PYTHONPATH", str(ROOT))  # torchrun's processes unpickle train by its module
     whole = _fresh(tmp_path, "whole")
     result = _distributed_run(2, volume_dataset, volumes_server, whole, None)
-    uninterrupted = _trace(whole, 2)
+    uninterrupted = read_trace(str(whole / "trace"), 2)
     steps = ROWS // (2 * BATCH)
     assert result["steps"] == steps and all(len(b) == steps for b in uninterrupted.values())
     seen = [i for batches in uninterrupted.values() for batch in batches for i in batch]
@@ -61,12 +57,12 @@ def test_a_killed_run_resumes_exactly_on_the_same_and_another_process_count(
         work = _fresh(tmp_path, f"resumed-on-{resumed_on}")
         with pytest.raises(RuntimeError, match="TorchDistributor failed during training"):
             _distributed_run(2, volume_dataset, volumes_server, work, STOP)
-        before = _trace(work, 2)
+        before = read_trace(str(work / "trace"), 2)
         assert before == {r: batches[:STOP] for r, batches in uninterrupted.items()}
-        (work / "trace" / "rank0.jsonl").rename(work / "trace" / "before0.jsonl")
-        (work / "trace" / "rank1.jsonl").rename(work / "trace" / "before1.jsonl")
+        for rank in (0, 1):
+            (work / "trace" / f"rank{rank}.jsonl").rename(work / "trace" / f"before{rank}.jsonl")
         _distributed_run(resumed_on, volume_dataset, volumes_server, work, None)
-        after = _trace(work, resumed_on)
+        after = read_trace(str(work / "trace"), resumed_on)
         if resumed_on == 2:
             assert after == {r: batches[STOP:] for r, batches in uninterrupted.items()}
         seen = [i for batches in [*before.values(), *after.values()] for batch in batches for i in batch]

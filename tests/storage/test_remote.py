@@ -89,17 +89,15 @@ def _no_temporary_files(directory: Path) -> bool:
 # the store
 
 
-@pytest.fixture(params=["local", "s3", "gcs", "azure", "volumes"])
+SERVERS = {"s3": "s3_server", "gcs": "gcs_server", "azure": "azurite_server", "volumes": "volumes_server"}
+
+
+@pytest.fixture(params=["local", *sorted(SERVERS)])
 def store_url(request, tmp_path: Path) -> str:
     """Each store's root: a local folder, or a fresh bucket, container or volume on a server on 127.0.0.1."""
     if request.param == "local":
         return str(tmp_path / "store")
-    if request.param == "s3":
-        return f"s3://{request.getfixturevalue('s3_server').new_bucket()}/store"
-    server = request.getfixturevalue(
-        {"gcs": "gcs_server", "azure": "azurite_server", "volumes": "volumes_server"}[request.param]
-    )
-    return f"{server.new_root()}/store"
+    return f"{request.getfixturevalue(SERVERS[request.param]).new_root()}/store"
 
 
 def test_store_operations(store_url: str, tmp_path: Path) -> None:
@@ -152,29 +150,6 @@ def test_dbfs_needs_databricks_credentials(monkeypatch, tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------------------------------
 # writer -> S3 -> dataset
-
-
-def test_write_to_s3_then_stream_it_back(s3_server, tmp_path: Path) -> None:
-    url = f"s3://{s3_server.new_bucket()}/data"
-    samples = _write(url, compression="zstd", hashes=["sha1", "xxh64"])
-    keys = open_store(url).list()
-    assert keys[0] == "index.json" and all(k.endswith(".mds.zstd") for k in keys[1:]) and len(keys) > 5
-    got = {int(s["id"]): s["payload"] for s in _dataset(url, tmp_path, batch_size=8, validate_hash="sha1")}
-    assert got == {s["id"]: s["payload"] for s in samples}
-    cached = sorted(p.name for p in (tmp_path / "cache").iterdir() if p.is_file())
-    assert cached == sorted(["index.json", *(k[: -len(".zstd")] for k in keys[1:])])  # keep_zip=False
-    assert _no_temporary_files(tmp_path / "cache")
-
-
-def test_two_ranks_two_workers_fetch_each_shard_once_per_node(s3_server, tmp_path: Path) -> None:
-    bucket = s3_server.new_bucket()
-    url = f"s3://{bucket}/data"
-    _write(url, n=400)
-    shard_keys = [k for k in open_store(url).list() if k != "index.json"]
-    since = s3_server.log_position()
-    read_by_two_ranks_of_two_workers(url, tmp_path)
-    gets = object_gets(s3_server.requests(since), bucket)
-    assert gets == {f"data/{key}": 1 for key in ["index.json", *shard_keys]}
 
 
 def test_cache_limit_evicts_over_a_whole_epoch(s3_server, tmp_path: Path) -> None:
@@ -294,46 +269,7 @@ def test_the_cli_reads_urls(s3_server, tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------------------------
-# faults
-
-
-def test_an_epoch_survives_dropped_slow_failing_and_truncated_responses(s3_server, fault_proxy, tmp_path: Path) -> None:
-    url = f"s3://{s3_server.new_bucket()}/data"
-    _write(url, n=300)
-    expected = _ids(_dataset(url, tmp_path, "clean", shuffle=True))
-    faults = [
-        fault_proxy.add(Fault(action, path=rf"shard\.0000{i}\.mds", value=value))
-        for i, (action, value) in enumerate(
-            [("drop", 0), ("status", 503), ("status", 500), ("truncate", 1000), ("delay", 0.5)]
-        )
-    ]
-    assert _ids(_dataset(url, tmp_path, shuffle=True, download_retry=3)) == expected
-    assert all(f.hits == 1 for f in faults)
-    assert _no_temporary_files(tmp_path / "cache")
-
-
-def test_past_the_retry_budget_a_storage_error_names_the_url(s3_server, fault_proxy, tmp_path: Path) -> None:
-    url = f"s3://{s3_server.new_bucket()}/data"
-    _write(url, n=100)
-    fault_proxy.add(Fault("status", path=r"shard\.00002\.mds", value=503, times=10))
-    with pytest.raises(StorageError, match=rf"download of {url}/shard.00002.mds failed after 2 attempt\(s\)"):
-        _ids(_dataset(url, tmp_path, download_retry=2))
-    assert not (tmp_path / "cache" / "shard.00002.mds").exists() and _no_temporary_files(tmp_path / "cache")
-
-
-def test_download_timeout_is_a_deadline_per_file(s3_server, fault_proxy, tmp_path: Path) -> None:
-    url = f"s3://{s3_server.new_bucket()}/data"
-    _write(url, n=100)
-    # The margins are wide: on a busy 2-core machine the undelayed index.json can take over a second.
-    fault_proxy.add(Fault("delay", path=r"shard\.00000\.mds", value=10, times=5))
-    dataset = _dataset(url, tmp_path, download_retry=1, download_timeout=4)
-    with pytest.raises(StorageError, match=r"shard.00000.mds failed after 1 attempt\(s\): .*within the 4 s timeout"):
-        _ids(dataset)
-    assert _no_temporary_files(tmp_path / "cache")
-
-
-# ------------------------------------------------------------------------------------------------
-# writer failures
+# writer failures (the matrix of test_stores.py has the retried faults)
 
 
 def test_a_failed_upload_publishes_no_index(s3_server, fault_proxy, tmp_path: Path) -> None:
@@ -343,16 +279,6 @@ def test_a_failed_upload_publishes_no_index(s3_server, fault_proxy, tmp_path: Pa
         _write(url, n=200)
     fault_proxy.clear()
     assert not open_store(url).exists("index.json")
-
-
-def test_retried_uploads_complete_the_dataset(s3_server, fault_proxy, tmp_path: Path) -> None:
-    url = f"s3://{s3_server.new_bucket()}/data"
-    fault_proxy.add(Fault("status", method="PUT", path=r"shard\.00001\.mds", value=500))
-    fault_proxy.add(Fault("drop", method="PUT", path=r"shard\.00002\.mds"))
-    samples = _write(url, n=200, retry=3, keep_local=False)
-    fault_proxy.clear()
-    got = {int(s["id"]): s["payload"] for s in _dataset(url, tmp_path)}
-    assert got == {s["id"]: s["payload"] for s in samples}
 
 
 def test_an_existing_remote_index_is_refused_or_retracted(s3_server, tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -46,12 +47,7 @@ def batch_ids(loader: Iterable[dict[str, Any]]) -> list[list[int]]:
 
 def first_batches(loader: Iterable[dict[str, Any]], count: int) -> list[list[int]]:
     """The ``id`` column of the loader's first ``count`` batches: the loader stops there, mid-epoch."""
-    batches: list[list[int]] = []
-    for batch in loader:
-        batches.append(batch["id"].tolist())
-        if len(batches) == count:
-            break
-    return batches
+    return batch_ids(itertools.islice(loader, count))
 
 
 def run(*command: str, timeout: float = 300, **kwargs: Any) -> subprocess.CompletedProcess[str]:

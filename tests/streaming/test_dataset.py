@@ -25,23 +25,20 @@ EPOCHS = json.loads((ORDER / "epochs.json").read_text())["cases"]
 SINGLE = [c for c in EPOCHS if c["world"] == {"num_nodes": 1, "ranks_per_node": 1, "workers_per_rank": 1}]
 
 
-def _streams(case: dict) -> list[Stream]:
-    return [
-        Stream(local=str(ORDER / "datasets" / s["name"]), **{k: v for k, v in s.items() if k != "name"})
-        for s in case["streams"]
-    ]
-
-
 def _dataset(case: dict, tmp_path: Path) -> StreamingDataset:
+    weights = [{k: v for k, v in s.items() if k != "name"} for s in case["streams"]]
+    streams = [Stream(local=str(ORDER / "datasets" / s["name"]), **w) for s, w in zip(case["streams"], weights)]
     return StreamingDataset(
-        streams=_streams(case), batch_size=case["batch_size"], job_root=str(tmp_path), **case["dataset_kwargs"]
+        streams=streams, batch_size=case["batch_size"], job_root=str(tmp_path), **case["dataset_kwargs"]
     )
 
 
-def _resume_at(ds: StreamingDataset, case: dict) -> None:
-    state = ds.state_dict(0, from_beginning=True)
-    state.update(epoch=case["epoch"], sample_in_epoch=case["sample_in_epoch"])
-    ds.load_state_dict(state)
+def _resumed_epoch(case: dict, tmp_path: Path) -> list[int]:
+    ds = _dataset(case, tmp_path)
+    ds.load_state_dict(
+        {**ds.state_dict(0, from_beginning=True), "epoch": case["epoch"], "sample_in_epoch": case["sample_in_epoch"]}
+    )
+    return ids(ds)
 
 
 @pytest.mark.parametrize(
@@ -50,13 +47,9 @@ def _resume_at(ds: StreamingDataset, case: dict) -> None:
 def test_single_device_order_matches_the_reference(case: dict, tmp_path: Path) -> None:
     if "error" in case:
         with pytest.raises(ConfigurationError):
-            ds = _dataset(case, tmp_path)
-            _resume_at(ds, case)
-            list(ds)
+            _resumed_epoch(case, tmp_path)
         return
-    ds = _dataset(case, tmp_path)
-    _resume_at(ds, case)
-    assert ids(ds) == [i for i in case["ids"] if i >= 0]
+    assert _resumed_epoch(case, tmp_path) == [i for i in case["ids"] if i >= 0]
 
 
 def test_every_order_setting_reaches_the_order_spec(tmp_path: Path) -> None:
@@ -159,10 +152,9 @@ RESUME = json.loads((ORDER / "resume.json").read_text())["cases"]
 )
 def test_a_reference_state_dict_continues_the_reference_order(case: dict, tmp_path: Path) -> None:
     def loader() -> StreamingDataLoader:
-        ds = StreamingDataset(
-            streams=_streams(case), batch_size=case["batch_size"], job_root=str(tmp_path), **case["dataset_kwargs"]
+        return StreamingDataLoader(
+            _dataset(case, tmp_path), batch_size=case["batch_size"], num_workers=case["num_workers"]
         )
-        return StreamingDataLoader(ds, batch_size=case["batch_size"], num_workers=case["num_workers"])
 
     fresh = loader()
     assert batch_ids(fresh) == case["epoch0_batches"]

@@ -61,21 +61,19 @@ def test_a_shared_array_removed_before_it_is_loaded_is_computed_again(tmp_path, 
     assert removals == [job.file("pass-0.npy")]
 
 
+def _create_in_child(root: Path, token: str, then: str) -> str:
+    """What a fresh interpreter prints that creates job ``token`` under ``root`` as ``job``, then runs ``then``."""
+    code = f"import os; from mds_core.streaming.jobdir import JobDir; job = JobDir.create({str(root)!r}, {token!r}); "
+    return run_python(code + then, check=True).stdout.strip()
+
+
 def test_job_dirs_are_per_user_and_removed_with_their_creator(tmp_path: Path) -> None:
-    code = (
-        "import sys; from mds_core.streaming.jobdir import JobDir; "
-        f"job = JobDir.create({str(tmp_path)!r}, 'tok'); print(job.path)"
-    )
-    path = run_python(code, check=True).stdout.strip()
+    path = _create_in_child(tmp_path, "tok", "print(job.path)")
     assert path.startswith(user_dir(str(tmp_path))) and not os.path.exists(path)
 
 
 def test_a_crashed_jobs_directory_is_swept_by_the_next_job(tmp_path: Path) -> None:
-    code = (
-        "import os; from mds_core.streaming.jobdir import JobDir; "
-        f"job = JobDir.create({str(tmp_path)!r}, 'crashed'); os._exit(0)"
-    )  # no clean-up: a crash
-    run_python(code, check=True)
+    _create_in_child(tmp_path, "crashed", "os._exit(0)")  # no clean-up: a crash
     crashed = Path(user_dir(str(tmp_path))) / "crashed"
     assert (crashed / OWNER_FILE).exists()
     JobDir.create(str(tmp_path), "next")

@@ -6,12 +6,13 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from mds_core.errors import ConfigurationError
 from mds_core.storage.remote import open_store
-from mds_core.streaming.loader_check import check_version
+from mds_core.streaming.loader_check import LoaderCheckReport, check_version
 from mds_core.streaming.version_sample import fetch_sample, select_subset
 from mds_core.versions import ShardSet
 from tests.streaming.support import MDS, run, write_rows
@@ -32,6 +33,12 @@ def three_days(tmp_path: Path) -> tuple[str, list[str]]:
     root = str(tmp_path / "set")
     shard_set = ShardSet(root)
     return root, [_day(shard_set, day) for day in range(3)]
+
+
+def _check(root: str, tmp_path: Path, version: int = 3, **kwargs: Any) -> LoaderCheckReport:
+    """``check_version`` on 4-sample batches, its cache and jobs in ``tmp_path`` unless ``kwargs`` say otherwise."""
+    defaults: dict[str, Any] = {"local": str(tmp_path / "cache"), "batch_size": 4, "job_root": str(tmp_path)}
+    return check_version(root, version, **{**defaults, **kwargs})
 
 
 def _shard_files(directory: Path) -> set[str]:
@@ -76,9 +83,7 @@ def test_a_bounded_check_passes_and_reads_only_the_subset(three_days, tmp_path: 
     root, _ = three_days
     cache = tmp_path / "cache"
     subset = select_subset(ShardSet(root), 3, seed=5, sample_rows=50)
-    report = check_version(
-        root, 3, local=str(cache), seed=5, sample_rows=50, batch_size=4, num_workers=2, job_root=str(tmp_path)
-    )
+    report = _check(root, tmp_path, seed=5, sample_rows=50, num_workers=2)
     assert report.passed, report.problems
     assert report.exactly_once and report.continuation_matches and report.version == 3
     assert report.samples_expected == report.samples_streamed == subset.rows < 3 * ROWS_PER_DAY
@@ -98,7 +103,7 @@ def test_a_temporary_cache_is_removed(three_days, tmp_path: Path, monkeypatch) -
     root, _ = three_days
     (tmp_path / "tmp").mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
-    report = check_version(root, 2, sample_rows=20, batch_size=4, num_workers=0, job_root=str(tmp_path / "jobs"))
+    report = _check(root, tmp_path, 2, local=None, sample_rows=20, num_workers=0, job_root=str(tmp_path / "jobs"))
     assert report.passed, report.problems
     assert not [p for p in (tmp_path / "tmp").iterdir() if p.name.startswith("mds-check-version-")]
 
@@ -107,9 +112,7 @@ def test_a_damaged_new_shard_fails_the_check_naming_it(three_days, tmp_path: Pat
     root, transactions = three_days
     damaged = sorted((Path(root) / "data" / transactions[2]).glob("shard.*"))[1]
     damaged.write_bytes(damaged.read_bytes()[:-10])  # truncated on the store
-    report = check_version(
-        root, 3, local=str(tmp_path / "cache"), sample_rows=50, batch_size=4, num_workers=2, job_root=str(tmp_path)
-    )
+    report = _check(root, tmp_path, sample_rows=50, num_workers=2)
     assert not report.passed
     assert any(damaged.name in problem and transactions[2] in problem for problem in report.problems), report.problems
 
@@ -119,9 +122,7 @@ def test_a_damaged_sampled_shard_fails_the_check_naming_it(three_days, tmp_path:
     subset = select_subset(ShardSet(root), 3, sample_rows=None)
     damaged = Path(root) / subset.sampled[0].raw_data.basename
     damaged.write_bytes(damaged.read_bytes()[:-10])
-    report = check_version(
-        root, 3, local=str(tmp_path / "cache"), sample_rows=None, batch_size=4, num_workers=0, job_root=str(tmp_path)
-    )
+    report = _check(root, tmp_path, sample_rows=None, num_workers=0)
     assert not report.passed and subset.sampled[0].raw_data.basename in report.problems[0], report.problems
     assert report.problems[0].startswith("fetching the sample failed")
 
@@ -169,9 +170,7 @@ def test_storage_options_reach_every_read_on_s3(s3_server, tmp_path: Path, monke
     # the environment now points nowhere: only the storage options know the endpoint
     monkeypatch.setenv("S3_ENDPOINT_URL", "http://127.0.0.1:9")
     options = {"endpoint_url": s3_server.endpoint}
-    report = check_version(
-        root, 2, storage_options=options, sample_rows=40, batch_size=4, num_workers=2, job_root=str(tmp_path)
-    )
+    report = _check(root, tmp_path, 2, local=None, storage_options=options, sample_rows=40, num_workers=2)
     assert report.passed, report.problems
     assert report.subset["new_rows"] == ROWS_PER_DAY and 0 < report.subset["sampled_rows"] <= 40
     assert report.telemetry["totals"]["shards_downloaded"] == len(report.subset["new_shards"])

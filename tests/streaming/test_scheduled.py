@@ -31,12 +31,12 @@ def _dataset(schedule: Schedule, tmp: Path, names=("s0", "s1", "s2"), **kwargs) 
     )
 
 
-def _expected(segments: list[tuple[Schedule, int]], names=("s0", "s1", "s2")) -> list[list[int]]:
-    """The global batches ``mds_core.order.schedule`` gives when each schedule rules ``steps`` steps."""
+def _expected(segments: list[tuple[Schedule, int]], names=("s0", "s1", "s2"), batch: int = 8) -> list[list[int]]:
+    """The global batches (of ``batch``) ``mds_core.order.schedule`` gives when each schedule rules ``steps`` steps."""
     batches: list[list[int]] = []
-    position = Position(0, {})
+    position, shards = Position(0, {}), [SHARDS[n] for n in names]
     for schedule, steps in segments:
-        order = ScheduledOrder(schedule, list(names), [SHARDS[n] for n in names], 8, shuffle=True, shuffle_seed=9176)
+        order = ScheduledOrder(schedule, list(names), shards, batch, shuffle=True, shuffle_seed=9176)
         end = position.step + steps
         batches += [ids.tolist() for _, ids in order.global_batches(position, end)]
         position = order.advance(position, end)
@@ -101,12 +101,7 @@ def test_real_ranks_resume_on_another_world_with_the_same_global_batches(
         return _config(tmp_path / where, 16 // ranks, 2, dataset_kwargs=kwargs, **extra)
 
     whole = _global_batches(_run_ranks(tmp_path / "whole", before, before, config("whole", before)))
-    expected = [
-        ids.tolist()
-        for _, ids in ScheduledOrder(
-            FIRST, ["s0", "s1", "s2"], list(SHARDS.values()), 16, shuffle=True, shuffle_seed=9176
-        ).global_batches(Position(0, {}), 420 // 16)
-    ]
+    expected = _expected([(FIRST, 420 // 16)], batch=16)
     assert whole == expected
     first = _run_ranks(tmp_path / "first", before, before, config("first", before, stop_after=7))
     state = json.loads(json.dumps(first[0]["state"]))

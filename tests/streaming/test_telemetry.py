@@ -49,8 +49,7 @@ def _metrics_files(tmp_path: Path) -> list[str]:
     return sorted(p.name for p in (tmp_path / "jobs").rglob("metrics-*"))
 
 
-# ------------------------------------------------------------------------------------------------
-# local data
+# Local data
 
 
 @pytest.mark.parametrize("num_workers", [0, 2])
@@ -150,8 +149,7 @@ def test_cache_stats_are_per_process() -> None:
     assert shared[CACHE_FIELDS.index("evictions")] == 1
 
 
-# ------------------------------------------------------------------------------------------------
-# loopback S3
+# Loopback S3
 
 
 def _write_s3(url: str, n: int) -> None:

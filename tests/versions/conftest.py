@@ -10,7 +10,7 @@ from typing import Any, cast
 import pytest
 
 from mds_core import MDSWriter, StreamingDataset
-from mds_core.errors import StorageError
+from mds_core.errors import StorageError, VersionConflictError
 from mds_core.storage.remote import RemoteStore
 from mds_core.versions import ShardSet
 from mds_core.versions.manifest import VersionInfo
@@ -38,6 +38,14 @@ def commit(shard_set: ShardSet, mode: str, day: str, ids: range, **kwargs: Any) 
         write_day(tx.out, day, ids)
     assert tx.version is not None  # committed
     return tx.version
+
+
+def commit_or_conflict(shard_set: ShardSet, transaction: str, **kwargs: Any) -> int | str:
+    """``transaction`` committed as an append on version 1: its version's number, or "conflict" if another won."""
+    try:
+        return shard_set.commit(transaction, "append", parent=1, **kwargs).version
+    except VersionConflictError:
+        return "conflict"
 
 
 def read_ids(root: str, tmp_path: Path, version: int | None = None) -> list[int]:

@@ -9,32 +9,29 @@ import json
 import os
 import subprocess
 import sys
-import threading
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from mds_core import StreamingDataset
-from mds_core.errors import VersionConflictError
 from mds_core.storage.exclusive import ExclusiveCreateUnsupported
 from mds_core.versions import ShardSet
 from tests.crash.operations import write_rows
+from tests.storage.test_create_exclusive import race_threads
+from tests.versions.conftest import commit_or_conflict
 
 ROOT = Path(__file__).resolve().parents[2]
 WRITERS = 8
 # Says "ready" once imported and with its store open, then commits when the parent says "go" on stdin.
 _COMMIT_ON_GO = """
 import json, sys
-from mds_core.errors import VersionConflictError
 from mds_core.versions import ShardSet
-root, transaction = sys.argv[1], sys.argv[2]
-shard_set = ShardSet(root)
+from tests.versions.conftest import commit_or_conflict
+shard_set = ShardSet(sys.argv[1])
 print("ready", flush=True)
 sys.stdin.readline()
-try:
-    print(json.dumps(shard_set.commit(transaction, "append", parent=1, publish=False).version))
-except VersionConflictError:
-    print(json.dumps("conflict"))
+print(json.dumps(commit_or_conflict(shard_set, sys.argv[2], publish=False)))
 """
 
 
@@ -52,22 +49,7 @@ def _prepare(root: str) -> tuple[ShardSet, list[str]]:
 
 
 def _in_threads(shard_set: ShardSet, transactions: list[str]) -> list[object]:
-    start = threading.Barrier(len(transactions))
-    outcomes: list[object] = []  # each thread's committed version number, or "conflict"
-
-    def commit(transaction: str) -> None:
-        start.wait()
-        try:
-            outcomes.append(shard_set.commit(transaction, "append", parent=1, publish=False).version)
-        except VersionConflictError:
-            outcomes.append("conflict")
-
-    threads = [threading.Thread(target=commit, args=(tx,)) for tx in transactions]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return outcomes
+    return race_threads([partial(commit_or_conflict, shard_set, tx, publish=False) for tx in transactions])
 
 
 def _in_processes(shard_set: ShardSet, transactions: list[str]) -> list[object]:

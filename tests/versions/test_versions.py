@@ -177,23 +177,6 @@ def test_a_long_lived_shard_set_sees_what_other_writers_did(root: str, tmp_path:
     assert [v.version for v in watcher.versions()] == [2] and watcher.published() == 2
 
 
-def test_latest_reads_the_hint_and_probes_one_past_it(s3_server) -> None:
-    from testsupport.s3 import object_gets
-
-    bucket = s3_server.new_bucket()
-    shard_set = ShardSet(f"s3://{bucket}/set")
-    for day in range(6):
-        commit(shard_set, "append", f"d{day}", range(5 * day, 5 * day + 5))
-    since = s3_server.log_position()
-    latest = shard_set.latest()
-    assert latest is not None and latest.version == 6
-    requests = s3_server.requests(since)
-    assert object_gets(requests, bucket) == {"set/_versions/head.json": 1, "set/_versions/00000006.json": 1}
-    # The probe past it finds nothing; nothing lists the history.
-    assert any("00000007.json" in r.path + r.query for r in requests)
-    assert not [r for r in requests if "list-type" in r.query and "prefix=set/_versions/&" in r.query + "&"]
-
-
 def test_a_pinned_version_reads_its_cached_index_without_a_request(s3_server, tmp_path: Path) -> None:
     """A committed version never changes: once its index is cached, a new dataset (a resumed job)
     asks the store for nothing, while an unpinned read always fetches the index again."""
