@@ -12,6 +12,7 @@ from mds_core.streaming.local import LocalDataset
 from mds_core.writer import MDSWriter, merge_index
 
 if TYPE_CHECKING:  # the lazy names below, typed for their callers
+    from mds_core.convert.delta import delta_to_mds
     from mds_core.convert.spark import dataframe_to_mds
     from mds_core.order.schedule import Phase, Schedule
     from mds_core.streaming.dataset import StreamingDataset
@@ -29,12 +30,14 @@ __all__ = [
     "StreamingDataLoader",
     "StreamingDataset",
     "dataframe_to_mds",
+    "delta_to_mds",
     "merge_index",
     "streams_registry",
 ]
 
 # Loaded on first use: StreamingDataLoader imports torch (seconds), the dataset modules pull in the
-# order machinery, and dataframe_to_mds pyarrow and pyspark, none of which plain readers and writers need.
+# order machinery, dataframe_to_mds pyarrow and pyspark, delta_to_mds deltalake: none of which plain readers and
+# writers need.
 _LAZY = {
     "Phase": "mds_core.order.schedule",
     "Schedule": "mds_core.order.schedule",
@@ -43,6 +46,7 @@ _LAZY = {
     "StreamingDataLoader": "mds_core.streaming.loader",
     "streams_registry": "mds_core.streaming.registry",
     "dataframe_to_mds": "mds_core.convert.spark",
+    "delta_to_mds": "mds_core.convert.delta",
 }
 
 

@@ -157,3 +157,15 @@ class NothingToRollBackError(MDSError, LookupError):
 
 class ConversionError(MDSError, ValueError):
     """A table or DataFrame that cannot be converted to MDS: an unsupported type, a null, a bad column."""
+
+
+class DeltaTableError(ConversionError):
+    """A Delta table that cannot be read as asked: a bad version or timestamp, or data files gone; names the URI."""
+
+
+class DeltaTableNotFoundError(DeltaTableError, FileNotFoundError):
+    """No Delta table at the URI, or no such version of it (the message names both)."""
+
+
+class UnsupportedDeltaFeatureError(DeltaTableError):
+    """A Delta table whose protocol needs a reader feature deltalake cannot honour; names the feature and URI."""

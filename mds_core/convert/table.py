@@ -73,8 +73,8 @@ def table_to_mds(
     """Write ``data`` as one MDS dataset at ``out`` and return what was written.
 
     Args:
-        data: a ``pyarrow.Table``/``RecordBatch``, a pandas ``DataFrame``, or an iterable of dicts
-            (read in batches of 8192; ``schema`` fixes their Arrow types, else the first batch's).
+        data: a ``pyarrow.Table``/``RecordBatch``/``RecordBatchReader``, a pandas ``DataFrame``, or an
+            iterable of dicts (read in batches of 8192; ``schema`` fixes their Arrow types, else the first batch's).
         out: a local directory, a URL, or ``(local, remote)``, as ``MDSWriter`` takes it.
         columns: column -> encoding to write only those columns with those encodings (validated);
             by default every column with the encoding of its type (docs/spark.md, "Type mapping").
@@ -156,6 +156,8 @@ def _as_batches(data: Any, schema: pa.Schema | None) -> tuple[Iterator[Any], pa.
         data = pa.Table.from_pandas(data, schema=schema, preserve_index=False)
     if isinstance(data, pa.Table):
         return iter(data.to_batches(BATCH_ROWS)), data.schema, data
+    if isinstance(data, pa.RecordBatchReader):  # streamed (delta_to_mds): one batch in memory at a time
+        return iter(data), data.schema, None
     if isinstance(data, (str, bytes, dict)) or not isinstance(data, Iterable):
         raise ConversionError(
             f"table_to_mds takes a pyarrow Table, a pandas DataFrame or an iterable of dicts, got {type(data).__name__}"
