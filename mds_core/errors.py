@@ -169,3 +169,19 @@ class DeltaTableNotFoundError(DeltaTableError, FileNotFoundError):
 
 class UnsupportedDeltaFeatureError(DeltaTableError):
     """A Delta table whose protocol needs a reader feature deltalake cannot honour; names the feature and URI."""
+
+
+class UnityCatalogError(DeltaTableError):
+    """A Unity Catalog table name that cannot be read: bad syntax, not a Delta table; names the table."""
+
+
+class UnityCatalogTableNotFoundError(UnityCatalogError, DeltaTableNotFoundError):
+    """No such table (or catalog, or schema) in Unity Catalog; names the table and the workspace."""
+
+
+class UnityCatalogPermissionError(UnityCatalogError, PermissionError):
+    """Unity Catalog refused the caller (401, 403): names the table and the privilege or credential to fix."""
+
+
+class UnityCatalogCredentialsExpiredError(UnityCatalogPermissionError):
+    """The storage credentials Unity Catalog vended for a table expired before the read finished."""

@@ -30,6 +30,7 @@ from mds_core.errors import (
     MissingDependencyError,
     UnsupportedDeltaFeatureError,
 )
+from mds_core.storage.unity_catalog import expired_credentials_named, is_table_name, resolve_table
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -58,12 +59,14 @@ class DeltaConversion:
         table_uri: the table's URI as delta-rs resolved it (``file:///...`` for a local path).
         version: the table version read: the one asked for, the one current at ``timestamp``, or the latest.
         table_id: the table's id (its ``metaData`` action's ``id``), which stays the same across versions.
+        uc_name: the Unity Catalog name the table was read by (``catalog.schema.table``); None for a path or URL.
     """
 
     stats: ConversionStats
     table_uri: str
     version: int
     table_id: str
+    uc_name: str | None = None
 
 
 def delta_to_mds(
@@ -75,6 +78,7 @@ def delta_to_mds(
     timestamp: str | datetime | None = None,
     storage_options: dict[str, str] | None = None,
     predicate: str | None = None,
+    workspace: dict[str, Any] | None = None,
     **table_kwargs: Any,
 ) -> DeltaConversion:
     """Convert one version of a Delta table to an MDS dataset at ``out``, a record batch at a time.
@@ -83,7 +87,8 @@ def delta_to_mds(
     the version's, with deleted rows (deletion vectors included) left out.
 
     Args:
-        table_uri: the table's root: a local path, ``file://``, ``s3://``, ``gs://``, ``az://``/``abfss://``.
+        table_uri: the table's root: a local path, ``file://``, ``s3://``, ``gs://``, ``az://``/``abfss://``; or a
+            Unity Catalog name, ``catalog.schema.table`` or ``uc://catalog.schema.table`` (docs/delta.md).
         out: a local directory, a URL, or ``(local, remote)``, as ``MDSWriter`` takes it.
         columns: column -> encoding, as for ``table_to_mds``: only those columns are read from the table.
         version: the table version to read (Spark's ``versionAsOf``); None reads the latest.
@@ -93,6 +98,8 @@ def delta_to_mds(
             them from the environment.
         predicate: an SQL condition on the rows to keep (DataFusion syntax, e.g. ``"day >= '2026-01-01'"``);
             partition and file statistics skip the files that cannot match.
+        workspace: for a Unity Catalog name, Databricks SDK ``Config`` fields (``host``, ``token``, ``profile``);
+            None takes ``DATABRICKS_HOST`` and ``DATABRICKS_TOKEN`` or the SDK's other defaults.
         **table_kwargs: further ``table_to_mds`` arguments (``null_policy``, ``compression``, ``size_limit``...).
 
     Returns:
@@ -102,14 +109,23 @@ def delta_to_mds(
         DeltaTableNotFoundError: no table at ``table_uri``, or no such version.
         UnsupportedDeltaFeatureError: the table needs a reader feature deltalake cannot honour.
         DeltaTableError: a bad timestamp, or data files of the version gone (vacuumed).
+        UnityCatalogError: a Unity Catalog name that is malformed, missing, refused or not Delta (subclasses:
+            ``UnityCatalogTableNotFoundError``, ``UnityCatalogPermissionError``,
+            ``UnityCatalogCredentialsExpiredError``).
     """
     if version is not None and timestamp is not None:
         raise DeltaTableError(f"delta_to_mds takes version= or timestamp=, not both (table {table_uri})")
-    table = open_delta_table(table_uri, version=version, timestamp=timestamp, storage_options=storage_options)
-    resolved_uri, resolved_version, table_id = table.table_uri, table.version(), str(table.metadata().id)
-    batches = delta_batches(table, list(columns) if columns else None, predicate)
-    stats = table_to_mds(batches, out, columns, **table_kwargs)
-    return DeltaConversion(stats, resolved_uri, resolved_version, table_id)
+    uc_name, expires_at = None, None
+    if is_table_name(table_uri):  # a Unity Catalog name: its location, read with the credentials it vends
+        resolved = resolve_table(str(table_uri), storage_options=storage_options, workspace=workspace)
+        uc_name, expires_at = resolved.name, resolved.expires_at
+        table_uri, storage_options = resolved.storage_location, resolved.storage_options
+    with expired_credentials_named(uc_name, expires_at):
+        table = open_delta_table(table_uri, version=version, timestamp=timestamp, storage_options=storage_options)
+        resolved_uri, resolved_version, table_id = table.table_uri, table.version(), str(table.metadata().id)
+        batches = delta_batches(table, list(columns) if columns else None, predicate)
+        stats = table_to_mds(batches, out, columns, **table_kwargs)
+    return DeltaConversion(stats, resolved_uri, resolved_version, table_id, uc_name)
 
 
 def open_delta_table(
@@ -137,6 +153,8 @@ def open_delta_table(
         raise DeltaTableNotFoundError(f"no Delta table at {uri}: {err}") from err
     except deltalake.exceptions.DeltaError as err:
         raise _load_error(err, uri, version, storage_options) from err
+    except OSError as err:  # the store refused or failed the log's reads (keys, permissions, network)
+        raise DeltaTableError(f"cannot read the Delta log of {uri}: {err}") from err
     if timestamp is not None:
         _load_at(table, uri, timestamp)
     check_reader_features(table, uri)

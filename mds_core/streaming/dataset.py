@@ -28,6 +28,7 @@ from mds_core.streaming.cache_limit import apply_cache_limit, parse_cache_limit
 from mds_core.streaming.dataset_metrics import DatasetMetrics
 from mds_core.streaming.epochs import CanonicalEpochs
 from mds_core.streaming.jobdir import default_root, open_job
+from mds_core.streaming.lineage import DataRecord, stream_root
 from mds_core.streaming.local import LocalDataset, select
 from mds_core.streaming.prefetch import Prefetch, samples_ahead
 from mds_core.streaming.registry import apply_download_defaults, resolve_streams
@@ -120,6 +121,7 @@ class StreamingDataset(DatasetMetrics):
         order_settings = _order_settings(locals())  # first: before any other local is bound
         register_with_torch()
         self.streams = resolve_streams(streams, remote, local, split, stream_name, stream_config, version)
+        self.data = DataRecord(self.streams)  # what state dicts name: roots, versions, lineage
         apply_download_defaults(self.streams, download_retry, download_timeout, validate_hash, keep_zip)
         self.batch_size, self.replication, self.shuffle_seed = batch_size, replication, shuffle_seed
         self.predownload = samples_ahead(predownload, batch_size)
@@ -266,7 +268,7 @@ class StreamingDataset(DatasetMetrics):
     # checkpoints
 
     def state_dict(self, num_samples: int, from_beginning: bool) -> dict[str, Any]:
-        """Where training is in the epoch: the reference's five keys plus a ``fingerprint`` of the data.
+        """Where training is in the epoch: the reference's five keys, a ``fingerprint`` and the ``data`` read.
 
         Args:
             num_samples: global samples consumed in this epoch (over every rank).
@@ -276,16 +278,16 @@ class StreamingDataset(DatasetMetrics):
         parallel_nodes = self.world.replicate(self.replication).num_nodes
         epoch, offset, base = EpochLedger(self._job, self.world.rank).position()
         sample_in_epoch = num_samples if from_beginning else offset + num_samples
+        canonical = base["num_canonical_nodes"] if base else self.order_spec.canonical_nodes(parallel_nodes)
         state: dict[str, Any] = {
             "epoch": epoch,
             "sample_in_epoch": sample_in_epoch,
-            "num_canonical_nodes": base["num_canonical_nodes"]
-            if base
-            else self.order_spec.canonical_nodes(parallel_nodes),
+            "num_canonical_nodes": canonical,
             "shuffle_seed": base["shuffle_seed"] if base else self.shuffle_seed,
             "initial_physical_nodes": base["initial_physical_nodes"] if base else parallel_nodes,
             "fingerprint": self.fingerprint,
             "versions": self.versions,
+            "data": self.data(),
         }
         if self.scheduled is not None:
             state["schedule"] = self.scheduled.state(epoch, sample_in_epoch, base, self._roots)
@@ -302,7 +304,7 @@ class StreamingDataset(DatasetMetrics):
             allow_other_data: resume even though the data, a version or the order settings changed
                 (the position is kept; which samples it points at may differ).
         """
-        check_versions(obj, self.versions, allow_other_data)
+        check_versions(obj, self.versions, allow_other_data, [stream_root(stream) for stream in self.streams])
         if self.scheduled is not None:
             obj = self.scheduled.resume(obj, self._roots, allow_other_data)
         state = validate_state(obj, self.fingerprint, self.epoch_size, allow_other_data)

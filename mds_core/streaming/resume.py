@@ -12,7 +12,7 @@ import glob
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict
 
@@ -213,12 +213,20 @@ class EpochLedger:
         return [r for r in records if r is not None]
 
 
-def check_versions(state: Any, ours: list[int | None], allow_other_data: bool) -> None:
+def check_versions(
+    state: Any, ours: list[int | None], allow_other_data: bool, roots: Sequence[str] | None = None
+) -> None:
     """Check a state's ``versions`` (the shard-set version of each stream).
 
     They must be well formed and, for pinned versions, those this dataset reads, unless ``allow_other_data``.
+
+    Args:
+        state: the state dict being loaded.
+        ours: the version each of this dataset's streams reads (None: not pinned).
+        allow_other_data: accept other versions (the caller's ``load_state_dict`` argument).
+        roots: each stream's root as messages name it (``lineage.stream_root``), to say which stream differs.
     """
-    theirs = state.get("versions") if isinstance(state, dict) else None
+    theirs: Any = state.get("versions") if isinstance(state, dict) else None
     if theirs is not None and not (
         isinstance(theirs, list) and all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in theirs)
     ):
@@ -226,6 +234,20 @@ def check_versions(state: Any, ours: list[int | None], allow_other_data: bool) -
     pinned = theirs is not None and any(v is not None for v in [*theirs, *ours])
     if pinned and theirs != ours and not allow_other_data:
         raise ResumeError(
-            f"state dict was taken on shard-set version(s) {theirs}, but this dataset reads {ours}; "
+            f"state dict was taken on shard-set version(s) {theirs}, but this dataset reads {ours}"
+            f"{_which_differ(theirs, ours, roots)}; "
             "resume on the same version, or pass allow_other_data=True to load_state_dict to continue anyway"
         )
+
+
+def _which_differ(theirs: Any, ours: list[int | None], roots: Sequence[str] | None) -> str:
+    """`` (stream 0 at <root>: version 1 in the state, 2 here)`` for each stream whose version differs."""
+    if roots is None or len(theirs) != len(ours):
+        return ""
+    differing = [
+        f"stream {i} at {root}: version {mine if mine is not None else 'unpinned'} in the state, "
+        f"{here if here is not None else 'unpinned'} here"
+        for i, (root, mine, here) in enumerate(zip(roots, theirs, ours))
+        if mine != here
+    ]
+    return f" ({'; '.join(differing)})"

@@ -30,7 +30,8 @@ from tests.pipelines.conftest import (
 def test_full_graph_backfill_on_the_embedded_default(resources, spec, tmp_path):
     """Two days as one run (a backfill), full refresh: one version, smoke-tested, then published."""
     result = materialize_days(spec, DAYS[:2], resources, mode="overwrite")
-    assert result.success and check(result, COUNTS_CHECK).passed
+    assert result.success
+    assert check(result, COUNTS_CHECK).passed
     shard_set = resources["shard_store"].shard_set("digits")
     smoke = check(result, SMOKE_CHECK)
     report = meta(smoke)

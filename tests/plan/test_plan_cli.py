@@ -18,7 +18,7 @@ from mds_core.plan import Environment, plan_training
 from mds_core.plan.report import render_text
 from mds_core.sizes import format_bytes
 from tests.plan.support import S0, plan_text, refused, run_plan, shard_infos
-from tests.streaming.test_distributed import _config, _run_ranks
+from tests.streaming.support import rank_config, run_ranks
 
 # Item 6: the plan's order is StreamingDataset's with the same arguments
 
@@ -43,7 +43,9 @@ def test_the_plans_order_is_the_loaders_with_the_same_arguments(
     monkeypatch.setattr(plan_module, "generate_work", recording)
     plan_text(S0, "--world", "2x1x2", "--batch-size", "4", *options)
     [work] = planned  # (nodes, ranks per node, workers, batches, batch)
-    outputs = _run_ranks(tmp_path, 2, 1, _config(tmp_path, 4, 2, streams=[["s0", {}]], dataset_kwargs=dataset_kwargs))
+    outputs = run_ranks(
+        tmp_path, 2, 1, rank_config(tmp_path, 4, 2, streams=[["s0", {}]], dataset_kwargs=dataset_kwargs)
+    )
     workers, batches = work.shape[2], work.shape[3]
     for rank, out in enumerate(outputs):  # one rank per node: rank r is node r
         steps = [work[rank, 0, step % workers, step // workers] for step in range(workers * batches)]

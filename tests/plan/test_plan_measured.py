@@ -14,8 +14,7 @@ from mds_core import Phase, Schedule, StreamingDataLoader, StreamingDataset
 from mds_core.order.world import World
 from mds_core.plan import plan_training
 from mds_core.plan.source import load_streams, probe
-from tests.streaming.support import write_rows
-from tests.streaming.test_distributed import _run_ranks
+from tests.streaming.support import run_ranks, write_rows
 from testsupport.s3 import object_gets
 
 ORDER: dict[str, Any] = {"shuffle": True, "num_canonical_nodes": 2, "shuffle_block_size": 44}
@@ -56,7 +55,7 @@ def test_downloads_and_cache_per_node_are_exactly_the_plans(
     )
     since = s3_server.log_position()
     config = _config(url, tmp_path, ORDER)
-    outputs = _run_ranks(tmp_path, nodes * ranks_per_node, ranks_per_node, config)
+    outputs = run_ranks(tmp_path, nodes * ranks_per_node, ranks_per_node, config)
     assert Counter(i for out in outputs for batch in out["batches"] for i in batch) == Counter(range(480))
     cached = [_shard_files(tmp_path / f"cache-{node}") for node in range(nodes)]
     for node, files in zip(plan.epochs[0].nodes, cached):
@@ -84,7 +83,7 @@ def test_a_scheduled_runs_downloads_per_node_are_exactly_the_plans(s3_server, tm
     config = _config(
         [[name, url] for name, url in urls.items()], tmp_path, {"shuffle": True, "schedule": schedule.to_json()}
     )
-    outputs = _run_ranks(tmp_path, 2, 1, config)
+    outputs = run_ranks(tmp_path, 2, 1, config)
     assert sum(len(batch) for out in outputs for batch in out["batches"]) == plan.settings["samples_per_epoch"] == 720
     for node, planned in enumerate(plan.epochs[0].nodes):
         files = {
@@ -112,7 +111,7 @@ def test_the_recommended_cache_limit_downloads_every_shard_once(s3_server, tmp_p
     assert plan_training(streams, world, 4, cache_limit=limit, **ORDER).epochs[0].nodes[0].refetched_shards == 0
     since = s3_server.log_position()
     config = _config(url, tmp_path, {**ORDER, "cache_limit": limit}, per_node=False)
-    outputs = _run_ranks(tmp_path, 1, 1, config)
+    outputs = run_ranks(tmp_path, 1, 1, config)
     assert sorted(i for batch in outputs[0]["batches"] for i in batch) == list(range(1200))
     gets = object_gets(s3_server.requests(since), bucket)
     assert {k: v for k, v in gets.items() if k != "data/index.json"} == {

@@ -32,7 +32,7 @@ from mds_core.errors import (
 )
 from mds_core.storage.remote import open_store
 from mds_core.streaming.jobdir import user_dir
-from tests.streaming.test_distributed import _run_ranks
+from tests.streaming.support import run_ranks
 from testsupport.fault_proxy import Fault
 from testsupport.s3 import object_gets
 
@@ -68,7 +68,7 @@ def read_by_two_ranks_of_two_workers(url: str, tmp_path: Path) -> None:
     """Two ranks of one node, two loader workers each, read every sample of ``url`` (400 of them) exactly once."""
     config = {"remote": url, "local": str(tmp_path / "cache"), "batch_size": 4, "num_workers": 2}
     config |= {"job_root": str(tmp_path / "jobs"), "dataset_kwargs": {"shuffle": True, "num_canonical_nodes": 2}}
-    outputs = _run_ranks(tmp_path / "ranks", 2, 2, config)
+    outputs = run_ranks(tmp_path / "ranks", 2, 2, config)
     assert Counter(i for out in outputs for batch in out["batches"] for i in batch) == Counter(range(400))
 
 

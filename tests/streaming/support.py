@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -10,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from mds_core import MDSWriter, Stream, StreamingDataset
+from testsupport.fault_proxy import free_port
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 ORDER = FIXTURES / "order-golden"
 MDS = str(Path(sys.executable).parent / "mds")
+RANK_WORKER = Path(__file__).with_name("distributed_worker.py")
 
 
 def write_rows(out: Path | str, columns: dict[str, str], rows: Iterable[dict[str, Any]], **kwargs: Any) -> Path:
@@ -58,3 +62,42 @@ def run(*command: str, timeout: float = 300, **kwargs: Any) -> subprocess.Comple
 def run_python(code: str, *args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
     """``code`` run by a fresh interpreter of this environment, with ``args`` as its ``sys.argv[1:]``."""
     return run(sys.executable, "-c", code, *args, **kwargs)
+
+
+def run_ranks(tmp_path: Path, num_ranks: int, ranks_per_node: int, config: dict) -> list[dict]:
+    """Start every rank as its own process and return each rank's output."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    port, procs, outs = free_port(), [], []
+    for rank in range(num_ranks):
+        config_path, out = tmp_path / f"config{rank}.json", tmp_path / f"out{rank}-{port}.json"
+        config_path.write_text(json.dumps(config))
+        world = {"RANK": rank, "WORLD_SIZE": num_ranks, "LOCAL_RANK": rank % ranks_per_node}
+        world.update(LOCAL_WORLD_SIZE=ranks_per_node, MASTER_PORT=port)
+        env = {**os.environ, "MASTER_ADDR": "127.0.0.1", **{name: str(value) for name, value in world.items()}}
+        command = [sys.executable, str(RANK_WORKER), str(config_path), str(out)]
+        procs.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        outs.append(out)
+    logs = [proc.communicate(timeout=300)[0] for proc in procs]
+    # Every rank's log: the rank that fails first is usually not the one that reports the failure.
+    assert [proc.returncode for proc in procs] == [0] * num_ranks, "\n".join(
+        f"--- rank {rank} ---\n{log[-3000:]}" for rank, log in enumerate(logs)
+    )
+    return [json.loads(out.read_text()) for out in outs]
+
+
+def rank_config(tmp_path: Path, batch_size: int, num_workers: int, **extra: Any) -> dict:
+    """The rank worker's config: three streams, shuffled on 2 canonical nodes, ``extra`` on top."""
+    return {
+        "streams": [["s0", {}], ["s1", {}], ["s2", {}]],
+        "batch_size": batch_size,
+        "num_workers": num_workers,
+        "job_root": str(tmp_path / "jobs"),
+        "dataset_kwargs": {"shuffle": True, "num_canonical_nodes": 2},
+        **extra,
+    }
+
+
+def global_batches(outputs: list[dict]) -> list[list[int]]:
+    """Step t's global batch: every rank's t-th batch, in rank order."""
+    steps = max(len(o["batches"]) for o in outputs)
+    return [sum((o["batches"][t] for o in outputs if t < len(o["batches"])), []) for t in range(steps)]

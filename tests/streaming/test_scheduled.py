@@ -14,8 +14,7 @@ import pytest
 from mds_core import Phase, Schedule, Stream, StreamingDataLoader, StreamingDataset
 from mds_core.errors import ResumeError
 from mds_core.order.schedule import Position, ScheduledOrder
-from tests.streaming.support import ORDER, batch_ids, first_batches
-from tests.streaming.test_distributed import _config, _global_batches, _run_ranks
+from tests.streaming.support import ORDER, batch_ids, first_batches, global_batches, rank_config, run_ranks
 
 DATASETS = ORDER / "datasets"
 SIZES = {"s0": 109, "s1": 61, "s2": 250}  # ids 0..419 in this order (the "id" column is the global id)
@@ -98,12 +97,12 @@ def test_real_ranks_resume_on_another_world_with_the_same_global_batches(
 ) -> None:
     def config(where: str, ranks: int, **extra) -> dict:
         kwargs = {"shuffle": True, "schedule": FIRST.to_json()}
-        return _config(tmp_path / where, 16 // ranks, 2, dataset_kwargs=kwargs, **extra)
+        return rank_config(tmp_path / where, 16 // ranks, 2, dataset_kwargs=kwargs, **extra)
 
-    whole = _global_batches(_run_ranks(tmp_path / "whole", before, before, config("whole", before)))
+    whole = global_batches(run_ranks(tmp_path / "whole", before, before, config("whole", before)))
     expected = _expected([(FIRST, 420 // 16)], batch=16)
     assert whole == expected
-    first = _run_ranks(tmp_path / "first", before, before, config("first", before, stop_after=7))
+    first = run_ranks(tmp_path / "first", before, before, config("first", before, stop_after=7))
     state = json.loads(json.dumps(first[0]["state"]))
-    rest = _global_batches(_run_ranks(tmp_path / "rest", after, after, config("rest", after, state=state)))
-    assert _global_batches(first) + rest == expected
+    rest = global_batches(run_ranks(tmp_path / "rest", after, after, config("rest", after, state=state)))
+    assert global_batches(first) + rest == expected
