@@ -14,6 +14,7 @@ from pipelines.assets.shards import build_shard_set
 from pipelines.assets.smoke import build_smoke_check
 from pipelines.assets.validated import build_validated_table
 from pipelines.automation import daily_job, daily_schedule, landing_sensor
+from pipelines.delta_sensor import delta_sensor
 from pipelines.operations import publish_job, vacuum_job, vacuum_schedule
 from pipelines.registry import DatasetSpec
 
@@ -38,7 +39,8 @@ def dataset_definitions(spec: DatasetSpec, automation: bool = False) -> DatasetD
         checks=[build_smoke_check(spec), build_plan_check(spec)],
         jobs=[conversion, publishing, vacuuming],
         schedules=[daily_schedule(spec, automation), vacuum_schedule(spec, vacuuming, automation)],
-        sensors=[landing_sensor(spec, automation)],
+        # A Delta source is followed by table version; every other source by its landing folder.
+        sensors=[delta_sensor(spec, automation) if spec.source.kind == "delta" else landing_sensor(spec, automation)],
     )
 
 

@@ -25,7 +25,7 @@ from mds_core.errors import ConfigurationError
 PACKAGED = Path(__file__).resolve().parent / "defs"  # the package's datasets: <dataset>/defs.yaml each
 DATASET_COMPONENT = "pipelines.components.Dataset"
 COMPONENT_ATTRIBUTES = ("automation",)  # a dataset component's attributes that are not DatasetSpec fields
-SourceKind = Literal["digits", "synthetic", "table", "path"]
+SourceKind = Literal["digits", "synthetic", "table", "path", "delta"]
 SourceFormat = Literal["", "parquet", "csv", "json", "delta"]
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,47}$")  # an asset key part, a table prefix and a folder name: checked
 # by the field's pattern, which `dg check yaml` applies to the component files too
@@ -38,12 +38,19 @@ class Source(BaseModel):
 
     kind: SourceKind = "digits"
     table: str = Field(default="", description="Spark table for kind=table.")
-    path: str = Field(default="", description="Files for kind=path (local or any fsspec URL).")
+    path: str = Field(
+        default="",
+        description="Files for kind=path (local or any fsspec URL); for kind=delta the table's path, URL or "
+        "Unity Catalog name (catalog.schema.table).",
+    )
     format: SourceFormat = Field(default="", description="File format; default from the path's suffix.")
     day_column: str = Field(
         default="", description="Column holding each row's day; empty: the whole source is the partition's day."
     )
     rows_per_day: int = Field(default=180, ge=1, description="Rows per day for digits and synthetic.")
+    version: int | None = Field(
+        default=None, ge=0, description="Delta table version to read (kind=delta); unset: the latest when a run starts."
+    )
 
 
 class DatasetSpec(BaseModel):

@@ -116,6 +116,18 @@ def object_gets(requests: list[Request], bucket: str) -> dict[str, int]:
     return counts
 
 
+def delta_options(endpoint: str) -> dict[str, str]:
+    """delta-rs's storage options for the test server: plain HTTP, and no locking provider (one writer at a time)."""
+    return {
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": "us-east-1",
+        "AWS_ALLOW_HTTP": "true",
+        "AWS_S3_ALLOW_UNSAFE_RENAME": "true",
+    }
+
+
 def s3_env(endpoint: str) -> dict[str, str]:
     """Environment for clients of the test server (subprocesses included)."""
     return {

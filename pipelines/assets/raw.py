@@ -3,13 +3,22 @@
 # No `from __future__ import annotations`: Dagster reads the Config and resource annotations at runtime.
 from typing import TYPE_CHECKING, Any, Literal
 
-from dagster import AssetExecutionContext, AssetsDefinition, Config, MaterializeResult, MetadataValue, asset
+from dagster import (
+    AssetExecutionContext,
+    AssetsDefinition,
+    Config,
+    DataVersion,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+)
 from pydantic import Field
 
 from mds_core.errors import MissingDependencyError
 from mds_core.storage.urls import redact
 from pipelines.assets.metadata import Materialized, standard_metadata
 from pipelines.conventions import conventions
+from pipelines.delta_source import DeltaSnapshot, delta_frame, resolve_snapshot
 from pipelines.notices import dagster_features_we_pin
 from pipelines.registry import DatasetSpec, Source
 from pipelines.resources import SparkResource, TableCatalog
@@ -25,23 +34,26 @@ FORMATS = ("parquet", "csv", "json", "delta")
 class RawConfig(Config):
     """Per-run overrides of the dataset's source (empty or 0 keeps the registry's value)."""
 
-    kind: Literal["", "digits", "synthetic", "table", "path"] = Field(default="", description="Source kind.")
+    kind: Literal["", "digits", "synthetic", "table", "path", "delta"] = Field(default="", description="Source kind.")
     table: str = ""
     path: str = ""
     format: Literal["", "parquet", "csv", "json", "delta"] = ""
     day_column: str = ""
     rows_per_day: int = Field(default=0, ge=0)
+    version: int | None = Field(default=None, ge=0, description="Delta table version to read (unset: the latest).")
 
 
 def effective_source(source: Source, config: RawConfig) -> Source:
     """The dataset's source with the run's overrides: what this run actually reads (and its lineage records)."""
-    overrides = {key: value for key, value in config.model_dump().items() if value}
+    # A pinned version 0 is an override too: only None keeps the registry's.
+    overrides = {k: v for k, v in config.model_dump().items() if v or (k == "version" and v is not None)}
     return source.model_copy(update=overrides)
 
 
 def shown_source(source: Source) -> dict[str, Any]:
     """The source as metadata and lineage show it: its path without the credentials a URL may carry."""
-    return {**source.model_dump(), "path": redact(source.path)}
+    # exclude_none: an unpinned version is left out, so other sources' lineage is as it was before Delta.
+    return {**source.model_dump(exclude_none=True), "path": redact(source.path)}
 
 
 def build_raw_table(spec: DatasetSpec) -> AssetsDefinition:
@@ -52,7 +64,10 @@ def build_raw_table(spec: DatasetSpec) -> AssetsDefinition:
             name="raw_table",
             retry_policy=RETRY,
             **conventions(
-                spec, "raw", {"spark", "parquet"}, {"source": spec.source.model_dump(), "start_date": spec.start_date}
+                spec,
+                "raw",
+                {"spark", "parquet"},
+                {"source": spec.source.model_dump(exclude_none=True), "start_date": spec.start_date},
             ),
             description=f"{spec.name}: the source's rows for each day, as a Parquet-backed Spark table.",
         )
@@ -70,7 +85,10 @@ def write_raw(
 ) -> Materialized:
     """Read the source for each partition day and write the days to the raw table."""
     session = spark.session()
-    frames = [read_day(session, spec, source, day) for day in context.partition_keys]
+    snapshot = resolve_snapshot(source) if source.kind == "delta" else None
+    if snapshot is not None:  # every day of the run reads this one version, the latest when none is pinned
+        source = source.model_copy(update={"version": snapshot.version})
+    frames = [read_day(session, spec, source, day, snapshot) for day in context.partition_keys]
     frame = frames[0]
     for other in frames[1:]:
         frame = frame.unionByName(other)
@@ -87,8 +105,15 @@ def write_raw(
             "effective_source": MetadataValue.json(shown_source(source)),
             "table": table,
             "location": MetadataValue.path(redact(catalog.location(table))),
-        }
+            **delta_metadata(snapshot),
+        },
+        data_version=DataVersion(f"{snapshot.table_id}@{snapshot.version}") if snapshot else None,
     )
+
+
+def delta_metadata(snapshot: DeltaSnapshot | None) -> dict[str, Any]:
+    """The Delta table and version a run read (``table_uri`` redacted, ``uc_name``, ``table_id``, ``table_version``)."""
+    return {**snapshot.shown(), "table_version": snapshot.version} if snapshot else {}
 
 
 def describe_source(settings: Source) -> str:
@@ -97,19 +122,35 @@ def describe_source(settings: Source) -> str:
         return f"table {settings.table}"
     if settings.kind == "path":
         return f"{source_format(settings)} files at {redact(settings.path)}"
+    if settings.kind == "delta":
+        at = f" at version {settings.version}" if settings.version is not None else ""
+        return f"Delta table {redact(settings.path)}{at}"
     return f"{settings.kind} ({settings.rows_per_day} rows/day)"
 
 
-def read_day(spark: "SparkSession", spec: DatasetSpec, settings: Source, day: str) -> "DataFrame":
-    """The source's rows for one day, with a ``day`` column holding the partition key."""
+def read_day(
+    spark: "SparkSession", spec: DatasetSpec, settings: Source, day: str, snapshot: DeltaSnapshot | None = None
+) -> "DataFrame":
+    """The source's rows for one day, with a ``day`` column holding the partition key.
+
+    Args:
+        spark: the session.
+        spec: the dataset.
+        settings: its source, with the run's overrides.
+        day: the partition day (YYYY-MM-DD).
+        snapshot: for a ``delta`` source, the table version the run reads (None: the source's, resolved here).
+    """
     from pyspark.sql import functions as F
 
     readers = {"digits": digits_day, "synthetic": synthetic_day}
     if settings.kind in readers:
         return readers[settings.kind](spark, day, spec.day_index(day) * settings.rows_per_day, settings.rows_per_day)
-    if settings.kind not in ("table", "path"):
-        raise ValueError(f"unknown source kind {settings.kind!r}; use digits, synthetic, table or path")
-    frame = external_source(spark, settings)
+    if settings.kind not in ("table", "path", "delta"):
+        raise ValueError(f"unknown source kind {settings.kind!r}; use digits, synthetic, table, path or delta")
+    if settings.kind == "delta":
+        frame = delta_frame(spark, snapshot or resolve_snapshot(settings), settings.day_column, day)
+    else:
+        frame = external_source(spark, settings)
     if settings.day_column:
         if settings.day_column not in frame.columns:
             raise ValueError(f"day_column {settings.day_column!r} is not in the source; it has {frame.columns}")

@@ -32,6 +32,7 @@ from pydantic import Field
 
 from mds_core.errors import MDSError
 from mds_core.storage.urls import redact
+from pipelines.assets.delta_lineage import delta_source, table_link
 from pipelines.assets.metadata import Materialized, standard_metadata
 from pipelines.assets.raw import RawConfig, effective_source, shown_source
 from pipelines.assets.run_family import RUN_ID
@@ -122,6 +123,7 @@ def write_version(
     base = shards.version(published) if published is not None else None
     mode = resolve_mode(config.mode, days_of(base), written_days, published)
     lineage = _lineage(context, spec, catalog, days_of(base), written_days, mode)
+    lineage["source"] |= delta_source(context, spec, written_days, base, mode)
     mds_kwargs = {
         "compression": (config.compression or spec.compression) or None,
         "size_limit": config.size_limit or spec.size_limit,
@@ -140,6 +142,7 @@ def write_version(
         metadata={
             **standard_metadata(info.rows, url, info.columns.items()),
             **version_metadata(info, mode, _stats(results), lineage),
+            **table_link(lineage),
             "store_url": redact(url),
             "preview": preview(frame),
             **pictures(context, url, info.number, shard_store, spec),

@@ -12,7 +12,7 @@ from mds_core.convert.delta_changes import plan_increment
 from mds_core.convert.delta_increment import convert_added_files
 from mds_core.convert.delta_log import latest_delta_version
 from tests.delta.tables import ids, rows
-from tests.delta.test_delta_s3 import _storage_options
+from testsupport.s3 import delta_options
 
 deltalake = pytest.importorskip("deltalake")
 
@@ -36,7 +36,7 @@ def _uploaded(s3_server, local: Path, versions: int) -> str:
 
 def _watch(s3_server, uri: str) -> tuple[int, Counter]:
     since = s3_server.log_position()
-    latest = latest_delta_version(uri, _storage_options(s3_server.endpoint))
+    latest = latest_delta_version(uri, delta_options(s3_server.endpoint))
     requests = s3_server.requests(since)
     return latest, Counter((r.method, "list" if "list-type" in r.query else r.path.split("/")[-1]) for r in requests)
 
@@ -54,7 +54,7 @@ def test_watching_the_latest_version_costs_the_same_after_30_or_300_versions(s3_
 
 
 def test_a_plan_and_its_conversion_on_s3(s3_server, tmp_path: Path) -> None:
-    options = _storage_options(s3_server.endpoint)
+    options = delta_options(s3_server.endpoint)
     uri = f"s3://{s3_server.new_bucket()}/tables/events"
     write = deltalake.write_deltalake
     write(uri, pa.table({"id": ids(2), "day": ["a", "b"]}), partition_by=["day"], storage_options=options)

@@ -10,24 +10,13 @@ import pytest
 from mds_core.convert.delta import delta_to_mds
 from mds_core.errors import DeltaTableNotFoundError
 from tests.delta.tables import ids, rows
+from testsupport.s3 import delta_options
 
 deltalake = pytest.importorskip("deltalake")
 
 
-def _storage_options(endpoint: str) -> dict[str, str]:
-    """delta-rs's options for moto: plain HTTP, path-style, and no locking provider (one writer at a time)."""
-    return {
-        "AWS_ENDPOINT_URL": endpoint,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_REGION": "us-east-1",
-        "AWS_ALLOW_HTTP": "true",
-        "AWS_S3_ALLOW_UNSAFE_RENAME": "true",
-    }
-
-
 def test_versions_of_a_table_on_s3(s3_server, tmp_path: Path) -> None:
-    options = _storage_options(s3_server.endpoint)
+    options = delta_options(s3_server.endpoint)
     uri = f"s3://{s3_server.new_bucket()}/tables/events"
     write = deltalake.write_deltalake
     write(uri, pa.table({"id": ids(3), "day": ["a", "b", "a"]}), partition_by=["day"], storage_options=options)

@@ -21,6 +21,7 @@ from mds_core.errors import (
 )
 from mds_core.storage.unity_catalog import is_table_name, resolve_table, table_name
 from tests.delta.tables import ids, rows
+from testsupport.s3 import delta_options
 from testsupport.unity_catalog import UnityCatalogServer, VendedKeyS3
 
 deltalake = pytest.importorskip("deltalake")
@@ -33,8 +34,7 @@ PLACES = {"AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
 @pytest.fixture(scope="module")
 def table(s3_server) -> str:
     """``s3://.../orders``: version 0 with ids 0..2, version 1 appends 3..4."""
-    options = {**PLACES, "AWS_ENDPOINT_URL": s3_server.endpoint, "AWS_ACCESS_KEY_ID": "testing"}
-    options |= {"AWS_SECRET_ACCESS_KEY": "testing", "AWS_S3_ALLOW_UNSAFE_RENAME": "true"}
+    options = delta_options(s3_server.endpoint)
     uri = f"s3://{s3_server.new_bucket()}/orders"
     deltalake.write_deltalake(uri, pa.table({"id": ids(3), "city": ["Oslo", "Lima", "Pune"]}), storage_options=options)
     more = pa.table({"id": ids(2, 3), "city": ["Kobe", "Nice"]})

@@ -31,7 +31,8 @@ def test_the_standard_metadata_shows_a_url_without_its_credentials() -> None:
 def test_a_path_sources_metadata_and_lineage_show_no_password() -> None:
     source = Source(kind="path", path=f"https://etl:{PASSWORD}@files.example/exports/day.parquet")
     assert describe_source(source) == "parquet files at https://***@files.example/exports/day.parquet"
-    assert shown_source(source) == {**source.model_dump(), "path": "https://***@files.example/exports/day.parquet"}
+    shown = {**source.model_dump(exclude_none=True), "path": "https://***@files.example/exports/day.parquet"}
+    assert shown_source(source) == shown  # exclude_none: no Delta table version for a path source
 
 
 def test_a_missing_table_names_its_location_without_the_password() -> None:

@@ -36,6 +36,16 @@ def server(request):
     return request.getfixturevalue(SERVERS[request.param])
 
 
+# moto checks `If-None-Match: *` and then writes, with no lock between (moto/s3/responses.py), so two racing
+# creates can both win there, where S3 itself serialises them: the races run on the emulators that do too.
+RACING = sorted(set(SERVERS) - {"s3"})
+
+
+@pytest.fixture(params=RACING)
+def racing_server(request):
+    return request.getfixturevalue(SERVERS[request.param])
+
+
 @pytest.fixture
 def proxy(server):
     """A FaultProxy in front of the emulator; the clients' environment points at it meanwhile."""
@@ -115,15 +125,17 @@ def test_download_timeout_is_a_deadline_per_file(server, proxy, tmp_path: Path) 
 # exclusive create: version commits
 
 
-def test_racing_conditional_creates_have_exactly_one_winner(server) -> None:
-    store = open_store(f"{server.new_root()}/race")
+def test_racing_conditional_creates_have_exactly_one_winner(racing_server) -> None:
+    store = open_store(f"{racing_server.new_root()}/race")
     for name in ("a", "b", "c"):
         winner = one_winner(store.write_if_absent, name)
         assert store.read_bytes(name) == f"writer {winner}".encode()
 
 
-def test_concurrent_commits_have_one_winner_per_version_and_the_losers_commit_later(server, tmp_path: Path) -> None:
-    root = f"{server.new_root()}/set"
+def test_concurrent_commits_have_one_winner_per_version_and_the_losers_commit_later(
+    racing_server, tmp_path: Path
+) -> None:
+    root = f"{racing_server.new_root()}/set"
     shard_set = ShardSet(root)
     with shard_set.transaction("overwrite") as first:
         write_rows(first.out, range(5))
