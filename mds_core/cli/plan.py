@@ -9,7 +9,7 @@ import re
 import click
 
 from mds_core.cli.common import fail, say
-from mds_core.cli.schedules import load_schedule, schedule_option, stream_names
+from mds_core.cli.schedules import load_schedule, loader_order_options, schedule_option, stream_names
 from mds_core.errors import MDSError
 from mds_core.order.world import DEFAULT_WORLD, parse_world
 from mds_core.plan import Environment, TrainingPlan, plan_training
@@ -42,15 +42,7 @@ def _size(value: str | None, option: str) -> int | None:
 @click.option("--world", default=DEFAULT_WORLD, show_default=True, help="NODESxRANKS_PER_NODExWORKERS_PER_RANK.")
 @click.option("--batch-size", type=int, required=True, help="Per-device batch size (the DataLoader's).")
 @click.option("--epochs", type=int, default=1, show_default=True)
-@click.option(
-    "--shuffle/--no-shuffle", default=False, show_default=True, help="As StreamingDataset's shuffle (off by default)."
-)
-@click.option("--shuffle-algo", default="py1e", show_default=True)
-@click.option("--shuffle-seed", default=9176, show_default=True)
-@click.option("--shuffle-block-size", type=int, default=None, help="Default: the loader's, for this world.")
-@click.option("--num-canonical-nodes", type=int, default=None, help="Default: the loader's, for this world.")
-@click.option("--partition-algo", default="relaxed", show_default=True)
-@click.option("--batching-method", default="random", show_default=True)
+@loader_order_options
 @click.option(
     "--predownload", type=int, default=None, help="Samples per worker fetched ahead (default 8 x batch size)."
 )

@@ -1,4 +1,4 @@
-"""``--schedule`` for ``mds check-order`` and ``mds plan``.
+"""``--schedule`` for ``mds check-order``, ``mds plan`` and ``mds which``, and the loader's order options of the last two.
 
 A mixing schedule over the streams given, which are named after their folders (``.../web`` is ``web``), as
 ``Stream(name=...)`` names them in training.
@@ -7,7 +7,8 @@ A mixing schedule over the streams given, which are named after their folders (`
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import click
 import numpy as np
@@ -26,6 +27,30 @@ schedule_option = click.option(
     default=None,
     help="A mixing schedule: its JSON, or a file holding it; streams are named by their folders' names.",
 )
+
+
+# StreamingDataset's order options with its defaults, for the commands that predict a loader (plan, which).
+_LOADER_ORDER_OPTIONS = (
+    click.option(
+        "--shuffle/--no-shuffle",
+        default=False,
+        show_default=True,
+        help="As StreamingDataset's shuffle (off by default).",
+    ),
+    click.option("--shuffle-algo", default="py1e", show_default=True),
+    click.option("--shuffle-seed", default=9176, show_default=True),
+    click.option("--shuffle-block-size", type=int, default=None, help="Default: the loader's, for this world."),
+    click.option("--num-canonical-nodes", type=int, default=None, help="Default: the loader's, for this world."),
+    click.option("--partition-algo", default="relaxed", show_default=True),
+    click.option("--batching-method", default="random", show_default=True),
+)
+
+
+def loader_order_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Add StreamingDataset's order options to ``command``, in that order in its help."""
+    for option in reversed(_LOADER_ORDER_OPTIONS):
+        command = option(command)
+    return command
 
 
 def load_schedule(text: str) -> Schedule:

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from mds_core.cli.common import fail, say, show
-from mds_core.cli.schedules import load_schedule, schedule_option, scheduled_work, stream_names
+from mds_core.cli.schedules import load_schedule, loader_order_options, schedule_option, scheduled_work, stream_names
 from mds_core.order.spec import OrderSpec
 from mds_core.order.world import parse_world
 from mds_core.plan.which import EpochOrder, Source, key_values, resumed, shard_sizes
@@ -30,13 +30,7 @@ from mds_core.plan.which import EpochOrder, Source, key_values, resumed, shard_s
     help="A state dict saved as JSON: its epoch, resume point, order settings and versions.",
 )
 @click.option("--version", "versions", type=int, multiple=True, help="Each SOURCE's shard-set version, in order.")
-@click.option("--shuffle/--no-shuffle", default=False, show_default=True, help="As StreamingDataset's shuffle.")
-@click.option("--shuffle-algo", default="py1e", show_default=True)
-@click.option("--shuffle-seed", default=9176, show_default=True)
-@click.option("--shuffle-block-size", type=int, default=None, help="Default: the loader's, for this world.")
-@click.option("--num-canonical-nodes", type=int, default=None, help="Default: the loader's, for this world.")
-@click.option("--partition-algo", default="relaxed", show_default=True)
-@click.option("--batching-method", default="random", show_default=True)
+@loader_order_options
 @schedule_option
 @click.option("--key", default=None, help="Also show this column's values: reads only the shards of those samples.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
