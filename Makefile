@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 # replaced: a replacement can leave the group scheduler of tests/heavy.py waiting forever for the lost group.
 PYTEST_ARGS ?= -n 2 --max-worker-restart=0
 
-.PHONY: install demo ui defs test test-all test-slow coverage client-envs prerequisites lint docs bench bench-env fixtures bench-spark-env interop reference-tests fuzz soak emulators clean
+.PHONY: install demo ui defs test test-all test-slow coverage client-envs prerequisites lint docs bench bench-env fixtures bench-spark-env interop test-delta-spark reference-tests fuzz soak emulators clean
 
 # torch 2.13.0 (CPU) goes in first, from local disk, so nothing pulls a multi-GB CUDA build.
 # constraints.txt holds known-good versions, so pip resolves in seconds instead of backtracking.
@@ -60,7 +60,7 @@ defs: install
 PYTEST_GATE  := --fail-on-skip --durations=15
 COVERAGE     := --cov=mds_core --cov=pipelines --cov-report=
 test: prerequisites install bench-env emulators lint docs
-	$(PY) -m pytest $(PYTEST_ARGS) $(PYTEST_GATE) $(COVERAGE) -m "not slow and not timing"
+	$(PY) -m pytest $(PYTEST_ARGS) $(PYTEST_GATE) $(COVERAGE) -m "not slow and not timing and not delta_spark"
 	$(PY) -m coverage report --fail-under=$(COVERAGE_FLOOR_TEST)
 
 # Everything: `make test`, then what is slow and unique (tests marked `slow`: the webserver's history, the
@@ -69,7 +69,7 @@ test: prerequisites install bench-env emulators lint docs
 test-all: test test-slow coverage
 
 test-slow: install bench-env emulators client-envs
-	$(PY) -m pytest $(PYTEST_ARGS) $(PYTEST_GATE) $(COVERAGE) --cov-append -m "slow and not timing"
+	$(PY) -m pytest $(PYTEST_ARGS) $(PYTEST_GATE) $(COVERAGE) --cov-append -m "slow and not timing and not delta_spark"
 	$(PY) -m pytest -p no:xdist --timeout-method=signal $(PYTEST_GATE) -m timing
 
 # Line coverage of mds_core and pipelines in the test processes (not in Spark's, DataLoader workers' or
@@ -115,6 +115,11 @@ fixtures: bench-env
 # Interoperability alone: the reference reads what our writer writes (tests/test_interop.py).
 interop: install bench-env
 	$(PY) -m pytest $(PYTEST_ARGS) tests/test_interop.py
+
+# Spark with Delta Lake against delta-rs on the same table versions (tests/delta_spark). Spark fetches Delta's
+# jars from Maven, which CI cannot reach: run it where Maven is reachable (DELTA_SPARK_PACKAGE picks the build).
+test-delta-spark: install
+	$(PY) -m pytest -p no:xdist -m delta_spark tests/delta_spark
 
 # The reference's own test suite (from its sdist on PyPI, cached in .cache/) against the reference, then against
 # mds_core through a shim: prints both counts of the public-API tests and every failure grouped by its reason

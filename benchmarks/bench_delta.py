@@ -13,13 +13,14 @@ day at table version 2 against version 1,000.
 2. Incremental day. A table on the tests' loopback S3 (moto) behind a counting proxy, with delta-rs's default
    checkpoint interval (100), grown to N versions on local disk by deltalake (one day's partition per version)
    and uploaded. The shard set (on the same S3) last recorded version N - 1; the day's producer appends
-   version N (not measured); the measured day is what a run does: ``recorded_table_version``,
-   ``latest_delta_version``, ``plan_increment`` from the recorded version, ``convert_added_files`` of the
-   appended file into a shard-set ``append`` transaction with ``delta_lineage``, committed and published.
-   Day 2 (a fresh table of 2 versions each repetition) and day N + 1 (one long table, repetitions
-   appending one version each) are interleaved; requests are counted by kind at the proxy. delta-rs loads a
-   table from its last checkpoint and the commits after it (it checkpoints versions 99, 199...), so one more
-   day is measured where that tail is longest: the day that appends version 98 (99 commits, no checkpoint).
+   version N (not measured); the measured day is what a run does: ``source_lineage`` of the newest
+   shard-set version, ``latest_delta_version``, ``plan_increment`` from the recorded version,
+   ``convert_added_files`` of the appended file (in the recorded schema) into a shard-set ``append``
+   transaction with ``delta_lineage``, committed and published. Day 2 (a fresh table of 2 versions each
+   repetition) and day N + 1 (one long table, repetitions appending one version each) are interleaved;
+   requests are counted by kind at the proxy. A reader that loads the table from its last checkpoint and the
+   commits after it (delta-rs checkpoints versions 99, 199...) would pay most where that tail is longest, so
+   one more day is measured there: the day that appends version 98 (99 commits, no checkpoint).
 
     .venv/bin/python benchmarks/bench_delta.py [--rows 1000000] [--days 20] [--versions 1000] [--reps 3]
         [--out benchmarks/results-delta-latest.md]
@@ -235,19 +236,21 @@ def incremental_day(uri: str, root: str, proxy: FaultProxy, server: MotoServer) 
     from mds_core.convert.delta_increment import convert_added_files, delta_lineage
     from mds_core.convert.delta_log import latest_delta_version
     from mds_core.versions import ShardSet
-    from mds_core.versions.source_lineage import recorded_table_version
+    from mds_core.versions.source_lineage import source_lineage
 
     options = delta_options(proxy.endpoint)
     table = deltalake.DeltaTable(uri, storage_options=delta_options(server.endpoint))
     deltalake.write_deltalake(table, day_table(table.version() + 1), partition_by=["day"], mode="append")
     before, began = len(proxy.requests), time.perf_counter()
     shard_set = ShardSet(root)
-    recorded = recorded_table_version(shard_set)
+    latest = shard_set.latest()
+    recorded = source_lineage(latest) if latest is not None else None
     assert recorded is not None
-    plan = plan_increment(uri, recorded, latest_delta_version(uri, options), storage_options=options)
+    plan = plan_increment(uri, recorded["versions"][1], latest_delta_version(uri, options), storage_options=options)
     assert plan.mode == "append" and len(plan.added_files) == 1, plan
     with shard_set.transaction("append") as tx:
-        added = convert_added_files(uri, plan.added_files, tx.out, version=plan.to_version, storage_options=options)
+        files, version = plan.added_files, plan.to_version
+        added = convert_added_files(uri, files, tx.out, version=version, recorded=recorded, storage_options=options)
         tx.lineage.update(delta_lineage(added, first_version=plan.from_version + 1))
     seconds = time.perf_counter() - began
     kinds = Counter(request_kind(method, target) for method, target in proxy.requests[before:])

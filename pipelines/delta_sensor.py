@@ -10,8 +10,9 @@ table version planned:
 * ``rebuild`` (a schema or protocol change, a delete on a table not partitioned by day): every published day;
 * ``none`` (``OPTIMIZE``, compaction): no run; the cursor moves on.
 
-Where the day column is not a partition column, the commits do not say which days changed: every published day is
-converted again. The runs' tags record the plan's mode, versions and reason.
+Where the day column is not a partition column, an appended file's day comes from its statistics (one day: min =
+max), and a delete's or an update's days from the Change Data Feed's rows (``delta.enableChangeDataFeed``);
+where neither says, every published day is converted again. The runs' tags record the plan's mode, versions and reason.
 """
 
 # No `from __future__ import annotations`: Dagster reads the resource annotations at runtime.
@@ -70,7 +71,7 @@ def delta_requests(context: SensorEvaluationContext, spec: DatasetSpec, shard_st
         )
     if latest <= since:
         return SensorResult(skip_reason=SkipReason(f"no table version after {since}"), cursor=str(since))
-    plan = plan_increment(uri, since, latest, storage_options=options)
+    plan = plan_increment(uri, since, latest, by=spec.source.day_column or None, storage_options=options)
     days = plan_days(plan, spec, published_days(shard_store, spec))
     context.log.info(f"{spec.name}: table versions {since + 1}..{latest}: {plan.mode} ({plan.reason}); days {days}")
     if not days:
@@ -84,16 +85,13 @@ def plan_days(plan: IncrementalPlan, spec: DatasetSpec, published: set[str]) -> 
     Args:
         plan: the increment.
         spec: the dataset (its day column and partitions).
-        published: the published version's days, for a rebuild or a day column that is not a partition column.
+        published: the published version's days, for a rebuild or a change whose days nothing says.
     """
     column = spec.source.day_column
     if plan.mode == "none":
         return []
-    partitions = [f.partition_values for f in plan.added_files] + list(plan.touched_partitions)
-    if plan.mode == "rebuild" or not column or any(column not in p for p in partitions):
-        days = set(published)
-    else:
-        days = {str(p[column]) for p in partitions if p[column] is not None}
+    changed = [f.by_value for f in plan.added_files] + [p.get(column) for p in plan.touched_partitions]
+    days = set(published) if plan.mode == "rebuild" or None in changed else {str(day) for day in changed}
     return sorted(days & set(daily(spec).get_partition_keys()))
 
 

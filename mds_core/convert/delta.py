@@ -60,6 +60,8 @@ class DeltaConversion:
         version: the table version read: the one asked for, the one current at ``timestamp``, or the latest.
         table_id: the table's id (its ``metaData`` action's ``id``), which stays the same across versions.
         uc_name: the Unity Catalog name the table was read by (``catalog.schema.table``); None for a path or URL.
+        schema: the table's schema at ``version``, as its ``metaData`` action writes it (JSON): a later incremental
+            run reads its appended files in this schema without loading the log (``convert_added_files``).
     """
 
     stats: ConversionStats
@@ -67,6 +69,7 @@ class DeltaConversion:
     version: int
     table_id: str
     uc_name: str | None = None
+    schema: str = ""
 
 
 def delta_to_mds(
@@ -122,10 +125,10 @@ def delta_to_mds(
         table_uri, storage_options = resolved.storage_location, resolved.storage_options
     with expired_credentials_named(uc_name, expires_at):
         table = open_delta_table(table_uri, version=version, timestamp=timestamp, storage_options=storage_options)
-        resolved_uri, resolved_version, table_id = table.table_uri, table.version(), str(table.metadata().id)
         batches = delta_batches(table, list(columns) if columns else None, predicate)
         stats = table_to_mds(batches, out, columns, **table_kwargs)
-    return DeltaConversion(stats, resolved_uri, resolved_version, table_id, uc_name)
+    table_id, schema = str(table.metadata().id), table.schema().to_json()
+    return DeltaConversion(stats, table.table_uri, table.version(), table_id, uc_name, schema)
 
 
 def open_delta_table(

@@ -1,8 +1,8 @@
 """Converting only what an ``IncrementalPlan`` names, and the source-lineage record a shard set keeps.
 
-``convert_added_files`` reads the data files append-only commits added, and nothing else, through delta-rs's
-log's filesystem (fsspec, from the table's storage options): an appended file carries no deletion vector, so its rows are
-exactly the rows the commit added. Partition columns, which Delta keeps in the log and not in the files, are
+``convert_added_files`` reads the data files append-only commits added, and nothing else, through the log's
+filesystem (fsspec, from the table's storage options), in the schema the shard set recorded: an appended file
+carries no deletion vector, so its rows are exactly the rows the commit added. Partition columns, which Delta keeps in the log and not in the files, are
 filled from each file's partition values. ``convert_partitions`` reads whole partitions at a version through
 ``delta_to_mds`` with a predicate on the partition columns, deletion vectors applied.
 """
@@ -10,18 +10,21 @@ filled from each file's partition values. ``convert_partitions`` reads whole par
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote
 
 import pyarrow as pa
 
-from mds_core.convert.delta import DeltaConversion, delta_to_mds, open_delta_table
+from mds_core.convert.delta import DeltaConversion, delta_to_mds, import_deltalake
 from mds_core.convert.delta_changes import AddedFile, Partition, partition_predicate
 from mds_core.convert.delta_log import LOG, log_filesystem
 from mds_core.convert.table import table_to_mds
 from mds_core.errors import DeltaTableError
 from mds_core.storage.urls import redact
+
+# Every field of a table with column mapping carries its physical (file) name under this key.
+_MAPPED_NAME = "delta.columnMapping.physicalName"
 
 
 def convert_added_files(
@@ -31,35 +34,53 @@ def convert_added_files(
     columns: dict[str, str] | None = None,
     *,
     version: int,
+    recorded: Mapping[str, Any],
     storage_options: dict[str, str] | None = None,
     **table_kwargs: Any,
 ) -> DeltaConversion:
     """Convert the rows of ``files`` (from an ``IncrementalPlan``), and only those, to an MDS dataset at ``out``.
+
+    The log is not loaded: an append-only plan holds no ``metaData`` action (one would make it a rebuild), so the
+    table's schema and id are those the shard set recorded at the plan's ``from_version``. A day's cost is the
+    files it adds, whatever the log's length or the distance to its last checkpoint.
 
     Args:
         table_uri: the table's root (a local path or a URL).
         files: the added files, as ``plan_increment`` lists them.
         out: a local directory, a URL, or ``(local, remote)``, as ``MDSWriter`` takes it.
         columns: column -> encoding, as for ``table_to_mds``; None for every column.
-        version: the plan's ``to_version``: the table's schema is read there.
-        storage_options: delta-rs's object store options.
+        version: the plan's ``to_version``, which the result records.
+        recorded: the source record of the shard set's newest version (``source_lineage``), as
+            ``delta_lineage`` wrote it: its ``table_uri``, ``table_id`` and ``schema``.
+        storage_options: the object store options (delta-rs's names: ``AWS_ENDPOINT_URL``, the keys...).
         **table_kwargs: further ``table_to_mds`` arguments (``null_policy``, ``compression``...).
 
     Raises:
-        DeltaTableError: the table maps column names (its files' names are not the schema's), or a file is gone.
+        DeltaTableError: the record has no schema, the table maps column names (its files' names are not the
+            schema's), or a file is gone.
     """
-    table = open_delta_table(table_uri, version=version, storage_options=storage_options)
-    uri = table.table_uri
-    if table.metadata().configuration.get("delta.columnMapping.mode", "none") != "none":
-        raise DeltaTableError(f"{uri} maps its column names: convert its changes with convert_partitions or whole")
-    schema = pa.schema(table.schema().to_arrow())
+    uri = os.fspath(table_uri)
+    schema = _recorded_schema(recorded, uri)
     if columns:
         schema = pa.schema([schema.field(name) for name in columns if name in schema.names])
     filesystem, log = log_filesystem(uri, storage_options)
     root = log.removesuffix(f"/{LOG}")
     batches = pa.RecordBatchReader.from_batches(schema, _file_batches(filesystem, root, files, schema, uri))
     stats = table_to_mds(batches, out, columns, **table_kwargs)
-    return DeltaConversion(stats, uri, table.version(), str(table.metadata().id))
+    return DeltaConversion(stats, recorded["table_uri"], version, recorded["table_id"], schema=recorded["schema"])
+
+
+def _recorded_schema(recorded: Mapping[str, Any], uri: str) -> pa.Schema:
+    """The Arrow schema of the Delta schema a shard set recorded, refusing a table that maps column names."""
+    text = recorded.get("schema")
+    if not text:
+        raise DeltaTableError(
+            f"the shard set's record of {uri} has no table schema (it was not written by delta_lineage): "
+            "convert the table whole once (delta_to_mds), then its increments"
+        )
+    if _MAPPED_NAME in text:
+        raise DeltaTableError(f"{uri} maps its column names: convert its changes with convert_partitions or whole")
+    return pa.schema(import_deltalake().Schema.from_json(text).to_arrow())
 
 
 def _file_batches(
@@ -127,8 +148,9 @@ def delta_lineage(
 ) -> dict[str, Any]:
     """The source-lineage record a shard-set version keeps (``ShardSet.commit(..., lineage=...)``).
 
-    ``{"source": {"kind": "delta", "table_uri", "table_id", "versions": [first, last]}}``, plus ``"uc_name"``
-    when the table was named in Unity Catalog. The URI is redacted (no credentials).
+    ``{"source": {"kind": "delta", "table_uri", "table_id", "versions": [first, last], "schema"}}``, plus
+    ``"uc_name"`` when the table was named in Unity Catalog. ``schema`` is the table's Delta schema (JSON), which
+    the next ``convert_added_files`` reads its files in. The URI is redacted (no credentials).
 
     Args:
         conversion: what ``delta_to_mds`` (or an incremental conversion) returned.
@@ -140,4 +162,6 @@ def delta_lineage(
     if uc_name is not None:
         source["uc_name"] = uc_name
     source |= {"table_id": conversion.table_id, "versions": [first, conversion.version]}
+    if conversion.schema:
+        source["schema"] = conversion.schema
     return {"source": source}

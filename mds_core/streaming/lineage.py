@@ -55,5 +55,13 @@ def _entry(stream: Stream) -> dict[str, Any]:
     lineage: dict[str, Any] | None = None
     if stream.version is not None and stream.remote is not None:
         retry = max(3, stream.download_retry or 1)  # what Stream.fetch_index allows the same read
-        lineage = resolve_version(stream.remote, stream.version, retry=retry).lineage
+        lineage = _named(resolve_version(stream.remote, stream.version, retry=retry).lineage)
     return {"root": stream_root(stream), "version": stream.version, "lineage": lineage}
+
+
+def _named(lineage: dict[str, Any]) -> dict[str, Any]:
+    """The lineage without the source's table schema: the table, its id and versions name the data."""
+    source = lineage.get("source")
+    if not isinstance(source, dict) or "schema" not in source:
+        return lineage
+    return lineage | {"source": {key: value for key, value in source.items() if key != "schema"}}

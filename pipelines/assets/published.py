@@ -15,6 +15,7 @@ from dagster import (
 )
 
 from mds_core.storage.urls import redact
+from mds_core.versions.source_lineage import source_lineage
 from pipelines.assets.metadata import Materialized
 from pipelines.assets.run_family import family_began, run_family, version_written_by
 from pipelines.assets.shards import WRITER_POOL
@@ -63,7 +64,8 @@ def publish_written(context: AssetExecutionContext, spec: DatasetSpec, shard_sto
     before = shards.published()
     runs = run_family(context)
     version = publish_runs_version(spec, shards, runs, family_began(context, runs))
-    return MaterializeResult(metadata=published_metadata(shard_store.url(spec.name), version, before))
+    source = source_lineage(shards.version(version))
+    return MaterializeResult(metadata=published_metadata(shard_store.url(spec.name), version, before, source))
 
 
 def publish_runs_version(
@@ -94,19 +96,33 @@ def publish_runs_version(
     return written.number
 
 
-def published_metadata(url: str, version: int, before: int | None) -> dict[str, Any]:
+def published_metadata(
+    url: str, version: int, before: int | None, source: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The version published, the one before, and how to read it.
 
     With ``StreamingDataset``'s own per-user cache (no ``local=``), never a shared folder such as ``/tmp/cache`` another
-    user could fill first.
+    user could fill first. For a version made from a Delta table (``source``: its lineage record), the snippet pins
+    both versions: the shard-set version to train on, and the table version its rows are as of.
     """
     shown = redact(url)
+    snippet = f"StreamingDataset(remote={shown!r}, version={version}, batch_size=32)"
+    table: dict[str, Any] = {}
+    if source is not None:
+        first, last = source["versions"]
+        name = source.get("uc_name") or source["table_uri"]
+        table = {"table": name, "table_versions": f"{first}..{last}"}
+        read = f'.table("{name}")' if source.get("uc_name") else f'.load("{name}")'
+        snippet = (
+            f"# shard-set version {version}: Delta table {name} (id {source['table_id']}), table versions {first} to {last}\n"
+            f"{snippet}\n"
+            f'# its rows as the table had them: spark.read.format("delta").option("versionAsOf", {last}){read}'
+        )
     return {
         "published": version,
         "previously_published": before if before is not None else -1,
         "store_url": shown,
+        **table,
         "dagster/uri": MetadataValue.text(shown),
-        "read_it": MetadataValue.md(
-            f"```python\nStreamingDataset(remote={shown!r}, version={version}, batch_size=32)\n```"
-        ),
+        "read_it": MetadataValue.md(f"```python\n{snippet}\n```"),
     }

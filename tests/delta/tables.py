@@ -33,6 +33,15 @@ def _plain(value: Any) -> Any:
     return value.item() if hasattr(value, "item") and getattr(value, "ndim", 0) == 0 else value
 
 
+def recorded(table: str | Path, version: int, storage_options: dict[str, str] | None = None) -> dict[str, Any]:
+    """The source record a shard set converted at ``version`` keeps (``delta_lineage``'s fields): the URI, id, schema."""
+    import deltalake
+
+    loaded = deltalake.DeltaTable(table, version=version, storage_options=storage_options)
+    schema = loaded.schema().to_json()
+    return {"table_uri": loaded.table_uri, "table_id": str(loaded.metadata().id), "schema": schema}
+
+
 def log_actions(table: Path, version: int) -> list[dict[str, Any]]:
     """The actions of one commit of ``table``'s log."""
     path = table / "_delta_log" / f"{version:020}.json"

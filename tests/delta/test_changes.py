@@ -11,7 +11,7 @@ from mds_core.convert.delta_changes import AddedFile, partition_predicate, plan_
 from mds_core.convert.delta_increment import convert_added_files, convert_partitions
 from mds_core.convert.delta_log import latest_delta_version
 from mds_core.errors import DeltaTableError, DeltaTableNotFoundError
-from tests.delta.tables import ids, rows
+from tests.delta.tables import ids, recorded, rows
 
 deltalake = pytest.importorskip("deltalake")
 write = deltalake.write_deltalake
@@ -35,8 +35,9 @@ def test_appends_plan_the_added_files_and_convert_exactly_their_rows(tmp_path: P
         (2, {"day": "c"}, 1),
     ]
     assert plan.touched_partitions == []
-    result = convert_added_files(table, plan.added_files, tmp_path / "new", version=plan.to_version)
-    assert (result.version, result.stats.rows) == (2, 3)
+    record = recorded(table, 0)
+    result = convert_added_files(table, plan.added_files, tmp_path / "new", version=plan.to_version, recorded=record)
+    assert (result.version, result.stats.rows, result.table_id, result.schema) == (2, 3, *_id_schema(record))
     assert rows(tmp_path / "new") == [{"id": 3, "day": "b"}, {"id": 4, "day": "b"}, {"id": 5, "day": "c"}]
 
 
@@ -113,9 +114,10 @@ def test_an_added_column_rebuilds_and_says_why(tmp_path: Path) -> None:
         "commit 3 changes the table's metaData (schema, partitioning, properties or features): the shard set is rebuilt"
     )
     # The appended files of earlier versions read in today's schema: the column is null, for the null policy.
-    early = plan_increment(table, 0, 2).added_files
-    convert_added_files(table, early, tmp_path / "filled", version=3, null_policy="fill", fill_values={"score": -1.0})
-    assert [(r["id"], r["score"]) for r in rows(tmp_path / "filled")] == [(3, -1.0), (4, -1.0), (5, -1.0)]
+    early, now = plan_increment(table, 0, 2).added_files, recorded(table, 3)
+    filled = tmp_path / "filled"
+    convert_added_files(table, early, filled, version=3, recorded=now, null_policy="fill", fill_values={"score": -1.0})
+    assert [(r["id"], r["score"]) for r in rows(filled)] == [(3, -1.0), (4, -1.0), (5, -1.0)]
 
 
 def test_latest_version_and_missing_commits(tmp_path: Path) -> None:
@@ -133,7 +135,24 @@ def test_a_vanished_added_file_names_it(tmp_path: Path) -> None:
     [file] = plan_increment(table, 1).added_files
     (tmp_path / "t" / file.path).unlink()
     with pytest.raises(DeltaTableError, match=f"reading {file.path} of .* \\(added in version 2\\) failed"):
-        convert_added_files(table, [file], tmp_path / "out", version=2)
+        convert_added_files(table, [file], tmp_path / "out", version=2, recorded=recorded(table, 1))
+
+
+def test_added_files_need_a_recorded_schema_without_column_mapping(tmp_path: Path) -> None:
+    table = _partitioned(tmp_path / "t")
+    [file] = plan_increment(table, 1).added_files
+    record = recorded(table, 1)
+    with pytest.raises(DeltaTableError, match="record of .*t has no table schema .*convert the table whole once"):
+        convert_added_files(table, [file], tmp_path / "a", version=2, recorded=record | {"schema": ""})
+    mapped = tmp_path / "mapped"
+    write(mapped, pa.table({"id": ids(1)}), configuration={"delta.columnMapping.mode": "name"})
+    with pytest.raises(DeltaTableError, match="mapped maps its column names: convert its changes with"):
+        convert_added_files(mapped, [file], tmp_path / "b", version=0, recorded=recorded(mapped, 0))
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def _id_schema(record: dict) -> tuple[str, str]:
+    return record["table_id"], record["schema"]
 
 
 def test_partition_predicates_quote_values_and_match_nulls() -> None:

@@ -11,7 +11,7 @@ import pytest
 from mds_core.convert.delta_changes import plan_increment
 from mds_core.convert.delta_increment import convert_added_files
 from mds_core.convert.delta_log import latest_delta_version
-from tests.delta.tables import ids, rows
+from tests.delta.tables import ids, recorded, rows
 from testsupport.s3 import delta_options
 
 deltalake = pytest.importorskip("deltalake")
@@ -65,6 +65,9 @@ def test_a_plan_and_its_conversion_on_s3(s3_server, tmp_path: Path) -> None:
         1,
         ["b", "c"],  # one commit's files, in no defined order
     )
-    result = convert_added_files(uri, plan.added_files, tmp_path / "new", version=1, storage_options=options)
+    record = recorded(uri, 0, options)
+    result = convert_added_files(
+        uri, plan.added_files, tmp_path / "new", version=1, recorded=record, storage_options=options
+    )
     assert result.table_uri.rstrip("/") == uri
     assert rows(tmp_path / "new") == [{"id": 2, "day": "b"}, {"id": 3, "day": "c"}]

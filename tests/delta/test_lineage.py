@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -31,7 +32,8 @@ def test_lineage_is_recorded_read_back_and_starts_the_next_plan(tmp_path: Path) 
         first = delta_to_mds(table, tx.out)
         tx.lineage.update(delta_lineage(first, uc_name="main.raw.events"))
     expected: dict = {"kind": "delta", "table_uri": table.as_uri(), "uc_name": "main.raw.events"}
-    expected |= {"table_id": first.table_id, "versions": [0, 0]}
+    expected |= {"table_id": first.table_id, "versions": [0, 0], "schema": first.schema}
+    assert [field["name"] for field in json.loads(first.schema)["fields"]] == ["id"]
     assert source_lineage(shard_set.version(_number(tx))) == expected
     assert recorded_table_version(shard_set) == 0
 
@@ -39,8 +41,9 @@ def test_lineage_is_recorded_read_back_and_starts_the_next_plan(tmp_path: Path) 
     deltalake.write_deltalake(table, pa.table({"id": ids(1, 5)}), mode="append")
     plan = plan_increment(table, recorded_table_version(shard_set) or 0)
     assert (plan.from_version, plan.to_version, plan.mode) == (0, 2, "append")
+    record = source_lineage(shard_set.version(_number(tx))) or {}
     with shard_set.transaction("append") as tx:
-        added = convert_added_files(table, plan.added_files, tx.out, version=plan.to_version)
+        added = convert_added_files(table, plan.added_files, tx.out, version=plan.to_version, recorded=record)
         tx.lineage.update(delta_lineage(added, first_version=plan.from_version + 1))
     assert (source_lineage(shard_set.version(_number(tx))) or {}).get("versions") == [1, 2]
     assert recorded_table_version(shard_set) == 2

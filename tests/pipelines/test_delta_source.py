@@ -148,6 +148,9 @@ def test_the_shard_set_version_records_the_table_version_it_read(resources, tmp_
         "table_version": 2,
         "table_versions": [2, 2],
     }
+    published = meta(materialization(first, "published_version"))
+    assert (published["published"], published["table"], published["table_versions"]) == (1, f"file://{table}", "2..2")
+    assert 'option("versionAsOf", 2).load(' in published["read_it"]
 
 
 @pytest.mark.slow  # two runs of the whole graph (about 70 s): the fast tier has the first one above
@@ -206,6 +209,25 @@ def test_the_sensor_requests_the_days_each_new_version_changed(resources, tmp_pa
     assert (optimized.run_requests, optimized.cursor) == ([], "5")
     assert optimized.skip_reason is not None
     assert str(optimized.skip_reason.skip_message).endswith(": no day to convert")
+
+
+def test_the_sensor_places_changes_on_a_table_not_partitioned_by_day(resources, tmp_path):
+    feed = {"delta.enableChangeDataFeed": "true"}
+    for name, configuration in (("fed", feed), ("plain", None)):
+        write(tmp_path / name, digit_rows(0, [DAY1, DAY1, DAY2]), configuration=configuration)
+        write(tmp_path / name, digit_rows(3, [DAY3]), mode="append")  # version 1: its file's statistics say day 3
+        deltalake.DeltaTable(tmp_path / name).delete("id = 2")  # version 2: the feed's rows say day 2
+    placed = tick(delta_spec(str(tmp_path / "fed")), resources, "0")
+    assert [(r.partition_key, r.tags["mds/delta_mode"]) for r in run_requests(placed)] == [
+        (DAY2, "replace_partitions"),
+        (DAY3, "replace_partitions"),
+    ]
+    # Without the feed nothing says which day the delete touched: every published day (here none) is converted.
+    unplaced = tick(delta_spec(str(tmp_path / "plain")), resources, "0")
+    assert unplaced.skip_reason is not None
+    assert unplaced.skip_reason.skip_message == (
+        "commit 2 deletes or rewrites rows of an unpartitioned table: no day to convert"
+    )
 
 
 def test_a_delta_dataset_gets_the_delta_sensor_instead_of_the_landing_sensor(tmp_path):

@@ -123,6 +123,22 @@ def test_published_metadata_names_the_versions_and_hides_credentials() -> None:
     assert "secret" not in str(meta) and meta["store_url"] == "s3://***@bucket/sets/events"
 
 
+def test_published_metadata_pins_the_table_version_beside_the_shard_set_version() -> None:
+    source = {"kind": "delta", "table_uri": "s3://lake/events", "table_id": "4f1c", "versions": [3, 12]}
+    by_uri = published_metadata("s3://bucket/sets/events", 7, 6, source)
+    assert (by_uri["table"], by_uri["table_versions"]) == ("s3://lake/events", "3..12")
+    assert by_uri["read_it"].value == (
+        "```python\n"
+        "# shard-set version 7: Delta table s3://lake/events (id 4f1c), table versions 3 to 12\n"
+        "StreamingDataset(remote='s3://bucket/sets/events', version=7, batch_size=32)\n"
+        '# its rows as the table had them: spark.read.format("delta").option("versionAsOf", 12).load("s3://lake/events")\n'
+        "```"
+    )
+    by_name = published_metadata("s3://bucket/sets/events", 7, 6, source | {"uc_name": "main.raw.events"})
+    assert by_name["table"] == "main.raw.events"
+    assert 'option("versionAsOf", 12).table("main.raw.events")' in by_name["read_it"].value
+
+
 def test_sample_pictures_that_cannot_be_drawn_only_log(store: ShardStore) -> None:
     assert pictures(build_asset_context(), store.url(SPEC.name), 1, store, SPEC) == {}
 

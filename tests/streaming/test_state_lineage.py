@@ -21,9 +21,13 @@ REFERENCE_KEYS = ["epoch", "sample_in_epoch", "num_canonical_nodes", "shuffle_se
 
 
 def _two_versions(root: str) -> None:
-    """Version 1: ids 0-39 from table versions 0-2; version 2 appends ids 40-79 from table version 3."""
+    """Version 1: ids 0-39 from table versions 0-2; version 2 appends ids 40-79 from table version 3.
+
+    Version 2's manifest also keeps the table's schema, as ``delta_lineage`` writes it: no state dict carries it.
+    """
     shard_set = ShardSet(root)
-    for mode, lineage, rows in (("overwrite", SOURCE_V1, range(40)), ("append", SOURCE_V2, range(40, 80))):
+    v2 = {"source": SOURCE_V2["source"] | {"schema": '{"type":"struct","fields":[]}'}}
+    for mode, lineage, rows in (("overwrite", SOURCE_V1, range(40)), ("append", v2, range(40, 80))):
         with shard_set.transaction(mode, lineage=lineage) as tx:
             write_day(tx.out, "d", rows)
 
