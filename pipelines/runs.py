@@ -5,7 +5,7 @@ A range runs as one run (the assets' backfill policy), like a backfill launched 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dagster import DagsterInstance, ExecuteInProcessResult, materialize
@@ -27,8 +27,12 @@ def materialize_days(
     instance: DagsterInstance | None = None,
     raise_on_error: bool = True,
     selection: Any = None,
+    tags: Mapping[str, str] | None = None,
 ) -> ExecuteInProcessResult:
-    """Run raw → validated → shard set (+ smoke test and training plan) → published, for consecutive ``days``."""
+    """Run raw → validated → shard set (+ smoke test and training plan) → published, for consecutive ``days``.
+
+    ``tags`` are added to the run's (a sensor's run request carries its reason in them).
+    """
     if not days:
         raise ValueError("materialize_days needs at least one day")
     ops = dict((run_config or {}).get("ops", {}))
@@ -37,13 +41,13 @@ def materialize_days(
         ops[shards_op] = {"config": {**ops.get(shards_op, {}).get("config", {}), "mode": mode}}
     days = sorted(days)
     # The partition goes in as a tag: materialize(partition_key=) refuses a selection of checks only.
-    tags = {"dagster/partition": days[0]} if len(days) == 1 else {RANGE_START: days[0], RANGE_END: days[-1]}
+    partition = {"dagster/partition": days[0]} if len(days) == 1 else {RANGE_START: days[0], RANGE_END: days[-1]}
     return materialize(
         graph_for(spec),
         resources=resources,
         instance=instance,
         raise_on_error=raise_on_error,
         run_config={**(run_config or {}), "ops": ops},
-        tags=tags,
+        tags={**(tags or {}), **partition},
         selection=selection,
     )

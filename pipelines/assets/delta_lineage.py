@@ -3,11 +3,13 @@
 The raw step records the table, its id and the version it read (``pipelines.assets.raw.delta_metadata``); the shard
 step, possibly in a later run, finds the newest raw materialization of each of its days and records, in the version's
 manifest, the ``delta_lineage``-shaped source (``{"kind": "delta", "table_uri", "table_id", "versions": [first,
-last]}``) that ``mds_core.versions.source_lineage`` reads back and the Delta sensor starts from.
+last]}``) that ``mds_core.versions.source_lineage`` reads back and the Delta sensor starts from. A run the sensor
+started also records the plan's choice (``change``: its mode, table versions and reason, from the run's tags).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from dagster import AssetExecutionContext, AssetRecordsFilter
@@ -53,7 +55,20 @@ def delta_source(
         **named,
         "table_id": table_id,
         "versions": [first, last],
+        **planned_change(context.run.tags),
     }
+
+
+def planned_change(tags: Mapping[str, str]) -> dict[str, Any]:
+    """``{"change": {mode, versions, reason}}`` for a run the Delta sensor started (its tags), else empty.
+
+    Args:
+        tags: the run's tags.
+    """
+    if "mds/delta_mode" not in tags:
+        return {}
+    fields = ("mode", "versions", "reason")
+    return {"change": {name: tags.get(f"mds/delta_{name}", "") for name in fields}}
 
 
 def _newest_reads(context: AssetExecutionContext, spec: DatasetSpec, days: list[str]) -> list[dict[str, Any]]:
@@ -79,8 +94,10 @@ def table_link(lineage: dict[str, Any]) -> dict[str, Any]:
     source = lineage.get("source", {})
     if source.get("kind") != "delta" or "versions" not in source:
         return {}
+    change = source.get("change")
     return {
         "table_id": source["table_id"],
         "table_version": source["versions"][1],
         "table_versions": source["versions"],
+        **({"table_change": f"{change['mode']}: {change['reason']}"} if change else {}),
     }

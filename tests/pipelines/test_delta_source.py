@@ -139,6 +139,7 @@ def test_the_shard_set_version_records_the_table_version_it_read(resources, tmp_
     expected = {"kind": "delta", "table_uri": f"file://{table}", "table_id": table_id, "versions": [2, 2]}
     source = recorded_source(shards)
     assert {k: source[k] for k in expected} == expected
+    assert "change" not in source  # a backfill, not a sensor's run: no plan to record
     assert (source["path"], source["day_column"]) == (table, "day")
     assert recorded_table_version(shards) == 2
     shard_meta = meta(materialization(first, "shard_set"))
@@ -162,9 +163,12 @@ def test_a_sensor_run_extends_the_recorded_table_versions(resources, tmp_path):
     write(table, digit_rows(6, [DAY3]), mode="append")  # version 3
     [request] = run_requests(tick(spec, resources))
     assert (request.partition_key, request.tags["mds/delta_mode"]) == (DAY3, "append")
-    second = materialize_days(spec, [DAY3], resources, run_config=dict(request.run_config))
+    second = materialize_days(spec, [DAY3], resources, run_config=dict(request.run_config), tags=request.tags)
     assert recorded_source(shards)["versions"] == [2, 3]
-    assert meta(materialization(second, "shard_set"))["table_version"] == 3
+    change = {"mode": "append", "versions": "3..3", "reason": "version 3 only append: 1 file(s) added"}
+    assert recorded_source(shards)["change"] == change
+    shard_meta = meta(materialization(second, "shard_set"))
+    assert (shard_meta["table_version"], shard_meta["table_change"]) == (3, f"append: {change['reason']}")
     assert recorded_table_version(shards) == 3
 
 
