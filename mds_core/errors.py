@@ -176,7 +176,7 @@ class UnityCatalogError(DeltaTableError):
 
 
 class UnityCatalogTableNotFoundError(UnityCatalogError, DeltaTableNotFoundError):
-    """No such table (or catalog, or schema) in Unity Catalog; names the table and the workspace."""
+    """No such table or volume (or catalog, or schema) in Unity Catalog; names it and the workspace."""
 
 
 class UnityCatalogPermissionError(UnityCatalogError, PermissionError):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from mds_core.convert.delta import delta_batches, open_delta_table
 from mds_core.convert.delta_changes import partition_predicate
 from mds_core.errors import ConfigurationError, DeltaTableError
-from mds_core.storage.unity_catalog import is_table_name, resolve_table
+from mds_core.storage.unity_catalog import is_table_name, is_volume_path, resolve_location
 from mds_core.storage.urls import redact
 
 if TYPE_CHECKING:
@@ -52,16 +52,17 @@ def table_location(path: str) -> tuple[str, dict[str, str] | None, str | None]:
     """The storage location, object store options and Unity Catalog name of a ``delta`` source's ``path``.
 
     Args:
-        path: the table's path or URL, or its Unity Catalog name (``catalog.schema.table``).
+        path: the table's path or URL (``dbfs:/Volumes/...`` for a table kept in a volume), or its Unity Catalog
+            name (``catalog.schema.table``).
     """
     if not path:
         raise ConfigurationError(
             "source kind 'delta' needs a table (the registry's source.path or the run config's `path`): "
             "a path, a URL or catalog.schema.table"
         )
-    if is_table_name(path):
-        resolved = resolve_table(path)
-        return resolved.storage_location, resolved.storage_options, resolved.name
+    if is_table_name(path) or is_volume_path(path):
+        resolved = resolve_location(path)
+        return resolved.storage_location, resolved.storage_options, resolved.name if is_table_name(path) else None
     return path, None, None
 
 

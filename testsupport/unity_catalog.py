@@ -1,13 +1,16 @@
 """Unity Catalog's table and credential-vending REST API on 127.0.0.1, and an S3 front that checks vended keys.
 
-``UnityCatalogServer`` serves what ``WorkspaceClient().tables.get`` and
-``.temporary_table_credentials.generate_temporary_table_credentials`` call (checked against
+``UnityCatalogServer`` serves what ``WorkspaceClient().tables.get``, ``.volumes.read`` and
+``.temporary_table_credentials.generate_temporary_table_credentials`` (and its volume twin) call (checked against
 ``databricks/sdk/service/catalog.py``, which mirrors the public REST reference):
 
 * ``GET /api/2.1/unity-catalog/tables/{full_name}``: a ``TableInfo`` (``full_name``, ``catalog_name``,
   ``schema_name``, ``name``, ``table_id``, ``table_type``, ``data_source_format``, ``storage_location``); 404
   ``TABLE_DOES_NOT_EXIST`` for a table never added; 403 ``PERMISSION_DENIED`` for a table in ``denied``.
-* ``POST /api/2.0/unity-catalog/temporary-table-credentials`` with ``{"table_id", "operation"}``:
+* ``GET /api/2.1/unity-catalog/volumes/{full_name}``: a ``VolumeInfo`` (``volume_id``, ``storage_location``...)
+  of a volume added with ``add_volume``; 404 ``VOLUME_DOES_NOT_EXIST`` otherwise.
+* ``POST /api/2.0/unity-catalog/temporary-table-credentials`` with ``{"table_id", "operation"}`` (and
+  ``temporary-volume-credentials`` with ``{"volume_id", "operation"}``, answered the same way):
   ``{"aws_temp_credentials": {"access_key_id", "secret_access_key", "session_token"}, "expiration_time", "url"}``,
   fresh keys each time, recorded in ``vended``. ``credential_lifetime_s`` below zero vends credentials that have
   already expired; ``vending = "disabled"`` answers 403 as a metastore without external data access does (the
@@ -38,6 +41,8 @@ from testsupport.fault_proxy import FaultProxy
 
 TABLES = "/api/2.1/unity-catalog/tables/"
 CREDENTIALS = "/api/2.0/unity-catalog/temporary-table-credentials"
+VOLUMES = "/api/2.1/unity-catalog/volumes/"
+VOLUME_CREDENTIALS = "/api/2.0/unity-catalog/temporary-volume-credentials"
 _SIGNED_BY = re.compile(r"Credential=([^/,\s]+)/")
 
 
@@ -47,6 +52,7 @@ class UnityCatalogServer(FilesApiServer):
     def __init__(self, log_dir: Path | None = None, *, token: str = TOKEN) -> None:
         super().__init__(log_dir, token=token)
         self.tables: dict[str, dict] = {}  # full name -> TableInfo as JSON
+        self.volume_infos: dict[str, dict] = {}  # full name -> VolumeInfo as JSON
         self.denied_tables: set[str] = set()
         self.no_external_use: set[str] = set()  # catalog.schema without EXTERNAL USE SCHEMA for the caller
         self.expired_tokens: set[str] = set()
@@ -74,17 +80,34 @@ class UnityCatalogServer(FilesApiServer):
         }
         return table_id
 
+    def add_volume(self, full_name: str, storage_location: str) -> str:
+        """Register an external volume; returns its volume id."""
+        catalog, schema, name = full_name.split(".")
+        volume_id = str(uuid.uuid4())
+        self.volume_infos[full_name] = {
+            "full_name": full_name,
+            "catalog_name": catalog,
+            "schema_name": schema,
+            "name": name,
+            "volume_id": volume_id,
+            "volume_type": "EXTERNAL",
+            "storage_location": storage_location,
+        }
+        return volume_id
+
     def answer(
         self, method: str, path: str, query: dict[str, list[str]], authorization: str | None, body: bytes
     ) -> tuple[int, dict[str, str], bytes]:
-        if not (path.startswith(TABLES) or path == CREDENTIALS):
+        if not (path.startswith((TABLES, VOLUMES)) or path in (CREDENTIALS, VOLUME_CREDENTIALS)):
             return super().answer(method, path, query, authorization, body)
         if authorization in {f"Bearer {token}" for token in self.expired_tokens}:
             return _error(401, "UNAUTHENTICATED", "The access token has expired.")
         if authorization != f"Bearer {self.token}":  # no token or a wrong one: the Files API's own answers
             return super().answer(method, path, query, authorization, body)
-        if path == CREDENTIALS and method == "POST":
+        if path in (CREDENTIALS, VOLUME_CREDENTIALS) and method == "POST":
             return self._vend(json.loads(body or b"{}"))
+        if method == "GET" and path.startswith(VOLUMES):
+            return self._volume(path[len(VOLUMES) :])
         if method == "GET":
             return self._table(path[len(TABLES) :])
         return _error(404, "ENDPOINT_NOT_FOUND", f"No API found for '{method} {path}'")
@@ -96,14 +119,28 @@ class UnityCatalogServer(FilesApiServer):
             return _error(403, "PERMISSION_DENIED", f"User does not have SELECT on Table '{full_name}'.")
         return _json(200, self.tables[full_name])
 
+    def _volume(self, full_name: str) -> tuple[int, dict[str, str], bytes]:
+        if full_name not in self.volume_infos:
+            return _error(404, "VOLUME_DOES_NOT_EXIST", f"Volume '{full_name}' does not exist.")
+        return _json(200, self.volume_infos[full_name])
+
     def _vend(self, request: dict) -> tuple[int, dict[str, str], bytes]:
         if self.vending == "disabled":
             return _error(403, "PERMISSION_DENIED", "External data access is not enabled on the metastore.")
         if self.vending == "absent":
             return _error(404, "ENDPOINT_NOT_FOUND", f"No API found for 'POST {CREDENTIALS}'")
-        found = [info for info in self.tables.values() if info["table_id"] == request.get("table_id")]
+        kind = "volume" if "volume_id" in request else "table"
+        found = [
+            info
+            for info in (*self.tables.values(), *self.volume_infos.values())
+            if info.get(f"{kind}_id") == request.get(f"{kind}_id")
+        ]
         if not found:
-            return _error(404, "TABLE_DOES_NOT_EXIST", f"Table with id '{request.get('table_id')}' does not exist.")
+            return _error(
+                404,
+                f"{kind.upper()}_DOES_NOT_EXIST",
+                f"{kind.title()} with id '{request.get(f'{kind}_id')}' does not exist.",
+            )
         schema = f"{found[0]['catalog_name']}.{found[0]['schema_name']}"
         if schema in self.no_external_use:
             return _error(403, "PERMISSION_DENIED", f"User does not have EXTERNAL USE SCHEMA on Schema '{schema}'.")

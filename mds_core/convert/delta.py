@@ -30,7 +30,7 @@ from mds_core.errors import (
     MissingDependencyError,
     UnsupportedDeltaFeatureError,
 )
-from mds_core.storage.unity_catalog import expired_credentials_named, is_table_name, resolve_table
+from mds_core.storage.unity_catalog import expired_credentials_named, is_table_name, is_volume_path, resolve_location
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -90,8 +90,9 @@ def delta_to_mds(
     the version's, with deleted rows (deletion vectors included) left out.
 
     Args:
-        table_uri: the table's root: a local path, ``file://``, ``s3://``, ``gs://``, ``az://``/``abfss://``; or a
-            Unity Catalog name, ``catalog.schema.table`` or ``uc://catalog.schema.table`` (docs/delta.md).
+        table_uri: the table's root: a local path, ``file://``, ``s3://``, ``gs://``, ``az://``/``abfss://``, or a
+            folder in a Unity Catalog volume, ``dbfs:/Volumes/<catalog>/<schema>/<volume>/<folder>``; or a Unity
+            Catalog name, ``catalog.schema.table`` or ``uc://catalog.schema.table`` (docs/delta.md).
         out: a local directory, a URL, or ``(local, remote)``, as ``MDSWriter`` takes it.
         columns: column -> encoding, as for ``table_to_mds``: only those columns are read from the table.
         version: the table version to read (Spark's ``versionAsOf``); None reads the latest.
@@ -118,12 +119,13 @@ def delta_to_mds(
     """
     if version is not None and timestamp is not None:
         raise DeltaTableError(f"delta_to_mds takes version= or timestamp=, not both (table {table_uri})")
-    uc_name, expires_at = None, None
-    if is_table_name(table_uri):  # a Unity Catalog name: its location, read with the credentials it vends
-        resolved = resolve_table(str(table_uri), storage_options=storage_options, workspace=workspace)
-        uc_name, expires_at = resolved.name, resolved.expires_at
+    uc_name, named, expires_at = None, None, None
+    if is_table_name(table_uri) or is_volume_path(table_uri):  # its location, read with the credentials vended
+        resolved = resolve_location(str(table_uri), storage_options=storage_options, workspace=workspace)
+        uc_name = resolved.name if is_table_name(table_uri) else None
+        named, expires_at = resolved.name, resolved.expires_at
         table_uri, storage_options = resolved.storage_location, resolved.storage_options
-    with expired_credentials_named(uc_name, expires_at):
+    with expired_credentials_named(named, expires_at):
         table = open_delta_table(table_uri, version=version, timestamp=timestamp, storage_options=storage_options)
         batches = delta_batches(table, list(columns) if columns else None, predicate)
         stats = table_to_mds(batches, out, columns, **table_kwargs)

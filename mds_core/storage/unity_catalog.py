@@ -13,6 +13,10 @@ Two documented Unity Catalog REST calls, through the official SDK's ``WorkspaceC
   A workspace that does not vend (the metastore's external access is off: 404, or 403 "not enabled") leaves the
   caller's storage options as they are, and a log line says so.
 
+A Delta table kept in a volume, ``dbfs:/Volumes/<catalog>/<schema>/<volume>/<folder>``, is found the same way
+(``resolve_volume_path``): ``GET /api/2.1/unity-catalog/volumes/{full_name}`` for the volume's storage location,
+``POST /api/2.0/unity-catalog/temporary-volume-credentials`` for read credentials.
+
 Every refusal is an ``MDSError`` that names the table and what to fix: ``UnityCatalogError`` for a bad name or a
 table that is not Delta, ``UnityCatalogTableNotFoundError`` (404), ``UnityCatalogPermissionError`` (401, 403) and
 ``UnityCatalogCredentialsExpiredError`` (credentials vended already expired, or the store answering
@@ -42,9 +46,11 @@ from mds_core.storage.volumes_client import _message, _status, workspace_client
 _log = logging.getLogger(__name__)
 
 UC_SCHEME = "uc://"
+VOLUME_PREFIX = "dbfs:/Volumes/"
 # A Unity Catalog name part holds no period, space, slash or control character (Databricks' naming rules).
 _PART = r"[^.\s/\\:`]+"
 _TABLE_NAME = re.compile(rf"{_PART}\.{_PART}\.{_PART}")
+_PART_NAME = re.compile(_PART)
 # How a workspace without credential vending words its 403 (the metastore's external_access_enabled is off).
 _NOT_OFFERED = re.compile(r"not\s+(been\s+)?enabled|external\s+(data\s+)?access", re.IGNORECASE)
 
@@ -120,21 +126,120 @@ def resolve_table(
         UnityCatalogPermissionError: the workspace refused the credentials (401) or a privilege is missing (403).
         UnityCatalogCredentialsExpiredError: the vended credentials had expired when they arrived.
     """
+    from databricks.sdk.service.catalog import TableOperation
+
     full_name = table_name(name)
     client = workspace_client(f"{UC_SCHEME}{full_name}", timeout, dict(workspace or {}))
     host = client.config.host
     info = _call(full_name, host, "tables.get", lambda: client.tables.get(full_name))
     table_id, location = _delta_location(full_name, info)
+    vending = client.temporary_table_credentials
+    vended = _vend(
+        full_name,
+        host,
+        "temporary-table-credentials",
+        lambda: vending.generate_temporary_table_credentials(operation=TableOperation.READ, table_id=table_id),
+    )
+    return _resolved(full_name, table_id, location, storage_options, vended)
+
+
+def resolve_location(
+    table_uri: str, *, storage_options: dict[str, str] | None = None, workspace: dict[str, Any] | None = None
+) -> ResolvedTable:
+    """``resolve_table`` for a table name, ``resolve_volume_path`` for a path in a volume.
+
+    Args:
+        table_uri: ``catalog.schema.table`` (or ``uc://...``), or ``dbfs:/Volumes/...``.
+        storage_options: the caller's delta-rs options.
+        workspace: Databricks SDK ``Config`` fields.
+    """
+    resolve = resolve_volume_path if is_volume_path(table_uri) else resolve_table
+    return resolve(table_uri, storage_options=storage_options, workspace=workspace)
+
+
+def is_volume_path(table_uri: str | os.PathLike[str]) -> bool:
+    """Whether ``table_uri`` is a path in a Unity Catalog volume, ``dbfs:/Volumes/<catalog>/<schema>/<volume>/...``.
+
+    Args:
+        table_uri: what the caller passed as the table.
+    """
+    return isinstance(table_uri, str) and table_uri.startswith(VOLUME_PREFIX)
+
+
+def resolve_volume_path(
+    path: str,
+    *,
+    storage_options: dict[str, str] | None = None,
+    workspace: dict[str, Any] | None = None,
+    timeout: float | None = 60.0,
+) -> ResolvedTable:
+    """The cloud location of a folder in a Unity Catalog volume (a Delta table kept there), with vended credentials.
+
+    ``GET /api/2.1/unity-catalog/volumes/{full_name}`` gives the volume's ``storage_location``; the path below
+    the volume is joined to it; ``POST /api/2.0/unity-catalog/temporary-volume-credentials`` vends read
+    credentials for it, mapped as for a table (``resolve_table``). On Databricks compute the same folder is also a
+    local path, ``/Volumes/...`` (the volumes' FUSE mount), which needs no resolving.
+
+    Args:
+        path: ``dbfs:/Volumes/<catalog>/<schema>/<volume>/<folder>``.
+        storage_options: the caller's delta-rs options; vended credentials replace those of the same name.
+        workspace: Databricks SDK ``Config`` fields; None takes the SDK's default chain.
+        timeout: seconds to wait for each answer of the workspace.
+
+    Raises:
+        UnityCatalogError: not a path inside a volume, or a volume without a storage location.
+        UnityCatalogTableNotFoundError: no such volume (or none the caller may see).
+        UnityCatalogPermissionError: the credentials were refused (401) or a privilege is missing (403).
+        UnityCatalogCredentialsExpiredError: the vended credentials had expired when they arrived.
+    """
+    from databricks.sdk.service.catalog import VolumeOperation
+
+    volume, below = _volume_parts(path)
+    client = workspace_client(path, timeout, dict(workspace or {}))
+    host = client.config.host
+    info = _call(volume, host, "volumes.read", lambda: client.volumes.read(volume))
+    if not info.storage_location or not info.volume_id:
+        raise UnityCatalogError(f"Unity Catalog gives no storage location for the volume {volume}: nothing to read")
+    location = "/".join(part for part in (str(info.storage_location).rstrip("/"), below) if part)
+    vending = client.temporary_volume_credentials
+    vended = _vend(
+        volume,
+        host,
+        "temporary-volume-credentials",
+        lambda: vending.generate_temporary_volume_credentials(
+            operation=VolumeOperation.READ_VOLUME, volume_id=info.volume_id
+        ),
+    )
+    return _resolved(path, str(info.volume_id), location, storage_options, vended)
+
+
+def _volume_parts(path: str) -> tuple[str, str]:
+    """(``catalog.schema.volume``, the path below the volume) of a ``dbfs:/Volumes/...`` path."""
+    parts = path.removeprefix(VOLUME_PREFIX).strip("/").split("/")
+    if len(parts) < 3 or not all(_PART_NAME.fullmatch(part) for part in parts[:3]):
+        raise UnityCatalogError(
+            f"{path!r} is not a path in a Unity Catalog volume: write {VOLUME_PREFIX}<catalog>/<schema>/<volume>/<folder>"
+        )
+    return ".".join(parts[:3]), "/".join(parts[3:])
+
+
+def _resolved(
+    name: str,
+    object_id: str,
+    location: str,
+    storage_options: dict[str, str] | None,
+    vended: tuple[dict[str, str], datetime] | None,
+) -> ResolvedTable:
+    """The ``ResolvedTable``: the caller's options, with the vended credentials (if any) over them."""
     options = dict(storage_options or {})
-    vended = _vend(client, full_name, host, table_id)
     if vended is None:
-        _log.info("%s: %s; reading %s with the caller's storage options", full_name, _NO_VENDING, location)
-        return ResolvedTable(full_name, table_id, location, options, None)
+        _log.info("%s: %s; reading %s with the caller's storage options", name, _NO_VENDING, location)
+        return ResolvedTable(name, object_id, location, options, None)
     credentials, expires_at = vended
     replaced = {key.lower() for key in credentials}
     options = {key: value for key, value in options.items() if key.lower() not in replaced} | credentials
-    _log.info("%s: %s with credentials vended until %s", full_name, location, expires_at)
-    return ResolvedTable(full_name, table_id, location, options, expires_at)
+    _log.info("%s: %s with credentials vended until %s", name, location, expires_at)
+    return ResolvedTable(name, object_id, location, options, expires_at)
 
 
 _NO_VENDING = "the workspace vends no usable storage credentials for it"
@@ -154,19 +259,12 @@ def _delta_location(name: str, info: Any) -> tuple[str, str]:
     return str(info.table_id), str(info.storage_location)
 
 
-def _vend(client: Any, name: str, host: str, table_id: str) -> tuple[dict[str, str], datetime] | None:
-    """Read credentials for the table as delta-rs options, with their expiry; None where none are usable."""
+def _vend(name: str, host: str, request: str, call: Any) -> tuple[dict[str, str], datetime] | None:
+    """Read credentials (``call()``, the vending request) as delta-rs options, with their expiry; None where unusable."""
     from databricks.sdk.errors import NotFound, PermissionDenied
-    from databricks.sdk.service.catalog import TableOperation
 
-    vending = client.temporary_table_credentials
     try:
-        answer = _call(
-            name,
-            host,
-            "temporary-table-credentials",
-            lambda: vending.generate_temporary_table_credentials(operation=TableOperation.READ, table_id=table_id),
-        )
+        answer = _call(name, host, request, call)
     except UnityCatalogError as err:
         cause = err.__cause__
         offered = not isinstance(cause, NotFound) and not (
@@ -194,7 +292,7 @@ def vended_options(answer: Any) -> dict[str, str] | None:
     """delta-rs's object store options for a ``GenerateTemporaryTableCredentialResponse``; None where it has none.
 
     Args:
-        answer: the SDK's answer to ``generate_temporary_table_credentials``.
+        answer: the SDK's answer to ``generate_temporary_table_credentials`` (or ``..._volume_credentials``).
     """
     for aws in (answer.aws_temp_credentials, answer.r2_temp_credentials):
         if aws is not None and aws.access_key_id and aws.secret_access_key:
@@ -216,10 +314,12 @@ def _call(name: str, host: str, request: str, call: Any) -> Any:
     except Exception as err:
         cause = err.__cause__ if isinstance(err, TimeoutError) and isinstance(err.__cause__, Exception) else err
         said = f"{request}: {_message(cause)}"
+        what, privilege = ("volume", "READ VOLUME") if "volume" in request else ("table", "SELECT")
         if isinstance(cause, NotFound):
             raise UnityCatalogTableNotFoundError(
-                f"Unity Catalog table {name} not found in {host} (404 {said}): check the catalog, schema and table "
-                "names, and that you may see it (without USE CATALOG, USE SCHEMA and SELECT a table looks missing)"
+                f"Unity Catalog {what} {name} not found in {host} (404 {said}): check the catalog, schema and {what} "
+                f"names, and that you may see it (without USE CATALOG, USE SCHEMA and {privilege} a {what} looks "
+                "missing)"
             ) from cause
         if isinstance(cause, Unauthenticated):
             raise UnityCatalogPermissionError(
@@ -230,14 +330,15 @@ def _call(name: str, host: str, request: str, call: Any) -> Any:
             raise UnityCatalogPermissionError(
                 f"{host} refused {name} ({_status(403, cause)} {said}): {_grants(name, request)}"
             ) from cause
-        raise UnityCatalogError(f"resolving Unity Catalog table {name} through {host} failed ({said})") from cause
+        raise UnityCatalogError(f"resolving Unity Catalog {what} {name} through {host} failed ({said})") from cause
 
 
 def _grants(name: str, request: str) -> str:
     """The privileges ``request`` on table ``name`` needs."""
     catalog, schema, _ = name.split(".")
-    if request == "tables.get":
-        return f"reading it needs USE CATALOG on {catalog}, USE SCHEMA on {catalog}.{schema} and SELECT on {name}"
+    if request in ("tables.get", "volumes.read"):
+        privilege = "SELECT" if request == "tables.get" else "READ VOLUME"
+        return f"reading it needs USE CATALOG on {catalog}, USE SCHEMA on {catalog}.{schema} and {privilege} on {name}"
     return (
         f"credential vending needs EXTERNAL USE SCHEMA on {catalog}.{schema} (granted by the catalog's owner) and "
         "the metastore's external data access enabled"

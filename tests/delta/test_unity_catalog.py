@@ -20,6 +20,7 @@ from mds_core.errors import (
     UnityCatalogTableNotFoundError,
 )
 from mds_core.storage.unity_catalog import is_table_name, resolve_table, table_name
+from pipelines.delta_source import table_location
 from tests.delta.tables import ids, rows
 from testsupport.s3 import delta_options
 from testsupport.unity_catalog import UnityCatalogServer, VendedKeyS3
@@ -238,3 +239,24 @@ def test_a_plain_uri_with_keys_the_store_refuses_is_a_delta_table_error(store, t
     assert type(raised.value) is DeltaTableError
     assert "InvalidAccessKeyId" in store.refused
     assert not (tmp_path / "out").exists()
+
+
+def test_a_table_kept_in_a_volume_is_read_with_the_volumes_vended_credentials(
+    catalog, store, table, tmp_path: Path, monkeypatch
+) -> None:
+    root, _, folder = table.rpartition("/")  # the volume is the bucket's root, the table a folder in it
+    catalog.add_volume("main.sales.lake", root)
+    path = f"dbfs:/Volumes/main/sales/lake/{folder}"
+    result = _read(catalog, store, tmp_path / "v0", name=path, version=0)
+    assert (result.uc_name, result.version, result.table_uri.rstrip("/")) == (None, 0, table)
+    assert [r["id"] for r in rows(tmp_path / "v0")] == [0, 1, 2]
+    assert (len(catalog.vended), store.refused) == (1, [])  # read with the volume's vended key alone
+    with pytest.raises(UnityCatalogTableNotFoundError, match=r"Unity Catalog volume main\.sales\.gone not found in"):
+        _read(catalog, store, tmp_path / "gone", name="dbfs:/Volumes/main/sales/gone/orders")
+    with pytest.raises(UnityCatalogError, match=r"'dbfs:/Volumes/main/sales' is not a path in a Unity Catalog volume"):
+        _read(catalog, store, tmp_path / "short", name="dbfs:/Volumes/main/sales")
+    # The pipelines' delta source resolves the same path, with the workspace from the environment.
+    monkeypatch.setenv("DATABRICKS_HOST", catalog.endpoint)
+    monkeypatch.setenv("DATABRICKS_TOKEN", catalog.token)
+    location, options, uc_name = table_location(path)
+    assert (location, uc_name, options is not None and "AWS_SESSION_TOKEN" in options) == (table, None, True)
