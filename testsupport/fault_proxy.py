@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import json
 import os
 import random
 import re
@@ -64,7 +65,9 @@ class Fault:
     """What to do to the next ``times`` requests whose method and path match."""
 
     # "drop", "delay", "status", "truncate"; "lose": forwarded, then the reply is dropped; "hold": forwarded
-    # once the test sets ``release`` (or after ``value`` seconds), so a test knows the request is still held
+    # once the test sets ``release`` (or after ``value`` seconds), so a test knows the request is still held;
+    # "slowdown" (503 SlowDown) and "too_many" (429), with ``Retry-After: value`` unless ``value`` is 0;
+    # "stall": no answer at all, the connection closed after ``value`` seconds (past the client's read timeout)
     action: str
     path: str = ""  # a regular expression searched in "/bucket/key"
     method: str = "GET"
@@ -79,13 +82,14 @@ class Fault:
 class RandomFaults:
     """Each request whose method and path match gets a fault with ``probability`` (a soak's steady failure rate).
 
-    ``actions`` maps each kind to its ``Fault.value``; the kind is drawn uniformly. One seeded generator
-    makes the decisions, so the sequence of decisions repeats for a seed (which request gets which
-    one depends on how concurrent requests arrive). ``matched`` and ``injected`` count what happened.
+    ``actions`` maps each kind to its ``Fault.value``; the kind is drawn by ``weights``, uniformly without. One
+    seeded generator makes the decisions, so the sequence of decisions repeats for a seed (which request gets
+    which one depends on how concurrent requests arrive). ``matched`` and ``injected`` count what happened.
     """
 
     probability: float
     actions: dict[str, float] = field(default_factory=lambda: {"drop": 0, "status": 503, "delay": 0.5, "truncate": 100})
+    weights: dict[str, float] = field(default_factory=dict)  # kind -> relative weight (1 where absent)
     seed: int = 0
     path: str = ""
     method: str = "GET"
@@ -103,12 +107,20 @@ class RandomFaults:
         self.matched += 1
         if self._rng.random() >= self.probability:
             return None
-        kind = self._rng.choice(self._kinds)
+        if self.weights:
+            kind = self._rng.choices(self._kinds, [self.weights.get(kind, 1.0) for kind in self._kinds])[0]
+        else:
+            kind = self._rng.choice(self._kinds)
         self.injected[kind] = self.injected.get(kind, 0) + 1
         return Fault(kind, path, method, value=self.actions[kind], hits=1)
 
 
 _PACE_CHUNK = 16 << 10
+# action -> (status, S3's error code, the Databricks APIs' error code)
+_THROTTLES = {
+    "slowdown": (503, "SlowDown", "TEMPORARILY_UNAVAILABLE"),
+    "too_many": (429, "TooManyRequests", "REQUEST_LIMIT_EXCEEDED"),
+}
 
 
 class FaultProxy:
@@ -123,6 +135,7 @@ class FaultProxy:
         self.arrivals: list[float] = []  # time.monotonic() when each of ``requests`` arrived
         self.lock = threading.Lock()
         self.rate: float | None = None  # bytes/s over all responses together, like one node's link
+        self.json_refusals = False  # "slowdown" and "too_many" answered as the Databricks APIs do (JSON), not as S3
         self._link_free_at = 0.0
         proxy = self
 
@@ -152,6 +165,16 @@ class FaultProxy:
                         {"Content-Type": "application/xml"},
                         b"<Error><Code>InternalError</Code><Message>injected</Message></Error>",
                     )
+                    return
+                if fault is not None and fault.action in _THROTTLES:
+                    later = {"Retry-After": f"{fault.value:g}"} if fault.value else {}
+                    status, kind, refusal = proxy.refusal(fault.action)
+                    self._reply(status, {"Content-Type": kind, **later}, refusal)
+                    return
+                if fault is not None and fault.action == "stall":  # a connection that never answers
+                    time.sleep(fault.value)
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
                     return
                 status, headers, payload = proxy.forward(self.command, self.path, dict(self.headers), body)
                 if fault is not None and fault.action == "lose":
@@ -183,6 +206,14 @@ class FaultProxy:
         self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
+
+    def refusal(self, action: str) -> tuple[int, str, bytes]:
+        """(status, content type, body) of a "slowdown" or "too_many": S3's XML, or the Databricks JSON error."""
+        status, s3_code, databricks_code = _THROTTLES[action]
+        message = "Please reduce your request rate."
+        if self.json_refusals:
+            return status, "application/json", json.dumps({"error_code": databricks_code, "message": message}).encode()
+        return status, "application/xml", f"<Error><Code>{s3_code}</Code><Message>{message}</Message></Error>".encode()
 
     def send_paced(self, out: Any, payload: bytes) -> None:
         """Write ``payload``; with a ``rate``, chunks share one link: each waits for its slot on it."""

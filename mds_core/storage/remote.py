@@ -27,7 +27,7 @@ from mds_core.storage.files import atomic_write, staged_path
 from mds_core.storage.folders import beneath
 from mds_core.storage.kill_points import kill_point
 from mds_core.storage.stores import store_kind
-from mds_core.storage.throttle import Throttled
+from mds_core.storage.throttle import MAX_THROTTLED, Throttled, throttle_of
 from mds_core.storage.transfer_limits import Bound, Truncated, bound, copy_until, run_bounded, with_deadline
 from mds_core.storage.urls import is_remote, local_path, redact
 
@@ -69,8 +69,9 @@ class RemoteStore:
     """Files under one root URL. ``retry`` is the total number of attempts per file, as in the reference.
 
     ``timeout`` is a deadline in seconds for each whole file transfer (not per socket read), or None.
-    A store that throttles (``Throttled``: 429 or 503 with ``Retry-After``) is waited for as it asks,
-    within that deadline, and the wait is not counted as an attempt. ``kind`` is the store's entry in
+    A store that throttles (429, or 503 and S3's ``SlowDown``) is waited for as it asks (``Retry-After``), else
+    after a jittered backoff, within that deadline and ``MAX_THROTTLED`` times per file; the wait is not counted
+    as an attempt (``mds_core.storage.throttle``). ``kind`` is the store's entry in
     the registry (``mds_core.storage.stores``); ``any_fsspec`` lets a scheme the registry does not
     know through to fsspec's own filesystem.
     """
@@ -289,7 +290,7 @@ class RemoteStore:
 
     def _retrying(self, what: str, attempt: Callable[[], T]) -> T:
         last: BaseException | None = None
-        failures, started = 0, time.monotonic()
+        failures, throttles, started = 0, 0, time.monotonic()
         while failures < self.retry:
             try:
                 return attempt()
@@ -299,9 +300,11 @@ class RemoteStore:
                 raise StoreFileNotFoundError(f"{what} failed: {_describe(err)}") from err
             except (PermissionError, IsADirectoryError, NotADirectoryError) as err:
                 raise StorageError(f"{what} failed: {_describe(err)}") from err
-            except Throttled as err:  # not a failure: wait as asked, if the deadline allows
-                self._wait_as_asked(what, err, started)
             except Exception as err:  # network errors come in many library-specific types
+                if (throttled := throttle_of(err)) is not None:  # not a failure: wait, if the deadline allows
+                    throttles += 1
+                    self._wait_as_asked(what, throttled, started, throttles)
+                    continue
                 if (advice := self.kind.advice_for(err)) is not None:  # no credentials: retrying cannot help
                     raise ConfigurationError(f"{what} failed: {_describe(err)}; {advice}") from err
                 last, failures = err, failures + 1
@@ -312,15 +315,21 @@ class RemoteStore:
             raise type(last)(message) from last
         raise StorageError(message) from last
 
-    def _wait_as_asked(self, what: str, err: Throttled, started: float) -> None:
-        """Sleep for the store's ``Retry-After``, unless that would pass the deadline of the file."""
+    def _wait_as_asked(self, what: str, err: Throttled, started: float, throttles: int) -> None:
+        """Sleep as the store asks (``Throttled.wait``), unless the file was throttled too often or would pass its deadline."""
+        if throttles > MAX_THROTTLED:
+            raise StorageError(
+                f"{what} failed: the store throttled it {throttles} times in a row ({_describe(err)}): "
+                "it is overloaded, or rate-limits this prefix; fewer workers (or download threads) ask less of it"
+            ) from err
         budget = _THROTTLE_BUDGET if self.timeout is None else self.timeout
-        if time.monotonic() - started + err.retry_after > budget:
+        wait = err.wait(throttles)
+        if time.monotonic() - started + wait > budget:
             raise StorageError(
                 f"{what} failed: the store is throttling requests ({_describe(err)}) and asks to wait "
-                f"{err.retry_after:g} s more, past the {budget:g} s deadline for the file"
+                f"{wait:g} s more, past the {budget:g} s deadline for the file"
             ) from err
-        time.sleep(err.retry_after)
+        time.sleep(wait)
 
     def _transfer(self, method: Callable[..., Any], src: str, dst: str, **kwargs: Any) -> None:
         """One transfer under the deadline: cancelled (async stores) or abandoned between chunks."""

@@ -31,31 +31,6 @@ def proxy(volumes_server):
         yield proxy
 
 
-class VirtualClock:
-    """Stands in for ``time`` in mds_core.storage.remote: ``sleep`` returns at once, moves ``monotonic`` on by
-    as much, and is recorded, so the store's waits are read exactly instead of measured on a loaded machine."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-
-@pytest.fixture
-def clock(monkeypatch) -> VirtualClock:
-    from mds_core.storage import remote
-
-    clock = VirtualClock()
-    monkeypatch.setattr(remote, "time", clock)
-    return clock
-
-
 def test_listings_follow_every_page(volumes_server) -> None:
     store = open_store(f"{volumes_server.new_root()}/set")
     names = [f"d{d}/f{f:02d}" for d in range(4) for f in range(7)] + ["top.json"]
