@@ -183,8 +183,25 @@ class RemoteStore:
     def read_bytes(self, rel: str) -> bytes:
         """The whole file ``rel``, retried on transient errors."""
         # fsspec ships no types: its filesystems are Any to mypy (cat_file returns bytes, exists a bool).
-        data: bytes = self._retrying(f"read of {self.url_of(rel)}", lambda: self.fs.cat_file(self._path_of(rel)))
+        data: bytes = self._retrying(f"read of {self.url_of(rel)}", lambda: self._cat(self._path_of(rel)))
         return data
+
+    def _cat(self, path: str) -> bytes:
+        """The whole file at ``path``, in one request."""
+        data: bytes = self.fs.cat_file(path, **self.kind.whole_read)
+        return data
+
+    def with_retry(self, retry: int) -> RemoteStore:
+        """This store, sharing its client, with ``retry`` attempts per file.
+
+        Args:
+            retry: total attempts per file (at least 1).
+        """
+        if not isinstance(retry, int) or retry < 1:
+            raise ConfigurationError(f"retry must be an int >= 1 (total attempts per file), got {retry!r}")
+        twin = object.__new__(RemoteStore)
+        twin.__dict__.update(self.__dict__, retry=retry)  # not copy.copy: pickling's state drops the client
+        return twin
 
     def write_bytes(self, rel: str, data: bytes) -> None:
         """Replace ``rel`` with ``data`` (atomically on local disks: temp file and rename)."""
@@ -213,7 +230,7 @@ class RemoteStore:
             tries += 1
             if create_if_absent(self.fs, scheme, path, data, self.url_of(rel)):
                 return True
-            return (tries > 1 or not self._is_local) and self.fs.cat_file(path) == data
+            return (tries > 1 or not self._is_local) and self._cat(path) == data
 
         created = self._retrying(f"conditional write of {self.url_of(rel)}", attempt)
         kill_point(f"conditional write of {rel}")

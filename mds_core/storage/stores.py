@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlparse
@@ -62,6 +62,8 @@ class StoreKind:
     may take over from the one it inherited (an S3 session: credentials and parsed API models, no
     connections), so a DataLoader worker does not build it again; None: nothing. ``advice`` recognises
     a failure that no retry can fix (no credentials) and says what to set; None: every failure is retried.
+    ``whole_read`` are the ``cat_file`` arguments that read a whole file in one request (s3fs otherwise asks
+    for its size first, a HEAD, to split the read).
     """
 
     name: str
@@ -74,6 +76,7 @@ class StoreKind:
     get_file: AsyncGetFile | None = None
     reopen_options: ReopenOptions | None = None
     advice: Advice | None = None
+    whole_read: Mapping[str, Any] = field(default_factory=dict)
 
     def open(self, url: str, timeout: float | None, options: Mapping[str, Any]) -> tuple[Any, str]:
         """(fsspec filesystem, path inside it) for ``url``, with fsspec's listing cache off."""
@@ -166,6 +169,7 @@ STORES: Mapping[str, StoreKind] = MappingProxyType(
             extra="s3",
             reopen_options=s3.reopen_options,
             advice=s3.credentials_advice,
+            whole_read={"max_concurrency": 1},
         ),
         "gcs": StoreKind(
             name="Google Cloud Storage",

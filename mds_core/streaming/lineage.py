@@ -14,7 +14,6 @@ from typing import Any
 
 from mds_core.storage.urls import redact
 from mds_core.streaming.stream import Stream
-from mds_core.versions import resolve_version
 
 
 def stream_root(stream: Stream) -> str:
@@ -54,8 +53,7 @@ class DataRecord:
 def _entry(stream: Stream) -> dict[str, Any]:
     lineage: dict[str, Any] | None = None
     if stream.version is not None and stream.remote is not None:
-        retry = max(3, stream.download_retry or 1)  # what Stream.fetch_index allows the same read
-        lineage = _named(resolve_version(stream.remote, stream.version, retry=retry).lineage)
+        lineage = _named(stream.shard_set().version(stream.version).lineage)
     return {"root": stream_root(stream), "version": stream.version, "lineage": lineage}
 
 

@@ -18,7 +18,7 @@ from mds_core.storage.shard_cache import CACHE_DIR, ShardCache
 from mds_core.storage.urls import local_path
 from mds_core.streaming.jobdir import user_dir
 from mds_core.streaming.local import LocalDataset
-from mds_core.versions import resolve_version
+from mds_core.versions import ShardSet
 from mds_core.versions.manifest import index_fingerprint
 
 # Settings a Stream inherits from its StreamingDataset when left as None.
@@ -117,6 +117,13 @@ class Stream:
             made = self._store = (key, open_store(url, retry=key[1], timeout=key[2]))
         return made[1]
 
+    def shard_set(self) -> ShardSet:
+        """The shard set at ``remote``, read through this stream's own store and client (for a pinned version).
+
+        With the stream's retry budget, never fewer than ``ShardSet``'s own 3 attempts.
+        """
+        return ShardSet.over(self.store().with_retry(max(3, self.download_retry or 1)))
+
     def fetch_index(self) -> None:
         """Download ``index.json`` from the remote (once per node: the node's first rank calls this).
 
@@ -131,8 +138,7 @@ class Stream:
             return
         if self._has_version_index(dest):
             return  # a committed version never changes: its cached index is still its index
-        # The stream's retry budget, never fewer than ShardSet's own 3 attempts.
-        version = resolve_version(self.remote, self.version, retry=max(3, self.download_retry or 1))
+        version = self.shard_set().version(self.version)
         self.store().download(version.index, dest, max_bytes=MAX_INDEX_BYTES)
         with open(dest, "rb") as file:
             text = file.read()

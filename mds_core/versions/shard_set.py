@@ -57,6 +57,17 @@ class ShardSet:
     def __init__(self, root: str, *, storage_options: dict[str, Any] | None = None, retry: int = 3) -> None:
         self.store: RemoteStore = open_store(root, retry=retry, timeout=None, storage_options=storage_options)
 
+    @classmethod
+    def over(cls, store: RemoteStore) -> ShardSet:
+        """The shard set rooted at ``store``'s root, read through that store and its client (no second client).
+
+        Args:
+            store: an open store at the shard set's root (a stream's, say).
+        """
+        shard_set = cls.__new__(cls)
+        shard_set.store = store
+        return shard_set
+
     def _require_exclusive_create(self) -> None:
         require_exclusive_create(self.store.scheme, self.store.url)
 

@@ -177,6 +177,28 @@ def test_a_long_lived_shard_set_sees_what_other_writers_did(root: str, tmp_path:
     assert [v.version for v in watcher.versions()] == [2] and watcher.published() == 2
 
 
+def test_a_pinned_versions_first_start_uses_one_client_and_sends_no_head(
+    s3_server, tmp_path: Path, monkeypatch
+) -> None:
+    """The manifest, the index and the shards: one GET each, through the stream's one S3 client."""
+    import s3fs
+
+    bucket = s3_server.new_bucket()
+    root = f"s3://{bucket}/set"
+    commit(ShardSet(root), "overwrite", "2026-11-01", range(40))
+    made: list[object] = []
+    build = s3fs.S3FileSystem.__init__
+    monkeypatch.setattr(s3fs.S3FileSystem, "__init__", lambda fs, *a, **k: (made.append(fs), build(fs, *a, **k))[1])
+    since = s3_server.log_position()
+    dataset = StreamingDataset(remote=root, local=str(tmp_path / "cache"), version=1, batch_size=4)
+    assert sorted(int(sample["id"]) for sample in dataset) == list(range(40))
+    requests = [(r.method, r.path.split("/set/", 1)[1]) for r in s3_server.requests(since) if f"/{bucket}/" in r.path]
+    shards = [path for _, path in requests if path.endswith(".mds")]
+    assert requests[:2] == [("GET", "_versions/00000001.json"), ("GET", requests[1][1])], requests
+    assert requests[1][1].endswith("index.json") and shards and len(requests) == 2 + len(shards), requests
+    assert {method for method, _ in requests} == {"GET"} and len(made) == 1
+
+
 def test_a_pinned_version_reads_its_cached_index_without_a_request(s3_server, tmp_path: Path) -> None:
     """A committed version never changes: once its index is cached, a new dataset (a resumed job)
     asks the store for nothing, while an unpinned read always fetches the index again."""
