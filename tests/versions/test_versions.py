@@ -188,7 +188,12 @@ def test_a_pinned_versions_first_start_uses_one_client_and_sends_no_head(
     commit(ShardSet(root), "overwrite", "2026-11-01", range(40))
     made: list[object] = []
     build = s3fs.S3FileSystem.__init__
-    monkeypatch.setattr(s3fs.S3FileSystem, "__init__", lambda fs, *a, **k: (made.append(fs), build(fs, *a, **k))[1])
+
+    def counted(fs: object, *args: object, **kwargs: object) -> None:
+        made.append(fs)
+        build(fs, *args, **kwargs)
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "__init__", counted)
     since = s3_server.log_position()
     dataset = StreamingDataset(remote=root, local=str(tmp_path / "cache"), version=1, batch_size=4)
     assert sorted(int(sample["id"]) for sample in dataset) == list(range(40))
