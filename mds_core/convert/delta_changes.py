@@ -1,12 +1,13 @@
 """What changed in a Delta table between two versions, and what an incremental run must do about it.
 
 ``plan_increment`` reads the commits after the version a shard set last recorded, straight from the log (the
-protocol's ``add``/``remove``/``metaData``/``protocol`` actions), and classifies them:
+protocol's ``add``/``remove``/``cdc``/``metaData``/``protocol`` actions), and classifies them:
 
 * only files added with ``dataChange`` (appends): ``"append"``, the added files, which ``convert_added_files``
   reads alone;
 * files removed with ``dataChange`` (delete, update, merge, a partition overwrite): ``"replace_partitions"`` with
-  the partitions those commits touched when the table is partitioned, else ``"rebuild"``;
+  the partitions those commits touched when the table is partitioned (by the ``by`` column, the one the shard
+  set replaces rows by, where the commit wrote Change Data Feed files: ``ChangeFeed``), else ``"rebuild"``;
 * a ``metaData`` or ``protocol`` action (schema, partitioning, properties, features): ``"rebuild"``;
 * nothing but ``dataChange=false`` rewrites (``OPTIMIZE``, compaction) or no commit at all: ``"none"``.
 
