@@ -3,8 +3,9 @@
 delta-rs loads a table by reading every commit since the last checkpoint (without a checkpoint: every commit,
 twice), which a sensor that only wants to know "is there a newer version?" should not pay on every tick. The
 Delta protocol makes the question cheap: ``_delta_log/_last_checkpoint`` names the newest checkpoint, and the
-commits after it are the ``NNNNNNNNNNNNNNNNNNNN.json`` files that sort after it. On S3 that is one GET and one
-listing that starts after the checkpoint's key, whatever the number of versions. The log's files are read with
+commits after it are the ``NNNNNNNNNNNNNNNNNNNN.json`` files that sort after it. On S3 and GCS that is one GET
+and one listing that starts at the checkpoint's key (``StartAfter``, ``startOffset``), whatever the number of
+versions; elsewhere (Azure, a local disk) the listing covers the log folder. The log's files are read with
 fsspec, from the same storage options delta-rs takes (``AWS_ENDPOINT_URL``, the keys, ``AWS_REGION``).
 """
 
@@ -105,6 +106,8 @@ def _names_after(fs: Any, log: str, after: str | None) -> list[str]:
     """The names in ``log`` that sort after ``after`` (all when None): on S3 listed from there, not from the start."""
     if hasattr(fs, "call_s3"):
         return _s3_names_after(fs, log, after)
+    if {"gs", "gcs"} & set(_protocols(fs)):
+        return _gcs_names_after(fs, log, after)
     try:
         names = [os.path.basename(str(entry).rstrip("/")) for entry in fs.ls(log, detail=False)]
     except FileNotFoundError:
@@ -125,6 +128,26 @@ def _s3_names_after(fs: Any, log: str, after: str | None) -> list[str]:
         if not page.get("IsTruncated"):
             return names
         request["ContinuationToken"] = page["NextContinuationToken"]
+
+
+def _protocols(fs: Any) -> tuple[str, ...]:
+    protocol = getattr(fs, "protocol", ())
+    return (protocol,) if isinstance(protocol, str) else tuple(protocol)
+
+
+def _gcs_names_after(fs: Any, log: str, after: str | None) -> list[str]:
+    """One objects.list page per thousand keys, from ``log/after`` on (GCS's ``startOffset`` is inclusive)."""
+    bucket, _, prefix = log.partition("/")
+    request: dict[str, Any] = {"prefix": f"{prefix}/"}
+    if after is not None:
+        request["startOffset"] = f"{prefix}/{after}"
+    names: list[str] = []
+    while True:
+        page = fs.call("GET", "b/{}/o", bucket, json_out=True, **request)
+        names += [item["name"].rsplit("/", 1)[-1] for item in page.get("items", [])]
+        if not page.get("nextPageToken"):
+            return [name for name in names if after is None or name > after]
+        request["pageToken"] = page["nextPageToken"]
 
 
 def read_commit(fs: Any, log: str, version: int, table_uri: str) -> list[dict[str, Any]]:
