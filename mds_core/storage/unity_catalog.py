@@ -220,6 +220,8 @@ def _volume_parts(path: str) -> tuple[str, str]:
         raise UnityCatalogError(
             f"{path!r} is not a path in a Unity Catalog volume: write {VOLUME_PREFIX}<catalog>/<schema>/<volume>/<folder>"
         )
+    if any(part in ("", ".", "..") for part in parts[3:]):  # the folder must stay inside the volume's location
+        raise UnityCatalogError(f"{path!r}: a path in a volume has no empty, '.' or '..' segments")
     return ".".join(parts[:3]), "/".join(parts[3:])
 
 

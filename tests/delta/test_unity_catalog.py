@@ -255,6 +255,8 @@ def test_a_table_kept_in_a_volume_is_read_with_the_volumes_vended_credentials(
         _read(catalog, store, tmp_path / "gone", name="dbfs:/Volumes/main/sales/gone/orders")
     with pytest.raises(UnityCatalogError, match=r"'dbfs:/Volumes/main/sales' is not a path in a Unity Catalog volume"):
         _read(catalog, store, tmp_path / "short", name="dbfs:/Volumes/main/sales")
+    with pytest.raises(UnityCatalogError, match=r"/lake/\.\./other': a path in a volume has no empty, '\.' or '\.\.'"):
+        _read(catalog, store, tmp_path / "up", name="dbfs:/Volumes/main/sales/lake/../other")
     # The pipelines' delta source resolves the same path, with the workspace from the environment.
     monkeypatch.setenv("DATABRICKS_HOST", catalog.endpoint)
     monkeypatch.setenv("DATABRICKS_TOKEN", catalog.token)
