@@ -69,7 +69,7 @@ class RemoteStore:
     """Files under one root URL. ``retry`` is the total number of attempts per file, as in the reference.
 
     ``timeout`` is a deadline in seconds for each whole file transfer (not per socket read), or None.
-    A store that throttles (429, or 503 and S3's ``SlowDown``) is waited for as it asks (``Retry-After``), else
+    A store that throttles (429, S3's ``SlowDown``, a 503 with ``Retry-After``) is waited for as it asks, else
     after a jittered backoff, within that deadline and ``MAX_THROTTLED`` times per file; the wait is not counted
     as an attempt (``mds_core.storage.throttle``). ``kind`` is the store's entry in
     the registry (``mds_core.storage.stores``); ``any_fsspec`` lets a scheme the registry does not
