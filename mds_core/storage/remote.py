@@ -27,14 +27,13 @@ from mds_core.storage.files import atomic_write, staged_path
 from mds_core.storage.folders import beneath
 from mds_core.storage.kill_points import kill_point
 from mds_core.storage.stores import store_kind
-from mds_core.storage.throttle import MAX_THROTTLED, Throttled, throttle_of
+from mds_core.storage.throttle import throttle_of
 from mds_core.storage.transfer_limits import Bound, Truncated, bound, copy_until, run_bounded, with_deadline
 from mds_core.storage.urls import is_remote, local_path, redact
 
 T = TypeVar("T")
 
 _MAX_BACKOFF = 8.0
-_THROTTLE_BUDGET = 300.0  # seconds of Retry-After waits per file when there is no timeout
 
 # Fork safety of clients: the only module state here, and it cannot live on a RemoteStore.
 # An async client (s3fs, gcsfs, adlfs) belongs to the fsspec event-loop thread of the process that
@@ -320,7 +319,7 @@ class RemoteStore:
             except Exception as err:  # network errors come in many library-specific types
                 if (throttled := throttle_of(err)) is not None:  # not a failure: wait, if the deadline allows
                     throttles += 1
-                    self._wait_as_asked(what, throttled, started, throttles)
+                    time.sleep(throttled.wait_within(what, throttles, time.monotonic() - started, self.timeout))
                     continue
                 if (advice := self.kind.advice_for(err)) is not None:  # no credentials: retrying cannot help
                     raise ConfigurationError(f"{what} failed: {_describe(err)}; {advice}") from err
@@ -331,22 +330,6 @@ class RemoteStore:
         if isinstance(last, MDSError):  # e.g. a checksum mismatch: keep its type, add the context
             raise type(last)(message) from last
         raise StorageError(message) from last
-
-    def _wait_as_asked(self, what: str, err: Throttled, started: float, throttles: int) -> None:
-        """Sleep as the store asks (``Throttled.wait``), unless the file was throttled too often or would pass its deadline."""
-        if throttles > MAX_THROTTLED:
-            raise StorageError(
-                f"{what} failed: the store throttled it {throttles} times in a row ({_describe(err)}): "
-                "it is overloaded, or rate-limits this prefix; fewer workers (or download threads) ask less of it"
-            ) from err
-        budget = _THROTTLE_BUDGET if self.timeout is None else self.timeout
-        wait = err.wait(throttles)
-        if time.monotonic() - started + wait > budget:
-            raise StorageError(
-                f"{what} failed: the store is throttling requests ({_describe(err)}) and asks to wait "
-                f"{wait:g} s more, past the {budget:g} s deadline for the file"
-            ) from err
-        time.sleep(wait)
 
     def _transfer(self, method: Callable[..., Any], src: str, dst: str, **kwargs: Any) -> None:
         """One transfer under the deadline: cancelled (async stores) or abandoned between chunks."""

@@ -17,8 +17,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from mds_core.errors import chain_of
+from mds_core.errors import StorageError, chain_of
 
+THROTTLE_BUDGET = 300.0  # seconds of throttled waits per file when there is no timeout
 MAX_THROTTLED = 12  # throttled tries per file: at a 20% throttle rate, 12 in a row happen once in 4·10⁸ files
 _BACKOFF_BASE = 0.05  # seconds: the first throttled try waits up to this, the next up to twice as long...
 _BACKOFF_CAP = 4.0
@@ -55,6 +56,30 @@ class Throttled(ConnectionError):
         if self.retry_after is not None:
             return self.retry_after
         return random.uniform(0, min(_BACKOFF_CAP, _BACKOFF_BASE * 2 ** (tries - 1)))
+
+    def wait_within(self, what: str, tries: int, elapsed: float, timeout: float | None) -> float:
+        """``wait(tries)``, or a ``StorageError`` when the file was throttled too often or the wait passes its deadline.
+
+        Args:
+            what: the operation, for the message (``download of <url>``).
+            tries: how many times this file has been throttled, this one included.
+            elapsed: seconds since the file's first attempt began.
+            timeout: the file's deadline in seconds; None: ``THROTTLE_BUDGET`` of waiting in all.
+        """
+        said = f"{type(self).__name__}: {self}"
+        if tries > MAX_THROTTLED:
+            raise StorageError(
+                f"{what} failed: the store throttled it {tries} times in a row ({said}): it is overloaded, or "
+                "rate-limits this prefix; fewer workers (or download threads) ask less of it"
+            ) from self
+        budget = THROTTLE_BUDGET if timeout is None else timeout
+        wait = self.wait(tries)
+        if elapsed + wait > budget:
+            raise StorageError(
+                f"{what} failed: the store is throttling requests ({said}) and asks to wait "
+                f"{wait:g} s more, past the {budget:g} s deadline for the file"
+            ) from self
+        return wait
 
 
 def throttle_of(err: BaseException) -> Throttled | None:

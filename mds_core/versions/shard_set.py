@@ -59,11 +59,7 @@ class ShardSet:
 
     @classmethod
     def over(cls, store: RemoteStore) -> ShardSet:
-        """The shard set rooted at ``store``'s root, read through that store and its client (no second client).
-
-        Args:
-            store: an open store at the shard set's root (a stream's, say).
-        """
+        """The shard set at an open ``store``'s root, read through its client (a stream's: no second client)."""
         shard_set = cls.__new__(cls)
         shard_set.store = store
         return shard_set

@@ -89,7 +89,7 @@ def _quoted() -> dict[str, list[str]]:
     from mds_core.sizes import bytes_to_int
     from mds_core.storage.download_threads import DOWNLOAD_THREADS as ALL
     from mds_core.storage.download_threads import DOWNLOAD_THREADS_UNDER_LIMIT as UNDER
-    from mds_core.storage.remote import _THROTTLE_BUDGET
+    from mds_core.storage.throttle import THROTTLE_BUDGET
     from mds_core.versions.head import MAX_PROBES
     from mds_core.versions.manifest import HISTORY_LIMIT
     from mds_core.versions.numbering import CLOCK_SKEW
@@ -111,7 +111,7 @@ def _quoted() -> dict[str, list[str]]:
             f"`latest()` is {LATEST_REQUESTS} requests there",
         ],
         "docs/remote-storage.md": [
-            f"(`{_THROTTLE_BUDGET:g} s` in all",
+            f"(`{THROTTLE_BUDGET:g} s` in all",
             f"{ALL} threads per remote stream ({UNDER} under",
         ],
         "docs/planning.md": [f"download threads ({ALL}, or {UNDER} under a cache limit"],
