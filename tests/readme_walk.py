@@ -45,6 +45,7 @@ KNOWN: dict[str, Known] = {
     "make test-all": Known(skip="the whole suite, this test included"),
     "make fuzz": Known(skip="100,000 inputs per parser, half an hour (tests/fuzz/test_fuzz_slice.py runs a slice)"),
     "make soak": Known(skip="ten minutes of load (tests/soak/test_soak_short.py runs a small one)"),
+    "make test-delta-spark": Known(skip="Spark fetches Delta Lake's jars from Maven, which this machine cannot reach"),
     "make ui": Known(skip=f"{SERVES} (tests/e2e/test_quiet.py starts dg dev as make ui does)"),
     "make docs": Known(),
     "dagster code-server start": Known(skip=f"{SERVES} (tests/deploy/test_code_server.py serves the wheel)"),

@@ -122,7 +122,7 @@ class Stream:
 
         With the stream's retry budget, never fewer than ``ShardSet``'s own 3 attempts.
         """
-        return ShardSet.over(self.store().with_retry(max(3, self.download_retry or 1)))
+        return ShardSet(self.store().with_retry(max(3, self.download_retry or 1)))
 
     def fetch_index(self) -> None:
         """Download ``index.json`` from the remote (once per node: the node's first rank calls this).

@@ -49,20 +49,19 @@ class ShardSet:
     """The versions under ``root``. Every operation reads the store afresh: there is no cached state.
 
     Args:
-        root: the shard set's folder, local or any URL fsspec opens.
+        root: the shard set's folder, local or any URL fsspec opens; or an open ``RemoteStore`` at it, whose client
+            is used as it is (a stream's: no second client; ``storage_options`` and ``retry`` are then the store's).
         storage_options: fsspec options for the store (credentials, endpoint); None takes the environment's.
         retry: attempts per read or write of the store (default 3).
     """
 
-    def __init__(self, root: str, *, storage_options: dict[str, Any] | None = None, retry: int = 3) -> None:
-        self.store: RemoteStore = open_store(root, retry=retry, timeout=None, storage_options=storage_options)
-
-    @classmethod
-    def over(cls, store: RemoteStore) -> ShardSet:
-        """The shard set at an open ``store``'s root, read through its client (a stream's: no second client)."""
-        shard_set = cls.__new__(cls)
-        shard_set.store = store
-        return shard_set
+    def __init__(
+        self, root: str | RemoteStore, *, storage_options: dict[str, Any] | None = None, retry: int = 3
+    ) -> None:
+        if isinstance(root, RemoteStore):
+            self.store: RemoteStore = root
+        else:
+            self.store = open_store(root, retry=retry, timeout=None, storage_options=storage_options)
 
     def _require_exclusive_create(self) -> None:
         require_exclusive_create(self.store.scheme, self.store.url)
