@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from mds_core.convert.delta import delta_batches, open_delta_table
 from mds_core.convert.delta_changes import partition_predicate
 from mds_core.errors import ConfigurationError, DeltaTableError
-from mds_core.storage.unity_catalog import is_table_name, is_volume_path, resolve_location
+from mds_core.storage.unity_catalog import in_unity_catalog, resolve_location
 from mds_core.storage.urls import redact
 
 if TYPE_CHECKING:
@@ -60,9 +60,9 @@ def table_location(path: str) -> tuple[str, dict[str, str] | None, str | None]:
             "source kind 'delta' needs a table (the registry's source.path or the run config's `path`): "
             "a path, a URL or catalog.schema.table"
         )
-    if is_table_name(path) or is_volume_path(path):
+    if in_unity_catalog(path):
         resolved = resolve_location(path)
-        return resolved.storage_location, resolved.storage_options, resolved.name if is_table_name(path) else None
+        return resolved.storage_location, resolved.storage_options, resolved.uc_name
     return path, None, None
 
 

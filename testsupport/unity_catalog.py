@@ -66,32 +66,17 @@ class UnityCatalogServer(FilesApiServer):
         self, full_name: str, storage_location: str, *, data_source_format: str = "DELTA", table_type: str = "EXTERNAL"
     ) -> str:
         """Register a table; returns its table id."""
-        catalog, schema, name = full_name.split(".")
         table_id = str(uuid.uuid4())
-        self.tables[full_name] = {
-            "full_name": full_name,
-            "catalog_name": catalog,
-            "schema_name": schema,
-            "name": name,
-            "table_id": table_id,
-            "table_type": table_type,
-            "data_source_format": data_source_format,
-            "storage_location": storage_location,
-        }
+        kind = {"table_id": table_id, "table_type": table_type, "data_source_format": data_source_format}
+        self.tables[full_name] = _info(full_name, storage_location) | kind
         return table_id
 
     def add_volume(self, full_name: str, storage_location: str) -> str:
         """Register an external volume; returns its volume id."""
-        catalog, schema, name = full_name.split(".")
         volume_id = str(uuid.uuid4())
-        self.volume_infos[full_name] = {
-            "full_name": full_name,
-            "catalog_name": catalog,
-            "schema_name": schema,
-            "name": name,
+        self.volume_infos[full_name] = _info(full_name, storage_location) | {
             "volume_id": volume_id,
             "volume_type": "EXTERNAL",
-            "storage_location": storage_location,
         }
         return volume_id
 
@@ -154,6 +139,13 @@ class UnityCatalogServer(FilesApiServer):
         expires = int((time.time() + self.credential_lifetime_s) * 1000)
         answer = {"expiration_time": expires, "url": found[0]["storage_location"]}
         return _json(200, answer | _CLOUDS.get(self.cloud, {"aws_temp_credentials": credentials}))
+
+
+def _info(full_name: str, storage_location: str) -> dict[str, str]:
+    """The fields a TableInfo and a VolumeInfo share: the names and the storage location."""
+    catalog, schema, name = full_name.split(".")
+    names = {"full_name": full_name, "catalog_name": catalog, "schema_name": schema, "name": name}
+    return names | {"storage_location": storage_location}
 
 
 _CLOUDS = {

@@ -30,7 +30,7 @@ from mds_core.errors import (
     MissingDependencyError,
     UnsupportedDeltaFeatureError,
 )
-from mds_core.storage.unity_catalog import expired_credentials_named, is_table_name, is_volume_path, resolve_location
+from mds_core.storage.unity_catalog import expired_credentials_named, in_unity_catalog, resolve_location
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -120,10 +120,9 @@ def delta_to_mds(
     if version is not None and timestamp is not None:
         raise DeltaTableError(f"delta_to_mds takes version= or timestamp=, not both (table {table_uri})")
     uc_name, named, expires_at = None, None, None
-    if is_table_name(table_uri) or is_volume_path(table_uri):  # its location, read with the credentials vended
+    if in_unity_catalog(table_uri):  # its location, read with the credentials vended
         resolved = resolve_location(str(table_uri), storage_options=storage_options, workspace=workspace)
-        uc_name = resolved.name if is_table_name(table_uri) else None
-        named, expires_at = resolved.name, resolved.expires_at
+        uc_name, named, expires_at = resolved.uc_name, resolved.name, resolved.expires_at
         table_uri, storage_options = resolved.storage_location, resolved.storage_options
     with expired_credentials_named(named, expires_at):
         table = open_delta_table(table_uri, version=version, timestamp=timestamp, storage_options=storage_options)

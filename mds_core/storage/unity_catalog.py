@@ -73,6 +73,11 @@ class ResolvedTable:
     storage_options: dict[str, str]
     expires_at: datetime | None
 
+    @property
+    def uc_name(self) -> str | None:
+        """The table's ``catalog.schema.table``; None for a folder in a volume (``name`` is then its path)."""
+        return None if is_volume_path(self.name) else self.name
+
 
 def is_table_name(table_uri: str | os.PathLike[str]) -> bool:
     """Whether ``table_uri`` names a Unity Catalog table rather than a path or a URL.
@@ -155,6 +160,15 @@ def resolve_location(
     """
     resolve = resolve_volume_path if is_volume_path(table_uri) else resolve_table
     return resolve(table_uri, storage_options=storage_options, workspace=workspace)
+
+
+def in_unity_catalog(table_uri: str | os.PathLike[str]) -> bool:
+    """Whether ``table_uri`` is resolved through Unity Catalog: a table name or a path in a volume.
+
+    Args:
+        table_uri: what the caller passed as the table.
+    """
+    return is_table_name(table_uri) or is_volume_path(table_uri)
 
 
 def is_volume_path(table_uri: str | os.PathLike[str]) -> bool:
