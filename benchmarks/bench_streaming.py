@@ -32,6 +32,7 @@ library, plus a torch-free line for mds_core) and times everything. Run with the
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import pickle
@@ -108,14 +109,24 @@ def fingerprint(keys: list[int]) -> str:
 # ----------------------------------------------------------------------------- measured code
 
 
+LIBRARIES = {"ours": "mds_core", "ref": "streaming", "litdata": "litdata"}
+
+
 def import_family(family: str) -> None:
-    """What a family's measurements use, imported in its template process (never timed)."""
-    if family == "ours":
-        import mds_core.order  # noqa: F401
-    elif family == "ref":
-        import streaming.base.batching  # noqa: F401
-    elif family == "litdata":
-        import litdata.streaming.writer  # noqa: F401
+    """What a family's template imports (never timed): torch and the library, as a training script has.
+
+    torch, the library's ``StreamingDataset`` and ``StreamingDataLoader`` (mds_core loads them lazily,
+    and its loader imports torch) and the modules the set-up steps use (writers, batching). Nothing
+    else: a store client the library imports lazily (s3fs, boto3, obstore) and the client it builds
+    are paid in the measurement, as a user's process pays them.
+    """
+    import torch  # noqa: F401  (a training script has it imported)
+
+    library = importlib.import_module(LIBRARIES[family])
+    _ = library.StreamingDataset, library.StreamingDataLoader
+    importlib.import_module(
+        {"ours": "mds_core.order", "ref": "streaming.base.batching", "litdata": "litdata.streaming.writer"}[family]
+    )
 
 
 def write_dataset(spec: dict[str, Any]) -> None:
@@ -171,21 +182,23 @@ def allow_plain_http() -> None:
         options["allow_http"] = True
 
 
-def litdata_bytes_collate(items: list[Any]) -> Any:
-    """litdata's default collate, after turning memoryview fields into bytes.
+def common_collate(items: list[Any]) -> Any:
+    """The one collate every library's loader gets: torch's ``default_collate``, after ``memoryview`` -> ``bytes``.
 
-    litdata returns a ``bytes`` column as a ``memoryview``, which torch's default_collate takes
-    for a sequence (and fails on when the lengths differ); the MDS readers return ``bytes``.
+    litdata returns a ``bytes`` column as a ``memoryview``, which ``default_collate`` takes for a
+    sequence (and fails on when the lengths differ); the MDS readers return ``bytes``. Every library
+    gets this function, so no library's own collate (mds_core's default batches numpy columns in one
+    step) makes a difference the reader does not.
     """
-    from litdata.streaming.collate import litdata_collate
+    from torch.utils.data import default_collate
 
     if items and isinstance(items[0], dict):
         items = [{k: bytes(v) if isinstance(v, memoryview) else v for k, v in item.items()} for item in items]
-    return litdata_collate(items)
+    return default_collate(items)
 
 
 def open_loader(spec: dict[str, Any], ds: Any) -> Any:
-    kwargs: dict[str, Any] = {}
+    """The library's own ``StreamingDataLoader`` over ``ds``, batching with ``common_collate``."""
     loader_class: Any
     if spec["impl"] == "ours":
         import mds_core
@@ -199,10 +212,7 @@ def open_loader(spec: dict[str, Any], ds: Any) -> Any:
         import litdata
 
         loader_class = litdata.StreamingDataLoader
-
-        if spec["workload"] == "mixed":
-            kwargs["collate_fn"] = litdata_bytes_collate
-    return loader_class(ds, batch_size=spec["batch_size"], num_workers=spec["workers"], **kwargs)
+    return loader_class(ds, batch_size=spec["batch_size"], num_workers=spec["workers"], collate_fn=common_collate)
 
 
 def order_sizes(n: int, shard: int) -> list[int]:
@@ -807,7 +817,7 @@ def report(bench: Bench, info: dict[str, Any], wall: float) -> str:
         "times faster, for throughput), with the smallest and largest per-rep ratio in brackets "
         "(reps interleaved), against the issue-15 target.",
         "- Except for the cold start, each rep runs in a fresh process forked from a template "
-        "that has imported only that library (not timed). peak RSS = VmHWM of that process, reset "
+        "that has imported torch and that library's dataset and loader (not timed). peak RSS = VmHWM of that process, reset "
         "at the start of the timed section; Δ RSS = peak minus RSS at the start; worker peak RSS = "
         "the largest DataLoader worker's peak (ru_maxrss, includes what it inherited at fork).",
         "- Checks (not timed): every sample once, mds_core's order equal to the reference's, "
@@ -831,9 +841,9 @@ def report(bench: Bench, info: dict[str, Any], wall: float) -> str:
             "loader",
             f"2. StreamingDataLoader, {args.workers} workers, batch size {args.batch_size}, one epoch",
             3.0,
-            "Timed: construct the dataset + the library's `StreamingDataLoader` (default collate; "
-            "litdata on `mixed`: its default collate after turning its `memoryview` bytes values "
-            "into `bytes`, which its own default cannot batch) + every batch of one epoch, consumed "
+            "Timed: construct the dataset + the library's `StreamingDataLoader` (every library with "
+            "the same collate, `common_collate`: torch's `default_collate` after turning litdata's "
+            "`memoryview` values into `bytes`) + every batch of one epoch, consumed "
             "in the main process (worker start and shutdown included). Target: ours ≥ 3× the "
             "faster other.",
         )

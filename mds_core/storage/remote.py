@@ -93,8 +93,8 @@ class RemoteStore:
         self.kind = store_kind(self.url, any_fsspec=any_fsspec)
         self._fs: Any = None
         self._pid = os.getpid()
-        try:
-            self.path = self._open()[1]
+        try:  # a kind that knows its path (``StoreKind.path``) builds its client on first use
+            self.path = self.kind.path(self.url) if self.kind.path is not None else self._open()[1]
         except MDSError:
             raise
         except Exception as err:  # a client that connects when made (ftp, sftp): its network error, with the URL
@@ -198,6 +198,7 @@ class RemoteStore:
         """
         if not isinstance(retry, int) or retry < 1:
             raise ConfigurationError(f"retry must be an int >= 1 (total attempts per file), got {retry!r}")
+        self._open()  # a store opened on first use: opened now, so that the twin shares its client
         twin = object.__new__(RemoteStore)
         twin.__dict__.update(self.__dict__, retry=retry)  # not copy.copy: pickling's state drops the client
         return twin

@@ -32,7 +32,12 @@ def filesystem(url: str, timeout: float | None, options: dict[str, Any]) -> tupl
         client_kwargs=client_kwargs, config_kwargs=config_kwargs, skip_instance_cache=True, **options
     )
     fs.retries = 1
-    return fs, url.split("://", 1)[1]
+    return fs, path_of(url)
+
+
+def path_of(url: str) -> str:
+    """``bucket/key`` of an ``s3://`` or ``s3a://`` URL: the filesystem's path, known before its client is built."""
+    return url.split("://", 1)[1]
 
 
 CREDENTIALS_ADVICE = (

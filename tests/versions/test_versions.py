@@ -204,6 +204,31 @@ def test_a_pinned_versions_first_start_uses_one_client_and_sends_no_head(
     assert {method for method, _ in requests} == {"GET"} and len(made) == 1
 
 
+def test_a_pinned_version_read_from_its_cache_builds_no_client(s3_server, tmp_path: Path, monkeypatch) -> None:
+    """Nothing to ask the store: no S3 client is built (importing and building one is most of a resume's start)."""
+    import s3fs
+
+    root = f"s3://{s3_server.new_bucket()}/set"
+    commit(ShardSet(root), "overwrite", "2026-11-01", range(40))
+
+    def read() -> list[int]:
+        dataset = StreamingDataset(remote=root, local=str(tmp_path / "cache"), version=1, batch_size=4)
+        return sorted(int(sample["id"]) for sample in dataset)
+
+    assert read() == list(range(40))  # the index and every shard cached
+    made: list[object] = []
+    build = s3fs.S3FileSystem.__init__
+
+    def counted(fs: object, *args: object, **kwargs: object) -> None:
+        made.append(fs)
+        build(fs, *args, **kwargs)
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "__init__", counted)
+    assert read() == list(range(40)) and made == []
+    min((tmp_path / "cache").rglob("*.mds")).unlink()  # a shard to fetch: the client is built then
+    assert read() == list(range(40)) and len(made) == 1
+
+
 def test_a_pinned_version_reads_its_cached_index_without_a_request(s3_server, tmp_path: Path) -> None:
     """A committed version never changes: once its index is cached, a new dataset (a resumed job)
     asks the store for nothing, while an unpinned read always fetches the index again."""
