@@ -94,7 +94,7 @@ class RemoteStore:
         self._fs: Any = None
         self._pid = os.getpid()
         try:  # a kind that knows its path (``StoreKind.path``) builds its client on first use
-            self.path = self.kind.path(self.url) if self.kind.path is not None else self._open()[1]
+            self.path = self.kind.unopened_path(self.url) or self._open()[1]
         except MDSError:
             raise
         except Exception as err:  # a client that connects when made (ftp, sftp): its network error, with the URL

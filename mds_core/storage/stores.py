@@ -18,6 +18,7 @@ vacuums between two calls, and a stale listing would name files that are gone or
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -91,12 +92,31 @@ class StoreKind:
         """What to set to fix ``err`` when retrying cannot (``advice``), else None."""
         return None if self.advice is None else self.advice(err)
 
-    def require_installed(self, url: str) -> None:
-        """``MissingDependencyError`` naming the extra when the store's package is not installed."""
+    def unopened_path(self, url: str) -> str | None:
+        """``url``'s path inside the filesystem, by ``path``, once the store's package is found (not imported).
+
+        None for a kind without ``path``: its filesystem must be opened to know the path.
+        """
+        if self.path is None:
+            return None
+        self.require_installed(url, imported=False)
+        return self.path(url)
+
+    def require_installed(self, url: str, imported: bool = True) -> None:
+        """``MissingDependencyError`` naming the extra when the store's package is not installed.
+
+        Args:
+            url: the store's URL, for the message.
+            imported: import the package (an installation that fails to import counts as missing);
+                False: only find it, which imports nothing (a store opened on first use checks early).
+        """
         if self.package is None:
             return
         try:
-            importlib.import_module(self.package)
+            if imported:
+                importlib.import_module(self.package)
+            elif importlib.util.find_spec(self.package) is None:
+                raise ImportError(self.package)
         except ImportError:
             scheme = urlparse(url).scheme
             raise MissingDependencyError(

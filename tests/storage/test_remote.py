@@ -131,6 +131,7 @@ def test_store_operations(store_url: str, tmp_path: Path) -> None:
     "url, extra",
     [
         ("hf://datasets/org/repo", "hf"),
+        ("s3://bucket/x", "s3"),  # opened on first use, but its package is looked for at once
         ("gs://bucket/x", "gcs"),
         ("az://container/x", "azure"),
         ("dbfs:/Volumes/c/s/v", "databricks"),
