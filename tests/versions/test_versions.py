@@ -177,15 +177,10 @@ def test_a_long_lived_shard_set_sees_what_other_writers_did(root: str, tmp_path:
     assert [v.version for v in watcher.versions()] == [2] and watcher.published() == 2
 
 
-def test_a_pinned_versions_first_start_uses_one_client_and_sends_no_head(
-    s3_server, tmp_path: Path, monkeypatch
-) -> None:
-    """The manifest, the index and the shards: one GET each, through the stream's one S3 client."""
+def _s3_clients_built(monkeypatch) -> list[object]:
+    """From now on, every S3 client (``s3fs.S3FileSystem``) built in this process, in a list that grows."""
     import s3fs
 
-    bucket = s3_server.new_bucket()
-    root = f"s3://{bucket}/set"
-    commit(ShardSet(root), "overwrite", "2026-11-01", range(40))
     made: list[object] = []
     build = s3fs.S3FileSystem.__init__
 
@@ -194,6 +189,17 @@ def test_a_pinned_versions_first_start_uses_one_client_and_sends_no_head(
         build(fs, *args, **kwargs)
 
     monkeypatch.setattr(s3fs.S3FileSystem, "__init__", counted)
+    return made
+
+
+def test_a_pinned_versions_first_start_uses_one_client_and_sends_no_head(
+    s3_server, tmp_path: Path, monkeypatch
+) -> None:
+    """The manifest, the index and the shards: one GET each, through the stream's one S3 client."""
+    bucket = s3_server.new_bucket()
+    root = f"s3://{bucket}/set"
+    commit(ShardSet(root), "overwrite", "2026-11-01", range(40))
+    made = _s3_clients_built(monkeypatch)
     since = s3_server.log_position()
     dataset = StreamingDataset(remote=root, local=str(tmp_path / "cache"), version=1, batch_size=4)
     assert sorted(int(sample["id"]) for sample in dataset) == list(range(40))
@@ -206,8 +212,6 @@ def test_a_pinned_versions_first_start_uses_one_client_and_sends_no_head(
 
 def test_a_pinned_version_read_from_its_cache_builds_no_client(s3_server, tmp_path: Path, monkeypatch) -> None:
     """Nothing to ask the store: no S3 client is built (importing and building one is most of a resume's start)."""
-    import s3fs
-
     root = f"s3://{s3_server.new_bucket()}/set"
     commit(ShardSet(root), "overwrite", "2026-11-01", range(40))
 
@@ -216,14 +220,7 @@ def test_a_pinned_version_read_from_its_cache_builds_no_client(s3_server, tmp_pa
         return sorted(int(sample["id"]) for sample in dataset)
 
     assert read() == list(range(40))  # the index and every shard cached
-    made: list[object] = []
-    build = s3fs.S3FileSystem.__init__
-
-    def counted(fs: object, *args: object, **kwargs: object) -> None:
-        made.append(fs)
-        build(fs, *args, **kwargs)
-
-    monkeypatch.setattr(s3fs.S3FileSystem, "__init__", counted)
+    made = _s3_clients_built(monkeypatch)
     assert read() == list(range(40)) and made == []
     min((tmp_path / "cache").rglob("*.mds")).unlink()  # a shard to fetch: the client is built then
     assert read() == list(range(40)) and len(made) == 1
