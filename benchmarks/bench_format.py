@@ -48,7 +48,9 @@ WORKLOAD_COLUMNS: dict[str, dict[str, str]] = {
     "tokens": {"tokens": "ndarray:uint16:2048"},
 }
 WRITERS = ["ours", "ref", "litdata"]
-READERS = ["ours", "ref", "ref-local", "litdata"]  # 'ref' = streaming.StreamingDataset
+# 'ref' = streaming.StreamingDataset; 'ours-views' = random access returning read-only views (no copy)
+READERS = ["ours", "ours-views", "ref", "ref-local", "litdata"]
+OURS = ("ours", "ours-views")
 COMPRESSIONS: list[str | None] = [None, "zstd"]
 MODES = ["random", "in-order"]
 LABELS = {
@@ -56,12 +58,13 @@ LABELS = {
     ("write", "ref"): "streaming.MDSWriter",
     ("write", "litdata"): "litdata BinaryWriter",
     ("read", "ours"): "mds_core.LocalDataset",
+    ("read", "ours-views"): "mds_core.LocalDataset(writable=False)",
     ("read", "ref"): "streaming.StreamingDataset",
     ("read", "ref-local"): "streaming.LocalDataset",
     ("read", "litdata"): "litdata.StreamingDataset",
 }
 # Which template process (and so which imports) serves an implementation.
-FAMILY = {"ours": "ours", "ref": "ref", "ref-local": "ref", "litdata": "litdata"}
+FAMILY = {"ours": "ours", "ours-views": "ours", "ref": "ref", "ref-local": "ref", "litdata": "litdata"}
 
 
 # ----------------------------------------------------------------------------- data
@@ -186,10 +189,10 @@ def make_writer(spec: dict[str, Any], samples: list[dict[str, Any]]) -> Callable
 
 
 def open_reader(impl: str, path: str, batch_size: int, mode: str) -> Any:
-    if impl == "ours":
+    if impl in OURS:
         from mds_core import LocalDataset
 
-        return LocalDataset(local=path)
+        return LocalDataset(local=path, writable=impl == "ours")
     if impl == "ref":
         from streaming import StreamingDataset
 
@@ -373,7 +376,7 @@ def run_workload(bench: harness.Bench, workload: str, n: int) -> dict[str, Any]:
                 src = data_dir("litdata" if reader == "litdata" else "ref", comp)
                 if not src.is_dir() or (reader == "ref-local" and comp is not None):
                     continue  # (streaming.LocalDataset never decompresses: nothing to measure)
-                for mode in MODES:
+                for mode in MODES if reader != "ours-views" else ["random"]:  # views change random access only
                     # Fresh copy per measurement: the reference decompresses shards next to
                     # the .zstd files, which must not leak into the next measurement.
                     shutil.copytree(src, scratch)
@@ -474,11 +477,11 @@ def workload_table(bench: harness.Bench, workload: str, n: int, info: dict[str, 
             row("write", writer, key, comp, versus, False, None, note)
     for mode in MODES:
         for comp in COMPRESSIONS:
-            fastest = bench.fastest([r for r in READERS if r != "ours"], lambda p: (workload, "read", p, comp, mode))
-            for reader in READERS:
+            fastest = bench.fastest([r for r in READERS if r not in OURS], lambda p: (workload, "read", p, comp, mode))
+            for reader in READERS if mode == "random" else [r for r in READERS if r != "ours-views"]:
                 key = (workload, "read", reader, comp, mode)
                 versus = ""
-                if reader == "ours" and mode == "random":
+                if reader in OURS and mode == "random":
                     versus = "; ".join(
                         f"{p} "
                         + harness.speedup(

@@ -147,18 +147,19 @@ class NDArrayCoder:
         # The reference writes native order under a little-endian code; store big-endian input as LE.
         return obj.astype(obj.dtype.newbyteorder("<"), copy=False)
 
-    def decode_views(self, u8: np.ndarray, starts: np.ndarray) -> list[np.ndarray]:
+    def decode_views(self, u8: np.ndarray, starts: np.ndarray, writable: bool = True) -> list[np.ndarray]:
         """Fixed dtype and shape only: the values at many offsets of ``u8`` whose sizes are already checked.
 
         Half the cost of ``decode`` per value (no header or size checks), for ``Schema.decode_block``.
         Writable ``u8`` is a block the caller owns (in-order reading): the values view it. Read-only
         ``u8`` is shared (a shard's memory map): the values are gathered into one new array, one copy
-        for the whole column, so every value is writable and a write never reaches the shard.
+        for the whole column, so every value is writable and a write never reaches the shard; with
+        ``writable=False`` they are read-only views of it instead, for a reader that never writes.
         """
         shape, dtype = self.shape, self.dtype
         if shape is None or dtype is None:
             raise DecodeError(f"decode_views needs an encoding with a fixed dtype and shape, not {self.name!r}")
-        if u8.flags.writeable:
+        if u8.flags.writeable or not writable:
             view = np.ndarray
             return [view(shape, dtype, u8, start) for start in starts.tolist()]
         size = math.prod(shape) * dtype.itemsize
@@ -166,10 +167,11 @@ class NDArrayCoder:
         windows = as_strided(u8, (max(0, len(u8) - size + 1), size), (1, 1), writeable=False)
         return list(windows[starts].view(dtype).reshape((len(starts), *shape)))
 
-    def decode(self, buf: Any, offset: int, size: int) -> np.ndarray:
+    def decode(self, buf: Any, offset: int, size: int, writable: bool = True) -> np.ndarray:
         """One value: a view of ``buf`` if it is writable (a block the caller owns), else a copy.
 
-        Never a read-only array: torch warns on those, and a shared buffer must not be written.
+        Never a read-only array unless ``writable`` is False: torch warns on those, and a shared buffer
+        must not be written.
         """
         end = offset + size
         dtype = self.dtype
@@ -188,7 +190,11 @@ class NDArrayCoder:
                 f"bytes but has {end - offset}"
             )
         value = np.ndarray(shape, dtype, buf, offset)
-        return value if value.flags.writeable else value.copy()
+        return value.copy() if writable and not value.flags.writeable else value
+
+    def view(self, buf: Any, offset: int, size: int) -> np.ndarray:
+        """One value as a view of ``buf``, read-only where ``buf`` is: no copy, for a reader that never writes."""
+        return self.decode(buf, offset, size, writable=False)
 
 
 def _encode_shape(shape: tuple[int, ...]) -> bytes:

@@ -24,6 +24,7 @@ MAX_SHARD_BYTES = (1 << 32) - 1  # offsets are u32, and the last offset is the f
 BLOCK_BYTES = 1 << 20  # in-order reading reads and decodes about this much at a time
 _U32 = np.dtype("<u4")
 _LITTLE_ENDIAN = sys.byteorder == "little"
+_Plan = list[tuple[str, Callable[[Any, int, int], Any], int, int]]
 
 
 @dataclass(frozen=True)
@@ -44,13 +45,16 @@ class Schema:
         self.num_var = sum(c.size is None for c in self.columns)
         self.fixed_bytes = sum(c.size or 0 for c in self.columns)
         self._var_sizes = struct.Struct(f"<{self.num_var}I")
-        # (name, decode, fixed size, index into the variable sizes or -1 for a fixed-size column)
-        plan: list[tuple[str, Callable[[Any, int, int], Any], int, int]] = []
+        # (name, decode, fixed size, index into the variable sizes or -1 for a fixed-size column); the
+        # view plan decodes arrays as views of the buffer (read-only where it is) instead of copies.
+        self._plan: _Plan = []
+        self._view_plan: _Plan = []
         var = 0
         for col in self.columns:
-            plan.append((col.name, col.coder.decode, col.size or 0, var if col.size is None else -1))
+            fixed, var_index = col.size or 0, var if col.size is None else -1
+            self._plan.append((col.name, col.coder.decode, fixed, var_index))
+            self._view_plan.append((col.name, getattr(col.coder, "view", col.coder.decode), fixed, var_index))
             var += col.size is None
-        self._plan = plan
         self._var_columns = [i for i, c in enumerate(self.columns) if c.size is None]
         self._fixed_columns = [i for i, c in enumerate(self.columns) if c.size is not None]
         self._fixed_sizes = [c.size for c in self.columns if c.size is not None]
@@ -93,8 +97,12 @@ class Schema:
             parts.insert(0, self._var_sizes.pack(*sizes))
         return parts
 
-    def decode(self, buf: Any, begin: int, end: int) -> dict[str, Any]:
-        """Decode the sample stored in ``buf[begin:end]``, never reading outside that range."""
+    def decode(self, buf: Any, begin: int, end: int, writable: bool = True) -> dict[str, Any]:
+        """Decode the sample stored in ``buf[begin:end]``, never reading outside that range.
+
+        Arrays are writable (copies where ``buf`` is read-only) unless ``writable`` is False: then
+        they view ``buf``.
+        """
         pos = begin + 4 * self.num_var
         if pos > end:
             raise CorruptShardError(f"sample is {end - begin} bytes, shorter than its size table")
@@ -106,7 +114,7 @@ class Schema:
             )
         out = {}
         try:
-            for name, decode, fixed, var in self._plan:
+            for name, decode, fixed, var in self._plan if writable else self._view_plan:
                 size = fixed if var < 0 else sizes[var]
                 out[name] = decode(buf, pos, size)
                 pos += size
@@ -134,12 +142,16 @@ class Schema:
         starts = begins[:, None] + head + np.cumsum(sizes, axis=1) - sizes
         return starts, sizes
 
-    def decode_block(self, buf: Any, u8: np.ndarray, begins: np.ndarray, ends: np.ndarray) -> list[dict[str, Any]]:
+    def decode_block(
+        self, buf: Any, u8: np.ndarray, begins: np.ndarray, ends: np.ndarray, writable: bool = True
+    ) -> list[dict[str, Any]]:
         """Decode many samples column by column: numbers in one numpy gather, other values in a comprehension.
 
-        ``u8`` is ``buf`` as a uint8 array. Arrays view ``buf`` only when it is writable (a block the
-        caller owns and hands over); from a read-only (shared) buffer they are copies.
+        ``u8`` is ``buf`` as a uint8 array. Arrays view ``buf`` when it is writable (a block the
+        caller owns and hands over) or when ``writable`` is False; from a read-only (shared) buffer
+        they are otherwise copies.
         """
+        plan = self._plan if writable else self._view_plan
         starts, sizes = self.column_layout(u8, begins, ends)
         columns: list[Any] = []
         for j, column in enumerate(self.columns):
@@ -147,9 +159,9 @@ class Schema:
             if hasattr(coder, "decode_many"):
                 columns.append(coder.decode_many(u8, starts[:, j]))
             elif hasattr(coder, "decode_views") and coder.size is not None:  # sizes checked above
-                columns.append(coder.decode_views(u8, starts[:, j]))
+                columns.append(coder.decode_views(u8, starts[:, j], writable))
             else:
-                decode = coder.decode
+                decode = plan[j][1]
                 columns.append([decode(buf, a, n) for a, n in zip(starts[:, j].tolist(), sizes[:, j].tolist())])
         if len(self.names) == 1:  # a dict display is ~0.2 µs cheaper per sample than dict(zip(...))
             name = self.names[0]
@@ -192,19 +204,28 @@ class Block:
 class ShardReader:
     """Random access to the samples of one raw shard held in a buffer (usually a read-only mmap).
 
-    The buffer must be read-only (an ``ACCESS_READ`` map, ``bytes``): decoded arrays are then
-    copies, writable and the caller's, and a write into one never reaches the shard or a later read.
+    The buffer is read-only (an ``ACCESS_READ`` map, ``bytes``; a writable one is viewed read-only):
+    decoded arrays are copies, writable and the caller's, and a write into one never reaches the
+    shard or a later read. With ``writable=False``, random access (``reader[i]``) and ``take`` return
+    read-only views of the buffer instead, which costs no copy, for a caller that never writes.
 
     The header and offset table are validated once at open, so per-sample reads need no checks
     beyond the column layout, and a corrupt or truncated file fails before any sample is decoded.
     """
 
     def __init__(
-        self, buf: Any, path: str, schema: Schema, num_samples: int, expected_bytes: int | None = None
+        self,
+        buf: Any,
+        path: str,
+        schema: Schema,
+        num_samples: int,
+        expected_bytes: int | None = None,
+        writable: bool = True,
     ) -> None:
         self.path = path
         self.schema = schema
         self.num_samples = num_samples
+        self.writable = writable
         self._mm = _read_only(buf)
         self._offsets64: np.ndarray | None = None  # for take(): built on first use
         self._u8: np.ndarray | None = None
@@ -215,9 +236,11 @@ class ShardReader:
             raise
 
     @classmethod
-    def open(cls, path: str, schema: Schema, num_samples: int, expected_bytes: int | None = None) -> ShardReader:
+    def open(
+        cls, path: str, schema: Schema, num_samples: int, expected_bytes: int | None = None, writable: bool = True
+    ) -> ShardReader:
         """Memory-map the shard file at ``path``."""
-        return cls(_map_file(path), path, schema, num_samples, expected_bytes)
+        return cls(_map_file(path), path, schema, num_samples, expected_bytes, writable)
 
     def _check_layout(self, expected_bytes: int | None) -> Any:
         size, n = len(self._mm), self.num_samples
@@ -243,7 +266,7 @@ class ShardReader:
     def __getitem__(self, index: int) -> dict[str, Any]:
         offsets = self._offsets
         try:
-            return self.schema.decode(self._mm, offsets[index], offsets[index + 1])
+            return self.schema.decode(self._mm, offsets[index], offsets[index + 1], self.writable)
         except MDSError as err:
             raise type(err)(f"{self.path}: sample {index}: {err}") from err
 
@@ -262,7 +285,7 @@ class ShardReader:
         if self._u8 is None:
             self._u8 = np.frombuffer(self._mm, np.uint8)
         try:
-            return self.schema.decode_block(self._mm, self._u8, offsets[indices], offsets[indices + 1])
+            return self.schema.decode_block(self._mm, self._u8, offsets[indices], offsets[indices + 1], self.writable)
         except MDSError:
             return [self[index] for index in indices.tolist()]
 

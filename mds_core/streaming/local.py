@@ -41,6 +41,10 @@ class LocalDataset:
         source: the dataset as messages name it, when the directory is a copy of another (a remote
             folder's URL): an error in the index names the file to repair, not the copy. Default: the directory.
         index_source: its ``index.json`` as messages name it. Default: ``<source>/index.json``, or the local file.
+        writable: ``ndarray`` values of random access (``ds[i]``) are writable copies, the caller's
+            (default). False returns read-only views of the memory-mapped shard instead, which saves a
+            copy per array, for a reader that never writes into them (torch warns on read-only arrays
+            and cannot write through them).
     """
 
     def __init__(
@@ -52,8 +56,10 @@ class LocalDataset:
         cache_dir: str | os.PathLike[str] | None = None,
         source: str | None = None,
         index_source: str | None = None,
+        writable: bool = True,
     ) -> None:
         self.local = os.fspath(local)
+        self.writable = writable
         self.split = split
         self.root = os.path.join(self.local, split or "")
         self.cache_dir = os.fspath(cache_dir) if cache_dir is not None else None
@@ -148,7 +154,9 @@ class LocalDataset:
                 else raw_shard_path(self.root, shard, self.cache_dir)
             )
             try:
-                reader = ShardReader.open(path, self._schemas[shard_id], shard.samples, shard.raw_data.bytes)
+                reader = ShardReader.open(
+                    path, self._schemas[shard_id], shard.samples, shard.raw_data.bytes, self.writable
+                )
                 break
             except FileNotFoundError:
                 if self.shard_cache is None or attempt == 2:

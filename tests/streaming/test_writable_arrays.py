@@ -112,3 +112,27 @@ def test_writing_into_a_sample_reaches_neither_the_shard_nor_a_later_read(tmp_pa
     assert_intact(first[1::2])
     assert_intact(read())
     assert shard_digests(root) == before
+
+
+def memory_owner(array: np.ndarray) -> object:
+    """What holds an array's memory: None when numpy allocated it (a copy), else the buffer it views."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array.base
+
+
+@pytest.mark.parametrize(
+    "read",
+    [lambda ds: [ds[i] for i in range(NUM_SAMPLES)], lambda ds: ds.shard_reader(0).take(np.arange(5))],
+    ids=["random access", "take"],
+)
+def test_a_reader_that_never_writes_gets_read_only_views_of_the_shard(tmp_path: Path, read: Callable) -> None:
+    root = write_dataset(tmp_path / "data")
+    samples = read(LocalDataset(str(root), writable=False))
+    assert_intact(samples)
+    for s in samples:
+        for name in ("fixed", "free", "typed"):
+            assert not s[name].flags.writeable, (s["id"], name)
+            assert memory_owner(s[name]) is not None, (s["id"], name)  # it views the map: no copy was made
+            with pytest.raises(ValueError, match="read-only"):
+                s[name][0] = 0
