@@ -42,6 +42,17 @@ def test_the_readme_speed_table_quotes_the_benchmark_targets() -> None:
     assert "(benchmarks/RESULTS.md#benchmarks-a-reviewer-can-trust-issue-38-item-0)" in speed
 
 
+def test_the_readme_scale_figures_are_the_scale_benchmark() -> None:
+    scale = section(RESULTS, "## At scale: one node of 8 ranks with 2 workers each (issue 38, item 1)")
+    readme = section(page_text("README.md"), "## Speed")
+    quoted = re.search(r"On one node of 8 ranks .*?\(\[at scale\]\(benchmarks/RESULTS\.md#([\w-]+)\)\)", readme, re.S)
+    assert quoted and quoted[1] == "at-scale-one-node-of-8-ranks-with-2-workers-each-issue-38-item-1", quoted
+    figures = re.findall(r"\d+\.\d+×|\d+\.\d+ s", quoted[0])
+    assert len(figures) == 6, figures
+    for figure in figures:
+        assert figure in scale, f"README.md quotes {figure} for the scale run, not in RESULTS.md's section"
+
+
 def test_the_planner_and_telemetry_figures_are_the_benchmarks() -> None:
     planning = section(RESULTS, "## Planning and telemetry (issue 18)")
     seconds = re.search(r"\*\*(\d+\.\d)–(\d+\.\d) s\*\* \(median of 3; peak RSS (\d\.\d+) GiB\)", planning)

@@ -1,0 +1,355 @@
+#!/usr/bin/env python3
+"""Scale benchmark: one node of 8 ranks × 2 DataLoader workers, as real processes, over 10⁶-10⁸ small samples.
+
+For mds_core and Mosaic Streaming 0.13, on the same MDS data (one ``int64`` and one ``uint16[4]`` column,
+16 bytes a sample, in 10², 10³ and 10⁴ shards on local disk), each run starts ``--ranks`` rank
+processes that join a gloo group, import torch and the library, and wait. On one signal every rank
+builds ``StreamingDataset(shuffle=True)``, loads a resume state if the run has one, builds the
+library's ``StreamingDataLoader`` (2 workers, batch 256) and takes its first batch. Measured:
+
+- construction → first batch: from the first rank's signal to the last rank's first batch;
+- the same on a resume at 10% and at 90% of the epoch (a state dict of the reference's shape, which
+  both libraries load);
+- the node's memory once every rank has its first batch: the proportional set size (PSS) of every
+  rank and worker, plus the run's shared files once each (Mosaic's /dev/shm segments, mds_core's job folder);
+  the part beyond what the ranks held after their imports; and the largest peak RSS of one
+  process (the one that built the epoch's order).
+
+The epoch's order alone (time and memory) is `bench_streaming.py --order-samples`. LitData is not in
+this run yet: it reads its own format, which its writer would take hours to write at 10⁸ samples
+here, and its resume state is made by its loader, per worker, so no state at the same point can be
+given to it. Index requests need a remote store: this run is on local disk. Run with the benchmark venv::
+
+    benchmarks/.venv/bin/python benchmarks/bench_scale.py                      # 10⁶ and 10⁷
+    benchmarks/.venv/bin/python benchmarks/bench_scale.py --sizes 1e6:100,1e7:1000,1e8:10000
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import harness
+
+LIBRARIES = {"ours": "mds_core", "mosaic": "streaming"}
+COLUMNS = {"id": "int64", "tokens": "ndarray:uint16:4"}
+SAMPLE_BYTES = 16
+SEED, CANONICAL_NODES = 17, 8
+POINTS = {"start": 0.0, "resume 10%": 0.1, "resume 90%": 0.9}
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def write_dataset(root: Path, samples: int, shards: int) -> None:
+    """``samples`` rows in ``shards`` shards, written by mds_core (the reference's bytes), a million at a time."""
+    import numpy as np
+
+    from mds_core import MDSWriter
+
+    per_shard = -(-samples // shards)
+    size_limit = 4 * (per_shard + 2) + 512 + per_shard * SAMPLE_BYTES  # offsets, the header, the samples
+    layout = np.dtype([("id", "<i8"), ("tokens", "<u2", 4)])  # both columns fixed-size, in name order
+    step = 1 << 20
+    with MDSWriter(out=str(root), columns=COLUMNS, size_limit=size_limit) as writer:
+        for start in range(0, samples, step):
+            rows = np.zeros(min(step, samples - start), layout)
+            rows["id"] = np.arange(start, start + len(rows))
+            rows["tokens"] = (rows["id"] % 65536)[:, None]
+            writer.write_encoded_many(rows, np.full(len(rows), SAMPLE_BYTES))
+
+
+# ----------------------------------------------------------------------------- one rank
+
+
+def build_loader(library: str, root: str, batch_size: int, workers: int, state: dict[str, Any] | None) -> Any:
+    """The library's shuffled dataset (resumed from ``state`` if given) in its own loader."""
+    module = __import__(LIBRARIES[library])
+    options: dict[str, Any] = dict(shuffle=True, shuffle_seed=SEED, num_canonical_nodes=CANONICAL_NODES)
+    dataset = module.StreamingDataset(local=root, batch_size=batch_size, **options)
+    if state is not None:
+        dataset.load_state_dict(state)
+    return module.StreamingDataLoader(dataset, batch_size=batch_size, num_workers=workers)
+
+
+def rank_main(spec: dict[str, Any]) -> None:
+    """One rank: join the group, wait for the signal, time construction to the first batch, then wait."""
+    import torch
+    import torch.distributed as dist
+
+    module = __import__(LIBRARIES[spec["library"]])
+    # mds_core imports its classes on first use: they are imported here, outside the timing, as Mosaic's are.
+    assert module.StreamingDataset and module.StreamingDataLoader
+    dist.init_process_group("gloo")
+    print("ready", flush=True)
+    sys.stdin.readline()
+    go = time.time()
+    loader = build_loader(spec["library"], spec["root"], spec["batch_size"], spec["workers"], spec["state"])
+    batches = iter(loader)  # kept until the end: its workers are measured
+    batch = next(batches)
+    first = time.time()
+    rows = int(torch.as_tensor(batch["id"]).numel())
+    print(json.dumps(dict(go=go, first=first, rows=rows)), flush=True)
+    sys.stdin.readline()  # the node's memory is measured now
+    os._exit(0)  # its workers see their parent end and stop; nothing else to tear down
+
+
+# ----------------------------------------------------------------------------- one node
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def tell(proc: subprocess.Popen[str], line: str) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(line + "\n")
+    proc.stdin.flush()
+
+
+def hear(proc: subprocess.Popen[str]) -> str:
+    assert proc.stdout is not None
+    return proc.stdout.readline()
+
+
+def node_processes(procs: list[subprocess.Popen[str]]) -> list[Any]:
+    """The ranks and all their descendants (DataLoader workers), as psutil processes."""
+    import psutil
+
+    ranks = [psutil.Process(proc.pid) for proc in procs]
+    return [p for rank in ranks for p in [rank, *rank.children(recursive=True)]]
+
+
+def private_bytes(processes: list[Any], shared: tuple[str, ...]) -> int:
+    """The PSS of these processes, leaving out mappings of ``shared``.
+
+    PSS counts a page shared by n processes as 1/n in each, so forked workers' copy-on-write pages
+    count once; the run's shared files are left out here and counted whole by ``shared_bytes``.
+    """
+    import psutil
+
+    total = 0
+    for proc in processes:
+        with contextlib.suppress(psutil.NoSuchProcess):  # a worker that has just ended
+            total += sum(m.pss for m in proc.memory_maps() if not m.path.startswith(shared))
+    return total
+
+
+def peak_bytes(processes: list[Any]) -> int:
+    """The largest peak RSS (``VmHWM``) of these processes: the one that built the epoch's order, say."""
+    peaks = [0]
+    for proc in processes:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+            peaks += [int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmHWM:")]
+    return max(peaks)
+
+
+def shared_bytes(jobs: Path, shm_before: set[str]) -> int:
+    """The memory held by the run's shared files: its new /dev/shm segments (Mosaic) and its job folder (mds_core)."""
+    shm = Path("/dev/shm")
+    files = [shm / name for name in set(os.listdir(shm)) - shm_before]
+    files += [path for path in jobs.rglob("*") if path.is_file()] if jobs.exists() else []
+    total = 0
+    for path in files:
+        with contextlib.suppress(FileNotFoundError):
+            total += path.stat().st_blocks * 512
+    return total
+
+
+def node_bytes(processes: list[Any], jobs: Path, shm_before: set[str]) -> int:
+    """The node's memory for this run: every process's own pages, and the run's shared files once each."""
+    shared = ("/dev/shm/", f"{jobs}/")
+    return private_bytes(processes, shared) + shared_bytes(jobs, shm_before)
+
+
+def run_node(library: str, root: Path, samples: int, point: float, args: Any, jobs: Path) -> dict[str, Any]:
+    """One node's ranks from the signal to every first batch; the node's memory then."""
+    global_batch = args.ranks * args.batch_size
+    sample_in_epoch = int(samples * point) // global_batch * global_batch
+    state = None
+    if point:
+        state = dict(
+            epoch=0,
+            sample_in_epoch=sample_in_epoch,
+            num_canonical_nodes=CANONICAL_NODES,
+            shuffle_seed=SEED,
+            initial_physical_nodes=1,
+        )
+    harness.clean_reference_shm()
+    shm_before = set(os.listdir("/dev/shm"))
+    port = free_port()
+    procs = []
+    for rank in range(args.ranks):
+        env = dict(
+            os.environ,
+            RANK=str(rank),
+            LOCAL_RANK=str(rank),
+            WORLD_SIZE=str(args.ranks),
+            LOCAL_WORLD_SIZE=str(args.ranks),
+            MASTER_ADDR="127.0.0.1",
+            MASTER_PORT=str(port),
+            MDS_JOB_ROOT=str(jobs),
+        )
+        spec = dict(library=library, root=str(root), batch_size=args.batch_size, workers=args.workers, state=state)
+        command = [sys.executable, __file__, "--_serve", json.dumps(spec)]
+        procs.append(subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+    try:
+        for proc in procs:
+            if hear(proc).strip() != "ready":
+                raise RuntimeError(f"{library} rank did not start")
+        imported = node_bytes(node_processes(procs), jobs, shm_before)  # torch and the library, in every rank
+        for proc in procs:
+            tell(proc, "go")
+        ranks = [json.loads(hear(proc)) for proc in procs]
+        processes = node_processes(procs)
+        memory, peak = node_bytes(processes, jobs, shm_before), peak_bytes(processes)
+        for proc in procs:
+            tell(proc, "exit")
+        for proc in procs:
+            proc.wait(timeout=60)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+        harness.clean_reference_shm()
+        shutil.rmtree(jobs, ignore_errors=True)
+    if any(r["rows"] != args.batch_size for r in ranks):
+        raise RuntimeError(f"{library}: a first batch is not {args.batch_size} rows: {ranks}")
+    return dict(
+        seconds=max(r["first"] for r in ranks) - min(r["go"] for r in ranks),
+        node_gib=memory / 2**30,
+        grown_gib=(memory - imported) / 2**30,
+        peak_gib=peak / 2**30,
+        sample_in_epoch=sample_in_epoch,
+    )
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def parse_sizes(text: str) -> list[tuple[int, int]]:
+    """``1e6:100,1e7:1000`` as [(samples, shards)]."""
+    return [(int(float(a)), int(float(b))) for a, b in (part.split(":") for part in text.split(","))]
+
+
+def report(results: dict[tuple[int, str, str], list[dict[str, Any]]], sizes: list[tuple[int, int]], args: Any) -> str:
+    """The report's markdown: one row per size and point, mds_core beside Mosaic."""
+    lines = harness.header(
+        "Scale benchmark: one node of ranks × DataLoader workers, mds_core vs mosaicml-streaming",
+        args.wall,
+        f"{args.ranks} ranks × {args.workers} workers, batch {args.batch_size}, reps={args.reps} (median; "
+        f"[min–max] of the per-rep ratios), py1e, {CANONICAL_NODES} canonical nodes, local disk, "
+        f"{SAMPLE_BYTES}-byte samples",
+    )
+    lines += [
+        "| samples (shards) | point | mds_core s | Mosaic s | mds_core ÷ Mosaic | node memory GiB: "
+        "mds_core / Mosaic | ÷ | beyond the imports: mds_core / Mosaic | ÷ | largest process's peak RSS GiB |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for samples, shards in sizes:
+        for point in POINTS:
+            ours, theirs = results[(samples, point, "ours")], results[(samples, point, "mosaic")]
+
+            def med(rows: list[dict[str, Any]], key: str) -> float:
+                return harness.median_of(r[key] for r in rows)
+
+            time_ratio = harness.ratio_cell(
+                harness.ratio_of_medians([r["seconds"] for r in ours], [r["seconds"] for r in theirs]), 0.5, True
+            )
+            grown = harness.ratio_cell(
+                harness.ratio_of_medians([r["grown_gib"] for r in ours], [r["grown_gib"] for r in theirs]), 0.5, True
+            )
+            lines.append(
+                f"| {samples:.0e} ({shards:,}) | {point} | {med(ours, 'seconds'):.2f} | {med(theirs, 'seconds'):.2f} "
+                f"| {time_ratio} | {med(ours, 'node_gib'):.2f} / {med(theirs, 'node_gib'):.2f} "
+                f"| {med(ours, 'node_gib') / med(theirs, 'node_gib'):.2f}× "
+                f"| {med(ours, 'grown_gib'):.2f} / {med(theirs, 'grown_gib'):.2f} | {grown} "
+                f"| {med(ours, 'peak_gib'):.2f} / {med(theirs, 'peak_gib'):.2f} |"
+            )
+    return "\n".join(lines + growth(results, sizes)) + "\n"
+
+
+def growth(results: dict[tuple[int, str, str], list[dict[str, Any]]], sizes: list[tuple[int, int]]) -> list[str]:
+    """How each library's time and memory grow with the samples, and resume at 90% against 10%."""
+    first, last = sizes[0][0], sizes[-1][0]
+    lines = [
+        "",
+        f"Growth from {first:.0e} to {last:.0e} samples ({last // first}× the samples), medians; and resume at "
+        "90% ÷ resume at 10% at each size:",
+        "",
+        "| library | point | time × | memory beyond the imports × | resume 90% ÷ 10% |",
+        "|---|---|--:|--:|---|",
+    ]
+    for library, name in (("ours", "mds_core"), ("mosaic", "Mosaic")):
+
+        def med(samples: int, point: str, key: str) -> float:
+            return harness.median_of(r[key] for r in results[(samples, point, library)])
+
+        resumes = ", ".join(
+            f"{med(n, 'resume 90%', 'seconds') / med(n, 'resume 10%', 'seconds'):.2f}×" for n, _ in sizes
+        )
+        for point in POINTS:
+            time_growth = med(last, point, "seconds") / med(first, point, "seconds")
+            memory_growth = med(last, point, "grown_gib") / max(med(first, point, "grown_gib"), 1e-9)
+            note = resumes if point == "start" else ""
+            lines.append(f"| {name} | {point} | {time_growth:.2f}× | {memory_growth:.2f}× | {note} |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = harness.option_parser(
+        __doc__,
+        [
+            ("--sizes", "1e6:100,1e7:1000", "samples:shards, comma-separated"),
+            ("--ranks", 8, "ranks on the node"),
+            ("--workers", 2, "DataLoader workers per rank"),
+            ("--batch-size", 256, None),
+            ("--reps", 3, "repetitions, interleaved"),
+            ("--data", "", "where the datasets are kept between runs (default: a temporary folder)"),
+            ("--out", str(HERE / "results-scale-latest.md"), "markdown output file"),
+        ],
+    )
+    args = parser.parse_args(argv)
+    if args._serve:
+        rank_main(json.loads(args._serve))
+        return 0
+    started = time.perf_counter()
+    data = Path(args.data or tempfile.mkdtemp(prefix="bench-scale-"))
+    sizes = parse_sizes(args.sizes)
+    results: dict[tuple[int, str, str], list[dict[str, Any]]] = {}
+    for samples, shards in sizes:
+        root = data / f"{samples}-{shards}"
+        if not (root / "index.json").exists():
+            print(f"writing {samples:,} samples in {shards:,} shards", file=sys.stderr)
+            write_dataset(root, samples, shards)
+        for rep in range(args.reps):
+            for point, fraction in POINTS.items():
+                for library in LIBRARIES:
+                    got = run_node(library, root, samples, fraction, args, data / "jobs")
+                    results.setdefault((samples, point, library), []).append(got)
+                    print(f"  {samples:.0e} rep {rep} {point} {library}: {got}", file=sys.stderr)
+    args.wall = time.perf_counter() - started
+    text = report(results, sizes, args)
+    harness.write_report(text, args.out)
+    if not args.data:
+        shutil.rmtree(data, ignore_errors=True)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
