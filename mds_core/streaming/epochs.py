@@ -35,15 +35,16 @@ class CanonicalEpochs:
 
         def compute() -> np.ndarray:
             self._job.remove_files(f"work-e{epoch - 2}-", keep=set())  # two epochs back is done everywhere
-            return generate_work(
+            work = generate_work(
                 spec, world.num_nodes, world.ranks_per_node, world.workers_per_rank, epoch, sample_in_epoch
             )
+            # Half the bytes in the node's shared file (and in every worker's pages of it) where ids fit.
+            return work.astype(np.int32) if work.size and int(work.max()) < 2**31 else work
 
         with ordering(self.readers, spec.samples_per_epoch, epoch):
             work = self._job.shared_array(key, compute)
         parallel = world.replicate(self.replication)
-        row = np.asarray(work[parallel.node, parallel.rank_of_node, world.worker_of_rank]).ravel()
-        return row[row >= 0]
+        return _without_padding(np.asarray(work[parallel.node, parallel.rank_of_node, world.worker_of_rank]))
 
     def _spec_for(self, state: OrderState | None, world: World) -> OrderSpec:
         """The order settings, with a resumed state's canonical nodes, seed and initial node count."""
@@ -59,6 +60,19 @@ class CanonicalEpochs:
             initial_physical_nodes=state["initial_physical_nodes"],
             weights_seed=self.shuffle_seed,  # the reference weighs streams once, with the constructor's seed
         )
+
+
+def _without_padding(work: np.ndarray) -> np.ndarray:
+    """A worker's ids without the -1 padding, as a view of the node's shared array where it can be.
+
+    Where the padding only trails (the usual case) no worker holds a private copy of its part of the
+    epoch; padding inside the row (some batching methods) makes a copy.
+    """
+    row = work.reshape(-1).view(np.ndarray)  # the worker's (batches, batch) block is contiguous: a view
+    count = int(np.count_nonzero(row >= 0))
+    if bool((row[:count] >= 0).all()):
+        return row[:count]
+    return row[row >= 0]
 
 
 def _short_hash(text: str) -> str:
