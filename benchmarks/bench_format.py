@@ -51,6 +51,13 @@ WRITERS = ["ours", "ref", "litdata"]
 # 'ref' = streaming.StreamingDataset; 'ours-views' = random access returning read-only views (no copy)
 READERS = ["ours", "ours-views", "ref", "ref-local", "litdata"]
 OURS = ("ours", "ours-views")
+
+
+def readers_for(mode: str) -> list[str]:
+    """The readers a mode measures: read-only views change random access only."""
+    return READERS if mode == "random" else [r for r in READERS if r != "ours-views"]
+
+
 COMPRESSIONS: list[str | None] = [None, "zstd"]
 MODES = ["random", "in-order"]
 LABELS = {
@@ -376,7 +383,7 @@ def run_workload(bench: harness.Bench, workload: str, n: int) -> dict[str, Any]:
                 src = data_dir("litdata" if reader == "litdata" else "ref", comp)
                 if not src.is_dir() or (reader == "ref-local" and comp is not None):
                     continue  # (streaming.LocalDataset never decompresses: nothing to measure)
-                for mode in MODES if reader != "ours-views" else ["random"]:  # views change random access only
+                for mode in [m for m in MODES if reader in readers_for(m)]:
                     # Fresh copy per measurement: the reference decompresses shards next to
                     # the .zstd files, which must not leak into the next measurement.
                     shutil.copytree(src, scratch)
@@ -478,7 +485,7 @@ def workload_table(bench: harness.Bench, workload: str, n: int, info: dict[str, 
     for mode in MODES:
         for comp in COMPRESSIONS:
             fastest = bench.fastest([r for r in READERS if r not in OURS], lambda p: (workload, "read", p, comp, mode))
-            for reader in READERS if mode == "random" else [r for r in READERS if r != "ours-views"]:
+            for reader in readers_for(mode):
                 key = (workload, "read", reader, comp, mode)
                 versus = ""
                 if reader in OURS and mode == "random":

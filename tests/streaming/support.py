@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from mds_core import MDSWriter, Stream, StreamingDataset
 from testsupport.fault_proxy import free_port
 
@@ -101,3 +103,10 @@ def global_batches(outputs: list[dict]) -> list[list[int]]:
     """Step t's global batch: every rank's t-th batch, in rank order."""
     steps = max(len(o["batches"]) for o in outputs)
     return [sum((o["batches"][t] for o in outputs if t < len(o["batches"])), []) for t in range(steps)]
+
+
+def memory_owner(array: np.ndarray) -> object:
+    """What holds an array's memory: None when numpy allocated it (a copy), else the buffer it views."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array.base

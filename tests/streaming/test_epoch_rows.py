@@ -10,15 +10,9 @@ import numpy as np
 
 from mds_core import StreamingDataset
 from mds_core.streaming.epochs import _without_padding
-from tests.streaming.support import write_rows
+from tests.streaming.support import memory_owner, write_rows
 
 NUM_SAMPLES = 103  # not a multiple of the batch: the order is padded
-
-
-def memory_owner(array: np.ndarray) -> object:
-    while isinstance(array.base, np.ndarray):
-        array = array.base
-    return array.base
 
 
 def test_trailing_padding_is_cut_by_a_view() -> None:

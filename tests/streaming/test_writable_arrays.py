@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from mds_core import LocalDataset, StreamingDataset
-from tests.streaming.support import run, write_rows
+from tests.streaming.support import memory_owner, run, write_rows
 
 COLUMNS = {"id": "int", "fixed": "ndarray:float32:16", "free": "ndarray", "typed": "ndarray:int16", "text": "str"}
 NUM_SAMPLES = 300
@@ -112,13 +112,6 @@ def test_writing_into_a_sample_reaches_neither_the_shard_nor_a_later_read(tmp_pa
     assert_intact(first[1::2])
     assert_intact(read())
     assert shard_digests(root) == before
-
-
-def memory_owner(array: np.ndarray) -> object:
-    """What holds an array's memory: None when numpy allocated it (a copy), else the buffer it views."""
-    while isinstance(array.base, np.ndarray):
-        array = array.base
-    return array.base
 
 
 @pytest.mark.parametrize(
