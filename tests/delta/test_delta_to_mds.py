@@ -46,12 +46,22 @@ def test_appends_read_at_each_version_with_the_tables_id(tmp_path: Path) -> None
     assert [r["s"] for r in rows(tmp_path / "latest")] == ["a", "b", "c", "d", "e"]
 
 
+def _committed_at(table: Path, version: int) -> datetime:
+    """When ``version`` was committed as time travel reads it: its commit file's modification time, in ms.
+
+    Not ``DeltaTable.history()``'s ``timestamp``: that is the writer's clock before the file was written, and
+    can be a millisecond earlier (which made this test read the version before).
+    """
+    modified_ns = (table / "_delta_log" / f"{version:020d}.json").stat().st_mtime_ns
+    return datetime.fromtimestamp(0, UTC) + timedelta(milliseconds=modified_ns // 1_000_000)
+
+
 def test_a_timestamp_reads_the_version_current_then(tmp_path: Path) -> None:
     table = tmp_path / "t"
     for version in range(3):
         write_deltalake(table, pa.table({"id": ids(1, version)}), mode="append")
         time.sleep(0.01)  # each commit its own millisecond
-    committed = {e["version"]: datetime.fromtimestamp(e["timestamp"] / 1000, UTC) for e in DeltaTable(table).history()}
+    committed = {version: _committed_at(table, version) for version in range(3)}
 
     at_v1 = delta_to_mds(table, tmp_path / "a", timestamp=committed[1] + timedelta(microseconds=500))
     as_text = delta_to_mds(table, tmp_path / "b", timestamp=committed[0].isoformat())
