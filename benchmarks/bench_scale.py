@@ -18,15 +18,17 @@ library's ``StreamingDataLoader`` (2 workers, batch 256) and takes its first bat
 The epoch's order alone (time and memory) is `bench_streaming.py --order-samples`. LitData is not in
 this run yet: it reads its own format, which its writer would take hours to write at 10⁸ samples
 here, and its resume state is made by its loader, per worker, so no state at the same point can be
-given to it. Index requests need a remote store: this run is on local disk. Run with the benchmark venv::
+given to it. With ``--store s3`` the ranks read the loopback S3 (moto, ``scale_s3.py``) into a fresh
+cache each run, and the report adds the node's requests: index GETs, shard GETs, the rest. Run with
+the benchmark venv::
 
     benchmarks/.venv/bin/python benchmarks/bench_scale.py                      # 10⁶ and 10⁷
     benchmarks/.venv/bin/python benchmarks/bench_scale.py --sizes 1e6:100,1e7:1000,1e8:10000
+    benchmarks/.venv/bin/python benchmarks/bench_scale.py --store s3 --out benchmarks/results-scale-s3-latest.md
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -41,8 +43,11 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import harness
+from node_memory import node_bytes, node_processes, peak_bytes
+from scale_s3 import PROJECT_PYTHON, ScaleS3, request_table
 
-LIBRARIES = {"ours": "mds_core", "mosaic": "streaming"}
+LIBRARIES = {"ours": "mds_core", "mosaic": "streaming"}  # the modules
+NAMES = {"ours": "mds_core", "mosaic": "Mosaic"}  # as the report names them
 COLUMNS = {"id": "int64", "tokens": "ndarray:uint16:4"}
 SAMPLE_BYTES = 16
 SEED, CANONICAL_NODES = 17, 8
@@ -73,14 +78,20 @@ def write_dataset(root: Path, samples: int, shards: int) -> None:
 # ----------------------------------------------------------------------------- one rank
 
 
-def build_loader(library: str, root: str, batch_size: int, workers: int, state: dict[str, Any] | None) -> Any:
-    """The library's shuffled dataset (resumed from ``state`` if given) in its own loader."""
-    module = __import__(LIBRARIES[library])
+def build_loader(spec: dict[str, Any]) -> Any:
+    """The library's shuffled dataset (resumed from the spec's ``state`` if given) in its own loader.
+
+    Local: the dataset at ``root``. On the store: ``remote``, cached in ``root`` (a fresh folder per run).
+    """
+    module = __import__(LIBRARIES[spec["library"]])
     options: dict[str, Any] = dict(shuffle=True, shuffle_seed=SEED, num_canonical_nodes=CANONICAL_NODES)
-    dataset = module.StreamingDataset(local=root, batch_size=batch_size, **options)
+    if spec["remote"]:
+        options["remote"] = spec["remote"]
+    batch_size, state = spec["batch_size"], spec["state"]
+    dataset = module.StreamingDataset(local=spec["root"], batch_size=batch_size, **options)
     if state is not None:
         dataset.load_state_dict(state)
-    return module.StreamingDataLoader(dataset, batch_size=batch_size, num_workers=workers)
+    return module.StreamingDataLoader(dataset, batch_size=batch_size, num_workers=spec["workers"])
 
 
 def rank_main(spec: dict[str, Any]) -> None:
@@ -95,7 +106,7 @@ def rank_main(spec: dict[str, Any]) -> None:
     print("ready", flush=True)
     sys.stdin.readline()
     go = time.time()
-    loader = build_loader(spec["library"], spec["root"], spec["batch_size"], spec["workers"], spec["state"])
+    loader = build_loader(spec)
     batches = iter(loader)  # kept until the end: its workers are measured
     batch = next(batches)
     first = time.time()
@@ -120,64 +131,22 @@ def tell(proc: subprocess.Popen[str], line: str) -> None:
     proc.stdin.flush()
 
 
+class RankFailed(RuntimeError):
+    """A rank ended before it answered (its traceback is on stderr)."""
+
+
 def hear(proc: subprocess.Popen[str]) -> str:
     assert proc.stdout is not None
-    return proc.stdout.readline()
+    line = proc.stdout.readline()
+    if not line:
+        raise RankFailed(f"rank process {proc.pid} ended before it answered")
+    return line
 
 
-def node_processes(procs: list[subprocess.Popen[str]]) -> list[Any]:
-    """The ranks and all their descendants (DataLoader workers), as psutil processes."""
-    import psutil
-
-    ranks = [psutil.Process(proc.pid) for proc in procs]
-    return [p for rank in ranks for p in [rank, *rank.children(recursive=True)]]
-
-
-def private_bytes(processes: list[Any], shared: tuple[str, ...]) -> int:
-    """The PSS of these processes, leaving out mappings of ``shared``.
-
-    PSS counts a page shared by n processes as 1/n in each, so forked workers' copy-on-write pages
-    count once; the run's shared files are left out here and counted whole by ``shared_bytes``.
-    """
-    import psutil
-
-    total = 0
-    for proc in processes:
-        with contextlib.suppress(psutil.NoSuchProcess):  # a worker that has just ended
-            total += sum(m.pss for m in proc.memory_maps() if not m.path.startswith(shared))
-    return total
-
-
-def peak_bytes(processes: list[Any]) -> int:
-    """The largest peak RSS (``VmHWM``) of these processes: the one that built the epoch's order, say."""
-    peaks = [0]
-    for proc in processes:
-        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
-            status = Path(f"/proc/{proc.pid}/status").read_text()
-            peaks += [int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmHWM:")]
-    return max(peaks)
-
-
-def shared_bytes(jobs: Path, shm_before: set[str]) -> int:
-    """The memory held by the run's shared files: its new /dev/shm segments (Mosaic) and its job folder (mds_core)."""
-    shm = Path("/dev/shm")
-    files = [shm / name for name in set(os.listdir(shm)) - shm_before]
-    files += [path for path in jobs.rglob("*") if path.is_file()] if jobs.exists() else []
-    total = 0
-    for path in files:
-        with contextlib.suppress(FileNotFoundError):
-            total += path.stat().st_blocks * 512
-    return total
-
-
-def node_bytes(processes: list[Any], jobs: Path, shm_before: set[str]) -> int:
-    """The node's memory for this run: every process's own pages, and the run's shared files once each."""
-    shared = ("/dev/shm/", f"{jobs}/")
-    return private_bytes(processes, shared) + shared_bytes(jobs, shm_before)
-
-
-def run_node(library: str, root: Path, samples: int, point: float, args: Any, jobs: Path) -> dict[str, Any]:
-    """One node's ranks from the signal to every first batch; the node's memory then."""
+def run_node(
+    library: str, root: Path, samples: int, point: float, args: Any, jobs: Path, store: ScaleS3 | None = None
+) -> dict[str, Any]:
+    """One node's ranks from the signal to every first batch; the node's memory (and requests) then."""
     global_batch = args.ranks * args.batch_size
     sample_in_epoch = int(samples * point) // global_batch * global_batch
     state = None
@@ -192,6 +161,10 @@ def run_node(library: str, root: Path, samples: int, point: float, args: Any, jo
     harness.clean_reference_shm()
     shm_before = set(os.listdir("/dev/shm"))
     port = free_port()
+    remote, python, cache = None, sys.executable, jobs.parent / f"cache-{library}"
+    if store is not None:  # a fresh cache: every run fetches what it reads
+        remote, python, root = store.url(root), PROJECT_PYTHON if library == "ours" else python, cache
+        shutil.rmtree(cache, ignore_errors=True)
     procs = []
     for rank in range(args.ranks):
         env = dict(
@@ -204,19 +177,28 @@ def run_node(library: str, root: Path, samples: int, point: float, args: Any, jo
             MASTER_PORT=str(port),
             MDS_JOB_ROOT=str(jobs),
         )
-        spec = dict(library=library, root=str(root), batch_size=args.batch_size, workers=args.workers, state=state)
-        command = [sys.executable, __file__, "--_serve", json.dumps(spec)]
+        spec = dict(
+            library=library,
+            root=str(root),
+            remote=remote,
+            batch_size=args.batch_size,
+            workers=args.workers,
+            state=state,
+        )
+        command = [python, __file__, "--_serve", json.dumps(spec)]
         procs.append(subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
     try:
         for proc in procs:
             if hear(proc).strip() != "ready":
                 raise RuntimeError(f"{library} rank did not start")
         imported = node_bytes(node_processes(procs), jobs, shm_before)  # torch and the library, in every rank
+        mark = store.mark() if store else 0
         for proc in procs:
             tell(proc, "go")
         ranks = [json.loads(hear(proc)) for proc in procs]
         processes = node_processes(procs)
         memory, peak = node_bytes(processes, jobs, shm_before), peak_bytes(processes)
+        requests = store.requests_since(mark) if store else {}
         for proc in procs:
             tell(proc, "exit")
         for proc in procs:
@@ -227,6 +209,7 @@ def run_node(library: str, root: Path, samples: int, point: float, args: Any, jo
                 proc.kill()
         harness.clean_reference_shm()
         shutil.rmtree(jobs, ignore_errors=True)
+        shutil.rmtree(cache, ignore_errors=True)
     if any(r["rows"] != args.batch_size for r in ranks):
         raise RuntimeError(f"{library}: a first batch is not {args.batch_size} rows: {ranks}")
     return dict(
@@ -235,10 +218,21 @@ def run_node(library: str, root: Path, samples: int, point: float, args: Any, jo
         grown_gib=(memory - imported) / 2**30,
         peak_gib=peak / 2**30,
         sample_in_epoch=sample_in_epoch,
+        **requests,
     )
 
 
 # ----------------------------------------------------------------------------- report
+
+
+def run_until_done(library: str, root: Path, samples: int, point: float, *rest: Any) -> dict[str, Any]:
+    """``run_node``, run again (up to twice) where a rank failed; the result counts the failed runs."""
+    for failed in range(3):
+        try:
+            return dict(run_node(library, root, samples, point, *rest), failed_runs=failed)
+        except RankFailed as err:
+            print(f"  {library} at {samples:.0e}, {point:.0%}: {err}; running it again", file=sys.stderr)
+    raise RuntimeError(f"{library} failed three runs in a row at {samples:.0e} samples, {point:.0%} of the epoch")
 
 
 def parse_sizes(text: str) -> list[tuple[int, int]]:
@@ -252,7 +246,8 @@ def report(results: dict[tuple[int, str, str], list[dict[str, Any]]], sizes: lis
         "Scale benchmark: one node of ranks × DataLoader workers, mds_core vs mosaicml-streaming",
         args.wall,
         f"{args.ranks} ranks × {args.workers} workers, batch {args.batch_size}, reps={args.reps} (median; "
-        f"[min–max] of the per-rep ratios), py1e, {CANONICAL_NODES} canonical nodes, local disk, "
+        f"[min–max] of the per-rep ratios), py1e, {CANONICAL_NODES} canonical nodes, "
+        f"{'local disk' if args.store == 'local' else 'the loopback S3 (moto), a fresh cache per run'}, "
         f"{SAMPLE_BYTES}-byte samples",
     )
     lines += [
@@ -280,7 +275,13 @@ def report(results: dict[tuple[int, str, str], list[dict[str, Any]]], sizes: lis
                 f"| {med(ours, 'grown_gib'):.2f} / {med(theirs, 'grown_gib'):.2f} | {grown} "
                 f"| {med(ours, 'peak_gib'):.2f} / {med(theirs, 'peak_gib'):.2f} |"
             )
-    return "\n".join(lines + growth(results, sizes)) + "\n"
+    failed = ", ".join(
+        f"{name} {sum(r['failed_runs'] for key, rows in results.items() if key[2] == lib for r in rows)}"
+        for lib, name in NAMES.items()
+    )
+    lines += ["", f"Runs in which a rank failed before its first batch (each run again): {failed}"]
+    extra = request_table(results, sizes, POINTS, NAMES) if args.store == "s3" else []
+    return "\n".join(lines + growth(results, sizes) + extra) + "\n"
 
 
 def growth(results: dict[tuple[int, str, str], list[dict[str, Any]]], sizes: list[tuple[int, int]]) -> list[str]:
@@ -294,7 +295,7 @@ def growth(results: dict[tuple[int, str, str], list[dict[str, Any]]], sizes: lis
         "| library | point | time × | memory beyond the imports × | resume 90% ÷ 10% |",
         "|---|---|--:|--:|---|",
     ]
-    for library, name in (("ours", "mds_core"), ("mosaic", "Mosaic")):
+    for library, name in NAMES.items():
 
         def med(samples: int, point: str, key: str) -> float:
             return harness.median_of(r[key] for r in results[(samples, point, library)])
@@ -320,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
             ("--batch-size", 256, None),
             ("--reps", 3, "repetitions, interleaved"),
             ("--data", "", "where the datasets are kept between runs (default: a temporary folder)"),
+            ("--store", "local", "local, or s3: the loopback S3 (moto), each run from a fresh cache"),
             ("--out", str(HERE / "results-scale-latest.md"), "markdown output file"),
         ],
     )
@@ -331,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     data = Path(args.data or tempfile.mkdtemp(prefix="bench-scale-"))
     sizes = parse_sizes(args.sizes)
     results: dict[tuple[int, str, str], list[dict[str, Any]]] = {}
+    store = ScaleS3(data) if args.store == "s3" else None
     for samples, shards in sizes:
         root = data / f"{samples}-{shards}"
         if not (root / "index.json").exists():
@@ -339,9 +342,11 @@ def main(argv: list[str] | None = None) -> int:
         for rep in range(args.reps):
             for point, fraction in POINTS.items():
                 for library in LIBRARIES:
-                    got = run_node(library, root, samples, fraction, args, data / "jobs")
+                    got = run_until_done(library, root, samples, fraction, args, data / "jobs", store)
                     results.setdefault((samples, point, library), []).append(got)
                     print(f"  {samples:.0e} rep {rep} {point} {library}: {got}", file=sys.stderr)
+    if store is not None:
+        store.stop()
     args.wall = time.perf_counter() - started
     text = report(results, sizes, args)
     harness.write_report(text, args.out)

@@ -23,15 +23,16 @@ from testsupport.fault_proxy import Fault, FaultProxy, Request, free_port
 
 class MotoServer:
     """``moto.server`` in a subprocess on 127.0.0.1 (its output in ``log_dir/moto.log``); ``endpoint`` is
-    where clients go: the counting proxy in front of it, or with ``count_requests=False`` moto itself."""
+    where clients go: the counting proxy in front of it, or with ``count_requests=False`` moto itself.
+    ``python`` runs the server: an interpreter with moto installed (a benchmark's own venv may lack it)."""
 
-    def __init__(self, log_dir: Path, *, count_requests: bool = True) -> None:
+    def __init__(self, log_dir: Path, *, count_requests: bool = True, python: str = sys.executable) -> None:
         self.port = free_port()
         self.server_endpoint = f"http://127.0.0.1:{self.port}"
         self.log_path = log_dir / "moto.log"
         self._log = open(self.log_path, "wb")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+            [python, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
             stdout=self._log,
             stderr=subprocess.STDOUT,
         )

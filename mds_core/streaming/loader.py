@@ -10,6 +10,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from mds_core.errors import ConfigurationError
+from mds_core.storage.handover import open_clients_for_workers
 from mds_core.streaming.collate import collate_for_transit, collate_samples, finish_batch
 from mds_core.streaming.dataset import StreamingDataset, register_with_torch
 from mds_core.streaming.telemetry import BatchWaits, totals
@@ -81,6 +82,8 @@ class StreamingDataLoader(DataLoader[Any]):
         self._waits = BatchWaits()
         if isinstance(self.dataset, StreamingDataset):
             self.dataset.reset_metrics()  # before the workers start, so only this iteration is read
+            if self.num_workers > 0 and (self._iterator is None or not self.persistent_workers):
+                open_clients_for_workers(self.dataset.readers)  # workers about to fork take its session over
         batches = super().__iter__()
         callback, every = self.metrics_callback, self.metrics_every
         while True:
