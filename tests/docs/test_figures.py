@@ -51,6 +51,12 @@ def test_the_readme_scale_figures_are_the_scale_benchmark() -> None:
     assert len(figures) == 6, figures
     for figure in figures:
         assert figure in scale, f"README.md quotes {figure} for the scale run, not in RESULTS.md's section"
+    on_s3 = re.search(r"The same node reading .*?\(\[on S3\]\(benchmarks/RESULTS\.md#([\w-]+)\)\)", readme, re.S)
+    assert on_s3 and on_s3[1] == "the-same-node-on-the-loopback-s3", on_s3
+    figures = re.findall(r"\d+\.\d+×", on_s3[0])
+    assert figures == ["0.44×", "0.51×"], figures
+    s3_part = section(RESULTS, "### The same node on the loopback S3")
+    assert all(f"**{figure}**" in s3_part for figure in figures), figures
 
 
 def test_the_planner_and_telemetry_figures_are_the_benchmarks() -> None:
