@@ -2,9 +2,8 @@
 
 The ranks talk to moto directly (no proxy in the benchmark's process shares the timings); moto's
 access log, one line per request it answered, is read back as a node's index GETs, shard GETs and
-the rest. moto runs in the
-project's environment (``benchmarks/.venv`` does not have it), and so do mds_core's ranks on this
-store: their S3 client (s3fs) is installed there, as in ``bench_remote.py``.
+the rest. moto runs in the project's environment (``benchmarks/.venv`` does not have it), and so do
+mds_core's ranks on this store: their S3 client (s3fs) is installed there, as in ``bench_remote.py``.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # testsupport: the tests' S3 server and proxy
+sys.path.insert(0, str(ROOT))  # testsupport: the tests' S3 server
 
 import harness
 
@@ -69,7 +68,7 @@ class ScaleS3:
         )
 
     def stop(self) -> None:
-        """Stop the server and its proxy."""
+        """Stop the server."""
         self.server.stop()
 
 

@@ -5,11 +5,13 @@ and 30 MiB there (importing s3fs, a session, the parsed S3 API model), in every 
 the rank before the fork, every worker makes its client from the inherited session instead
 (``StoreKind.reopen_options``: about 10 ms) and shares the imported modules copy-on-write
 (measured in ``benchmarks/bench_scale.py --store s3``). A stream whose shards are all cached opens
-nothing: its workers never build a client.
+nothing: its workers never build a client. Opening it here is only a head start: if it fails, each
+worker opens its own as before and reports the failure, naming the URL, as it always did.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -26,6 +28,7 @@ def open_clients_for_workers(readers: Iterable[Any]) -> None:
             continue
         if all(cache.is_ready(shard_id) for shard_id in range(len(cache.shards))):
             continue
-        connect = getattr(cache.store.fs, "connect", None)  # s3fs makes its session at the first call otherwise
-        if callable(connect):
-            connect()
+        with contextlib.suppress(Exception):  # the workers open their own and report what failed
+            connect = getattr(cache.store.fs, "connect", None)  # else s3fs makes its session at the first call
+            if callable(connect):
+                connect()

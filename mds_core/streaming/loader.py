@@ -82,6 +82,7 @@ class StreamingDataLoader(DataLoader[Any]):
         self._waits = BatchWaits()
         if isinstance(self.dataset, StreamingDataset):
             self.dataset.reset_metrics()  # before the workers start, so only this iteration is read
+            # Workers fork now unless persistent ones are alive from an earlier epoch (torch's _iterator).
             if self.num_workers > 0 and (self._iterator is None or not self.persistent_workers):
                 open_clients_for_workers(self.dataset.readers)  # workers about to fork take its session over
         batches = super().__iter__()

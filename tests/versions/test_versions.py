@@ -287,3 +287,28 @@ def test_loader_workers_take_over_the_client_their_rank_opens_before_the_fork(s3
     loader = StreamingDataLoader(dataset, batch_size=4, num_workers=2, worker_init_fn=report)
     assert sorted(int(i) for batch in loader for i in batch["id"]) == list(range(40))
     assert [json.loads((reports / f"{worker}.json").read_text()) for worker in range(2)] == [True, True]
+
+
+def test_a_client_the_rank_cannot_open_leaves_the_workers_to_open_theirs(
+    s3_server, tmp_path: Path, monkeypatch
+) -> None:
+    """Opening the client before the fork is a head start only: where it fails, the epoch reads as before."""
+    import s3fs
+
+    from mds_core import StreamingDataLoader
+
+    root = f"s3://{s3_server.new_bucket()}/set"
+    commit(ShardSet(root), "overwrite", "2026-11-01", range(40))
+    cache = str(tmp_path / "cache")
+    StreamingDataset(remote=root, local=cache, version=1, batch_size=4)  # caches the index
+    dataset = StreamingDataset(remote=root, local=cache, version=1, batch_size=4)
+    tried = []
+
+    def refuse(self: object, *args: object, **kwargs: object) -> None:
+        tried.append(True)
+        raise RuntimeError("no client before the fork")
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "connect", refuse)
+    loader = StreamingDataLoader(dataset, batch_size=4, num_workers=2)
+    assert sorted(int(i) for batch in loader for i in batch["id"]) == list(range(40))
+    assert tried == [True]
