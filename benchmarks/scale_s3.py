@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # testsupport: the tests' S3 server
+sys.path.append(str(ROOT))  # testsupport: the tests' S3 server
 
 import harness
 

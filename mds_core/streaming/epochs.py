@@ -69,10 +69,9 @@ def _without_padding(work: np.ndarray) -> np.ndarray:
     epoch; padding inside the row (some batching methods) makes a copy.
     """
     row = work.reshape(-1).view(np.ndarray)  # the worker's (batches, batch) block is contiguous: a view
-    count = int(np.count_nonzero(row >= 0))
-    if bool((row[:count] >= 0).all()):
-        return row[:count]
-    return row[row >= 0]
+    kept = row >= 0
+    count = int(np.count_nonzero(kept))
+    return row[:count] if bool(kept[:count].all()) else row[kept]
 
 
 def _short_hash(text: str) -> str:

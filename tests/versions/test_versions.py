@@ -262,17 +262,22 @@ def test_a_pinned_version_reads_its_cached_index_without_a_request(s3_server, tm
     assert ids == list(range(40)) and any(r.path.endswith(".index.json") for r in requests)
 
 
+def _index_cached_by_another_rank(s3_server, tmp_path: Path) -> StreamingDataset:
+    """A pinned version of 40 samples whose index (not its shards) another dataset cached: this one has no client."""
+    root = f"s3://{s3_server.new_bucket()}/set"
+    commit(ShardSet(root), "overwrite", "2026-11-01", range(40))
+    cache = str(tmp_path / "cache")
+    StreamingDataset(remote=root, local=cache, version=1, batch_size=4)  # another rank's: caches the index
+    return StreamingDataset(remote=root, local=cache, version=1, batch_size=4)
+
+
 def test_loader_workers_take_over_the_client_their_rank_opens_before_the_fork(s3_server, tmp_path: Path) -> None:
     """A rank that found its pinned index cached has no client. With shards still to fetch it opens one
     before its DataLoader workers fork, and each worker makes its own from that client's session
     instead of importing s3fs and building a session itself (about 0.4 s and 30 MiB a worker)."""
     from mds_core import StreamingDataLoader
 
-    root = f"s3://{s3_server.new_bucket()}/set"
-    commit(ShardSet(root), "overwrite", "2026-11-01", range(40))
-    cache = str(tmp_path / "cache")
-    StreamingDataset(remote=root, local=cache, version=1, batch_size=4)  # another rank's: caches the index
-    dataset = StreamingDataset(remote=root, local=cache, version=1, batch_size=4)
+    dataset = _index_cached_by_another_rank(s3_server, tmp_path)
     store = dataset.streams[0].store()
     assert store._fs is None  # this rank has asked the store for nothing
     reports = tmp_path / "workers"
@@ -297,11 +302,7 @@ def test_a_client_the_rank_cannot_open_leaves_the_workers_to_open_theirs(
 
     from mds_core import StreamingDataLoader
 
-    root = f"s3://{s3_server.new_bucket()}/set"
-    commit(ShardSet(root), "overwrite", "2026-11-01", range(40))
-    cache = str(tmp_path / "cache")
-    StreamingDataset(remote=root, local=cache, version=1, batch_size=4)  # caches the index
-    dataset = StreamingDataset(remote=root, local=cache, version=1, batch_size=4)
+    dataset = _index_cached_by_another_rank(s3_server, tmp_path)
     tried = []
 
     def refuse(self: object, *args: object, **kwargs: object) -> None:
