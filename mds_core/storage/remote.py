@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
 import shutil
 import threading
 import time
@@ -21,19 +20,18 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import urlparse
 
-from mds_core.errors import ConfigurationError, MDSError, MissingDependencyError, StorageError, StoreFileNotFoundError
+from mds_core.errors import ConfigurationError, MDSError, StorageError
 from mds_core.storage.exclusive import create_if_absent
 from mds_core.storage.files import atomic_write, staged_path
+from mds_core.storage.first_byte import FirstByteTimes, FirstByteWatch
 from mds_core.storage.folders import beneath
 from mds_core.storage.kill_points import kill_point
-from mds_core.storage.stores import store_kind
-from mds_core.storage.throttle import throttle_of
+from mds_core.storage.retrying import describe, retrying
+from mds_core.storage.stores import FSSPEC_FALLBACK, store_kind
 from mds_core.storage.transfer_limits import Bound, Truncated, bound, copy_until, run_bounded, with_deadline
 from mds_core.storage.urls import is_remote, local_path, redact
 
 T = TypeVar("T")
-
-_MAX_BACKOFF = 8.0
 
 # Fork safety of clients: the only module state here, and it cannot live on a RemoteStore.
 # An async client (s3fs, gcsfs, adlfs) belongs to the fsspec event-loop thread of the process that
@@ -93,12 +91,13 @@ class RemoteStore:
         self.kind = store_kind(self.url, any_fsspec=any_fsspec)
         self._fs: Any = None
         self._pid = os.getpid()
+        self._first_bytes = FirstByteTimes()  # shared by every thread of this process, and its forked children
         try:  # a kind that knows its path (``StoreKind.path``) builds its client on first use
             self.path = self.kind.unopened_path(self.url) or self._open()[1]
         except MDSError:
             raise
         except Exception as err:  # a client that connects when made (ftp, sftp): its network error, with the URL
-            raise StorageError(f"cannot open {redact(self.url)}: {_describe(err)}") from err
+            raise StorageError(f"cannot open {redact(self.url)}: {describe(err)}") from err
 
     @property
     def fs(self) -> Any:
@@ -149,6 +148,7 @@ class RemoteStore:
         expected_bytes: int | None = None,
         max_bytes: int | None = None,
         check: Callable[[str], None] | None = None,
+        sleep: Callable[[float], None] | None = None,
     ) -> None:
         """Copy ``rel`` to the local file ``dest`` atomically.
 
@@ -156,22 +156,25 @@ class RemoteStore:
         body passes it, so neither a store nor a forged index can make a download write more than
         that. ``max_bytes`` bounds a file whose size nothing declares (an index) the same way.
         ``check(tmp_path)`` may raise to reject the bytes (a hash mismatch). All count as failed
-        attempts and are retried. Downloads are local copies (caches), not synced to disk: after a
-        crash, file systems that record a file's size only as its data is written (ext4, xfs, btrfs)
-        leave an unsynced copy short, and the cache's size check fetches it again.
+        attempts and are retried. A request whose first byte is late is sent again (``first_byte``).
+        ``sleep(seconds)`` waits between tries (default ``time.sleep``). Downloads are local copies
+        (caches), not synced to disk: after a crash, file systems that record a file's size only as its
+        data is written (ext4, xfs, btrfs) leave an unsynced copy short, and the cache's size check
+        fetches it again.
         """
         limit = bound(expected_bytes, max_bytes)
+        watch = self._first_bytes.watch() if self._watches_first_bytes else None
 
         def attempt() -> None:
             with staged_path(dest, durable=False) as tmp:
-                self._download_to(self._path_of(rel), tmp, limit)
+                self._download_to(self._path_of(rel), tmp, limit, watch)
                 size = os.path.getsize(tmp)
                 if expected_bytes is not None and size != expected_bytes:
                     raise Truncated(f"got {size} bytes, expected {expected_bytes}")
                 if check is not None:
                     check(tmp)
 
-        self._retrying(f"download of {self.url_of(rel)}", attempt)
+        self._retrying(f"download of {self.url_of(rel)}", attempt, sleep)
 
     def upload(self, src: str, rel: str) -> None:
         """Copy the local file ``src`` to ``rel`` (object stores replace the object in one step)."""
@@ -305,34 +308,14 @@ class RemoteStore:
         """The path of ``rel`` to write, move or delete; on a local disk never through a linked folder."""
         return beneath(self.path, rel) if self._is_local else self._path_of(rel)
 
-    def _retrying(self, what: str, attempt: Callable[[], T]) -> T:
-        last: BaseException | None = None
-        failures, throttles, started = 0, 0, time.monotonic()
-        while failures < self.retry:
-            try:
-                return attempt()
-            except (StorageError, ConfigurationError, MissingDependencyError):
-                raise
-            except FileNotFoundError as err:  # retrying cannot help
-                raise StoreFileNotFoundError(f"{what} failed: {_describe(err)}") from err
-            except (PermissionError, IsADirectoryError, NotADirectoryError) as err:
-                raise StorageError(f"{what} failed: {_describe(err)}") from err
-            except Exception as err:  # network errors come in many library-specific types
-                if (throttled := throttle_of(err)) is not None:  # not a failure: wait, if the deadline allows
-                    throttles += 1
-                    time.sleep(throttled.wait_within(what, throttles, time.monotonic() - started, self.timeout))
-                    continue
-                if (advice := self.kind.advice_for(err)) is not None:  # no credentials: retrying cannot help
-                    raise ConfigurationError(f"{what} failed: {_describe(err)}; {advice}") from err
-                last, failures = err, failures + 1
-                if failures < self.retry:
-                    time.sleep(min(_MAX_BACKOFF, 0.25 * 2 ** (failures - 1)) + random.uniform(0, 0.1))
-        message = f"{what} failed after {self.retry} attempt(s): {_describe(last)}"
-        if isinstance(last, MDSError):  # e.g. a checksum mismatch: keep its type, add the context
-            raise type(last)(message) from last
-        raise StorageError(message) from last
+    def _retrying(self, what: str, attempt: Callable[[], T], sleep: Callable[[float], None] | None = None) -> T:
+        return retrying(
+            what, attempt, retry=self.retry, timeout=self.timeout, advice_for=self.kind.advice_for, sleep=sleep
+        )
 
-    def _transfer(self, method: Callable[..., Any], src: str, dst: str, **kwargs: Any) -> None:
+    def _transfer(
+        self, method: Callable[..., Any], src: str, dst: str, watch: FirstByteWatch | None = None, **kwargs: Any
+    ) -> None:
         """One transfer under the deadline: cancelled (async stores) or abandoned between chunks."""
         if self._is_async:
             from fsspec.asyn import sync
@@ -343,22 +326,27 @@ class RemoteStore:
             else:
                 coro = getattr(self.fs, "_" + method.__name__.lstrip("_"))
             try:
-                sync(self.fs.loop, with_deadline, coro(src, dst, **kwargs), self.timeout)
+                sync(self.fs.loop, with_deadline, coro(src, dst, **kwargs), self.timeout, watch, kwargs.get("callback"))
             except FSTimeoutError:
                 raise TimeoutError(f"did not finish within the {self.timeout} s timeout") from None
         else:
             method(src, dst, **kwargs)
 
     @property
+    def _watches_first_bytes(self) -> bool:
+        """A registered async store's client reports the store's answer (``body_limit``), so a late one is seen."""
+        return self.kind is not FSSPEC_FALLBACK and self._is_async
+
+    @property
     def _is_async(self) -> bool:
         return bool(getattr(self.fs, "async_impl", False)) and getattr(self.fs, "loop", None) is not None
 
-    def _download_to(self, rpath: str, lpath: str, limit: Bound | None) -> None:
+    def _download_to(self, rpath: str, lpath: str, limit: Bound | None, watch: FirstByteWatch | None) -> None:
         """One download attempt, ended as soon as the body passes ``limit`` (see ``transfer_limits``)."""
         if limit is None:
             self._transfer(self._get_file, rpath, lpath)
         elif self._is_async:  # the client's progress callback: one that never calls it is left to the size check
-            run_bounded(lambda callback: self._transfer(self._get_file, rpath, lpath, callback=callback), limit)
+            run_bounded(lambda callback: self._transfer(self._get_file, rpath, lpath, watch, callback=callback), limit)
         else:
             self._transfer(self._get_file, rpath, lpath, limit=limit)
 
@@ -373,13 +361,6 @@ class RemoteStore:
                 shutil.copyfile(lpath, tmp)
             return
         self.fs.put_file(lpath, rpath)
-
-
-def _describe(err: BaseException | None) -> str:
-    if err is None:
-        return "unknown error"
-    text = str(err) or type(err).__name__
-    return f"{type(err).__name__}: {text}" if type(err).__name__ not in text else text
 
 
 def open_store(

@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import heapq
-import itertools
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -35,6 +33,7 @@ from mds_core.storage.download_threads import download_threads
 from mds_core.storage.files import file_lock, has_size, process_alive, remove_orphaned_temporaries, staged_path
 from mds_core.storage.folders import cache_errors, inside
 from mds_core.storage.kill_points import kill_point
+from mds_core.storage.priority_gate import PriorityGate
 from mds_core.storage.raw_shards import decompress_shard
 from mds_core.storage.remote import RemoteStore
 
@@ -53,8 +52,10 @@ class ShardCache:
         validate_hash: an algorithm to check each newly downloaded file with, or None.
         keep_zip: keep compressed files after decompressing them.
         cache_limit: bytes this cache may hold (shard files; the index is not counted), or None.
-        threads: downloads run in parallel by ``prefetch``; None (the default): ``download_threads`` of
+        threads: transfers run at once by ``prefetch``; None (the default): ``download_threads`` of
             the cache limit in force when downloads start (a dataset sets each stream's share after opening it).
+            A download that waits (a throttled file's ``Retry-After``, a backoff) gives its slot to the next
+            shard meanwhile, and takes the next free one back before any shard needed later.
         decompressions: how many of them may decompress at once (default: the CPUs this process may
             use); the shard needed soonest goes first.
 
@@ -88,10 +89,11 @@ class ShardCache:
         self._key = _index_key(shards)
         self._ledger: _Ledger | None = None
         self._pool: ThreadPoolExecutor | None = None
+        self._transfers: PriorityGate | None = None  # ``threads`` slots, made with the pool
         self._futures: dict[int, Future[bool]] = {}
         self._need_order: dict[int, int] = {}  # shard -> its place in the order prefetch was asked for
         self._head_start = threading.Event()  # set when the first shard asked for has its bytes
-        self._gate = _PriorityGate(self.decompressions)
+        self._gate = PriorityGate(self.decompressions)
         self._pid = os.getpid()
         self.stats = CacheStats()
 
@@ -99,13 +101,20 @@ class ShardCache:
         # Threads, futures, maps and counters belong to one process; a DataLoader worker makes its own.
         state = self.__dict__.copy()
         state.update(
-            _ledger=None, _pool=None, _futures={}, _need_order={}, _gate=None, _head_start=None, stats=CacheStats()
+            _ledger=None,
+            _pool=None,
+            _transfers=None,
+            _futures={},
+            _need_order={},
+            _gate=None,
+            _head_start=None,
+            stats=CacheStats(),
         )
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(
-            state, _gate=_PriorityGate(state["decompressions"]), _head_start=threading.Event(), _pid=os.getpid()
+            state, _gate=PriorityGate(state["decompressions"]), _head_start=threading.Event(), _pid=os.getpid()
         )
 
     @property
@@ -116,8 +125,8 @@ class ShardCache:
     def _own_process(self) -> None:
         """In a forked child, forget the parent's threads, futures and gate (their threads are not here)."""
         if self._pid != os.getpid():
-            self._pool, self._futures, self._need_order = None, {}, {}
-            self._gate, self._head_start, self._pid = _PriorityGate(self.decompressions), threading.Event(), os.getpid()
+            self._pool, self._transfers, self._futures, self._need_order = None, None, {}, {}
+            self._gate, self._head_start, self._pid = PriorityGate(self.decompressions), threading.Event(), os.getpid()
 
     def shard_bytes(self, shard_id: int) -> int:
         """Disk the shard takes while cached: its raw file, plus its zip when zips are kept."""
@@ -162,7 +171,9 @@ class ShardCache:
         """
         self._own_process()
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="mds-download")
+            # Twice as many threads as transfers: the others wait (throttled, backing off) or decompress.
+            self._transfers = PriorityGate(self.threads)
+            self._pool = ThreadPoolExecutor(max_workers=2 * self.threads, thread_name_prefix="mds-download")
         for shard_id in shard_ids:
             if shard_id not in self._futures:
                 self._need_order.setdefault(shard_id, len(self._need_order))
@@ -204,7 +215,7 @@ class ShardCache:
         """
         if self._pool is not None:
             self._pool.shutdown(wait=wait, cancel_futures=True)
-            self._pool = None
+            self._pool, self._transfers = None, None
         self._futures.clear()
         self._need_order.clear()
         self._head_start.set()  # wakes this round's waiters, which then see it closed
@@ -221,12 +232,13 @@ class ShardCache:
         if ledger is not None:
             ledger.reserve(shard_id, self.cache_limit or 0, self.shard_bytes, self._evict)
         try:
+            rank = self._need_order.get(shard_id, -1)  # not prefetched: the consumer waits for it, so first
             if shard.zip_data is None:
-                self._download(shard.raw_data, raw_path)
+                self._download(shard.raw_data, raw_path, rank)
             else:
                 zip_path = os.path.join(self.root, shard.zip_data.basename)
                 if not has_size(zip_path, shard.zip_data.bytes):
-                    self._download(shard.zip_data, zip_path)
+                    self._download(shard.zip_data, zip_path, rank)
                 if self._need_order.get(shard_id) == 0:
                     self._head_start.set()  # its bytes are here: the others may use the network
                 # Downloads run several at once and end together; decompressing them all at once would
@@ -242,15 +254,18 @@ class ShardCache:
         if ledger is not None:
             ledger.release(shard_id, present=True)
 
-    def _download(self, info: FileInfo, dest: str) -> None:
+    def _download(self, info: FileInfo, dest: str, rank: int) -> None:
         check = None
         if self.validate_hash:
 
             def check(path: str) -> None:
                 _check_digest(path, info, self.validate_hash or "", self.store.url_of(info.basename))
 
-        started = time.perf_counter()
-        self.store.download(info.basename, dest, expected_bytes=info.bytes, check=check)
+        transfers = self._transfers
+        with transfers.slot(rank) if transfers is not None else contextlib.nullcontext():
+            started = time.perf_counter()  # from the transfer's start, not from the wait for its slot
+            sleep = transfers.away if transfers is not None else None
+            self.store.download(info.basename, dest, expected_bytes=info.bytes, check=check, sleep=sleep)
         self.stats.record_download(info.bytes, time.perf_counter() - started)
 
     def _evict(self, shard_id: int) -> None:
@@ -285,33 +300,6 @@ class ShardCache:
         ledger = self._ledger_or_none()
         if ledger is not None:
             ledger.touch(shard_id)
-
-
-class _PriorityGate:
-    """At most ``slots`` holders at once; waiters go in ascending rank (the shard needed soonest first)."""
-
-    def __init__(self, slots: int) -> None:
-        self._free = max(1, slots)
-        self._ready = threading.Condition()
-        self._waiting: list[tuple[int, int]] = []  # heap of (rank, arrival)
-        self._arrivals = itertools.count()
-
-    @contextlib.contextmanager
-    def slot(self, rank: int) -> Iterator[None]:
-        ticket = (rank, next(self._arrivals))
-        with self._ready:
-            heapq.heappush(self._waiting, ticket)
-            while not self._free or self._waiting[0] != ticket:
-                self._ready.wait()
-            heapq.heappop(self._waiting)
-            self._free -= 1
-            self._ready.notify_all()  # the next in line may have a slot too
-        try:
-            yield
-        finally:
-            with self._ready:
-                self._free += 1
-                self._ready.notify_all()
 
 
 class _Ledger:

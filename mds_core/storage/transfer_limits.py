@@ -74,8 +74,11 @@ def _body_limit_class() -> type:
             super().__init__()
             self.limit = limit
             self.exceeded: str | None = None  # what passed the bound, once something has
+            self.first_at: float | None = None  # time.monotonic() when the store answered (``first_byte``)
 
         def call(self, hook_name: str | None = None, **kwargs: Any) -> None:
+            if self.first_at is None:
+                self.first_at = time.monotonic()
             if self.size is not None and self.size > self.limit.limit:  # refused before any byte is written
                 self.exceeded = self.limit.announced(self.size)
             elif self.value > self.limit.limit:
@@ -92,7 +95,7 @@ def body_limit(limit: Bound) -> Any:
     s3fs's ``_get_file``, gcsfs's ``_get_file_request`` and adlfs's ``_get_file`` call its
     ``set_size`` with the length the store announces, before writing anything, then its
     ``relative_update`` (adlfs: ``absolute_update``) as the body arrives; what it raises ends the
-    transfer. ``exceeded`` says what passed the bound (see ``run_bounded``).
+    transfer. ``exceeded`` says what passed the bound (see ``run_bounded``); ``first_at`` when the store answered.
     """
     return _body_limit_class()(limit)
 
@@ -110,10 +113,18 @@ def run_bounded(transfer: Callable[[Any], None], limit: Bound) -> None:
         raise Truncated(callback.exceeded) from err
 
 
-async def with_deadline(coro: Any, timeout: float | None) -> Any:
-    """Cancel the transfer itself at the deadline, so nothing keeps writing to the temporary file."""
+async def with_deadline(coro: Any, timeout: float | None, watch: Any = None, callback: Any = None) -> Any:
+    """Cancel the transfer itself at the deadline, so nothing keeps writing to the temporary file.
+
+    With a ``FirstByteWatch`` and the transfer's progress ``callback``, a transfer whose first byte is late is
+    cancelled at once (``LateFirstByte``), to be asked for again.
+    """
+    task = asyncio.ensure_future(coro)
     try:
-        return await asyncio.wait_for(coro, timeout)
+        if watch is not None:
+            waited = await watch.first_bytes(task, callback, timeout)
+            timeout = None if timeout is None else max(0.0, timeout - waited)
+        return await asyncio.wait_for(task, timeout)
     except Truncated as err:
         _close_refused_body(err)
         raise

@@ -111,6 +111,7 @@ def _quoted() -> dict[str, list[str]]:
     from mds_core.sizes import bytes_to_int
     from mds_core.storage.download_threads import DOWNLOAD_THREADS as ALL
     from mds_core.storage.download_threads import DOWNLOAD_THREADS_UNDER_LIMIT as UNDER
+    from mds_core.storage.first_byte import FACTOR, FLOOR, MAX_LATE
     from mds_core.storage.throttle import THROTTLE_BUDGET
     from mds_core.versions.head import MAX_PROBES
     from mds_core.versions.manifest import HISTORY_LIMIT
@@ -134,7 +135,9 @@ def _quoted() -> dict[str, list[str]]:
         ],
         "docs/remote-storage.md": [
             f"(`{THROTTLE_BUDGET:g} s` in all",
-            f"{ALL} threads per remote stream ({UNDER} under",
+            f"{ALL} transfers at once per remote stream ({UNDER} under",
+            f"no answer after {FLOOR:g} s, or {FACTOR} times the",
+            f"asked again at most {MAX_LATE} times",
         ],
         "docs/planning.md": [f"download threads ({ALL}, or {UNDER} under a cache limit"],
     }

@@ -73,7 +73,7 @@ def _pool_size(dataset: StreamingDataset) -> int:
     assert isinstance(iterator, Generator)  # closed below, so that its workers stop
     next(iterator)
     try:
-        return reader.shard_cache._pool._max_workers
+        return reader.shard_cache._transfers.slots
     finally:
         iterator.close()
 

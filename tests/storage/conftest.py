@@ -6,7 +6,7 @@ import pytest
 
 
 class VirtualClock:
-    """Stands in for ``time`` in mds_core.storage.remote: ``sleep`` returns at once, moves ``monotonic`` on by
+    """Stands in for ``time`` in mds_core.storage.remote and .retrying: ``sleep`` returns at once, moves ``monotonic`` on by
     as much, and is recorded, so the store's waits are read exactly instead of measured on a loaded machine."""
 
     def __init__(self) -> None:
@@ -23,8 +23,9 @@ class VirtualClock:
 
 @pytest.fixture
 def clock(monkeypatch) -> VirtualClock:
-    from mds_core.storage import remote
+    from mds_core.storage import remote, retrying
 
     clock = VirtualClock()
     monkeypatch.setattr(remote, "time", clock)
+    monkeypatch.setattr(retrying, "time", clock)
     return clock

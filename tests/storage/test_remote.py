@@ -476,9 +476,9 @@ def test_decompressions_take_turns_the_shard_needed_soonest_first() -> None:
     import threading
     import time
 
-    from mds_core.storage.shard_cache import _PriorityGate
+    from mds_core.storage.priority_gate import PriorityGate
 
-    gate, order = _PriorityGate(1), []
+    gate, order = PriorityGate(1), []
     held = gate.slot(-1)
     held.__enter__()
 

@@ -2,12 +2,13 @@
 
 The loopback S3 (moto) and Files API servers behind a ``FaultProxy`` whose seeded ``RandomFaults`` answer 20% of
 the dataset's GETs with ``503 SlowDown`` (no ``Retry-After``: our backoff for S3, the Databricks SDK's 1 s for the
-Files API) or ``429`` with ``Retry-After: 1``, and hold 1% for 2 s before answering. The decisions come from one seeded sequence, so the number of GETs an epoch needs is the same every
-run; the requests are counted at the proxy.
+Files API) or ``429`` with ``Retry-After: 1``, and hold 1% for 4 s before answering. The decisions come from one
+seeded sequence, so the number of GETs an epoch needs is the same every run; the requests are counted at the proxy.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -15,7 +16,9 @@ import pytest
 
 from mds_core import StreamingDataset
 from mds_core.errors import StorageError
+from mds_core.storage.first_byte import FLOOR, MAX_LATE
 from mds_core.storage.remote import open_store
+from mds_core.storage.shard_cache import ShardCache
 from mds_core.storage.throttle import MAX_THROTTLED
 from tests.streaming.support import ids, write_ids
 from testsupport.fault_proxy import Fault, RandomFaults, fault_proxy_for
@@ -34,7 +37,7 @@ def test_an_epoch_on_a_throttling_store_reads_every_sample_once(store: str, requ
         proxy.json_refusals = store == "volumes"  # the Files API's own error bodies
         proxy.random = RandomFaults(
             0.21,
-            actions={"slowdown": 0, "too_many": 1, "delay": 2},
+            actions={"slowdown": 0, "too_many": 1, "delay": 4},
             weights={"slowdown": 10, "too_many": 10, "delay": 1},
             path=DATA,
             seed=5,
@@ -45,9 +48,11 @@ def test_an_epoch_on_a_throttling_store_reads_every_sample_once(store: str, requ
     injected = proxy.random.injected
     assert injected["slowdown"] >= 5 and injected["too_many"] >= 5 and injected["delay"] >= 1, injected
     assert shards >= 40 and len(set(gets)) == shards + 1  # the shards and the index
-    # No storm: each refusal costs exactly one more request (a stall none), so the requests per file are
+    # No storm: each refusal costs exactly one more request, and so does a stall on S3, asked again once its first
+    # byte is late (``first_byte``; the Files API's client waits for it). So the requests per file are
     # 1 / (1 - the share refused): 1.25 at 20%, within the issue's 1.3.
-    assert len(gets) == shards + 1 + injected["slowdown"] + injected["too_many"]
+    stalls = injected["delay"] if store == "s3" else 0
+    assert len(gets) == shards + 1 + injected["slowdown"] + injected["too_many"] + stalls
 
 
 def test_a_file_throttled_past_the_cap_fails_and_says_why(s3_server, fault_proxy, clock) -> None:
@@ -63,3 +68,43 @@ def test_a_file_throttled_past_the_cap_fails_and_says_why(s3_server, fault_proxy
     later = fault_proxy.add(Fault("too_many", r"a\.bin", value=2))
     clock.sleeps.clear()
     assert store.read_bytes("a.bin") == b"a" and later.hits == 1 and clock.sleeps == [2.0]  # as Retry-After asks
+
+
+def test_a_throttled_download_gives_its_slot_to_the_next_shard_while_it_waits(s3_server, fault_proxy, tmp_path) -> None:
+    remote = f"s3://{s3_server.new_bucket()}/set"
+    write_ids(remote, 300, size_limit=1 << 9)
+    opened = StreamingDataset(remote=remote, local=str(tmp_path / "index"), batch_size=1).readers[0].shard_cache
+    cache = ShardCache(opened.store, str(tmp_path / "cache"), opened.shards, threads=1)  # one transfer at a time
+    names = [shard.raw_data.basename for shard in cache.shards[:3]]
+    fault_proxy.add(Fault("too_many", re.escape(names[1]), value=2))  # Retry-After: 2
+    cache.prefetch([0, 1, 2])
+    paths = [cache.ensure(shard_id) for shard_id in (0, 1, 2)]
+    cache.close()
+    assert [os.path.basename(path) for path in paths] == names
+    gets = [path.rsplit("/", 1)[-1] for method, path in fault_proxy.requests if method == "GET" and ".mds" in path]
+    # Shard 2 is fetched while shard 1 waits out its Retry-After (without the hand-over: 0, 1, 1, 2).
+    assert gets == [names[0], names[1], names[2], names[1]]
+
+
+def test_a_download_whose_first_byte_is_late_is_asked_for_again(s3_server, fault_proxy, tmp_path) -> None:
+    store = open_store(f"s3://{s3_server.new_bucket()}/store", retry=1)
+    store.write_bytes("a.bin", b"a" * 1000)
+    held = fault_proxy.add(Fault("hold", r"a\.bin", value=30))  # answered only when released
+    store.download("a.bin", str(tmp_path / "a.bin"), expected_bytes=1000)
+    sent = [path for method, path in fault_proxy.requests if method == "GET" and path.endswith("a.bin")]
+    answered = [r for r in fault_proxy.forwarded if r.method == "GET" and r.path.endswith("a.bin")]
+    held.release.set()
+    assert (tmp_path / "a.bin").read_bytes() == b"a" * 1000
+    # A second request brought the file while the first was still held, and neither counted as a failed attempt
+    # (retry=1 allows none).
+    assert held.hits == 1 and len(sent) == 2 and len(answered) == 1
+
+
+def test_a_file_late_past_the_cap_is_waited_for(s3_server, fault_proxy, tmp_path) -> None:
+    store = open_store(f"s3://{s3_server.new_bucket()}/store", retry=1)
+    store.write_bytes("a.bin", b"a" * 1000)
+    held = fault_proxy.add(Fault("hold", r"a\.bin", times=MAX_LATE + 1, value=FLOOR * 2**MAX_LATE + 0.5))
+    store.download("a.bin", str(tmp_path / "a.bin"), expected_bytes=1000)
+    # Asked again after FLOOR s, then after twice as long; the last request has no first-byte deadline.
+    gets = [path for method, path in fault_proxy.requests if method == "GET" and path.endswith("a.bin")]
+    assert held.hits == len(gets) == MAX_LATE + 1 and (tmp_path / "a.bin").read_bytes() == b"a" * 1000

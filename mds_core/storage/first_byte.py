@@ -1,0 +1,86 @@
+"""A download whose first byte is late is asked for again, as S3's performance guide advises for slow requests.
+
+A stalled connection (a store's slow replica, a lost packet on a kept-alive connection) otherwise holds the shard,
+and the reader waiting for it, until the whole transfer's deadline (60 s by default). So each download of an async
+store (s3fs, gcsfs, adlfs, whose progress callback hears of the store's answer before any byte is written) gets a
+first-byte deadline: ``FLOOR`` seconds, or ``FACTOR`` times the median first-byte time of the store's recent
+downloads in this process when that is longer (a far or loaded store is not cut short), doubling with each late
+request of the file, as the guide's "retry after 2 s, then 4 s" does. Past the deadline the request is cancelled and
+sent again at once. A file is re-requested ``MAX_LATE`` times at most; then it waits for its transfer's deadline, as
+before. A late request is not a failed attempt: ``retry`` still counts the failures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import statistics
+import time
+from collections import deque
+from typing import Any
+
+FLOOR = 1.0  # seconds: the shortest first-byte deadline
+FACTOR = 8  # times the median first-byte time of the store's recent downloads
+MAX_LATE = 2  # re-requests of one file for a late first byte
+_RECENT = 64  # first-byte times the median is taken over
+
+
+class LateFirstByte(ConnectionError):
+    """No byte of the answer came within the first-byte deadline: the request was cancelled, to be sent again."""
+
+
+class FirstByteTimes:
+    """The first-byte times of one store's recent downloads in this process, and the deadline they give."""
+
+    def __init__(self) -> None:
+        self._recent: deque[float] = deque(maxlen=_RECENT)
+
+    def record(self, seconds: float) -> None:
+        """Note one download's first-byte time.
+
+        Args:
+            seconds: from sending the request to the store's answer.
+        """
+        self._recent.append(seconds)
+
+    def deadline(self) -> float:
+        """Seconds a download's first byte may take: ``FLOOR``, or ``FACTOR`` times the recent median if longer."""
+        typical = statistics.median(self._recent) if self._recent else 0.0
+        return max(FLOOR, FACTOR * typical)
+
+    def watch(self) -> FirstByteWatch:
+        """A watch for the requests of one file."""
+        return FirstByteWatch(self)
+
+
+class FirstByteWatch:
+    """The first-byte deadlines of one file's requests: doubled after each late one, none after ``MAX_LATE``."""
+
+    def __init__(self, times: FirstByteTimes) -> None:
+        self.times, self.late = times, 0
+
+    async def first_bytes(self, task: asyncio.Future[Any], callback: Any, timeout: float | None) -> float:
+        """Wait for ``task``'s first byte (``callback`` hears of it) or its end; seconds waited.
+
+        Args:
+            task: the running transfer.
+            callback: the transfer's progress callback, whose ``first_at`` is set when the store answers.
+            timeout: the whole transfer's deadline: a first-byte deadline as long is not set.
+
+        Raises:
+            LateFirstByte: the deadline passed first; ``task`` is cancelled.
+        """
+        deadline, started = self.times.deadline() * 2**self.late, time.monotonic()
+        if self.late >= MAX_LATE or (timeout is not None and deadline >= timeout):
+            return 0.0
+        done, _ = await asyncio.wait({task}, timeout=deadline)
+        first_at = getattr(callback, "first_at", None)
+        if first_at is not None:
+            self.times.record(first_at - started)
+        if done or first_at is not None:
+            return time.monotonic() - started
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):  # what the cancelled transfer raises
+            await task
+        self.late += 1
+        raise LateFirstByte(f"no answer within {deadline:g} s; asked again")
