@@ -56,9 +56,12 @@ def user_dir(root: str) -> str:
 JOB_ROOT_FIX = "set MDS_JOB_ROOT (or job_root=) to a folder of your own"
 
 
+TOKEN_BYTES = 8
+
+
 def new_job_token() -> str:
     """A random token that names one training job's directory."""
-    return secrets.token_hex(8)
+    return secrets.token_hex(TOKEN_BYTES)
 
 
 class JobDir:
@@ -206,11 +209,9 @@ def open_job(root: str, world: World, on_node_leader: Callable[[], None]) -> Job
                 "set: launch with torchrun or call torch.distributed.init_process_group first"
             )
         dist.init_process_group("gloo", rank=world.rank, world_size=world.num_ranks)
+    carrier = None
     try:
-        received = [new_job_token() if world.rank == 0 else None]
-        dist.broadcast_object_list(received, src=0)  # fills in rank 0's token on every rank
-        token = received[0]
-        assert token is not None
+        token, carrier = _rank_zeros_token(dist, world.rank)
         created = JobDir.create(root, token) if world.rank_of_node == 0 else None
         failure = None
         if created is not None:
@@ -225,3 +226,20 @@ def open_job(root: str, world: World, on_node_leader: Callable[[], None]) -> Job
     finally:
         if started_here:
             dist.destroy_process_group()
+        del carrier  # only now: see _rank_zeros_token
+
+
+def _rank_zeros_token(dist: Any, rank: int) -> tuple[str, Any]:
+    """Rank 0's new job token on every rank, and the tensor that carried it.
+
+    The caller keeps the tensor until it has destroyed the process group it started. If gloo's worker thread
+    dropped the last reference to a tensor, its destructor would wait for the GIL, which
+    ``destroy_process_group`` holds while it joins that thread: under Composer's launcher (torch 2.7) rank 0
+    hung there for good, and rank 1 with it (``broadcast_object_list`` made such tensors of its own).
+    """
+    import torch
+
+    token = bytes.fromhex(new_job_token()) if rank == 0 else bytes(TOKEN_BYTES)
+    carrier = torch.tensor(list(token), dtype=torch.uint8)
+    dist.broadcast(carrier, src=0)
+    return bytes(carrier.tolist()).hex(), carrier
