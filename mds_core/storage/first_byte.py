@@ -8,12 +8,17 @@ downloads in this process when that is longer (a far or loaded store is not cut 
 request of the file, as the guide's "retry after 2 s, then 4 s" does. Past the deadline the request is cancelled and
 sent again at once. A file is re-requested ``MAX_LATE`` times at most; then it waits for its transfer's deadline, as
 before. A late request is not a failed attempt: ``retry`` still counts the failures.
+
+No deadline is set until the store has answered a download in this process: that first answer also pays for
+connecting the process's client (credentials, botocore's service models, a session): 0.13 s against a kept-alive
+request's 0.005-0.01 s on loopback S3. Each forked or spawned process (a DataLoader worker) connects anew.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import statistics
 import time
 from collections import deque
@@ -34,6 +39,7 @@ class FirstByteTimes:
 
     def __init__(self) -> None:
         self._recent: deque[float] = deque(maxlen=_RECENT)
+        self._answered_in: int | None = None  # the process whose client the store has answered
 
     def record(self, seconds: float) -> None:
         """Note one download's first-byte time.
@@ -42,11 +48,16 @@ class FirstByteTimes:
             seconds: from sending the request to the store's answer.
         """
         self._recent.append(seconds)
+        self._answered_in = os.getpid()
 
-    def deadline(self) -> float:
-        """Seconds a download's first byte may take: ``FLOOR``, or ``FACTOR`` times the recent median if longer."""
-        typical = statistics.median(self._recent) if self._recent else 0.0
-        return max(FLOOR, FACTOR * typical)
+    def deadline(self) -> float | None:
+        """Seconds a download's first byte may take: ``FLOOR``, or ``FACTOR`` times the recent median if longer.
+
+        None until the store has answered this process once (its client may still be connecting).
+        """
+        if self._answered_in != os.getpid():
+            return None
+        return max(FLOOR, FACTOR * statistics.median(self._recent))
 
     def watch(self) -> FirstByteWatch:
         """A watch for the requests of one file."""
@@ -62,6 +73,8 @@ class FirstByteWatch:
     async def first_bytes(self, task: asyncio.Future[Any], callback: Any, timeout: float | None) -> float:
         """Wait for ``task``'s first byte (``callback`` hears of it) or its end; seconds waited.
 
+        With no first-byte deadline, this waits for the end (or ``timeout``) to learn the first-byte time.
+
         Args:
             task: the running transfer.
             callback: the transfer's progress callback, whose ``first_at`` is set when the store answers.
@@ -70,17 +83,23 @@ class FirstByteWatch:
         Raises:
             LateFirstByte: the deadline passed first; ``task`` is cancelled.
         """
-        deadline, started = self.times.deadline() * 2**self.late, time.monotonic()
-        if self.late >= MAX_LATE or (timeout is not None and deadline >= timeout):
-            return 0.0
-        done, _ = await asyncio.wait({task}, timeout=deadline)
+        deadline, started = self._deadline(timeout), time.monotonic()
+        done, _ = await asyncio.wait({task}, timeout=timeout if deadline is None else deadline)
         first_at = getattr(callback, "first_at", None)
         if first_at is not None:
             self.times.record(first_at - started)
-        if done or first_at is not None:
+        if deadline is None or done or first_at is not None:
             return time.monotonic() - started
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):  # what the cancelled transfer raises
             await task
         self.late += 1
         raise LateFirstByte(f"no answer within {deadline:g} s; asked again")
+
+    def _deadline(self, timeout: float | None) -> float | None:
+        """This request's first-byte deadline; None when there is none, or it would not come before ``timeout``."""
+        typical = self.times.deadline()
+        if typical is None or self.late >= MAX_LATE:
+            return None
+        deadline = typical * 2**self.late
+        return None if timeout is not None and deadline >= timeout else deadline

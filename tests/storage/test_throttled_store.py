@@ -8,8 +8,10 @@ seeded sequence, so the number of GETs an epoch needs is the same every run; the
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ import pytest
 from mds_core import StreamingDataset
 from mds_core.errors import StorageError
 from mds_core.storage.first_byte import FLOOR, MAX_LATE
-from mds_core.storage.remote import open_store
+from mds_core.storage.remote import RemoteStore, open_store
 from mds_core.storage.shard_cache import ShardCache
 from mds_core.storage.throttle import MAX_THROTTLED
 from tests.streaming.support import ids, write_ids
@@ -76,8 +78,12 @@ def test_a_throttled_download_gives_its_slot_to_the_next_shard_while_it_waits(s3
     opened = StreamingDataset(remote=remote, local=str(tmp_path / "index"), batch_size=1).readers[0].shard_cache
     cache = ShardCache(opened.store, str(tmp_path / "cache"), opened.shards, threads=1)  # one transfer at a time
     names = [shard.raw_data.basename for shard in cache.shards[:3]]
-    fault_proxy.add(Fault("too_many", re.escape(names[1]), value=2))  # Retry-After: 2
-    cache.prefetch([0, 1, 2])
+    throttled = fault_proxy.add(Fault("too_many", re.escape(names[1]), value=2))  # Retry-After: 2
+    cache.prefetch([0, 1])
+    deadline = time.monotonic() + 30
+    while not throttled.hits and time.monotonic() < deadline:  # shard 1 refused: it waits out its Retry-After
+        time.sleep(0.01)
+    cache.prefetch([2])  # queued now, so it cannot reach the free slot before shard 1 first asks
     paths = [cache.ensure(shard_id) for shard_id in (0, 1, 2)]
     cache.close()
     assert [os.path.basename(path) for path in paths] == names
@@ -86,9 +92,33 @@ def test_a_throttled_download_gives_its_slot_to_the_next_shard_while_it_waits(s3
     assert gets == [names[0], names[1], names[2], names[1]]
 
 
+def _answered_once(store: RemoteStore, tmp_path: Path) -> None:
+    """A first download: the store has answered this process, so first-byte deadlines apply from now on."""
+    store.write_bytes("first.bin", b"f")
+    store.download("first.bin", str(tmp_path / "first.bin"), expected_bytes=1)
+
+
+def _delayed_download(store: RemoteStore, dest: str) -> None:
+    store.download("a.bin", dest, expected_bytes=1000)
+
+
+def test_no_first_byte_deadline_before_the_store_has_answered_the_process(s3_server, fault_proxy, tmp_path) -> None:
+    store = open_store(f"s3://{s3_server.new_bucket()}/store", retry=1)
+    store.write_bytes("a.bin", b"a" * 1000)
+    fault_proxy.add(Fault("delay", r"a\.bin", times=2, value=FLOOR + 0.5))
+    store.download("a.bin", str(tmp_path / "parent.bin"), expected_bytes=1000)  # its client's first answer
+    # A forked child (a DataLoader worker) connects its own client: its first answer is waited for too.
+    child = multiprocessing.get_context("fork").Process(target=_delayed_download, args=(store, str(tmp_path / "c")))
+    child.start()
+    child.join(60)
+    gets = [path for method, path in fault_proxy.requests if method == "GET" and path.endswith("a.bin")]
+    assert child.exitcode == 0 and len(gets) == 2 and (tmp_path / "c").read_bytes() == b"a" * 1000
+
+
 def test_a_download_whose_first_byte_is_late_is_asked_for_again(s3_server, fault_proxy, tmp_path) -> None:
     store = open_store(f"s3://{s3_server.new_bucket()}/store", retry=1)
     store.write_bytes("a.bin", b"a" * 1000)
+    _answered_once(store, tmp_path)
     held = fault_proxy.add(Fault("hold", r"a\.bin", value=30))  # answered only when released
     store.download("a.bin", str(tmp_path / "a.bin"), expected_bytes=1000)
     sent = [path for method, path in fault_proxy.requests if method == "GET" and path.endswith("a.bin")]
@@ -103,6 +133,7 @@ def test_a_download_whose_first_byte_is_late_is_asked_for_again(s3_server, fault
 def test_a_file_late_past_the_cap_is_waited_for(s3_server, fault_proxy, tmp_path) -> None:
     store = open_store(f"s3://{s3_server.new_bucket()}/store", retry=1)
     store.write_bytes("a.bin", b"a" * 1000)
+    _answered_once(store, tmp_path)
     held = fault_proxy.add(Fault("hold", r"a\.bin", times=MAX_LATE + 1, value=FLOOR * 2**MAX_LATE + 0.5))
     store.download("a.bin", str(tmp_path / "a.bin"), expected_bytes=1000)
     # Asked again after FLOOR s, then after twice as long; the last request has no first-byte deadline.
