@@ -41,6 +41,7 @@ def _watch(s3_server, uri: str) -> tuple[int, Counter]:
     return latest, Counter((r.method, "list" if "list-type" in r.query else r.path.split("/")[-1]) for r in requests)
 
 
+@pytest.mark.slow  # 300 versions written (17 s)
 def test_watching_the_latest_version_costs_the_same_after_30_or_300_versions(s3_server, tmp_path: Path) -> None:
     short = _uploaded(s3_server, tmp_path / "short", 30)
     long = _uploaded(s3_server, tmp_path / "long", 300)

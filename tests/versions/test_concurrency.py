@@ -81,7 +81,11 @@ def _in_processes(shard_set: ShardSet, transactions: list[str]) -> list[object]:
     return outcomes
 
 
-@pytest.mark.parametrize("race", [_in_threads, _in_processes], ids=["threads", "processes"])
+# Processes (17 s: each imports the library) in the slow tier; threads race the same store calls in make test.
+PROCESSES = pytest.param(_in_processes, id="processes", marks=pytest.mark.slow)
+
+
+@pytest.mark.parametrize("race", [pytest.param(_in_threads, id="threads"), PROCESSES])
 def test_many_committers_one_winner_and_every_loser_commits_later(root: str, race, tmp_path: Path) -> None:
     shard_set, transactions = _prepare(root)
     outcomes = race(shard_set, transactions)

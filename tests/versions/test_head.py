@@ -65,6 +65,7 @@ def _history_listings(requests: list) -> list:
     ]
 
 
+@pytest.mark.slow  # 300 versions committed (11 s)
 def test_a_day_costs_the_same_requests_after_2_or_300_versions(s3_server) -> None:
     short, long = (ShardSet(f"s3://{s3_server.new_bucket()}/set") for _ in range(2))
     _grow(short, 2)
