@@ -9,6 +9,10 @@ request of the file, as the guide's "retry after 2 s, then 4 s" does. Past the d
 sent again at once. A file is re-requested ``MAX_LATE`` times at most; then it waits for its transfer's deadline, as
 before. A late request is not a failed attempt: ``retry`` still counts the failures.
 
+``MDS_FIRST_BYTE_DEADLINE`` in the environment sets ``FLOOR`` (seconds) for the stores opened afterwards, or turns
+the deadline off (``off``): for a store whose first bytes are slow for a known reason, or a run that must send each
+request once.
+
 No deadline is set until the store has answered a download in this process: that first answer also pays for
 connecting the process's client (credentials, botocore's service models, a session): 0.13 s against a kept-alive
 request's 0.005-0.01 s on loopback S3. Each forked or spawned process (a DataLoader worker) connects anew.
@@ -24,9 +28,12 @@ import time
 from collections import deque
 from typing import Any
 
+from mds_core.errors import ConfigurationError
+
 FLOOR = 1.0  # seconds: the shortest first-byte deadline
 FACTOR = 8  # times the median first-byte time of the store's recent downloads
 MAX_LATE = 2  # re-requests of one file for a late first byte
+DEADLINE_ENV = "MDS_FIRST_BYTE_DEADLINE"  # seconds instead of FLOOR, or "off"
 _RECENT = 64  # first-byte times the median is taken over
 
 
@@ -40,6 +47,7 @@ class FirstByteTimes:
     def __init__(self) -> None:
         self._recent: deque[float] = deque(maxlen=_RECENT)
         self._answered_in: int | None = None  # the process whose client the store has answered
+        self._floor = _floor_from_environment()
 
     def record(self, seconds: float) -> None:
         """Note one download's first-byte time.
@@ -53,11 +61,12 @@ class FirstByteTimes:
     def deadline(self) -> float | None:
         """Seconds a download's first byte may take: ``FLOOR``, or ``FACTOR`` times the recent median if longer.
 
-        None until the store has answered this process once (its client may still be connecting).
+        None until the store has answered this process once (its client may still be connecting), and when
+        ``MDS_FIRST_BYTE_DEADLINE`` is ``off``.
         """
-        if self._answered_in != os.getpid():
+        if self._floor is None or self._answered_in != os.getpid():
             return None
-        return max(FLOOR, FACTOR * statistics.median(self._recent))
+        return max(self._floor, FACTOR * statistics.median(self._recent))
 
     def watch(self) -> FirstByteWatch:
         """A watch for the requests of one file."""
@@ -103,3 +112,19 @@ class FirstByteWatch:
             return None
         deadline = typical * 2**self.late
         return None if timeout is not None and deadline >= timeout else deadline
+
+
+def _floor_from_environment() -> float | None:
+    """``FLOOR``, or what ``MDS_FIRST_BYTE_DEADLINE`` says instead (None: ``off``)."""
+    value = os.environ.get(DEADLINE_ENV, "").strip()
+    if not value:
+        return FLOOR
+    if value.lower() == "off":
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0:
+        raise ConfigurationError(f"{DEADLINE_ENV}={value!r} must be a number of seconds above 0, or 'off'")
+    return seconds

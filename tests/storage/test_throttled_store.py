@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from mds_core import StreamingDataset
-from mds_core.errors import StorageError
-from mds_core.storage.first_byte import FLOOR, MAX_LATE
+from mds_core.errors import ConfigurationError, StorageError
+from mds_core.storage.first_byte import DEADLINE_ENV, FLOOR, MAX_LATE
 from mds_core.storage.remote import RemoteStore, open_store
 from mds_core.storage.shard_cache import ShardCache
 from mds_core.storage.throttle import MAX_THROTTLED
@@ -113,6 +113,23 @@ def test_no_first_byte_deadline_before_the_store_has_answered_the_process(s3_ser
     child.join(60)
     gets = [path for method, path in fault_proxy.requests if method == "GET" and path.endswith("a.bin")]
     assert child.exitcode == 0 and len(gets) == 2 and (tmp_path / "c").read_bytes() == b"a" * 1000
+
+
+def test_the_environment_turns_the_first_byte_deadline_off_or_sets_it(
+    s3_server, fault_proxy, tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setenv(DEADLINE_ENV, "off")
+    store = open_store(f"s3://{s3_server.new_bucket()}/store", retry=1)
+    store.write_bytes("a.bin", b"a" * 1000)
+    _answered_once(store, tmp_path)
+    fault_proxy.add(Fault("delay", r"a\.bin", value=FLOOR + 0.5))
+    _delayed_download(store, str(tmp_path / "a.bin"))
+    assert [path for method, path in fault_proxy.requests if method == "GET" and path.endswith("a.bin")] == [
+        "/" + store.path + "/a.bin"
+    ]
+    monkeypatch.setenv(DEADLINE_ENV, "soon")
+    with pytest.raises(ConfigurationError, match=r"MDS_FIRST_BYTE_DEADLINE='soon' must be a number of seconds"):
+        open_store(f"s3://{s3_server.new_bucket()}/store")
 
 
 def test_a_download_whose_first_byte_is_late_is_asked_for_again(s3_server, fault_proxy, tmp_path) -> None:
