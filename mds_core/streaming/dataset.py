@@ -30,6 +30,7 @@ from mds_core.streaming.epochs import CanonicalEpochs
 from mds_core.streaming.jobdir import default_root, open_job
 from mds_core.streaming.lineage import DataRecord, stream_root
 from mds_core.streaming.local import LocalDataset, select
+from mds_core.streaming.memory import return_freed_memory
 from mds_core.streaming.prefetch import Prefetch, samples_ahead
 from mds_core.streaming.registry import apply_download_defaults, resolve_streams
 from mds_core.streaming.resume import EpochLedger, check_versions, data_fingerprint, validate_state
@@ -321,6 +322,7 @@ class StreamingDataset(DatasetMetrics):
         for stream, reader in zip(self.streams, readers):
             if not len(reader):
                 raise EmptyStreamError(f"Stream contains no samples: {stream.index_source()}; drop it or write samples")
+        return_freed_memory()  # what parsing the indexes freed (3 MiB at 10**4 shards), before workers fork
         return readers
 
     def _order_spec(self, settings: dict[str, Any]) -> OrderSpec:

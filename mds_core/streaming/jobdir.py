@@ -30,6 +30,7 @@ from mds_core.errors import ConfigurationError
 from mds_core.order.world import World
 from mds_core.storage.files import atomic_file, atomic_write, file_lock, process_alive, require_file_locks
 from mds_core.storage.folders import private_folder
+from mds_core.streaming.memory import return_freed_memory
 
 OWNER_FILE = "owner.json"
 USERS = "users"  # one empty file per process using the job directory: <host>-<pid>
@@ -142,6 +143,8 @@ class JobDir:
                         array = np.ascontiguousarray(compute())
                         with atomic_file(path, durable=False) as handle:  # per job: recomputed if lost
                             np.save(handle, array)
+                        del array
+                        return_freed_memory()
             # A worker further ahead may remove the file between the check and the load (it cleans up
             # what it believes done with): compute it again. Once mapped, a removal no longer matters.
             with contextlib.suppress(FileNotFoundError):

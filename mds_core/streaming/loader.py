@@ -14,7 +14,7 @@ from mds_core.storage.handover import open_clients_for_workers
 from mds_core.streaming.collate import collate_for_transit, collate_samples, finish_batch
 from mds_core.streaming.dataset import StreamingDataset, register_with_torch
 from mds_core.streaming.telemetry import BatchWaits, totals
-from mds_core.streaming.world import current_rank
+from mds_core.streaming.world import current_rank, heap_frozen_for_fork
 
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, ...)
 _NUM_WORKERS_POSITION = 5
@@ -85,7 +85,8 @@ class StreamingDataLoader(DataLoader[Any]):
             # Workers fork now unless persistent ones are alive from an earlier epoch (torch's _iterator).
             if self.num_workers > 0 and (self._iterator is None or not self.persistent_workers):
                 open_clients_for_workers(self.dataset.readers)  # workers about to fork take its session over
-        batches = super().__iter__()
+        with heap_frozen_for_fork():  # the workers fork here (none with persistent ones alive)
+            batches = super().__iter__()
         callback, every = self.metrics_callback, self.metrics_every
         while True:
             # The training loop waits for the next batch and for making its columns tensors.

@@ -6,11 +6,12 @@ DataLoader worker from ``torch.utils.data.get_worker_info()``.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import socket
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -141,15 +142,35 @@ def freeze_inherited_heap(checked_in_pid: int | None = None) -> int:
     inherited object (torch's included), copying their pages and holding the GIL for ~100 ms; the
     queue thread that sends the first batch waited for it (a resumed loader's first batch: 0.05 →
     0.18 s). ``gc.freeze`` is what Python's documentation advises for forked children; objects made
-    afterwards are collected as usual. Skipped where the process froze objects already.
+    afterwards are collected as usual. ``StreamingDataLoader`` freezes the heap before its workers fork
+    (``heap_frozen_for_fork``); this covers workers that other loaders fork.
 
-    Returns this process's id; pass it back as ``checked_in_pid`` to skip the check next time:
-    ``gc.get_freeze_count`` walks every frozen object (24 ms after torch's heap is frozen), which a
-    persistent worker would pay at every epoch.
+    Returns this process's id; pass it back as ``checked_in_pid`` to skip the freeze next time (a persistent
+    worker's later epochs).
     """
     pid = os.getpid()
     torch_data = sys.modules.get("torch.utils.data")
-    in_a_worker = checked_in_pid != pid and torch_data is not None and torch_data.get_worker_info() is not None
-    if in_a_worker and gc.get_freeze_count() == 0:
-        gc.freeze()
+    if checked_in_pid != pid and torch_data is not None and torch_data.get_worker_info() is not None:
+        gc.freeze()  # constant time: it moves the generations' lists, where ``gc.get_freeze_count`` walks them
     return pid
+
+
+@contextlib.contextmanager
+def heap_frozen_for_fork() -> Iterator[None]:
+    """While DataLoader workers fork: the parent's objects frozen, so that no worker's collection walks them.
+
+    Python's documentation advises ``gc.freeze`` right before ``fork``. A worker's dataset freezes what it
+    inherited (``freeze_inherited_heap``), but torch's worker set-up runs first, and where the counters it
+    inherited stood near a full collection, that collection walked (and copied) the whole inherited heap: one
+    more import in the library (``ctypes.util``) cost a node of 8 ranks x 2 workers 0.55 GiB and 0.7 s before
+    its first batch. Unfrozen once the workers have forked, so the parent collects as before; left alone where
+    the process froze objects itself.
+    """
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -59,3 +61,37 @@ def test_path_tricks_in_basenames_raise(basename: str) -> None:
 def test_nested_basenames_are_fine() -> None:
     text = _edited(lambda o: o["shards"][0]["raw_data"].update(basename="a/b/shard.00000.mds"))
     assert parse_index(text)[0].raw_data.basename == "a/b/shard.00000.mds"
+
+
+def test_a_parsed_index_keeps_one_copy_of_what_its_shards_repeat() -> None:
+    shards = parse_index(GOOD)
+    first, second = shards[0], shards[1]
+    assert first.column_names is second.column_names and first.column_encodings is second.column_encodings
+    assert first.hashes is second.hashes and first.column_sizes is second.column_sizes
+    assert first.raw_data.hashes != second.raw_data.hashes  # each file's own digests
+
+
+# Parses an index of 10**4 shards in a fresh interpreter and prints how much its anonymous memory grew (MiB).
+_PARSE_10K = """
+from mds_core.format.index import FileInfo, ShardInfo, dumps_index, parse_index
+def anonymous_kib():
+    rollup = open("/proc/self/smaps_rollup").read()
+    return int(rollup.split("Anonymous:")[1].split()[0])
+shards = [
+    ShardInfo(["id", "tokens"], ["int", "ndarray:uint16:4"], [8, None], None, [],
+              FileInfo(f"shard.{i:05}.mds", 160_000, {}), 10_000, 1 << 26, None)
+    for i in range(10_000)
+]
+text = dumps_index(shards).encode()
+del shards
+before = anonymous_kib()
+parsed = parse_index(text)
+print((anonymous_kib() - before) / 1024)
+"""
+
+
+def test_a_parsed_index_of_ten_thousand_shards_keeps_little_memory() -> None:
+    # Each rank holds its parsed index, and each DataLoader worker copies the pages it touches. Parsed into objects
+    # scattered between the JSON's freed ones, 10**4 shards kept 18.6 MiB of Python's memory arenas; now 7.
+    grown = float(subprocess.run([sys.executable, "-c", _PARSE_10K], check=True, capture_output=True, text=True).stdout)
+    assert grown < 10, f"parsing 10**4 shards kept {grown:.1f} MiB"
