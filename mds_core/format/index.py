@@ -198,13 +198,11 @@ def _compacted(shards: list[ShardInfo]) -> list[ShardInfo]:
     return cast(list[ShardInfo], pickle.loads(packed))
 
 
-def parse_shard(entry: Any, where: str, common: dict[tuple[Any, ...], Any] | None = None) -> ShardInfo:
+def parse_shard(entry: Any, where: str, common: dict[tuple[Any, ...], Any]) -> ShardInfo:
     """Validate one shard entry; ``where`` names the index file and shard number.
 
     ``common`` keeps one copy of the lists and digests that the entries of one index repeat (see ``_one_copy``).
     """
-    if common is None:
-        common = {}
     if not isinstance(entry, dict):
         raise InvalidIndexError(f"{where}: a shard entry must be an object, got {type(entry).__name__}")
     missing, extra = SHARD_KEYS - set(entry), set(entry) - SHARD_KEYS

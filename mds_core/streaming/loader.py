@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -80,12 +81,13 @@ class StreamingDataLoader(DataLoader[Any]):
     def __iter__(self) -> Iterator[Any]:  # type: ignore[override]
         self.num_samples_yielded = 0
         self._waits = BatchWaits()
+        # Workers fork now unless persistent ones are alive from an earlier epoch (torch's _iterator).
+        forks = self.num_workers > 0 and (self._iterator is None or not self.persistent_workers)
         if isinstance(self.dataset, StreamingDataset):
             self.dataset.reset_metrics()  # before the workers start, so only this iteration is read
-            # Workers fork now unless persistent ones are alive from an earlier epoch (torch's _iterator).
-            if self.num_workers > 0 and (self._iterator is None or not self.persistent_workers):
+            if forks:
                 open_clients_for_workers(self.dataset.readers)  # workers about to fork take its session over
-        with heap_frozen_for_fork():  # the workers fork here (none with persistent ones alive)
+        with heap_frozen_for_fork() if forks else contextlib.nullcontext():
             batches = super().__iter__()
         callback, every = self.metrics_callback, self.metrics_every
         while True:

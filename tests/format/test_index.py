@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from mds_core.errors import InvalidIndexError, UnsafePathError
 from mds_core.format.index import dumps_index, parse_index
 from tests.golden import GOLDEN
+from tests.streaming.support import anonymous_growth_mib
 
 GOOD = (GOLDEN / "datasets/mixed_zstd/index.json").read_text()
 
@@ -71,12 +70,9 @@ def test_a_parsed_index_keeps_one_copy_of_what_its_shards_repeat() -> None:
     assert first.raw_data.hashes != second.raw_data.hashes  # each file's own digests
 
 
-# Parses an index of 10**4 shards in a fresh interpreter and prints how much its anonymous memory grew (MiB).
-_PARSE_10K = """
+# An index of 10**4 shards, made in a fresh interpreter before the measured parse.
+_INDEX_10K = """
 from mds_core.format.index import FileInfo, ShardInfo, dumps_index, parse_index
-def anonymous_kib():
-    rollup = open("/proc/self/smaps_rollup").read()
-    return int(rollup.split("Anonymous:")[1].split()[0])
 shards = [
     ShardInfo(["id", "tokens"], ["int", "ndarray:uint16:4"], [8, None], None, [],
               FileInfo(f"shard.{i:05}.mds", 160_000, {}), 10_000, 1 << 26, None)
@@ -84,14 +80,11 @@ shards = [
 ]
 text = dumps_index(shards).encode()
 del shards
-before = anonymous_kib()
-parsed = parse_index(text)
-print((anonymous_kib() - before) / 1024)
 """
 
 
 def test_a_parsed_index_of_ten_thousand_shards_keeps_little_memory() -> None:
     # Each rank holds its parsed index, and each DataLoader worker copies the pages it touches. Parsed into objects
     # scattered between the JSON's freed ones, 10**4 shards kept 18.6 MiB of Python's memory arenas; now 7.
-    grown = float(subprocess.run([sys.executable, "-c", _PARSE_10K], check=True, capture_output=True, text=True).stdout)
+    grown = anonymous_growth_mib(_INDEX_10K, "parsed = parse_index(text)")
     assert grown < 10, f"parsing 10**4 shards kept {grown:.1f} MiB"

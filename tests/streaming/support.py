@@ -66,6 +66,24 @@ def run_python(code: str, *args: str, **kwargs: Any) -> subprocess.CompletedProc
     return run(sys.executable, "-c", code, *args, **kwargs)
 
 
+_ANONYMOUS_GROWTH = """
+import sys
+def anonymous_kib():
+    return int(open("/proc/self/smaps_rollup").read().split("Anonymous:")[1].split()[0])
+{setup}
+before = anonymous_kib()
+{measured}
+print((anonymous_kib() - before) / 1024)
+"""
+
+
+def anonymous_growth_mib(setup: str, measured: str, *args: str) -> float:
+    """MiB of anonymous memory a fresh interpreter still holds after running ``measured`` (after ``setup``)."""
+    done = run_python(_ANONYMOUS_GROWTH.format(setup=setup, measured=measured), *args)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return float(done.stdout)
+
+
 def run_ranks(tmp_path: Path, num_ranks: int, ranks_per_node: int, config: dict) -> list[dict]:
     """Start every rank as its own process and return each rank's output."""
     tmp_path.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from mds_core.streaming.jobdir import OWNER_FILE, JobDir, new_job_token, user_dir
-from tests.streaming.support import run_python
+from tests.streaming.support import anonymous_growth_mib, run_python
 
 
 def _compute_in_child(root: str, token: str, marker: str, out) -> None:
@@ -130,22 +130,17 @@ def test_jobs_starting_side_by_side_never_sweep_each_other(tmp_path: Path) -> No
     ]
 
 
-# Computes a million samples' order through a shared array in a fresh interpreter; prints its anonymous growth (MiB).
-_ORDER_OF_A_MILLION = """
-import sys
+# A million samples' order, computed through a shared array in a fresh interpreter.
+_ORDER_SPEC = """
 from mds_core.order import OrderSpec, generate_work
 from mds_core.streaming.jobdir import JobDir
-def anonymous_kib():
-    return int(open("/proc/self/smaps_rollup").read().split("Anonymous:")[1].split()[0])
 spec = OrderSpec(shard_sizes=[[10_000] * 100], shuffle=True, shuffle_seed=17, num_canonical_nodes=8, batch_size=256)
-before = anonymous_kib()
-work = JobDir(sys.argv[1]).shared_array("work", lambda: generate_work(spec, 1, 8, 2, 0))
-print((anonymous_kib() - before) / 1024)
 """
+_SHARED_ORDER = 'work = JobDir(sys.argv[1]).shared_array("work", lambda: generate_work(spec, 1, 8, 2, 0))'
 
 
 def test_the_process_that_computes_a_shared_array_keeps_none_of_its_temporaries(tmp_path: Path) -> None:
     # glibc keeps freed heap pages once a large free has raised its mmap threshold: the worker that computed the
     # order of 10**8 samples kept 18 MiB for the rest of the run, 9.8 MiB at 10**6 (the result is a mapped file).
-    grown = float(run_python(_ORDER_OF_A_MILLION, str(tmp_path)).stdout)
+    grown = anonymous_growth_mib(_ORDER_SPEC, _SHARED_ORDER, str(tmp_path))
     assert grown < 3, f"the computing process kept {grown:.1f} MiB"
