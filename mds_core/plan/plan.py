@@ -7,6 +7,7 @@ modelled part turns the fetches into time (``timing``). Recommendations follow f
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -152,7 +153,7 @@ def plan_training(
     predownload = predownload or samples_ahead(None, batch_size)
     lead = lead_steps(predownload, batch_size, world.workers_per_rank, _PREFETCH_BATCHES)
     replays = _Replays.of(shards, lead, cache_limit, world.num_nodes)
-    check_order_fits(spec.samples_per_epoch, 0, _largest_claim(streams))
+    check_order_fits(spec.samples_per_epoch, 0, functools.partial(_largest_claim, streams))
     scheduled, samples = _scheduled(schedule, stream_names, spec, world, batch_size)
     figures, first_timer = [], None
     for epoch in range(epochs):

@@ -35,14 +35,16 @@ class CanonicalEpochs:
 
         def compute() -> np.ndarray:
             self._job.remove_files(f"work-e{epoch - 2}-", keep=set())  # two epochs back is done everywhere
-            work = generate_work(
-                spec, world.num_nodes, world.ranks_per_node, world.workers_per_rank, epoch, sample_in_epoch
-            )
+            # Checked here, in the one process that computes: the check reads every shard's entry, and a
+            # DataLoader worker that reads them copies the pages they lie on from the rank it forked from.
+            with ordering(self.readers, spec.samples_per_epoch, epoch):
+                work = generate_work(
+                    spec, world.num_nodes, world.ranks_per_node, world.workers_per_rank, epoch, sample_in_epoch
+                )
             # Half the bytes in the node's shared file (and in every worker's pages of it) where ids fit.
             return work.astype(np.int32) if work.size and int(work.max()) < 2**31 else work
 
-        with ordering(self.readers, spec.samples_per_epoch, epoch):
-            work = self._job.shared_array(key, compute)
+        work = self._job.shared_array(key, compute)
         parallel = world.replicate(self.replication)
         return _without_padding(np.asarray(work[parallel.node, parallel.rank_of_node, world.worker_of_rank]))
 

@@ -233,14 +233,17 @@ def ordering(readers: list[LocalDataset], samples: int, epoch: int) -> Iterator[
     The order takes memory in proportion to the samples the indexes claim, and is computed before
     any shard is opened: an index whose counts are damaged, but agree with its own file sizes, shows here.
     """
-    count, index, shard_id = max((s.samples, r.index_source, i) for r in readers for i, s in enumerate(r.shards))
-    largest = f"{index}: shard {shard_id} claims the most ({count:,} samples)"
+
+    def largest() -> str:
+        count, index, shard_id = max((s.samples, r.index_source, i) for r in readers for i, s in enumerate(r.shards))
+        return f"{index}: shard {shard_id} claims the most ({count:,} samples)"
+
     check_order_fits(samples, epoch, largest)
     try:
         yield
     except MemoryError as err:
         raise EpochMemoryError(
-            f"epoch {epoch}: the order of its {samples:,} samples does not fit in memory; {largest}. If the "
+            f"epoch {epoch}: the order of its {samples:,} samples does not fit in memory; {largest()}. If the "
             "data is not that large, that index is damaged: `mds verify` checks it against the shard files"
         ) from err
 

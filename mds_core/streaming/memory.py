@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from collections.abc import Callable
 
 from mds_core.errors import EpochMemoryError
 
@@ -21,16 +22,17 @@ ORDER_BYTES_PER_SAMPLE = 48
 _CGROUP = "/sys/fs/cgroup"
 
 
-def check_order_fits(samples: int, epoch: int, largest: str) -> None:
+def check_order_fits(samples: int, epoch: int, largest: Callable[[], str]) -> None:
     """Refuse (``EpochMemoryError``) an order of ``samples`` that would not fit in the memory available.
 
-    ``largest`` names the index entry that claims the most samples, for the message.
+    ``largest()`` names the index entry that claims the most samples, for the message: called only
+    then, since finding it reads every entry.
     """
     needed, available = samples * ORDER_BYTES_PER_SAMPLE, available_memory()
     if available is not None and needed > available:
         raise EpochMemoryError(
             f"epoch {epoch}: the order of its {samples:,} samples needs about {needed / 2**30:.1f} GiB, more than "
-            f"the {available / 2**30:.1f} GiB of memory available; {largest}. If the data is not that large, "
+            f"the {available / 2**30:.1f} GiB of memory available; {largest()}. If the data is not that large, "
             "that index is damaged or hostile: `mds verify` checks it against the shard files"
         )
 

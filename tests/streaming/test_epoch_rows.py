@@ -7,6 +7,7 @@ import mmap
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from mds_core import StreamingDataset
 from mds_core.streaming.epochs import _without_padding
@@ -40,3 +41,23 @@ def test_the_node_order_is_int32_and_a_worker_reads_a_view_of_it(tmp_path: Path)
     assert isinstance(row, np.ndarray)  # an unscheduled epoch
     assert sorted(row.tolist()) == list(range(NUM_SAMPLES))
     assert isinstance(memory_owner(row), mmap.mmap)  # the shared file's map, not a copy
+
+
+def test_only_the_process_that_computes_the_order_checks_it_against_the_indexes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The check reads every shard's index entry. A DataLoader worker that reads them copies the pages they lie on
+    # from the rank it forked from (2.7 MiB a worker at 10**4 shards), so a worker that finds the order computed
+    # must not check it, and the entries are read only to name the largest claim in a refusal.
+    checks: list[tuple[int, int]] = []
+    monkeypatch.setattr(
+        "mds_core.streaming.local.check_order_fits",
+        lambda samples, epoch, largest: checks.append((samples, epoch)),  # accepts without naming the largest
+    )
+    root = write_rows(tmp_path / "data", {"id": "int"}, ({"id": i} for i in range(NUM_SAMPLES)), size_limit="1kb")
+    dataset = StreamingDataset(local=str(root), shuffle=True, batch_size=4, job_root=str(tmp_path / "jobs"))
+    first = dataset._epochs.row(dataset.world, 0, 0, None)
+    again = dataset._epochs.row(dataset.world, 0, 0, None)  # as the rank's second worker finds it
+    assert isinstance(first, np.ndarray) and isinstance(again, np.ndarray)  # an unscheduled epoch
+    assert first.tolist() == again.tolist()
+    assert checks == [(NUM_SAMPLES, 0)]

@@ -121,6 +121,7 @@ class UnitShuffler:
     def __init__(self, workers: int | None = None) -> None:
         workers = workers if workers is not None else min(8, os.cpu_count() or 1)
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="mds-shuffle") if workers > 1 else None
+        self.threads = workers if self._pool is not None else 1  # how many ``run`` calls may run at once
         self._pending: list[Future[None]] = []
 
     def shuffle(self, piece: NDArray[np.integer], rng: np.random.Generator) -> None:

@@ -13,6 +13,7 @@ its draws in step, which costs a fraction of shuffling them.
 from __future__ import annotations
 
 import functools
+import queue
 import warnings
 from collections.abc import Sequence
 
@@ -144,13 +145,25 @@ def _gather(
 ) -> None:
     """``out[:] = table[index]`` in chunks on the shuffler's threads (numpy releases the GIL).
 
-    ``np.take`` wants ``out`` of the table's dtype, and random reads overlap their cache misses
-    better from several cores.
+    Random reads overlap their cache misses better from several cores. Each chunk goes through a
+    buffer made here, on the calling thread: a chunk-sized temporary made on a worker thread comes
+    from that thread's malloc arena, whose top glibc keeps after the threads end (8 MiB in the
+    process that ordered 10**8 samples, for the rest of the run). ``np.take`` wants its ``out`` in
+    the table's dtype, hence the buffer and the widening copy.
     """
+    buffers: queue.SimpleQueue[NDArray[np.integer]] = queue.SimpleQueue()
+    for _ in range(shuffler.threads):
+        buffers.put(np.empty(min(_GATHER_CHUNK, len(index)), table.dtype))
 
     def gather(start: int) -> None:
-        stop = start + _GATHER_CHUNK
-        out[start:stop] = table[index[start:stop]]
+        stop = min(start + _GATHER_CHUNK, len(index))
+        buffer = buffers.get()
+        try:
+            # "clip" takes in place: the index holds positions of the table ("raise" would copy out first).
+            np.take(table, index[start:stop], out=buffer[: stop - start], mode="clip")
+            out[start:stop] = buffer[: stop - start]
+        finally:
+            buffers.put(buffer)
 
     for start in range(0, len(index), _GATHER_CHUNK):
         shuffler.run(functools.partial(gather, start))
