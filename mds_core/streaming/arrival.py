@@ -16,6 +16,28 @@ DECODE_BYTES = 1 << 20
 MIN_DECODE_BLOCK, MAX_DECODE_BLOCK = 256, 4096
 
 
+class ShardOwners(Sequence[tuple[Any, int]]):
+    """``owners[shard]``: the (reader, shard of that reader) holding each global shard id, kept as arrays.
+
+    A list of tuples read by a forked DataLoader worker has each tuple's count written, which copies
+    the page it lies on from the rank: 0.5 MiB a worker for the 146 shards of a first batch of 10**8
+    samples in 10**4 shards.
+    """
+
+    def __init__(self, readers: Sequence[Any]) -> None:
+        counts = [len(reader.shards) for reader in readers]
+        self._readers = list(readers)
+        self._reader_of = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
+        self._first = np.cumsum([0, *counts[:-1]], dtype=np.int64)  # each reader's first global shard id
+
+    def __len__(self) -> int:
+        return len(self._reader_of)
+
+    def __getitem__(self, shard: Any) -> Any:  # a global shard id (int or numpy integer)
+        reader = int(self._reader_of[shard])
+        return self._readers[reader], int(shard) - int(self._first[reader])
+
+
 def decode_block_size(total_bytes: int, samples: int) -> int:
     """How many samples to decode together when they average ``total_bytes / samples`` bytes."""
     mean = max(1, total_bytes // max(1, samples))

@@ -23,7 +23,7 @@ from mds_core.format.index import ShardInfo
 from mds_core.order import OrderSpec
 from mds_core.order.schedule import Schedule
 from mds_core.order.world import World
-from mds_core.streaming.arrival import block_bounds, decode_as_ready, decode_block_size, decode_in_order
+from mds_core.streaming.arrival import ShardOwners, block_bounds, decode_as_ready, decode_block_size, decode_in_order
 from mds_core.streaming.cache_limit import apply_cache_limit, parse_cache_limit
 from mds_core.streaming.dataset_metrics import DatasetMetrics
 from mds_core.streaming.epochs import CanonicalEpochs
@@ -336,7 +336,7 @@ class StreamingDataset(DatasetMetrics):
     def _tabulate_shards(self) -> None:
         """Every shard of every stream in global order, so that iteration maps ids to shards in bulk."""
         self._stream_ends = list(accumulate(len(reader) for reader in self.readers))
-        self._shard_owners = [(reader, i) for reader in self.readers for i in range(len(reader.shards))]
+        self._shard_owners = ShardOwners(self.readers)
         sizes = np.array([shard.samples for reader in self.readers for shard in reader.shards], np.int64)
         self._shard_ends = np.cumsum(sizes)
         self._shard_starts = self._shard_ends - sizes

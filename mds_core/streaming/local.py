@@ -71,6 +71,12 @@ class LocalDataset:
         self._ends = list(accumulate(s.samples for s in self.shards))
         self._starts = [end - s.samples for end, s in zip(self._ends, self.shards)]
         self._readers: list[ShardReader | None] = [None] * len(self.shards)
+        # What opening a shard reads, as arrays: a DataLoader worker that reads a shard's index entry writes
+        # the counts of its objects, copying the pages they lie on from the rank (1.3 MiB a worker for the
+        # 146 shards of a first batch of 10**8 samples in 10**4 shards).
+        self._samples_of = np.array([s.samples for s in self.shards], np.int64)
+        self._bytes_of = np.array([s.raw_data.bytes for s in self.shards], np.int64)
+        self._plain_name_of = np.array([b"" if s.zip_data else s.raw_data.basename.encode() for s in self.shards])
         # Set by Stream for remote data: fetches shards into this directory on first use.
         self.shard_cache: Any = None
         # With a cache limit, at most this many shards stay mapped, so evicted files free their disk.
@@ -146,17 +152,11 @@ class LocalDataset:
         Args:
             shard_id: the shard's position in the index.
         """
-        shard = self.shards[shard_id]
+        samples, size = int(self._samples_of[shard_id]), int(self._bytes_of[shard_id])
         for attempt in range(3):
-            path = (
-                self.shard_cache.ensure(shard_id)
-                if self.shard_cache
-                else raw_shard_path(self.root, shard, self.cache_dir)
-            )
+            path = self._raw_path(shard_id)
             try:
-                reader = ShardReader.open(
-                    path, self._schemas[shard_id], shard.samples, shard.raw_data.bytes, self.writable
-                )
+                reader = ShardReader.open(path, self._schemas[shard_id], samples, size, self.writable)
                 break
             except FileNotFoundError:
                 if self.shard_cache is None or attempt == 2:
@@ -166,6 +166,14 @@ class LocalDataset:
         if self.max_open is not None:
             self._close_oldest(keep=shard_id)
         return reader
+
+    def _raw_path(self, shard_id: int) -> str:
+        """Where the shard's raw file is: fetched, decompressed, or (a plain shard) in the directory."""
+        if self.shard_cache:
+            return self.shard_cache.ensure(shard_id)  # type: ignore[no-any-return]
+        if name := self._plain_name_of[shard_id]:  # a missing file is reported by the caller
+            return os.path.join(self.root, name.decode())
+        return raw_shard_path(self.root, self.shards[shard_id], self.cache_dir)
 
     def close_if_deleted(self, shard_id: int) -> None:
         """Close the shard's reader if its file is gone, so the next read fetches it again.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -19,7 +19,9 @@ class Prefetch:
         length: how many samples this worker reads.
     """
 
-    def __init__(self, owners: list[tuple[Any, int]], shards_of: Callable[[int, int], np.ndarray], length: int) -> None:
+    def __init__(
+        self, owners: Sequence[tuple[Any, int]], shards_of: Callable[[int, int], np.ndarray], length: int
+    ) -> None:
         self._owners, self._shards_of, self._length = owners, shards_of, length
         self._position = 0  # samples looked at so far
         self._requested: set[int] = set()
