@@ -20,8 +20,7 @@ class ShardOwners(Sequence[tuple[Any, int]]):
     """``owners[shard]``: the (reader, shard of that reader) holding each global shard id, kept as arrays.
 
     A list of tuples read by a forked DataLoader worker has each tuple's count written, which copies
-    the page it lies on from the rank: 0.5 MiB a worker for the 146 shards of a first batch of 10**8
-    samples in 10**4 shards.
+    the page it lies on from the rank (see ``LocalDataset``'s arrays for the index entries).
     """
 
     def __init__(self, readers: Sequence[Any]) -> None:
