@@ -1,8 +1,9 @@
 """What a DataLoader worker copies from the rank it forked from, as it reads its first samples.
 
 A worker shares the rank's pages until it writes to them, and reading a Python object writes its count.
-Reading every shard's index entry, or a tuple per shard, copied 12 KiB a shard: 1.8 MiB a worker for the
-146 shards of a first batch at 10**8 samples in 10**4 shards (benchmarks/bench_scale.py).
+Opening a shard read its index entry and a tuple per shard: forked from a dataset of 10**4 shards, a process
+that opened every shard grew 22.9 MiB, 18.8 MiB once opening read neither (the arrays of ``LocalDataset``,
+``ShardOwners``).
 """
 
 from __future__ import annotations
