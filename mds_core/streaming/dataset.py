@@ -337,10 +337,10 @@ class StreamingDataset(DatasetMetrics):
         """Every shard of every stream in global order, so that iteration maps ids to shards in bulk."""
         self._stream_ends = list(accumulate(len(reader) for reader in self.readers))
         self._shard_owners = ShardOwners(self.readers)
-        sizes = np.array([shard.samples for reader in self.readers for shard in reader.shards], np.int64)
+        sizes = np.concatenate([reader.shard_samples for reader in self.readers])
         self._shard_ends = np.cumsum(sizes)
         self._shard_starts = self._shard_ends - sizes
-        raw = sum(shard.raw_data.bytes for reader in self.readers for shard in reader.shards)
+        raw = sum(int(reader.shard_bytes.sum()) for reader in self.readers)
         self._decode_block = decode_block_size(raw, int(sizes.sum()))
 
     def _fingerprint(self) -> str:

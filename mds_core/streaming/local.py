@@ -74,8 +74,8 @@ class LocalDataset:
         # What opening a shard reads, as arrays: a DataLoader worker that reads a shard's index entry writes
         # the counts of its objects, copying the pages they lie on from the rank (with ShardOwners, 4.1 MiB
         # a worker that opens each of 10**4 shards).
-        self._samples_of = np.array([s.samples for s in self.shards], np.int64)
-        self._bytes_of = np.array([s.raw_data.bytes for s in self.shards], np.int64)
+        self.shard_samples = np.array([s.samples for s in self.shards], np.int64)  # per shard, read-only
+        self.shard_bytes = np.array([s.raw_data.bytes for s in self.shards], np.int64)  # raw file sizes, read-only
         self._plain_name_of = np.array([b"" if s.zip_data else s.raw_data.basename.encode() for s in self.shards])
         # Set by Stream for remote data: fetches shards into this directory on first use.
         self.shard_cache: Any = None
@@ -152,7 +152,7 @@ class LocalDataset:
         Args:
             shard_id: the shard's position in the index.
         """
-        samples, size = int(self._samples_of[shard_id]), int(self._bytes_of[shard_id])
+        samples, size = int(self.shard_samples[shard_id]), int(self.shard_bytes[shard_id])
         for attempt in range(3):
             path = self._raw_path(shard_id)
             try:
