@@ -200,8 +200,11 @@ def run_node(
             tell(proc, "go")
         ranks = [json.loads(hear(proc)) for proc in procs]
         processes = node_processes(procs)
-        memory, peak = node_bytes(processes, jobs, shm_before), peak_bytes(processes)
+        memory = node_bytes(processes, jobs, shm_before)
         requests = store.requests_since(mark) if store else {}
+        ordered_at = wait_for_whole_order(jobs) if library == "ours" else max(r["first"] for r in ranks)
+        processes = node_processes(procs)
+        ordered, peak = node_bytes(processes, jobs, shm_before), peak_bytes(processes)
         for proc in procs:
             tell(proc, "exit")
         for proc in procs:
@@ -219,10 +222,31 @@ def run_node(
         seconds=max(r["first"] for r in ranks) - min(r["go"] for r in ranks),
         node_gib=memory / 2**30,
         grown_gib=(memory - imported) / 2**30,
+        ordered_seconds=ordered_at - min(r["go"] for r in ranks),
+        ordered_gib=ordered / 2**30,
         peak_gib=peak / 2**30,
         sample_in_epoch=sample_in_epoch,
         **requests,
     )
+
+
+def _median(rows: list[dict[str, Any]], key: str) -> float:
+    return harness.median_of(r[key] for r in rows)
+
+
+def wait_for_whole_order(jobs: Path, timeout: float = 600.0) -> float:
+    """When mds_core's node had made the whole epoch's order: its first batches come before it (``StagedRow``).
+
+    The node's memory is measured again then, and its largest process's peak, which the making of the order sets.
+    """
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if any(not path.name.endswith("-head.npy") for path in jobs.rglob("work-e0-*.npy")):
+            done = time.time()
+            time.sleep(1.0)  # the process that made it frees its temporaries after storing it
+            return done
+        time.sleep(0.05)
+    raise RuntimeError(f"no whole epoch order appeared in {jobs} within {timeout:.0f} s")
 
 
 # ----------------------------------------------------------------------------- report
@@ -255,15 +279,12 @@ def report(results: dict[tuple[int, str, str], list[dict[str, Any]]], sizes: lis
     )
     lines += [
         "| samples (shards) | point | mds_core s | Mosaic s | mds_core ÷ Mosaic | node memory GiB: "
-        "mds_core / Mosaic | ÷ | beyond the imports: mds_core / Mosaic | ÷ | largest process's peak RSS GiB |",
-        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|",
+        "mds_core / Mosaic | ÷ | beyond the imports: mds_core / Mosaic | ÷ |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for samples, shards in sizes:
         for point in POINTS:
             ours, theirs = results[(samples, point, "ours")], results[(samples, point, "mosaic")]
-
-            def med(rows: list[dict[str, Any]], key: str) -> float:
-                return harness.median_of(r[key] for r in rows)
 
             time_ratio = harness.ratio_cell(
                 harness.ratio_of_medians([r["seconds"] for r in ours], [r["seconds"] for r in theirs]), 0.5, True
@@ -272,11 +293,10 @@ def report(results: dict[tuple[int, str, str], list[dict[str, Any]]], sizes: lis
                 harness.ratio_of_medians([r["grown_gib"] for r in ours], [r["grown_gib"] for r in theirs]), 0.5, True
             )
             lines.append(
-                f"| {samples:.0e} ({shards:,}) | {point} | {med(ours, 'seconds'):.2f} | {med(theirs, 'seconds'):.2f} "
-                f"| {time_ratio} | {med(ours, 'node_gib'):.2f} / {med(theirs, 'node_gib'):.2f} "
-                f"| {med(ours, 'node_gib') / med(theirs, 'node_gib'):.2f}× "
-                f"| {med(ours, 'grown_gib'):.2f} / {med(theirs, 'grown_gib'):.2f} | {grown} "
-                f"| {med(ours, 'peak_gib'):.2f} / {med(theirs, 'peak_gib'):.2f} |"
+                f"| {samples:.0e} ({shards:,}) | {point} | {_median(ours, 'seconds'):.2f} | {_median(theirs, 'seconds'):.2f} "
+                f"| {time_ratio} | {_median(ours, 'node_gib'):.2f} / {_median(theirs, 'node_gib'):.2f} "
+                f"| {_median(ours, 'node_gib') / _median(theirs, 'node_gib'):.2f}× "
+                f"| {_median(ours, 'grown_gib'):.2f} / {_median(theirs, 'grown_gib'):.2f} | {grown} |"
             )
     failed = ", ".join(
         f"{name} {sum(r['failed_runs'] for key, rows in results.items() if key[2] == lib for r in rows)}"
@@ -286,7 +306,33 @@ def report(results: dict[tuple[int, str, str], list[dict[str, Any]]], sizes: lis
     from scale_s3 import request_table
 
     extra = request_table(results, sizes, POINTS, NAMES) if args.store == "s3" else []
-    return "\n".join(lines + growth(results, sizes) + extra) + "\n"
+    return "\n".join(lines + once_ordered(results, sizes) + growth(results, sizes) + extra) + "\n"
+
+
+def once_ordered(results: dict[tuple[int, str, str], list[dict[str, Any]]], sizes: list[tuple[int, int]]) -> list[str]:
+    """The node once the whole epoch's order is made: mds_core makes it after the first batches, Mosaic before."""
+    lines = [
+        "",
+        "Once the whole epoch's order is made (mds_core makes it on a thread after the first batches; Mosaic before "
+        "them), medians: seconds from the signal, the node's memory, and the largest process's peak RSS "
+        "(`VmHWM`, set by the process that made the order):",
+        "",
+        "| samples (shards) | point | seconds: mds_core / Mosaic | node memory GiB: mds_core / Mosaic | ÷ "
+        "| largest peak GiB: mds_core / Mosaic |",
+        "|---|---|--:|--:|--:|--:|",
+    ]
+    for samples, shards in sizes:
+        for point in POINTS:
+            ours, theirs = results[(samples, point, "ours")], results[(samples, point, "mosaic")]
+
+            lines.append(
+                f"| {samples:.0e} ({shards:,}) | {point} "
+                f"| {_median(ours, 'ordered_seconds'):.2f} / {_median(theirs, 'ordered_seconds'):.2f} "
+                f"| {_median(ours, 'ordered_gib'):.2f} / {_median(theirs, 'ordered_gib'):.2f} "
+                f"| {_median(ours, 'ordered_gib') / _median(theirs, 'ordered_gib'):.2f}× "
+                f"| {_median(ours, 'peak_gib'):.2f} / {_median(theirs, 'peak_gib'):.2f} |"
+            )
+    return lines
 
 
 def growth(results: dict[tuple[int, str, str], list[dict[str, Any]]], sizes: list[tuple[int, int]]) -> list[str]:

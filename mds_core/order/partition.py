@@ -157,6 +157,39 @@ def partition_orig(
     return work.transpose(0, 1, 3, 2, 4)  # a view, as the reference returns; copying costs ~N
 
 
+def leading_rounds(
+    num_samples: int,
+    num_canonical_nodes: int,
+    num_physical_nodes: int,
+    ranks_per_node: int,
+    workers_per_rank: int,
+    batch_size: int,
+    drop_first: int,
+    rounds: int,
+) -> NDArray[np.int64] | None:
+    """``partition_orig(...)[:, :, :, :rounds]`` without building the rest, or ``None`` if they reach the end.
+
+    The first ``rounds`` batches of every worker are the first ``P*R*W*B*rounds`` entries of the
+    interleaved sequence: entry ``q + P*(k + R*(s + B*(w + W*t)))`` is node ``q``, rank ``k``, worker
+    ``w``, batch ``t``, slot ``s``. Only columns before each canonical row's last one are plain
+    positions (repeats and node padding sit at the end), so a head that reaches them is refused.
+    """
+    p, r, w, b, c = num_physical_nodes, ranks_per_node, workers_per_rank, batch_size, num_canonical_nodes
+    _require_compatible(c, p)
+    drop_first -= drop_first % p
+    if num_samples <= c:
+        return None
+    skipped_columns, offset = divmod(drop_first, c)
+    need = p * r * w * b * rounds
+    columns = -(-(offset + need) // c)
+    if skipped_columns + columns > -(-num_samples // c) - 1:
+        return None
+    starts = np.arange(c, dtype=np.int64) * num_samples // c
+    rows = starts[:, None] + np.arange(skipped_columns, skipped_columns + columns, dtype=np.int64)[None, :]
+    sequence = rows.T.ravel()[offset : offset + need]
+    return sequence.reshape(rounds, w, b, r, p).transpose(4, 3, 1, 0, 2)
+
+
 def partition_relaxed(
     num_samples: int,
     num_canonical_nodes: int,

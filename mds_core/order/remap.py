@@ -33,6 +33,24 @@ def first_read_per_node(positions: NDArray[np.int64], num_samples: int, num_cano
     return starts
 
 
+def read_span_per_node(
+    positions: NDArray[np.int64], num_samples: int, num_canonical_nodes: int
+) -> tuple[list[int], list[int]]:
+    """Per CN, the offsets within it of the first position ``positions`` reads and of one past the last.
+
+    For a few positions (an epoch's first batches): they are sorted. A CN it does not read gets an
+    empty span.
+    """
+    read = np.sort(positions[positions >= 0], axis=None)
+    starts, stops = [], []
+    for cn in range(num_canonical_nodes):
+        lo, hi = num_samples * cn // num_canonical_nodes, num_samples * (cn + 1) // num_canonical_nodes
+        first, last = np.searchsorted(read, [lo, hi]).tolist()
+        starts.append(int(read[first]) - lo if last > first else 0)
+        stops.append(int(read[last - 1]) - lo + 1 if last > first else 0)
+    return starts, stops
+
+
 def take_keeping_padding(table: NDArray[np.int64], positions: NDArray[np.int64]) -> NDArray[np.int64]:
     """``table[positions]`` where positions are ``>= 0``; ``-1`` padding stays ``-1``."""
     out = table[positions]  # a -1 reads the last entry, which is overwritten just below

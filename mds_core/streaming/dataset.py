@@ -36,6 +36,7 @@ from mds_core.streaming.registry import apply_download_defaults, resolve_streams
 from mds_core.streaming.resume import EpochLedger, check_versions, data_fingerprint, validate_state
 from mds_core.streaming.scheduled import ScheduledEpochs
 from mds_core.streaming.scheduled import fingerprint as scheduled_fingerprint
+from mds_core.streaming.staged import ready, slices
 from mds_core.streaming.stream import Stream
 from mds_core.streaming.telemetry import WorkerMetrics
 from mds_core.streaming.world import freeze_inherited_heap, in_worker, rank_world
@@ -214,18 +215,18 @@ class StreamingDataset(DatasetMetrics):
         row = self._epochs.row(world, start.epoch, start.sample_in_epoch, start.state)
         self._worker_metrics = self._start_metrics(world)
         if not any(stream.remote for stream in self.streams):
-            for begin in range(0, len(row), _ITER_CHUNK):
-                yield from self._samples(row[begin : begin + _ITER_CHUNK])
+            for _, ids in slices(row, _ITER_CHUNK):
+                yield from self._samples(ids)
             return
         prefetch = Prefetch(
-            self._shard_owners, lambda a, b: np.searchsorted(self._shard_ends, row[a:b], side="right"), len(row)
+            self._shard_owners, lambda a, b: np.searchsorted(self._shard_ends, row[a:b], side="right"), ready(row)
         )
         step = max(1, min(_ITER_CHUNK, self.predownload))
         wait = True
         try:
-            for begin in range(0, len(row), step):
+            for begin, ids in slices(row, step):
                 prefetch.up_to(begin + step + self.predownload)  # downloads run ahead, in sample order
-                yield from self._samples(row[begin : begin + step], refetch_deleted=True)
+                yield from self._samples(ids, refetch_deleted=True)
         except GeneratorExit:  # left early (``next(iter(ds))``, ``break``): running downloads end in the background
             wait = False
             raise

@@ -1,7 +1,7 @@
 """The reference's epochs.
 
 Each epoch's order computed once per node for the world, shared through the job directory, and read by each worker as
-its own row (``mds_core.order.generate_work``).
+its own row (``mds_core.order.generate_work``); its first batches are made first (``generate_head``, ``StagedRow``).
 """
 
 from __future__ import annotations
@@ -12,10 +12,14 @@ import hashlib
 import numpy as np
 
 from mds_core.order import OrderSpec, generate_work
+from mds_core.order.work import generate_head
 from mds_core.order.world import World
 from mds_core.streaming.jobdir import JobDir
 from mds_core.streaming.local import LocalDataset, ordering
 from mds_core.streaming.resume import OrderState
+from mds_core.streaming.staged import StagedRow
+
+HEAD_ROUNDS = 16  # batches per worker made before the rest of the epoch's order (StagedRow)
 
 
 class CanonicalEpochs:
@@ -27,26 +31,38 @@ class CanonicalEpochs:
         self._job, self.readers, self.order_spec = job, readers, spec
         self.replication, self.shuffle_seed = replication, shuffle_seed
 
-    def row(self, world: World, epoch: int, sample_in_epoch: int, state: OrderState | None) -> np.ndarray:
-        """This worker's sample ids for the epoch, computed once per node and shared."""
+    def row(self, world: World, epoch: int, sample_in_epoch: int, state: OrderState | None) -> np.ndarray | StagedRow:
+        """This worker's sample ids for the epoch, computed once per node and shared.
+
+        Where the settings allow it, the first batches come at once and the rest on a thread (:class:`StagedRow`).
+        """
         spec = self._spec_for(state, world)
         shape = f"{world.num_nodes}x{world.ranks_per_node}x{world.workers_per_rank}"
         key = f"work-e{epoch}-s{sample_in_epoch}-{shape}-{_short_hash(repr(spec))}"
+        sizes = (world.num_nodes, world.ranks_per_node, world.workers_per_rank, epoch, sample_in_epoch)
+
+        def compute_head() -> np.ndarray:
+            with ordering(self.readers, spec.samples_per_epoch, epoch):  # refused here, before any batch
+                head = generate_head(spec, *sizes, HEAD_ROUNDS)
+            return np.empty(0, np.int32) if head is None else _narrow(head)
 
         def compute() -> np.ndarray:
             self._job.remove_files(f"work-e{epoch - 2}-", keep=set())  # two epochs back is done everywhere
             # Checked here, in the one process that computes: the check reads every shard's entry, and a
             # DataLoader worker that reads them copies the pages they lie on from the rank it forked from.
             with ordering(self.readers, spec.samples_per_epoch, epoch):
-                work = generate_work(
-                    spec, world.num_nodes, world.ranks_per_node, world.workers_per_rank, epoch, sample_in_epoch
-                )
-            # Half the bytes in the node's shared file (and in every worker's pages of it) where ids fit.
-            return work.astype(np.int32) if work.size and int(work.max()) < 2**31 else work
+                return _narrow(generate_work(spec, *sizes))
 
-        work = self._job.shared_array(key, compute)
         parallel = world.replicate(self.replication)
-        return _without_padding(np.asarray(work[parallel.node, parallel.rank_of_node, world.worker_of_rank]))
+
+        def of_this_worker(work: np.ndarray) -> np.ndarray:
+            return _without_padding(np.asarray(work[parallel.node, parallel.rank_of_node, world.worker_of_rank]))
+
+        def whole() -> np.ndarray:
+            return of_this_worker(self._job.shared_array(key, compute))
+
+        head = self._job.shared_array(f"{key}-head", compute_head)
+        return StagedRow(of_this_worker(head), whole) if head.size else whole()
 
     def _spec_for(self, state: OrderState | None, world: World) -> OrderSpec:
         """The order settings, with a resumed state's canonical nodes, seed and initial node count."""
@@ -62,6 +78,11 @@ class CanonicalEpochs:
             initial_physical_nodes=state["initial_physical_nodes"],
             weights_seed=self.shuffle_seed,  # the reference weighs streams once, with the constructor's seed
         )
+
+
+def _narrow(work: np.ndarray) -> np.ndarray:
+    """Half the bytes in the node's shared file (and in every worker's pages of it) where ids fit."""
+    return work.astype(np.int32) if work.size and int(work.max()) < 2**31 else work
 
 
 def _without_padding(work: np.ndarray) -> np.ndarray:

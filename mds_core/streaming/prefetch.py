@@ -16,20 +16,21 @@ class Prefetch:
         owners: for every global shard id, ``(LocalDataset, shard id within it)``.
         shards_of: ``shards_of(start, end)`` is the global shard id of each of this worker's samples
             ``start .. end - 1``, in order (asked for in consecutive spans, as the consumer advances).
-        length: how many samples this worker reads.
+        ready: how many of this worker's samples are known now (all of them, or the first batches
+            while the rest of the epoch's order is being made).
     """
 
     def __init__(
-        self, owners: Sequence[tuple[Any, int]], shards_of: Callable[[int, int], np.ndarray], length: int
+        self, owners: Sequence[tuple[Any, int]], shards_of: Callable[[int, int], np.ndarray], ready: Callable[[], int]
     ) -> None:
-        self._owners, self._shards_of, self._length = owners, shards_of, length
+        self._owners, self._shards_of, self._ready = owners, shards_of, ready
         self._position = 0  # samples looked at so far
         self._requested: set[int] = set()
         self._caches: dict[int, Any] = {}
 
     def up_to(self, position: int) -> None:
         """Request every shard first needed before sample ``position`` of this worker's sequence."""
-        end = min(position, self._length)
+        end = min(position, self._ready())
         if end <= self._position:
             return
         span = self._shards_of(self._position, end)

@@ -11,6 +11,7 @@ import pytest
 
 from mds_core import StreamingDataset
 from mds_core.streaming.epochs import _without_padding
+from mds_core.streaming.staged import StagedRow
 from tests.streaming.support import memory_owner, write_rows
 
 NUM_SAMPLES = 103  # not a multiple of the batch: the order is padded
@@ -35,12 +36,15 @@ def test_the_node_order_is_int32_and_a_worker_reads_a_view_of_it(tmp_path: Path)
     root = write_rows(tmp_path / "data", {"id": "int"}, ({"id": i} for i in range(NUM_SAMPLES)), size_limit="1kb")
     dataset = StreamingDataset(local=str(root), shuffle=True, batch_size=4, job_root=str(tmp_path / "jobs"))
     assert sorted(sample["id"] for sample in dataset) == list(range(NUM_SAMPLES))
-    [stored] = list((tmp_path / "jobs").rglob("work-e0-*.npy"))
-    assert np.load(stored, mmap_mode="r").dtype == np.int32
+    stored = sorted((tmp_path / "jobs").rglob("work-e0-*.npy"), key=lambda path: path.name)
+    assert [path.name.endswith("-head.npy") for path in stored] == [True, False]  # the first batches, the whole order
+    assert [np.load(path, mmap_mode="r").dtype for path in stored] == [np.int32, np.int32]
     row = dataset._epochs.row(dataset.world, 0, 0, None)
-    assert isinstance(row, np.ndarray)  # an unscheduled epoch
-    assert sorted(row.tolist()) == list(range(NUM_SAMPLES))
-    assert isinstance(memory_owner(row), mmap.mmap)  # the shared file's map, not a copy
+    assert isinstance(row, StagedRow)  # an unscheduled epoch, long enough for its first batches to come first
+    whole = row.whole()
+    assert sorted(whole.tolist()) == list(range(NUM_SAMPLES))
+    assert row[0:10].tolist() == whole[:10].tolist()
+    assert isinstance(memory_owner(whole), mmap.mmap)  # the shared file's map, not a copy
 
 
 def test_only_the_process_that_computes_the_order_checks_it_against_the_indexes(
@@ -57,7 +61,9 @@ def test_only_the_process_that_computes_the_order_checks_it_against_the_indexes(
     root = write_rows(tmp_path / "data", {"id": "int"}, ({"id": i} for i in range(NUM_SAMPLES)), size_limit="1kb")
     dataset = StreamingDataset(local=str(root), shuffle=True, batch_size=4, job_root=str(tmp_path / "jobs"))
     first = dataset._epochs.row(dataset.world, 0, 0, None)
+    assert isinstance(first, StagedRow)
+    first.whole()
     again = dataset._epochs.row(dataset.world, 0, 0, None)  # as the rank's second worker finds it
-    assert isinstance(first, np.ndarray) and isinstance(again, np.ndarray)  # an unscheduled epoch
-    assert first.tolist() == again.tolist()
-    assert checks == [(NUM_SAMPLES, 0)]
+    assert isinstance(again, StagedRow)
+    assert first.whole().tolist() == again.whole().tolist()
+    assert checks == [(NUM_SAMPLES, 0)] * 2  # the first batches, then the whole order

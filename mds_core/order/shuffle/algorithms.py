@@ -169,6 +169,7 @@ def get_shuffle(
     block_size: int = 1 << 18,
     *,
     starts: Sequence[int] | None = None,
+    stops: Sequence[int] | None = None,
 ) -> NDArray[np.int64]:
     """The epoch's permutation of sample positions, identical to Mosaic Streaming 0.13's.
 
@@ -182,6 +183,8 @@ def get_shuffle(
         starts: per CN, how many of its leading positions the caller will not read (a resumed
             epoch's). Those may be left unset, which ``py1e`` uses to skip most of the work before
             a resumption point; every other position is exactly as without ``starts``.
+        stops: per CN, where the positions the caller will read end (the window of an epoch's first
+            batches): with ``py1e``, the positions from there on are left unset too.
 
     Returns:
         int64 array, a permutation of ``0..sum(shard_sizes)-1``.
@@ -201,10 +204,22 @@ def get_shuffle(
     # Only py1br and py1e use the block size, and they check it themselves: the reference accepts
     # any value (per-stream batching can pass 0) for the others.
     block_size = as_int("shuffle_block_size", block_size, None)
-    if starts is not None and shuffle is shuffle_py1e:
-        if len(starts) != num_canonical_nodes:
-            raise ConfigurationError(f"starts has {len(starts)} entries for {num_canonical_nodes} canonical nodes")
+    if (starts is not None or stops is not None) and shuffle is shuffle_py1e:
         return shuffle_py1e(
-            sizes, num_canonical_nodes, seed, epoch, block_size, starts=[as_int("starts", start, 0) for start in starts]
+            sizes,
+            num_canonical_nodes,
+            seed,
+            epoch,
+            block_size,
+            starts=_per_node("starts", starts, num_canonical_nodes),
+            stops=_per_node("stops", stops, num_canonical_nodes),
         )
     return shuffle(sizes, num_canonical_nodes, seed, epoch, block_size)
+
+
+def _per_node(name: str, values: Sequence[int] | None, num_canonical_nodes: int) -> list[int] | None:
+    if values is None:
+        return None
+    if len(values) != num_canonical_nodes:
+        raise ConfigurationError(f"{name} has {len(values)} entries for {num_canonical_nodes} canonical nodes")
+    return [as_int(name, value, 0) for value in values]

@@ -44,30 +44,36 @@ def sort_packed_tail(
     first: int,
     index_bits: int,
     keys_at: KeysAt,
-    on_cut: Callable[[int], None] | None = None,
+    on_cut: Callable[[int, int], None] | None = None,
+    stop: int | None = None,
 ) -> NDArray[np.int64] | None:
-    """The indices packed in ``packed``, from rank ``first`` on, in order of their full keys.
+    """The indices packed in ``packed`` of ranks ``first .. stop - 1``, in order of their full keys.
 
     ``packed[i]`` is ``floor(key) << index_bits | i`` for fixed-point keys; ``keys_at(indices)``
     gives the full keys (in the same scale) where fixed-point keys collide. Returns ``None`` when
-    only numpy's own argsort can say: keys exactly equal, or a fixed-point key split by the cut.
-    ``packed`` is reordered and its memory reused for the result.
+    only numpy's own argsort can say: keys exactly equal, or a fixed-point key split by a cut.
+    ``packed`` is reordered and its memory reused for the result. ``stop`` defaults to the end.
 
-    ``on_cut(value)`` gets the packed value of the tail's smallest key before the tail is sorted,
-    so the caller can start work that depends only on which keys are in the tail.
+    ``on_cut(lowest, highest)`` gets the packed values of the window's smallest and largest keys
+    before the window is sorted, so the caller can start work that depends only on which keys are in it.
     """
-    if first >= packed.size:
+    stop = packed.size if stop is None else min(stop, packed.size)
+    if first >= stop:
         return np.empty(0, np.int64)
-    if first:
-        packed.partition(first)  # packed values are unique, so the cut is well defined
-        shift = np.uint64(index_bits)
-        if packed[:first].max() >> shift == packed[first] >> shift:
-            return None
-    if on_cut is not None and packed.size > first:
-        on_cut(int(packed[first] if first else packed.min()))
-    tail = packed[first:]
-    _sort_in_halves(tail)
-    return _resolve_collisions(tail, keys_at, index_bits)
+    cuts = [cut for cut in (first, stop) if 0 < cut < packed.size]
+    if cuts:
+        packed.partition(cuts)  # packed values are unique, so the cuts are well defined
+    window = packed[first:stop]
+    shift = np.uint64(index_bits)
+    if first and packed[:first].max() >> shift == packed[first] >> shift:
+        return None
+    highest = int(window.max()) if on_cut is not None or stop < packed.size else 0
+    if stop < packed.size and np.uint64(highest) >> shift == packed[stop] >> shift:
+        return None
+    if on_cut is not None:
+        on_cut(int(packed[first] if first else window.min()), highest)
+    _sort_in_halves(window)
+    return _resolve_collisions(window, keys_at, index_bits)
 
 
 def _sort_in_halves(values: NDArray[np.uint64]) -> None:

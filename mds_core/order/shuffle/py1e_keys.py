@@ -14,6 +14,7 @@ before any draw.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,12 +47,25 @@ class PackedKeys:
         self.scale = float(1 << fraction_bits)
         self.packed = np.empty(cn_size, np.uint64)
         self.units: list[_UnitDraw] = []
-        self.fixed_max: list[int] = []  # per unit, its largest fixed-point key (-1 when empty)
+        self.fixed_max: list[int] = []  # per unit, its largest fixed-point key (-1 when empty or not drawn)
+        self.skipped: list[int] = []  # units not drawn (outside the span asked for)
         self.block_smaller_than_unit = False
 
-    def draw(self, rng: np.random.Generator, lengths: NDArray[np.int64], lo_size: int, hi_size: int) -> None:
-        """The reference's draws, unit by unit: a window width, then one uniform shift per sample."""
+    def draw(
+        self,
+        rng: np.random.Generator,
+        lengths: NDArray[np.int64],
+        lo_size: int,
+        hi_size: int,
+        within: range | None = None,
+    ) -> None:
+        """The reference's draws, unit by unit: a window width, then one uniform shift per sample.
+
+        Units wholly outside ``within`` (sample indices) are not drawn: the generator jumps over
+        their draws, and :meth:`draw_again` fills them in if they turn out to be needed.
+        """
         offset = 0
+        bit_generator = rng.bit_generator
         for unit_size in lengths.tolist():
             width = int(rng.integers(lo_size, hi_size))
             reach = (width - unit_size) / 2
@@ -61,9 +75,27 @@ class PackedKeys:
             low = max(-reach, -offset)
             high = min(reach, self.cn_size - offset - unit_size)
             # A draw of size 0 consumes nothing, as in the reference; the integers() above still counts.
-            self.units.append(_UnitDraw(rng.bit_generator.state, low, high, offset, unit_size))
-            self.fixed_max.append(self._draw_unit(rng, low, high, offset, unit_size))
+            unit = _UnitDraw(rng.bit_generator.state, low, high, offset, unit_size)
+            self.units.append(unit)
+            far = within is not None and (offset + unit_size <= within.start or offset >= within.stop)
+            if far and isinstance(bit_generator, np.random.PCG64):  # one output per uniform draw: O(log n) jumps
+                self.skipped.append(len(self.fixed_max))
+                self.fixed_max.append(-1)
+                _jump(bit_generator, unit_size)
+            else:
+                self.fixed_max.append(self._draw_unit(rng, low, high, offset, unit_size))
             offset += unit_size
+
+    def draw_again(self) -> None:
+        """Draw every unit again from its saved generator state, those :meth:`draw` jumped over too.
+
+        For a second sort: the first one left sample indices where its keys were.
+        """
+        for index, unit in enumerate(self.units):
+            self.fixed_max[index] = self._draw_unit(
+                generator_at(unit.state), unit.low, unit.high, unit.offset, unit.size
+            )
+        self.skipped = []
 
     def _draw_unit(self, rng: np.random.Generator, low: float, high: float, offset: int, size: int) -> int:
         if native is not None and size:
@@ -135,7 +167,39 @@ class PackedKeys:
         keys *= self.scale
         return keys
 
-    def units_reaching(self, smallest_packed: int) -> list[int]:
-        """Units with a key at least the one packed as ``smallest_packed`` (a superset is fine)."""
-        threshold = smallest_packed >> self.index_bits
-        return [unit for unit, largest in enumerate(self.fixed_max) if largest >= threshold]
+    def units_reaching(self, lowest_packed: int, highest_packed: int) -> list[int]:
+        """Units with a key between the ones packed as ``lowest_packed`` and ``highest_packed`` (a superset is fine).
+
+        A unit's keys are ``i + u`` with ``i >= offset`` and ``u >= low``; rounding is monotone, so
+        none lies below ``(offset + low) * scale`` (less one for the floor).
+        """
+        lowest, highest = lowest_packed >> self.index_bits, highest_packed >> self.index_bits
+        return [
+            index
+            for index, (unit, largest) in enumerate(zip(self.units, self.fixed_max))
+            if largest >= lowest and math.floor((unit.offset + unit.low) * self.scale) - 1 <= highest
+        ]
+
+    def window_within(self, near: range, lowest_packed: int, highest_packed: int, reach: float) -> bool:
+        """Whether the window's keys outrank every key of a sample before ``near`` and are outranked by those after.
+
+        Sample ``i``'s key lies within ``reach`` of ``i``: the window's smallest key must exceed
+        ``near.start + reach`` and its largest stay below ``near.stop - reach`` (where samples lie on that side).
+        """
+        lowest, highest = lowest_packed >> self.index_bits, highest_packed >> self.index_bits
+        below = near.start == 0 or lowest > math.floor((near.start + reach) * self.scale)
+        above = near.stop == self.cn_size or highest < math.floor((near.stop - reach) * self.scale)
+        return below and above
+
+
+def _jump(bit_generator: np.random.PCG64, draws: int) -> None:
+    """Advance past ``draws`` uniform draws, keeping the buffered 32-bit half that ``advance`` would drop.
+
+    ``integers`` below 2**32 draws 32-bit halves and keeps the spare one for the next call; the
+    reference's next unit width takes it, so the jump must not lose it.
+    """
+    state = bit_generator.state
+    bit_generator.advance(draws)
+    jumped = bit_generator.state
+    jumped["has_uint32"], jumped["uinteger"] = state["has_uint32"], state["uinteger"]
+    bit_generator.state = jumped
