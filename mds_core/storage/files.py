@@ -229,15 +229,38 @@ def file_lock(path: str) -> Iterator[None]:
     """An exclusive lock over every process on this host that locks ``path`` (created if missing).
 
     Waiting blocks in the kernel (``flock``), never polls, and the kernel drops the lock if its
-    holder dies, so a crashed process never leaves a stale lock behind.
+    holder dies, so a crashed process never leaves a stale lock behind. A process forked while
+    another thread holds it does not hold it too (``_close_inherited_locks``).
     """
     require_file_locks(path)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)  # never through a link
+    _HELD.add(fd)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
+        _HELD.discard(fd)
         os.close(fd)  # closing the descriptor releases the lock
+
+
+# The descriptors of the locks this process holds or waits for: the only module state here. A flock
+# belongs to the open file description, which a forked child shares through the descriptors it
+# inherits, and it lasts until every copy is closed. So a DataLoader worker forked while a thread of
+# its parent held a lock (the epoch's order is made on a thread behind the first batches) would hold
+# that lock for its whole life, and every other process waiting for it would wait as long.
+_HELD: set[int] = set()
+
+
+def _close_inherited_locks() -> None:
+    """In a forked child: close the copies of the parent's lock descriptors (the parent keeps its locks)."""
+    for fd in list(_HELD):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _HELD.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_inherited_locks)
 
 
 def require_file_locks(what: str) -> None:
