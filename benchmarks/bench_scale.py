@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -230,6 +231,15 @@ def run_node(
     )
 
 
+def _side_by_side(
+    results: dict[tuple[int, str, str], list[dict[str, Any]]], sizes: list[tuple[int, int]]
+) -> Iterator[tuple[int, int, str, list[dict[str, Any]], list[dict[str, Any]]]]:
+    """Per size and point, in the report's order: mds_core's runs and Mosaic's."""
+    for samples, shards in sizes:
+        for point in POINTS:
+            yield samples, shards, point, results[(samples, point, "ours")], results[(samples, point, "mosaic")]
+
+
 def _median(rows: list[dict[str, Any]], key: str) -> float:
     return harness.median_of(r[key] for r in rows)
 
@@ -282,22 +292,19 @@ def report(results: dict[tuple[int, str, str], list[dict[str, Any]]], sizes: lis
         "mds_core / Mosaic | ÷ | beyond the imports: mds_core / Mosaic | ÷ |",
         "|---|---|--:|--:|--:|--:|--:|--:|--:|",
     ]
-    for samples, shards in sizes:
-        for point in POINTS:
-            ours, theirs = results[(samples, point, "ours")], results[(samples, point, "mosaic")]
-
-            time_ratio = harness.ratio_cell(
-                harness.ratio_of_medians([r["seconds"] for r in ours], [r["seconds"] for r in theirs]), 0.5, True
-            )
-            grown = harness.ratio_cell(
-                harness.ratio_of_medians([r["grown_gib"] for r in ours], [r["grown_gib"] for r in theirs]), 0.5, True
-            )
-            lines.append(
-                f"| {samples:.0e} ({shards:,}) | {point} | {_median(ours, 'seconds'):.2f} | {_median(theirs, 'seconds'):.2f} "
-                f"| {time_ratio} | {_median(ours, 'node_gib'):.2f} / {_median(theirs, 'node_gib'):.2f} "
-                f"| {_median(ours, 'node_gib') / _median(theirs, 'node_gib'):.2f}× "
-                f"| {_median(ours, 'grown_gib'):.2f} / {_median(theirs, 'grown_gib'):.2f} | {grown} |"
-            )
+    for samples, shards, point, ours, theirs in _side_by_side(results, sizes):
+        time_ratio = harness.ratio_cell(
+            harness.ratio_of_medians([r["seconds"] for r in ours], [r["seconds"] for r in theirs]), 0.5, True
+        )
+        grown = harness.ratio_cell(
+            harness.ratio_of_medians([r["grown_gib"] for r in ours], [r["grown_gib"] for r in theirs]), 0.5, True
+        )
+        lines.append(
+            f"| {samples:.0e} ({shards:,}) | {point} | {_median(ours, 'seconds'):.2f} | {_median(theirs, 'seconds'):.2f} "
+            f"| {time_ratio} | {_median(ours, 'node_gib'):.2f} / {_median(theirs, 'node_gib'):.2f} "
+            f"| {_median(ours, 'node_gib') / _median(theirs, 'node_gib'):.2f}× "
+            f"| {_median(ours, 'grown_gib'):.2f} / {_median(theirs, 'grown_gib'):.2f} | {grown} |"
+        )
     failed = ", ".join(
         f"{name} {sum(r['failed_runs'] for key, rows in results.items() if key[2] == lib for r in rows)}"
         for lib, name in NAMES.items()
@@ -321,17 +328,14 @@ def once_ordered(results: dict[tuple[int, str, str], list[dict[str, Any]]], size
         "| largest peak GiB: mds_core / Mosaic |",
         "|---|---|--:|--:|--:|--:|",
     ]
-    for samples, shards in sizes:
-        for point in POINTS:
-            ours, theirs = results[(samples, point, "ours")], results[(samples, point, "mosaic")]
-
-            lines.append(
-                f"| {samples:.0e} ({shards:,}) | {point} "
-                f"| {_median(ours, 'ordered_seconds'):.2f} / {_median(theirs, 'ordered_seconds'):.2f} "
-                f"| {_median(ours, 'ordered_gib'):.2f} / {_median(theirs, 'ordered_gib'):.2f} "
-                f"| {_median(ours, 'ordered_gib') / _median(theirs, 'ordered_gib'):.2f}× "
-                f"| {_median(ours, 'peak_gib'):.2f} / {_median(theirs, 'peak_gib'):.2f} |"
-            )
+    for samples, shards, point, ours, theirs in _side_by_side(results, sizes):
+        lines.append(
+            f"| {samples:.0e} ({shards:,}) | {point} "
+            f"| {_median(ours, 'ordered_seconds'):.2f} / {_median(theirs, 'ordered_seconds'):.2f} "
+            f"| {_median(ours, 'ordered_gib'):.2f} / {_median(theirs, 'ordered_gib'):.2f} "
+            f"| {_median(ours, 'ordered_gib') / _median(theirs, 'ordered_gib'):.2f}× "
+            f"| {_median(ours, 'peak_gib'):.2f} / {_median(theirs, 'peak_gib'):.2f} |"
+        )
     return lines
 
 

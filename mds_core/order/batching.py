@@ -73,15 +73,10 @@ def _stream_batch_order(batches_per_stream: list[int], rng: np.random.Generator)
 
 def _random_batching(settings: EpochSettings, sample_in_epoch: int) -> NDArray[np.int64]:
     """Streams mixed sample by sample: one resampling, partition and shuffle over all streams."""
-    if settings.takes_every_sample_once():
-        # small_per_big would be the identity: skip building and applying an N-sized table.
-        sizes = np.concatenate([np.asarray(s, np.int64) for s in settings.spec.shard_sizes])
-        positions = settings.positions(int(sizes.sum()), settings.world.num_nodes, settings.batch_size, sample_in_epoch)
-        return settings.shuffled(positions, sizes[sizes > 0], settings.block_size, resumed=sample_in_epoch > 0)
-    units, small_per_big = settings.resample()
-    positions = settings.positions(len(small_per_big), settings.world.num_nodes, settings.batch_size, sample_in_epoch)
+    units, small_per_big, num_samples = settings.units_and_table()
+    positions = settings.positions(num_samples, settings.world.num_nodes, settings.batch_size, sample_in_epoch)
     positions = settings.shuffled(positions, units, settings.block_size, resumed=sample_in_epoch > 0)
-    return take_keeping_padding(small_per_big, positions)
+    return positions if small_per_big is None else take_keeping_padding(small_per_big, positions)
 
 
 def _per_stream_batching(settings: EpochSettings, sample_in_epoch: int) -> NDArray[np.int64]:

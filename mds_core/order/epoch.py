@@ -49,6 +49,18 @@ class EpochSettings:
             stream_id=stream_id,
         )
 
+    def units_and_table(self) -> tuple[NDArray[np.int64], NDArray[np.int64] | None, int]:
+        """The epoch's shuffle units, its ``small_per_big`` table (``None`` for the identity) and its size.
+
+        Where every stream gives exactly its samples, the table would be the identity: neither an
+        N-sized table is built nor applied.
+        """
+        if self.takes_every_sample_once():
+            sizes = np.concatenate([np.asarray(s, np.int64) for s in self.spec.shard_sizes])
+            return sizes[sizes > 0], None, int(sizes.sum())
+        units, small_per_big = self.resample()
+        return units, small_per_big, len(small_per_big)
+
     def takes_every_sample_once(self) -> bool:
         """Whether each stream contributes exactly its samples, so resampling changes nothing."""
         return self.spec.mix.choose == self.spec.stream_sizes

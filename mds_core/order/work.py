@@ -66,13 +66,7 @@ def generate_head(
     windowed = not spec.shuffle or spec.shuffle_algo == "py1e"  # the one shuffle that orders a window alone
     if spec.batching_method != "random" or not windowed or not orig:
         return None
-    every_sample_once = settings.takes_every_sample_once()
-    if every_sample_once:
-        sizes = np.concatenate([np.asarray(s, np.int64) for s in spec.shard_sizes])
-        units, small_per_big, num_samples = sizes[sizes > 0], None, int(sizes.sum())
-    else:
-        units, small_per_big = settings.resample()
-        num_samples = len(small_per_big)
+    units, small_per_big, num_samples = settings.units_and_table()
     head = leading_rounds(
         num_samples,
         settings.canonical_nodes,
