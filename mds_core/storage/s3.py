@@ -4,10 +4,14 @@ The endpoint comes from the ``endpoint_url`` option or ``S3_ENDPOINT_URL`` (MinI
 server), as in Mosaic Streaming; the variable reaches subprocesses (ranks, DataLoader workers) too.
 The client makes one attempt per call: ``RemoteStore`` counts the attempts itself (``download_retry``),
 and botocore's and s3fs's own retries would multiply them. Missing credentials are not retried at all.
+A download's GET also bypasses s3fs's retry loop (``get_file``): even set to one attempt, that loop sleeps
+0.1 s after a ``SlowDown`` before raising it, in the download's transfer slot, where ``RemoteStore`` gives
+the slot to the next shard while a throttled file waits.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -33,6 +37,43 @@ def filesystem(url: str, timeout: float | None, options: dict[str, Any]) -> tupl
     )
     fs.retries = 1
     return fs, path_of(url)
+
+
+def get_file(fs: Any) -> Any:
+    """The download of one object as one GET, with no sleep after an error.
+
+    The body is written to the local file as it arrives, as s3fs's ``_get_file`` does for a file of one part.
+    """
+    return functools.partial(_get_file_once, fs)
+
+
+async def _get_file_once(fs: Any, rpath: str, lpath: str, callback: Any = None) -> None:
+    from fsspec.callbacks import DEFAULT_CALLBACK
+    from s3fs.core import version_id_kw
+
+    callback = callback or DEFAULT_CALLBACK
+    bucket, key, version = fs.split_path(rpath)
+    answer = await _call_once(fs, "get_object", Bucket=bucket, Key=key, **version_id_kw(version), **fs.req_kw)
+    body = answer["Body"]
+    try:
+        callback.set_size(answer.get("ContentLength"))
+        with open(lpath, "wb") as out:
+            while chunk := await body.read(1 << 16):
+                callback.relative_update(out.write(chunk))
+    finally:
+        body.close()
+
+
+async def _call_once(fs: Any, method: str, **kwargs: Any) -> Any:
+    """``fs._call_s3`` without its retry loop: the request's answer, or s3fs's translation of its error."""
+    from s3fs.errors import translate_boto_error
+
+    await fs.set_session()
+    call = getattr(await fs.get_s3(kwargs.get("Bucket")), method)
+    try:
+        return await call(**fs._get_s3_method_kwargs(call, **kwargs))
+    except Exception as err:
+        raise translate_boto_error(err) from err
 
 
 def path_of(url: str) -> str:

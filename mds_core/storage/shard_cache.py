@@ -171,9 +171,11 @@ class ShardCache:
         """
         self._own_process()
         if self._pool is None:
-            # Twice as many threads as transfers: the others wait (throttled, backing off) or decompress.
+            # More threads than transfers: a download waiting out a Retry-After keeps its thread, not its slot. At
+            # 20% of GETs refused with ``Retry-After: 1``, about 13 such waits overlap at once; with twice as many
+            # threads as transfers, they held every thread and the other shards waited for them.
             self._transfers = PriorityGate(self.threads)
-            self._pool = ThreadPoolExecutor(max_workers=2 * self.threads, thread_name_prefix="mds-download")
+            self._pool = ThreadPoolExecutor(max_workers=8 * self.threads, thread_name_prefix="mds-download")
         for shard_id in shard_ids:
             if shard_id not in self._futures:
                 self._need_order.setdefault(shard_id, len(self._need_order))

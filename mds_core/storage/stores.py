@@ -59,7 +59,7 @@ class StoreKind:
     listed or written (``"bucket"``, ``"container"``), else None. ``exclusive_create`` is None for a
     store that cannot promise one: versioned shard sets refuse it. ``get_file`` picks the coroutine
     that downloads a file where the filesystem's own ``_get_file`` sends more than the one GET a
-    download needs; None: ``_get_file``. ``reopen_options`` gives what a forked child's new filesystem
+    download needs, or retries and sleeps inside it; None: ``_get_file``. ``reopen_options`` gives what a forked child's new filesystem
     may take over from the one it inherited (an S3 session: credentials and parsed API models, no
     connections), so a DataLoader worker does not build it again; None: nothing. ``advice`` recognises
     a failure that no retry can fix (no credentials) and says what to set; None: every failure is retried.
@@ -194,6 +194,7 @@ STORES: Mapping[str, StoreKind] = MappingProxyType(
             reopen_options=s3.reopen_options,
             advice=s3.credentials_advice,
             path=s3.path_of,
+            get_file=s3.get_file,
             whole_read={"max_concurrency": 1},
         ),
         "gcs": StoreKind(

@@ -79,6 +79,27 @@ def test_a_file_throttled_past_the_cap_fails_and_says_why(s3_server, fault_proxy
     assert store.read_bytes("a.bin") == b"a" and later.hits == 1 and clock.sleeps == [2.0]  # as Retry-After asks
 
 
+def test_a_slowdown_is_waited_for_outside_the_client(s3_server, fault_proxy, clock, tmp_path, monkeypatch) -> None:
+    """s3fs's retry loop sleeps 0.1 s after a ``SlowDown`` even when set to one attempt, in the download's slot."""
+    import asyncio
+    import types
+
+    import s3fs.core
+
+    client_sleeps: list[float] = []
+
+    async def recorded(seconds: float, *args: object) -> None:
+        client_sleeps.append(seconds)
+
+    monkeypatch.setattr(s3fs.core, "asyncio", types.SimpleNamespace(**{**vars(asyncio), "sleep": recorded}))
+    store = open_store(f"s3://{s3_server.new_bucket()}/store")
+    store.write_bytes("a.bin", b"a" * 1000)
+    throttled = fault_proxy.add(Fault("slowdown", r"a\.bin", times=2))
+    store.download("a.bin", str(tmp_path / "a.bin"), expected_bytes=1000)
+    assert (tmp_path / "a.bin").read_bytes() == b"a" * 1000 and throttled.hits == 2
+    assert len(clock.sleeps) == 2 and client_sleeps == []  # our backoff only (old code: [0.1, 0.1] as well)
+
+
 def test_a_throttled_download_gives_its_slot_to_the_next_shard_while_it_waits(s3_server, fault_proxy, tmp_path) -> None:
     remote = f"s3://{s3_server.new_bucket()}/set"
     write_ids(remote, 300, size_limit=1 << 9)
@@ -97,6 +118,28 @@ def test_a_throttled_download_gives_its_slot_to_the_next_shard_while_it_waits(s3
     gets = [path.rsplit("/", 1)[-1] for method, path in fault_proxy.requests if method == "GET" and ".mds" in path]
     # Shard 2 is fetched while shard 1 waits out its Retry-After (without the hand-over: 0, 1, 1, 2).
     assert gets == [names[0], names[1], names[2], names[1]]
+
+
+def test_downloads_waiting_out_a_retry_after_do_not_hold_back_the_others(s3_server, fault_proxy, tmp_path) -> None:
+    remote = f"s3://{s3_server.new_bucket()}/set"
+    write_ids(remote, 400, size_limit=1 << 9)
+    opened = StreamingDataset(remote=remote, local=str(tmp_path / "index"), batch_size=1).readers[0].shard_cache
+    cache = ShardCache(opened.store, str(tmp_path / "cache"), opened.shards, threads=1)  # one transfer at a time
+    names = [shard.raw_data.basename for shard in cache.shards[:4]]
+    refusals = [fault_proxy.add(Fault("too_many", re.escape(name), value=2)) for name in names[1:3]]  # Retry-After: 2
+    cache.prefetch([0, 1, 2])
+    deadline = time.monotonic() + 30
+    while not all(refused.hits for refused in refusals) and time.monotonic() < deadline:  # both wait now
+        time.sleep(0.01)
+    cache.prefetch([3])
+    paths = [cache.ensure(shard_id) for shard_id in (0, 1, 2, 3)]
+    cache.close()
+    assert [os.path.basename(path) for path in paths] == names
+    gets = [path.rsplit("/", 1)[-1] for method, path in fault_proxy.requests if method == "GET" and ".mds" in path]
+    # Shard 3 is fetched while shards 1 and 2 both wait. With two threads for one transfer, the two waits held
+    # both threads, and shard 3 waited for them: 0, 1, 2, then 1 and 2 again, and 3 after one of them.
+    assert gets[0] == names[0] and sorted(gets[1:3]) == names[1:3], gets
+    assert gets[3] == names[3] and sorted(gets[4:]) == names[1:3], gets
 
 
 def _answered_once(store: RemoteStore, tmp_path: Path) -> None:
