@@ -6,8 +6,8 @@ download that has to wait (a throttled file's ``Retry-After``, a backoff after a
 needed later than it.
 
 A slot that is given back passes straight to the first waiter in line, which alone is woken: dozens of threads
-wait at a download pool's gate, and waking them all at every hand-off cost the client a core's worth of time
-during a cold epoch's downloads.
+may wait at a download pool's gate (``ShardCache`` has 8 threads per slot), and waking them all at each hand-off
+to let one through would spend the client's CPU on the others' wake-ups.
 """
 
 from __future__ import annotations

@@ -59,10 +59,11 @@ class StoreKind:
     listed or written (``"bucket"``, ``"container"``), else None. ``exclusive_create`` is None for a
     store that cannot promise one: versioned shard sets refuse it. ``get_file`` picks the coroutine
     that downloads a file where the filesystem's own ``_get_file`` sends more than the one GET a
-    download needs, or retries and sleeps inside it; None: ``_get_file``. ``reopen_options`` gives what a forked child's new filesystem
-    may take over from the one it inherited (an S3 session: credentials and parsed API models, no
-    connections), so a DataLoader worker does not build it again; None: nothing. ``advice`` recognises
-    a failure that no retry can fix (no credentials) and says what to set; None: every failure is retried.
+    download needs, or sleeps in a retry loop of its own; None: ``_get_file``. ``reopen_options``
+    gives what a forked child's new filesystem may take over from the one it inherited (an S3
+    session: credentials and parsed API models, no connections), so a DataLoader worker does not
+    build it again; None: nothing. ``advice`` recognises a failure that no retry can fix (no
+    credentials) and says what to set; None: every failure is retried.
     ``whole_read`` are the ``cat_file`` arguments that read a whole file in one request (s3fs otherwise asks
     for its size first, a HEAD, to split the read). ``path`` gives a URL's path inside the filesystem without
     opening it: a store that has one builds its client on first use, so a pinned version whose index and
