@@ -8,6 +8,10 @@ from __future__ import annotations
 
 DOWNLOAD_THREADS = 8
 DOWNLOAD_THREADS_UNDER_LIMIT = 2
+# Threads per download slot: a download waiting out a Retry-After keeps its thread, not its slot. At 20% of GETs
+# refused with ``Retry-After: 1``, about 13 such waits overlap at once; with 2 threads per slot, they held every
+# thread and the other shards waited for them. The pool starts threads only as downloads queue.
+THREADS_PER_TRANSFER = 8
 
 
 def download_threads(cache_limit: int | None) -> int:

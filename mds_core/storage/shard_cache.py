@@ -29,7 +29,7 @@ from mds_core.errors import ConfigurationError, HashMismatchError, UnsafePathErr
 from mds_core.format.hashing import hasher
 from mds_core.format.index import READER_CACHE, FileInfo, ShardInfo
 from mds_core.storage.cache_stats import CacheStats
-from mds_core.storage.download_threads import download_threads
+from mds_core.storage.download_threads import THREADS_PER_TRANSFER, download_threads
 from mds_core.storage.files import file_lock, has_size, process_alive, remove_orphaned_temporaries, staged_path
 from mds_core.storage.folders import cache_errors, inside
 from mds_core.storage.kill_points import kill_point
@@ -171,11 +171,9 @@ class ShardCache:
         """
         self._own_process()
         if self._pool is None:
-            # More threads than transfers: a download waiting out a Retry-After keeps its thread, not its slot. At
-            # 20% of GETs refused with ``Retry-After: 1``, about 13 such waits overlap at once; with twice as many
-            # threads as transfers, they held every thread and the other shards waited for them.
             self._transfers = PriorityGate(self.threads)
-            self._pool = ThreadPoolExecutor(max_workers=8 * self.threads, thread_name_prefix="mds-download")
+            threads = THREADS_PER_TRANSFER * self.threads  # the others wait (throttled, backing off) or decompress
+            self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="mds-download")
         for shard_id in shard_ids:
             if shard_id not in self._futures:
                 self._need_order.setdefault(shard_id, len(self._need_order))
