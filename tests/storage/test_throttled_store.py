@@ -100,11 +100,16 @@ def test_a_slowdown_is_waited_for_outside_the_client(s3_server, fault_proxy, clo
     assert len(clock.sleeps) == 2 and client_sleeps == []  # our backoff only (old code: [0.1, 0.1] as well)
 
 
-def test_a_throttled_download_gives_its_slot_to_the_next_shard_while_it_waits(s3_server, fault_proxy, tmp_path) -> None:
+def _one_transfer_cache(s3_server, tmp_path: Path, samples: int) -> ShardCache:
+    """A cache of a new dataset of ``samples`` ids in small shards, downloading one shard at a time."""
     remote = f"s3://{s3_server.new_bucket()}/set"
-    write_ids(remote, 300, size_limit=1 << 9)
+    write_ids(remote, samples, size_limit=1 << 9)
     opened = StreamingDataset(remote=remote, local=str(tmp_path / "index"), batch_size=1).readers[0].shard_cache
-    cache = ShardCache(opened.store, str(tmp_path / "cache"), opened.shards, threads=1)  # one transfer at a time
+    return ShardCache(opened.store, str(tmp_path / "cache"), opened.shards, threads=1)
+
+
+def test_a_throttled_download_gives_its_slot_to_the_next_shard_while_it_waits(s3_server, fault_proxy, tmp_path) -> None:
+    cache = _one_transfer_cache(s3_server, tmp_path, 300)
     names = [shard.raw_data.basename for shard in cache.shards[:3]]
     throttled = fault_proxy.add(Fault("too_many", re.escape(names[1]), value=2))  # Retry-After: 2
     cache.prefetch([0, 1])
@@ -121,10 +126,7 @@ def test_a_throttled_download_gives_its_slot_to_the_next_shard_while_it_waits(s3
 
 
 def test_downloads_waiting_out_a_retry_after_do_not_hold_back_the_others(s3_server, fault_proxy, tmp_path) -> None:
-    remote = f"s3://{s3_server.new_bucket()}/set"
-    write_ids(remote, 400, size_limit=1 << 9)
-    opened = StreamingDataset(remote=remote, local=str(tmp_path / "index"), batch_size=1).readers[0].shard_cache
-    cache = ShardCache(opened.store, str(tmp_path / "cache"), opened.shards, threads=1)  # one transfer at a time
+    cache = _one_transfer_cache(s3_server, tmp_path, 400)
     names = [shard.raw_data.basename for shard in cache.shards[:4]]
     refusals = [fault_proxy.add(Fault("too_many", re.escape(name), value=2)) for name in names[1:3]]  # Retry-After: 2
     cache.prefetch([0, 1, 2])
