@@ -2,9 +2,10 @@
 """Remote streaming benchmark: mds_core vs mosaicml-streaming 0.13 vs litdata, from object stores on loopback.
 
 The data set is the ``mixed`` workload (int64 ``id``, int32 ``label``, ~200 B ``str``, ~8 KiB ``bytes``,
-``ndarray:float32:64``; ~9 KB a sample), written once as MDS (``mds_core.MDSWriter``, zstd, read by
-mds_core and the reference) and once by litdata's ``BinaryWriter`` (zstd, read by litdata), both with
-``--size-limit`` shards, and uploaded to each store:
+``ndarray:float32:64``; ~9 KB a sample), written once as MDS (``mds_core.MDSWriter``, read by
+mds_core and the reference) and once by litdata's ``BinaryWriter`` (read by litdata), both with
+``--size-limit`` shards and ``--compression`` (zstd; ``none`` for uncompressed shards, whose first
+batch mds_core reads by byte ranges), and uploaded to each store:
 
 * ``s3``: the tests' moto server (``testsupport/s3.py``), read through s3fs (ours), boto3 (the reference)
   and boto3 + obstore (litdata);
@@ -91,7 +92,8 @@ def open_loader(spec: dict[str, Any], ds: Any) -> Any:
 def write_dataset(spec: dict[str, Any]) -> None:
     samples = bf.make_samples("mixed", spec["n"], spec["seed"])
     write = bf.writer_for(spec["impl"])
-    write(spec["dir"], bf.WORKLOAD_COLUMNS["mixed"], samples, spec["size_limit"], compression="zstd")
+    compression = None if spec["compression"] == "none" else spec["compression"]
+    write(spec["dir"], bf.WORKLOAD_COLUMNS["mixed"], samples, spec["size_limit"], compression=compression)
 
 
 def plain_download(spec: dict[str, Any], local: str) -> int:
@@ -423,7 +425,15 @@ def write_data(bench: Bench) -> dict[str, Path]:
         out = bench.work / f"data-{impl}"
         print(f"[write] {impl} n={args.samples}", file=sys.stderr)
         bench.run(
-            ("write", impl), dict(op="write", impl=impl, n=args.samples, dir=str(out), size_limit=args.size_limit)
+            ("write", impl),
+            dict(
+                op="write",
+                impl=impl,
+                n=args.samples,
+                dir=str(out),
+                size_limit=args.size_limit,
+                compression=args.compression,
+            ),
         )
         dirs[impl] = out
     return dirs
@@ -549,7 +559,7 @@ def report(bench: Bench, info: dict[str, Any], wall: float) -> str:
     lines = harness.header(
         "Remote streaming benchmark: mds_core vs mosaicml-streaming vs litdata",
         wall,
-        f"{args.samples:,} `mixed` samples, zstd, size_limit={args.size_limit:,} B (litdata chunk_bytes too), "
+        f"{args.samples:,} `mixed` samples, {args.compression}, size_limit={args.size_limit:,} B (litdata chunk_bytes too), "
         f"{info['shards']} MDS shards ({info['mds_bytes'] / 1e6:.1f} MB), litdata {info['lit_bytes'] / 1e6:.1f} MB; "
         f"batch {BATCH}, {WORKERS} DataLoader workers; reps={args.reps} (median shown); "
         f"plain downloader {args.plain_threads} threads",
@@ -765,6 +775,7 @@ def main(argv: list[str] | None = None) -> int:
         [
             ("--samples", 20_000, "samples of the mixed workload (~9 KB each)"),
             ("--size-limit", 16 << 20, "shard size limit (litdata chunk_bytes)"),
+            ("--compression", "zstd", "the shards' compression, both formats: zstd, or none (uncompressed)"),
             ("--stores", "s3,gcs", "comma list of: s3, gcs"),
             (
                 "--networks",

@@ -67,7 +67,8 @@ class Fault:
     # "drop", "delay", "status", "truncate"; "lose": forwarded, then the reply is dropped; "hold": forwarded
     # once the test sets ``release`` (or after ``value`` seconds), so a test knows the request is still held;
     # "slowdown" (503 SlowDown) and "too_many" (429), with ``Retry-After: value`` unless ``value`` is 0;
-    # "stall": no answer at all, the connection closed after ``value`` seconds (past the client's read timeout)
+    # "stall": no answer at all, the connection closed after ``value`` seconds (past the client's read timeout);
+    # "ignore_range": forwarded without its Range header, so the whole file comes back (a store that ignores it)
     action: str
     path: str = ""  # a regular expression searched in "/bucket/key"
     method: str = "GET"
@@ -76,6 +77,7 @@ class Fault:
     hits: int = field(default=0)
     body: str = ""  # a regular expression searched in the request body too (GCS uploads name the object there)
     release: threading.Event = field(default_factory=threading.Event)  # ends a "hold"
+    whole_only: bool = False  # only requests for a whole file (no Range header)
 
 
 @dataclass
@@ -123,6 +125,12 @@ _THROTTLES = {
 }
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver listens with a backlog of 5: a first batch read by byte ranges opens up to 64 connections at
+    # once (mds_core.storage.s3.MAX_CONNECTIONS), and a loaded machine would reset the ones past the backlog.
+    request_queue_size = 128
+
+
 class FaultProxy:
     """An HTTP proxy in a thread of the test process, forwarding to ``upstream`` unless a fault matches."""
 
@@ -133,6 +141,7 @@ class FaultProxy:
         self.requests: list[tuple[str, str]] = []  # (method, path and query) of every request received
         self.forwarded: list[Request] = []  # every request the upstream answered, before its answer goes on
         self.arrivals: list[float] = []  # time.monotonic() when each of ``requests`` arrived
+        self.ranges: list[str | None] = []  # each of ``requests``' Range header, or None
         self.lock = threading.Lock()
         self.rate: float | None = None  # bytes/s over all responses together, like one node's link
         self.json_refusals = False  # "slowdown" and "too_many" answered as the Databricks APIs do (JSON), not as S3
@@ -150,7 +159,9 @@ class FaultProxy:
                 with proxy.lock:
                     proxy.requests.append((self.command, self.path))
                     proxy.arrivals.append(time.monotonic())
-                fault = proxy.take_fault(self.command, self.path, body)
+                    proxy.ranges.append(self.headers.get("Range"))
+                headers = dict(self.headers)
+                fault = proxy.take_fault(self.command, self.path, body, ranged=self.headers.get("Range") is not None)
                 if fault is not None and fault.action == "drop":
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
@@ -176,7 +187,9 @@ class FaultProxy:
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
                     return
-                status, headers, payload = proxy.forward(self.command, self.path, dict(self.headers), body)
+                if fault is not None and fault.action == "ignore_range":
+                    headers = {name: value for name, value in headers.items() if name.lower() != "range"}
+                status, headers, payload = proxy.forward(self.command, self.path, headers, body)
                 if fault is not None and fault.action == "lose":
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
@@ -201,7 +214,7 @@ class FaultProxy:
 
             do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _handle
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.server = _Server(("127.0.0.1", free_port()), Handler)
         self.server.daemon_threads = True
         self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -237,7 +250,7 @@ class FaultProxy:
         with self.lock:
             self.faults.clear()
 
-    def take_fault(self, method: str, path: str, body: bytes = b"") -> Fault | None:
+    def take_fault(self, method: str, path: str, body: bytes = b"", ranged: bool = False) -> Fault | None:
         with self.lock:
             for fault in self.faults:
                 if (
@@ -245,6 +258,7 @@ class FaultProxy:
                     and fault.method == method
                     and re.search(fault.path, path)
                     and (not fault.body or re.search(fault.body.encode(), body))
+                    and not (fault.whole_only and ranged)
                 ):
                     fault.hits += 1
                     return fault

@@ -16,11 +16,12 @@ import shutil
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 from mds_core.errors import ConfigurationError, MDSError, StorageError
+from mds_core.storage.byte_ranges import RangeReads
 from mds_core.storage.exclusive import create_if_absent
 from mds_core.storage.files import atomic_write, staged_path
 from mds_core.storage.first_byte import FirstByteTimes, FirstByteWatch
@@ -192,6 +193,22 @@ class RemoteStore:
         """The whole file at ``path``, in one request."""
         data: bytes = self.fs.cat_file(path, **self.kind.whole_read)
         return data
+
+    @property
+    def reads_ranges(self) -> bool:
+        """Whether ``read_ranges`` works here: the store reads part of a file in one request (``StoreKind.read_range``)."""
+        return self.kind.read_range is not None
+
+    def read_ranges(self, ranges: Sequence[tuple[str, int, int]]) -> list[bytes]:
+        """The bytes ``[begin, end)`` of each ``(rel, begin, end)``, asked for together and retried (``byte_ranges``)."""
+        read_range = self.kind.read_range
+        if read_range is None or not ranges:
+            raise ConfigurationError(
+                f"{self.url_of('')}: no byte ranges to read here (reads_ranges: {self.reads_ranges})"
+            )
+        reads = RangeReads([(self._path_of(rel), begin, end) for rel, begin, end in ranges])
+        what = f"range reads of {self.url_of(ranges[0][0])} and {len(ranges) - 1} more"
+        return self._retrying(what, lambda: reads.attempt(self.fs, read_range, self.timeout))
 
     def with_retry(self, retry: int) -> RemoteStore:
         """This store, sharing its client, with ``retry`` attempts per file.

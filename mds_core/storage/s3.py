@@ -6,7 +6,8 @@ The client makes one attempt per call: ``RemoteStore`` counts the attempts itsel
 and botocore's and s3fs's own retries would multiply them. Missing credentials are not retried at all.
 A download's GET also bypasses s3fs's retry loop (``get_file``): even set to one attempt, that loop sleeps
 0.1 s after a ``SlowDown`` before raising it, in the download's transfer slot, where ``RemoteStore`` gives
-the slot to the next shard while a throttled file waits.
+the slot to the next shard while a throttled file waits. So does a range read (``read_range``), which also
+refuses an answer of the wrong length before reading its body.
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ import os
 from typing import Any
 
 from mds_core.errors import chain_of
+from mds_core.storage.transfer_limits import Truncated
+
+# Connections one client keeps open at most (botocore's default is 10): a first batch read by byte ranges
+# sends a request per sample, a few hundred at once (``mds_core.streaming.ranged``).
+MAX_CONNECTIONS = 64
 
 
 def filesystem(url: str, timeout: float | None, options: dict[str, Any]) -> tuple[Any, str]:
@@ -29,6 +35,7 @@ def filesystem(url: str, timeout: float | None, options: dict[str, Any]) -> tupl
         client_kwargs.setdefault("endpoint_url", endpoint)
     config_kwargs = dict(options.pop("config_kwargs", {}))
     config_kwargs.setdefault("retries", {"total_max_attempts": 1, "mode": "standard"})
+    config_kwargs.setdefault("max_pool_connections", MAX_CONNECTIONS)
     if timeout is not None:
         config_kwargs.setdefault("connect_timeout", min(timeout, 30))
         config_kwargs.setdefault("read_timeout", timeout)
@@ -60,6 +67,28 @@ async def _get_file_once(fs: Any, rpath: str, lpath: str, callback: Any = None) 
         with open(lpath, "wb") as out:
             while chunk := await body.read(1 << 16):
                 callback.relative_update(out.write(chunk))
+    finally:
+        body.close()
+
+
+def read_range(fs: Any) -> Any:
+    """The read of bytes ``[begin, end)`` of one object as one GET with a ``Range`` header."""
+    return functools.partial(_read_range_once, fs)
+
+
+async def _read_range_once(fs: Any, rpath: str, begin: int, end: int) -> bytes:
+    from s3fs.core import version_id_kw
+
+    bucket, key, version = fs.split_path(rpath)
+    ranged = {"Range": f"bytes={begin}-{end - 1}"}
+    answer = await _call_once(fs, "get_object", Bucket=bucket, Key=key, **ranged, **version_id_kw(version), **fs.req_kw)
+    body = answer["Body"]
+    try:
+        # A store that ignores Range sends the whole object, 256 times for a first batch: refused unread.
+        if answer.get("ContentLength") != end - begin:
+            raise Truncated(f"bytes {begin}-{end - 1}: the store answers {answer.get('ContentLength')} bytes")
+        data: bytes = await body.read()
+        return data
     finally:
         body.close()
 

@@ -162,6 +162,10 @@ class ShardCache:
         with cache_errors(self.root):
             return has_size(self._raw_path(shard_id), self.shards[shard_id].raw_data.bytes)
 
+    def download_of(self, shard_id: int) -> Future[bool] | None:
+        """The shard's prefetch not yet collected by ``ensure`` (done when its file is here), or None."""
+        return self._futures.get(shard_id) if self._pid == os.getpid() else None
+
     def prefetch(self, shard_ids: Iterable[int]) -> None:
         """Start fetching these shards in the background, in this order.
 

@@ -37,6 +37,8 @@ FilesystemFactory = Callable[[str, float | None, dict[str, Any]], tuple[Any, str
 CreateIfAbsent = Callable[[Any, str, bytes], bool]
 # (async filesystem) -> its coroutine function (remote path, local path) that downloads one file
 AsyncGetFile = Callable[[Any], Callable[[str, str], Any]]
+# (async filesystem) -> its coroutine function (path, begin, end) that reads exactly those bytes in one request
+AsyncReadRange = Callable[[Any], Callable[[str, int, int], Any]]
 # (filesystem inherited at a fork) -> options for the child's own filesystem, taken from it
 ReopenOptions = Callable[[Any], dict[str, Any]]
 # (a failed call's exception) -> what to set, for a failure no retry can fix (no credentials); else None
@@ -59,7 +61,10 @@ class StoreKind:
     listed or written (``"bucket"``, ``"container"``), else None. ``exclusive_create`` is None for a
     store that cannot promise one: versioned shard sets refuse it. ``get_file`` picks the coroutine
     that downloads a file where the filesystem's own ``_get_file`` sends more than the one GET a
-    download needs, or sleeps in a retry loop of its own; None: ``_get_file``. ``reopen_options``
+    download needs, or sleeps in a retry loop of its own; None: ``_get_file``. ``read_range`` picks the
+    coroutine that reads part of a file in one request and refuses an answer of another length unread
+    (a store that ignores ``Range`` sends the whole file); None: the store's files are only read whole
+    (``RemoteStore.reads_ranges``). ``reopen_options``
     gives what a forked child's new filesystem may take over from the one it inherited (an S3
     session: credentials and parsed API models, no connections), so a DataLoader worker does not
     build it again; None: nothing. ``advice`` recognises a failure that no retry can fix (no
@@ -79,6 +84,7 @@ class StoreKind:
     package: str | None = None
     extra: str | None = None
     get_file: AsyncGetFile | None = None
+    read_range: AsyncReadRange | None = None
     reopen_options: ReopenOptions | None = None
     advice: Advice | None = None
     whole_read: Mapping[str, Any] = field(default_factory=dict)
@@ -196,6 +202,7 @@ STORES: Mapping[str, StoreKind] = MappingProxyType(
             advice=s3.credentials_advice,
             path=s3.path_of,
             get_file=s3.get_file,
+            read_range=s3.read_range,
             whole_read={"max_concurrency": 1},
         ),
         "gcs": StoreKind(

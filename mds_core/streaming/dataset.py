@@ -23,7 +23,7 @@ from mds_core.format.index import ShardInfo
 from mds_core.order import OrderSpec
 from mds_core.order.schedule import Schedule
 from mds_core.order.world import World
-from mds_core.streaming.arrival import ShardOwners, block_bounds, decode_as_ready, decode_block_size, decode_in_order
+from mds_core.streaming.arrival import ShardOwners, block_bounds, decode_as_ready, decode_block_size, decode_timed
 from mds_core.streaming.cache_limit import apply_cache_limit, parse_cache_limit
 from mds_core.streaming.dataset_metrics import DatasetMetrics
 from mds_core.streaming.epochs import CanonicalEpochs
@@ -32,6 +32,7 @@ from mds_core.streaming.lineage import DataRecord, stream_root
 from mds_core.streaming.local import LocalDataset, select
 from mds_core.streaming.memory import return_freed_memory
 from mds_core.streaming.prefetch import Prefetch, samples_ahead
+from mds_core.streaming.ranged import RangedBlock
 from mds_core.streaming.registry import apply_download_defaults, resolve_streams
 from mds_core.streaming.resume import EpochLedger, check_versions, data_fingerprint, validate_state
 from mds_core.streaming.scheduled import ScheduledEpochs
@@ -226,20 +227,21 @@ class StreamingDataset(DatasetMetrics):
         try:
             for begin, ids in slices(row, step):
                 prefetch.up_to(begin + step + self.predownload)  # downloads run ahead, in sample order
-                yield from self._samples(ids, refetch_deleted=True)
+                yield from self._samples(ids, refetch_deleted=True, first=not begin)
         except GeneratorExit:  # left early (``next(iter(ds))``, ``break``): running downloads end in the background
             wait = False
             raise
         finally:
             prefetch.stop(wait)
 
-    def _samples(self, ids: np.ndarray, refetch_deleted: bool = False) -> Iterator[dict[str, Any]]:
+    def _samples(self, ids: np.ndarray, refetch_deleted: bool = False, first: bool = False) -> Iterator[dict[str, Any]]:
         """Samples for many ids: shards found for all of them at once, then straight to each shard's reader.
 
         With ``refetch_deleted`` (remote streams), a cached shard whose file was deleted since it was
         opened (evicted by another process, or by hand) is fetched again, as the reference does;
         reading on from the deleted file's memory map would keep its disk space in use. The check runs
-        at most every ``DELETION_CHECK_SECONDS``, for the shards the current step reads.
+        at most every ``DELETION_CHECK_SECONDS``, for the shards the current step reads. The ``first`` ids of an
+        iteration are read by byte ranges from shards still on their way (``RangedBlock``).
         """
         shard_ids = np.searchsorted(self._shard_ends, ids, side="right")
         owners = self._shard_owners
@@ -250,17 +252,13 @@ class StreamingDataset(DatasetMetrics):
                 reader.close_if_deleted(shard_of_reader)
         local_ids = ids - self._shard_starts[shard_ids]
         metrics = self._worker_metrics
-        for begin, end in block_bounds(len(ids), self._decode_block):
+        for number, (begin, end) in enumerate(block_bounds(len(ids), self._decode_block)):
             block_shards, block_ids = shard_ids[begin:end], local_ids[begin:end]
-            if refetch_deleted:  # remote: hand samples out as their shards arrive
-                yield from decode_as_ready(owners, metrics, block_shards, block_ids)
-                continue
-            # Timed per block, not per sample: two clock reads cost about as much as decoding a small sample.
-            mark = metrics.mark() if metrics is not None else None
-            block = decode_in_order(owners, block_shards, block_ids)
-            if metrics is not None and mark is not None:
-                metrics.decoded(len(block), mark)
-            yield from block
+            if refetch_deleted:  # remote: hand samples out as their shards arrive, an iteration's first by ranges too
+                ranged = RangedBlock(owners, block_shards, block_ids) if first and not number else None
+                yield from decode_as_ready(owners, metrics, block_shards, block_ids, ranged)
+            else:
+                yield from decode_timed(owners, metrics, block_shards, block_ids)
 
     def __getstate__(self) -> dict[str, Any]:
         # A DataLoader worker gets no copy of this process's counters: it starts its own file.

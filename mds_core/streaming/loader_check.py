@@ -74,8 +74,8 @@ class LoaderCheckReport:
 class _IdTaggedDataset(StreamingDataset):
     """A StreamingDataset whose samples carry their global sample id."""
 
-    def _samples(self, ids: np.ndarray, refetch_deleted: bool = False) -> Iterator[dict[str, Any]]:
-        for sample_id, sample in zip(ids.tolist(), super()._samples(ids, refetch_deleted)):
+    def _samples(self, ids: np.ndarray, refetch_deleted: bool = False, first: bool = False) -> Iterator[dict[str, Any]]:
+        for sample_id, sample in zip(ids.tolist(), super()._samples(ids, refetch_deleted, first)):
             sample[SAMPLE_ID] = sample_id  # each sample is a fresh dict: tagging it in place copies nothing
             yield sample
 

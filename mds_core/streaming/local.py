@@ -146,6 +146,14 @@ class LocalDataset:
         """
         return self._readers[shard_id] or self.open_shard(shard_id)
 
+    def schema_of(self, shard_id: int) -> Schema:
+        """The columns of one shard, to decode its samples with.
+
+        Args:
+            shard_id: the shard's position in the index.
+        """
+        return self._schemas[shard_id]
+
     def open_shard(self, shard_id: int) -> ShardReader:
         """Open (downloading or decompressing once if needed) and memory-map one shard.
 

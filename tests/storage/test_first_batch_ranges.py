@@ -1,0 +1,128 @@
+"""An iteration's first block read by byte ranges from uncompressed shards still downloading (issue 38, item 4)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from mds_core import StreamingDataset
+from mds_core.errors import StorageError
+from mds_core.storage.remote import open_store
+from mds_core.streaming import ranged
+from tests.streaming.support import ids, write_rows
+from testsupport.fault_proxy import Fault
+
+SAMPLES = 1200
+SHARDS = r"/shard\.\d+\.mds(\.zstd)?$"
+SETTINGS: dict[str, Any] = {"batch_size": 64, "shuffle": True, "shuffle_seed": 7, "num_canonical_nodes": 1}
+
+
+def _write(remote: str, **kwargs: object) -> None:
+    """``SAMPLES`` rows of an id and 200 bytes, in shards of about 30 KB (12 of them)."""
+    rows = ({"id": i, "pad": bytes([i % 251]) * 200} for i in range(SAMPLES))
+    write_rows(remote, {"id": "int", "pad": "bytes"}, rows, size_limit=30_000, **kwargs)
+
+
+def _expected(tmp_path: Path) -> list[int]:
+    """The epoch's order: the same rows written to a local folder, read from there (no store, no ranges).
+
+    Not from the store: a ranged block whose shards came whole first still sends its last range requests.
+    """
+    _write(str(tmp_path / "copy"))
+    return ids(StreamingDataset(local=str(tmp_path / "copy"), job_root=str(tmp_path / "j0"), **SETTINGS))
+
+
+def _ranged_gets(proxy) -> list[tuple[str, str]]:
+    shard_gets = [
+        (i, path) for i, (method, path) in enumerate(proxy.requests) if method == "GET" and re.search(SHARDS, path)
+    ]
+    return [(path, proxy.ranges[i]) for i, path in shard_gets if proxy.ranges[i] is not None]
+
+
+@pytest.fixture
+def small_shards_ranged(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ranged, "BYTES_PER_REQUEST", 0)  # the test's shards are small: read them by ranges anyway
+
+
+def test_read_ranges_returns_exact_bytes_and_asks_again_only_for_what_was_refused(s3_server, fault_proxy) -> None:
+    store = open_store(f"s3://{s3_server.new_bucket()}/store")
+    data = bytes(range(256)) * 40
+    store.write_bytes("a.bin", data)
+    refused = fault_proxy.add(Fault("slowdown", r"a\.bin", times=1))
+    spans = [(0, 10), (1000, 1500), (5, 6), (10_000, 10_240)]
+    assert store.read_ranges([("a.bin", b, e) for b, e in spans]) == [data[b:e] for b, e in spans]
+    requests = zip(fault_proxy.requests, fault_proxy.ranges)
+    gets = [header for (method, path), header in requests if method == "GET" and path.endswith("a.bin")]
+    assert refused.hits == 1 and len(gets) == len(spans) + 1  # the refused range alone is asked again
+    assert sorted(set(gets)) == sorted(f"bytes={b}-{e - 1}" for b, e in spans)
+
+
+def test_a_store_that_ignores_range_is_refused_with_its_answer_unread(s3_server, fault_proxy) -> None:
+    store = open_store(f"s3://{s3_server.new_bucket()}/store", retry=2)
+    store.write_bytes("a.bin", b"x" * 5000)
+    fault_proxy.add(Fault("ignore_range", r"a\.bin", times=2))
+    with pytest.raises(
+        StorageError, match=r"range reads of s3://.*/a\.bin and 0 more failed after 2 attempt.*answers 5000 bytes"
+    ):
+        store.read_ranges([("a.bin", 0, 100)])
+
+
+def test_the_first_block_comes_by_ranges_while_the_whole_shards_are_held(
+    s3_server, fault_proxy, tmp_path: Path, small_shards_ranged: None
+) -> None:
+    remote = f"s3://{s3_server.new_bucket()}/set"
+    _write(remote)
+    expected = _expected(tmp_path)
+    held = fault_proxy.add(Fault("hold", SHARDS, times=10**6, value=60, whole_only=True))
+    dataset = StreamingDataset(remote=remote, local=str(tmp_path / "cache"), job_root=str(tmp_path / "j1"), **SETTINGS)
+    samples = iter(dataset)
+    first = ids(next(samples) for _ in range(256))  # the first block: no whole shard has come yet
+    assert held.hits >= 1 and not held.release.is_set()
+    assert first == expected[:256]
+    held.release.set()
+    assert first + ids(samples) == expected  # then the whole shards: every sample once, in the order
+    ranged_gets = _ranged_gets(fault_proxy)
+    heads = [path for path, header in ranged_gets if header.startswith("bytes=0-")]
+    ends = np.cumsum([shard.samples for shard in dataset.shards])
+    spanned = len(np.unique(np.searchsorted(ends, expected[:256], side="right")))
+    assert len(heads) == len({path for path, _ in ranged_gets}) == spanned  # one head per shard of the block
+    assert len(set(ranged_gets)) == len(heads) + 256  # and one range per sample
+
+
+@pytest.mark.parametrize("setting", [{"compression": "zstd"}, {"hashes": ["sha1"]}], ids=["zstd", "validate_hash"])
+def test_compressed_or_hashed_shards_are_never_read_by_ranges(
+    s3_server, fault_proxy, tmp_path: Path, small_shards_ranged: None, setting: dict
+) -> None:
+    remote = f"s3://{s3_server.new_bucket()}/set"
+    _write(remote, **setting)
+    checks: dict[str, Any] = {"validate_hash": "sha1"} if "hashes" in setting else {}
+    dataset = StreamingDataset(
+        remote=remote, local=str(tmp_path / "cache"), job_root=str(tmp_path / "j"), **SETTINGS, **checks
+    )
+    assert sorted(ids(dataset)) == list(range(SAMPLES))
+    assert _ranged_gets(fault_proxy) == []
+
+
+def test_failed_range_reads_leave_the_first_block_to_the_whole_shards(
+    s3_server, fault_proxy, tmp_path: Path, small_shards_ranged: None
+) -> None:
+    remote = f"s3://{s3_server.new_bucket()}/set"
+    _write(remote)
+    expected = _expected(tmp_path)
+    fault_proxy.add(Fault("ignore_range", SHARDS, times=10**6))  # every range answered with the whole file
+    dataset = StreamingDataset(remote=remote, local=str(tmp_path / "cache"), job_root=str(tmp_path / "j1"), **SETTINGS)
+    assert ids(dataset) == expected
+    assert {header.split("-")[0] for _, header in _ranged_gets(fault_proxy)} == {"bytes=0"}  # heads only, refused
+
+
+def test_a_block_over_few_small_shards_waits_for_them_whole(s3_server, fault_proxy, tmp_path: Path) -> None:
+    """Under ``BYTES_PER_REQUEST`` per range request (here 9 shards of 30 KB for 265 requests), ranges would cost more."""
+    remote = f"s3://{s3_server.new_bucket()}/set"
+    _write(remote)
+    dataset = StreamingDataset(remote=remote, local=str(tmp_path / "cache"), job_root=str(tmp_path / "j"), **SETTINGS)
+    assert sorted(ids(dataset)) == list(range(SAMPLES))
+    assert _ranged_gets(fault_proxy) == []
