@@ -1,8 +1,9 @@
 """Issue 38, item 3: an epoch on a store that says no, against the same epoch on one that does not.
 
 For each size in ``--samples``, a dataset (an int64 ``id`` and 2 KiB of random ``payload`` per sample, in shards
-of about 0.9 MB: 92 shards for 40,000 samples, 920 for 400,000) on the loopback S3 (moto), read through a
-``FaultProxy``. The short epoch shows the wait for the last shards (the order's first samples come from every
+of about 0.9 MB: 92 shards for 40,000 samples, 920 for 400,000) on the loopback S3 (moto), or with ``--store
+volumes`` on the tests' Files API server (Unity Catalog volumes, refusing with the Databricks APIs' JSON errors),
+read through a ``FaultProxy``. The short epoch shows the wait for the last shards (the order's first samples come from every
 shard); the long one the throughput. In the throttled run the proxy's seeded ``RandomFaults`` answer 20% of
 the dataset's GETs with ``503 SlowDown`` (no ``Retry-After``: the client backs off with jitter) or ``429`` with
 ``Retry-After: 1`` (``--retry-after``), and hold 1% for 2 s before answering; in the plain run it passes
@@ -13,7 +14,7 @@ gives medians, the throttled / plain throughput, the shard GETs per shard, and c
 sample exactly once.
 
     .venv/bin/python benchmarks/bench_throttle.py [--samples 40000,400000] [--reps 3] [--retry-after 1]
-        [--out benchmarks/results-throttle-latest.md]
+        [--store s3|volumes] [--out benchmarks/results-throttle-latest.md]
 """
 
 from __future__ import annotations
@@ -44,8 +45,9 @@ from harness import (
     write_report,
 )
 
+from testsupport.databricks_files import FilesApiServer
 from testsupport.fault_proxy import FaultProxy, RandomFaults, apply_env, restore_env
-from testsupport.s3 import MotoServer, s3_env
+from testsupport.s3 import MotoServer
 
 DATA = r"/(index\.json|shard\.\d+\.mds)$"
 PAYLOAD = 2048
@@ -68,9 +70,9 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     return {"seconds": seconds, "cpu": tree_cpu_seconds() - cpu0, "samples": samples, "distinct": len(seen)}
 
 
-def run_child(spec: dict[str, Any], endpoint: str) -> dict[str, Any]:
+def run_child(spec: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
     command = [sys.executable, __file__, "--_serve", json.dumps(spec)]
-    done = subprocess.run(command, capture_output=True, text=True, check=False, env={**os.environ, **s3_env(endpoint)})
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env={**os.environ, **env})
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     if done.returncode or not lines:
         raise RuntimeError(f"{spec['kind']} run failed:\n{done.stderr[-3000:]}")
@@ -89,12 +91,13 @@ def write_dataset(remote: str, samples: int) -> int:
     return len([key for key in open_store(remote).list() if key.endswith(".mds")])
 
 
-def epochs(work: Path, samples: int, reps: int, retry_after: int) -> dict[str, Any]:
-    server = MotoServer(work, count_requests=False)  # the FaultProxy counts
+def epochs(work: Path, samples: int, reps: int, retry_after: int, store: str) -> dict[str, Any]:
+    server: Any = MotoServer(work, count_requests=False) if store == "s3" else FilesApiServer(work)  # the proxy counts
     proxy = FaultProxy(server.endpoint)
-    saved = apply_env(s3_env(server.endpoint))  # the writer goes straight to moto
+    proxy.json_refusals = store == "volumes"  # the Files API refuses as the Databricks APIs do
+    saved = apply_env(server.env(server.endpoint))  # the writer goes straight to the server
     try:
-        remote = f"s3://{server.new_bucket()}/set"
+        remote = f"{server.new_root()}/set"
         shards = write_dataset(remote, samples)
         runs: dict[str, list[dict[str, Any]]] = {"plain": [], "throttled": []}
         for rep in range(reps):
@@ -102,7 +105,7 @@ def epochs(work: Path, samples: int, reps: int, retry_after: int) -> dict[str, A
                 proxy.random = None if kind == "plain" else _faults(rep, retry_after)
                 before = len(proxy.requests)
                 spec = {"kind": kind, "remote": remote, "cache": str(work / f"cache-{kind}-{rep}")}
-                result = run_child(spec, proxy.endpoint)
+                result = run_child(spec, server.env(proxy.endpoint))
                 gets = [path for method, path in proxy.requests[before:] if method == "GET" and re.search(DATA, path)]
                 result |= {"gets": len(gets), "injected": dict(proxy.random.injected) if proxy.random else {}}
                 runs[kind].append(result)
@@ -156,6 +159,7 @@ OPTIONS = (
     ("--samples", "40000,400000", "samples in each dataset, comma-separated"),
     ("--reps", 3, "runs of each kind (medians of)"),
     ("--retry-after", 1, "the Retry-After of the 429s, in seconds (0: none, the client backs off)"),
+    ("--store", "s3", "s3 (moto) or volumes (the Files API server of the tests, in this process)"),
     ("--out", "benchmarks/results-throttle-latest.md", "the markdown report"),
 )
 
@@ -169,9 +173,11 @@ def main() -> None:
     sections: list[str] = []
     for samples in (int(size) for size in args.samples.split(",")):
         with tempfile.TemporaryDirectory(prefix="mds-bench-throttle-") as work:
-            sections += ["", *lines_of(epochs(Path(work), samples, args.reps, args.retry_after))]
+            sections += ["", *lines_of(epochs(Path(work), samples, args.reps, args.retry_after, args.store))]
+    server = "moto" if args.store == "s3" else "the Files API server (Unity Catalog volumes)"
     settings = (
-        f"{args.reps} interleaved runs of each kind, each a fresh process and cache; moto + FaultProxy on 127.0.0.1; "
+        f"{args.reps} interleaved runs of each kind, each a fresh process and cache; {server} + FaultProxy on "
+        "127.0.0.1; "
         f"429s with Retry-After: {args.retry_after or 'none'}; "
         f"load average at the start {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}, at the end {os.getloadavg()[0]:.1f}"
     )

@@ -6,7 +6,7 @@ import hashlib
 import json
 import os
 import tempfile
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mds_core.errors import ConfigurationError, InvalidIndexError
 from mds_core.format.index import INDEX_BASENAME, MAX_INDEX_BYTES
@@ -18,8 +18,9 @@ from mds_core.storage.shard_cache import CACHE_DIR, ShardCache
 from mds_core.storage.urls import local_path
 from mds_core.streaming.jobdir import user_dir
 from mds_core.streaming.local import LocalDataset
-from mds_core.versions import ShardSet
-from mds_core.versions.manifest import index_fingerprint
+
+if TYPE_CHECKING:
+    from mds_core.versions import ShardSet
 
 # Settings a Stream inherits from its StreamingDataset when left as None.
 INHERITED = ("download_retry", "download_timeout", "validate_hash", "keep_zip")
@@ -122,6 +123,8 @@ class Stream:
 
         With the stream's retry budget, never fewer than ``ShardSet``'s own 3 attempts.
         """
+        from mds_core.versions import ShardSet  # on first use: a stream of no version never needs it (10 ms to import)
+
         return ShardSet(self.store().with_retry(max(3, self.download_retry or 1)))
 
     def fetch_index(self) -> None:
@@ -142,7 +145,7 @@ class Stream:
         self.store().download(version.index, dest, max_bytes=MAX_INDEX_BYTES)
         with open(dest, "rb") as file:
             text = file.read()
-        found = index_fingerprint(text)
+        found = _fingerprint(text)
         if found != version.fingerprint:
             os.unlink(dest)
             raise InvalidIndexError(
@@ -157,7 +160,7 @@ class Stream:
         Both, the index's own hash, and the fingerprint it had when it was fetched and checked against the version's
         manifest.
         """
-        digest, fingerprint = hashlib.sha256(index_text).hexdigest(), index_fingerprint(index_text)
+        digest, fingerprint = hashlib.sha256(index_text).hexdigest(), _fingerprint(index_text)
         record = {"remote": self.remote, "version": self.version, "index_sha256": digest, "fingerprint": fingerprint}
         return json.dumps(record).encode()
 
@@ -220,6 +223,13 @@ class Stream:
     def __repr__(self) -> str:
         version = f", version={self.version}" if self.version is not None else ""
         return f"Stream(remote={self.remote!r}, local={self.local!r}, split={self.split!r}{version}, weights={self.weights})"
+
+
+def _fingerprint(index_text: bytes) -> str:
+    """``manifest.index_fingerprint``, imported on first use (as ``ShardSet``)."""
+    from mds_core.versions.manifest import index_fingerprint
+
+    return index_fingerprint(index_text)
 
 
 def default_cache_dir(remote: str, split: str | None) -> str:

@@ -152,3 +152,16 @@ def test_the_training_process_has_numpy_random_before_its_workers_fork() -> None
     done = run_python("import sys; from mds_core import StreamingDataset; print('numpy.random' in sys.modules)")
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "True"
+
+
+def test_reading_imports_neither_the_writer_nor_versioned_shard_sets() -> None:
+    # 14 ms of a training script's start (0.11 against 0.124 s for `from mds_core import StreamingDataset`).
+    code = "import sys; from mds_core import StreamingDataset; print(sorted(m for m in sys.modules if m.startswith(("
+    code += "'mds_core.writer', 'mds_core.versions'))))"
+    done = run_python(code)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"
+    assert (
+        run_python("from mds_core import MDSWriter, merge_index; print(MDSWriter.__name__)").stdout.strip()
+        == "MDSWriter"
+    )
