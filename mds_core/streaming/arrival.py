@@ -95,8 +95,8 @@ def decode_as_ready(
     decoded as they arrive (every one ready, then the one the next sample waits for), so the first
     sample waits for its own shard only, and decoding overlaps the downloads still running.
     ``owners[shard]`` is the (reader, shard of that reader) holding a global shard id; ``metrics`` the
-    worker's decode timer, or None. With ``ranged`` (a ``ranged.RangedBlock``), the block's samples read by byte ranges serve their
-    shards as soon as they are here, if before the whole files.
+    worker's decode timer, or None. With ``ranged`` (a ``ranged.RangedBlock``), the block's samples read by
+    byte ranges serve their shards as soon as they are here, if before the whole files.
     """
     pending = {int(shard_ids[positions[0]]): positions for positions in by_shard(shard_ids)}
     out: list[Any] = [None] * len(shard_ids)
