@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mds_core import StreamingDataset
 from mds_core.errors import StorageError
@@ -126,3 +129,44 @@ def test_a_block_over_few_small_shards_waits_for_them_whole(s3_server, fault_pro
     dataset = StreamingDataset(remote=remote, local=str(tmp_path / "cache"), job_root=str(tmp_path / "j"), **SETTINGS)
     assert sorted(ids(dataset)) == list(range(SAMPLES))
     assert _ranged_gets(fault_proxy) == []
+
+
+@given(
+    st.integers(1, 40).flatmap(
+        lambda count: st.tuples(
+            st.just(count),
+            st.lists(st.integers(0, count - 1), min_size=1, max_size=count),
+            st.lists(st.integers(0, 1000), min_size=count + 1, max_size=count + 1),
+            st.none() | st.tuples(st.integers(0, count + 1), st.integers(0, 2**32 - 1)),  # one word damaged
+        )
+    )
+)
+def test_a_head_gives_its_spans_or_none_and_never_a_span_outside_the_shard(case: tuple) -> None:
+    """A sound head gives each sample's exact span; a damaged one (any word) gives spans inside the file, or none."""
+    count, wanted, points, damage = case
+    first, size = 4 * (count + 2), 4 * (count + 2) + 1000
+    offsets = [first + point for point in sorted(points)]
+    offsets[0] = first
+    words = [count, *offsets]
+    if damage is not None:
+        words[damage[0]] = damage[1]
+    shard = SimpleNamespace(samples=count, raw_data=SimpleNamespace(bytes=size))
+    local_ids = np.array(wanted)
+    head = np.array(words[: int(local_ids.max()) + 3], "<u4").tobytes()  # what the ranged read asks for
+    spans = ranged.sample_spans(shard, local_ids, head)
+    exact = [(offsets[i], offsets[i + 1]) for i in wanted]
+    if damage is None or words == [count, *offsets]:
+        assert spans == (exact if sum(e - b for b, e in exact) <= size // 2 else None)
+    elif spans is not None:
+        assert all(first <= begin <= end <= size for begin, end in spans)
+        assert sum(end - begin for begin, end in spans) <= size // 2
+
+
+def test_the_spans_of_a_real_head_are_its_samples(tmp_path: Path) -> None:
+    _write(str(tmp_path / "set"))
+    data = (tmp_path / "set" / "shard.00000.mds").read_bytes()
+    shard = SimpleNamespace(samples=int.from_bytes(data[:4], "little"), raw_data=SimpleNamespace(bytes=len(data)))
+    local_ids = np.array([5, 0, 17])
+    spans = ranged.sample_spans(shard, local_ids, data[: 4 * (17 + 3)])
+    offsets = np.frombuffer(data, "<u4", shard.samples + 1, 4)
+    assert spans == [(int(offsets[i]), int(offsets[i + 1])) for i in local_ids]
