@@ -30,6 +30,17 @@ def _write(remote: str, **kwargs: object) -> None:
     write_rows(remote, {"id": "int", "pad": "bytes"}, rows, size_limit=30_000, **kwargs)
 
 
+def _remote_dataset(
+    s3_server, tmp_path: Path, written: dict[str, Any] | None = None, **options: Any
+) -> StreamingDataset:
+    """The rows written (with ``written``'s writer options) to a new bucket, read through a new cache."""
+    remote = f"s3://{s3_server.new_bucket()}/set"
+    _write(remote, **(written or {}))
+    return StreamingDataset(
+        remote=remote, local=str(tmp_path / "cache"), job_root=str(tmp_path / "j"), **SETTINGS, **options
+    )
+
+
 def _expected(tmp_path: Path) -> list[int]:
     """The epoch's order: the same rows written to a local folder, read from there (no store, no ranges).
 
@@ -77,11 +88,9 @@ def test_a_store_that_ignores_range_is_refused_with_its_answer_unread(s3_server,
 def test_the_first_block_comes_by_ranges_while_the_whole_shards_are_held(
     s3_server, fault_proxy, tmp_path: Path, small_shards_ranged: None
 ) -> None:
-    remote = f"s3://{s3_server.new_bucket()}/set"
-    _write(remote)
     expected = _expected(tmp_path)
     held = fault_proxy.add(Fault("hold", SHARDS, times=10**6, value=60, whole_only=True))
-    dataset = StreamingDataset(remote=remote, local=str(tmp_path / "cache"), job_root=str(tmp_path / "j1"), **SETTINGS)
+    dataset = _remote_dataset(s3_server, tmp_path)
     samples = iter(dataset)
     first = ids(next(samples) for _ in range(256))  # the first block: no whole shard has come yet
     assert held.hits >= 1 and not held.release.is_set()
@@ -100,12 +109,8 @@ def test_the_first_block_comes_by_ranges_while_the_whole_shards_are_held(
 def test_compressed_or_hashed_shards_are_never_read_by_ranges(
     s3_server, fault_proxy, tmp_path: Path, small_shards_ranged: None, setting: dict
 ) -> None:
-    remote = f"s3://{s3_server.new_bucket()}/set"
-    _write(remote, **setting)
     checks: dict[str, Any] = {"validate_hash": "sha1"} if "hashes" in setting else {}
-    dataset = StreamingDataset(
-        remote=remote, local=str(tmp_path / "cache"), job_root=str(tmp_path / "j"), **SETTINGS, **checks
-    )
+    dataset = _remote_dataset(s3_server, tmp_path, setting, **checks)
     assert sorted(ids(dataset)) == list(range(SAMPLES))
     assert _ranged_gets(fault_proxy) == []
 
@@ -113,20 +118,16 @@ def test_compressed_or_hashed_shards_are_never_read_by_ranges(
 def test_failed_range_reads_leave_the_first_block_to_the_whole_shards(
     s3_server, fault_proxy, tmp_path: Path, small_shards_ranged: None
 ) -> None:
-    remote = f"s3://{s3_server.new_bucket()}/set"
-    _write(remote)
     expected = _expected(tmp_path)
     fault_proxy.add(Fault("ignore_range", SHARDS, times=10**6))  # every range answered with the whole file
-    dataset = StreamingDataset(remote=remote, local=str(tmp_path / "cache"), job_root=str(tmp_path / "j1"), **SETTINGS)
+    dataset = _remote_dataset(s3_server, tmp_path)
     assert ids(dataset) == expected
     assert {header.split("-")[0] for _, header in _ranged_gets(fault_proxy)} == {"bytes=0"}  # heads only, refused
 
 
 def test_a_block_over_few_small_shards_waits_for_them_whole(s3_server, fault_proxy, tmp_path: Path) -> None:
     """Under ``BYTES_PER_REQUEST`` per range request (here 9 shards of 30 KB for 265 requests), ranges would cost more."""
-    remote = f"s3://{s3_server.new_bucket()}/set"
-    _write(remote)
-    dataset = StreamingDataset(remote=remote, local=str(tmp_path / "cache"), job_root=str(tmp_path / "j"), **SETTINGS)
+    dataset = _remote_dataset(s3_server, tmp_path)
     assert sorted(ids(dataset)) == list(range(SAMPLES))
     assert _ranged_gets(fault_proxy) == []
 
