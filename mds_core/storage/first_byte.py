@@ -1,13 +1,16 @@
 """A download whose first byte is late is asked for again, as S3's performance guide advises for slow requests.
 
 A stalled connection (a store's slow replica, a lost packet on a kept-alive connection) otherwise holds the shard,
-and the reader waiting for it, until the whole transfer's deadline (60 s by default). So each download of an async
-store (s3fs, gcsfs, adlfs, whose progress callback hears of the store's answer before any byte is written) gets a
-first-byte deadline: ``FLOOR`` seconds, or ``FACTOR`` times the median first-byte time of the store's recent
-downloads in this process when that is longer (a far or loaded store is not cut short), doubling with each late
-request of the file, as the guide's "retry after 2 s, then 4 s" does. Past the deadline the request is cancelled and
-sent again at once. A file is re-requested ``MAX_LATE`` times at most; then it waits for its transfer's deadline, as
-before. A late request is not a failed attempt: ``retry`` still counts the failures.
+and the reader waiting for it, until the whole transfer's deadline (60 s by default). So each download gets a
+first-byte deadline where the store's answer can be seen: on an async store (s3fs, gcsfs, adlfs, whose progress
+callback hears of the answer before any byte is written), and on one whose client's ``open`` returns when the store
+answers (the Files API's, ``StoreKind.answers_on_open``). The deadline is ``FLOOR`` seconds, or ``FACTOR`` times the
+median first-byte time of the store's recent downloads in this process when that is longer (a far or loaded store
+is not cut short), doubling with each late request of the file, as the guide's "retry after 2 s, then 4 s" does.
+Past the deadline the request is cancelled and sent again at once. A blocking client's request cannot be cancelled:
+it is left to finish on a thread of its own, and its answer is closed unread (``FirstByteWatch.answer``). A file is
+re-requested ``MAX_LATE`` times at most; then it waits for its transfer's deadline, as before. A late request is not
+a failed attempt: ``retry`` still counts the failures.
 
 ``MDS_FIRST_BYTE_DEADLINE`` in the environment sets ``FLOOR`` (seconds) for the stores opened afterwards, or turns
 the deadline off (``off``): for a store whose first bytes are slow for a known reason, or a run that must send each
@@ -24,9 +27,11 @@ import asyncio
 import contextlib
 import os
 import statistics
+import threading
 import time
 from collections import deque
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Generic, Protocol, TypeVar
 
 from mds_core.errors import ConfigurationError
 
@@ -35,6 +40,13 @@ FACTOR = 8  # times the median first-byte time of the store's recent downloads
 MAX_LATE = 2  # re-requests of one file for a late first byte
 DEADLINE_ENV = "MDS_FIRST_BYTE_DEADLINE"  # seconds instead of FLOOR, or "off"
 _RECENT = 64  # first-byte times the median is taken over
+
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+Answer = TypeVar("Answer", bound=_Closable)
 
 
 class LateFirstByte(ConnectionError):
@@ -105,6 +117,28 @@ class FirstByteWatch:
         self.late += 1
         raise LateFirstByte(f"no answer within {deadline:g} s; asked again")
 
+    def answer(self, request: Callable[[], Answer], timeout: float | None) -> Answer:
+        """``request()``'s answer: a blocking call that returns once the store answers (an opened download).
+
+        Args:
+            request: sends the request; returns the opened answer, to be closed by the caller.
+            timeout: the whole transfer's deadline: a first-byte deadline as long is not set.
+
+        Raises:
+            LateFirstByte: the deadline passed first; the request finishes alone and its answer is closed.
+        """
+        deadline, started = self._deadline(timeout), time.monotonic()
+        if deadline is None:
+            answered = request()
+        else:
+            pending = _Pending(request)
+            if not pending.done.wait(deadline) and pending.abandon():
+                self.late += 1
+                raise LateFirstByte(f"no answer within {deadline:g} s; asked again")
+            answered = pending.result()
+        self.times.record(time.monotonic() - started)
+        return answered
+
     def _deadline(self, timeout: float | None) -> float | None:
         """This request's first-byte deadline; None when there is none, or it would not come before ``timeout``."""
         typical = self.times.deadline()
@@ -128,3 +162,37 @@ def _floor_from_environment() -> float | None:
     if not seconds > 0:
         raise ConfigurationError(f"{DEADLINE_ENV}={value!r} must be a number of seconds above 0, or 'off'")
     return seconds
+
+
+class _Pending(Generic[Answer]):
+    """A blocking request on a thread of its own, which may be left to finish alone (its answer then closed)."""
+
+    def __init__(self, request: Callable[[], Answer]) -> None:
+        self.done, self._lock, self._abandoned = threading.Event(), threading.Lock(), False
+        self._answer: Answer | None = None
+        self._error: BaseException | None = None
+        threading.Thread(target=self._run, args=(request,), name="mds-first-byte", daemon=True).start()
+
+    def _run(self, request: Callable[[], Answer]) -> None:
+        try:
+            self._answer = request()
+        except BaseException as err:  # raised to the caller by result(); dropped once abandoned
+            self._error = err
+        with self._lock:
+            self.done.set()
+            abandoned = self._abandoned
+        if abandoned and self._answer is not None:
+            self._answer.close()
+
+    def abandon(self) -> bool:
+        """Leave the request to finish alone; False if it finished meanwhile (its ``result`` is the caller's)."""
+        with self._lock:
+            self._abandoned = not self.done.is_set()
+            return self._abandoned
+
+    def result(self) -> Answer:
+        """The answer, once ``done``; what the request raised is raised here."""
+        if self._error is not None:
+            raise self._error
+        assert self._answer is not None  # done without an error
+        return self._answer

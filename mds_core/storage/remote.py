@@ -14,7 +14,6 @@ import contextlib
 import os
 import shutil
 import threading
-import time
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -29,7 +28,7 @@ from mds_core.storage.folders import beneath
 from mds_core.storage.kill_points import kill_point
 from mds_core.storage.retrying import describe, retrying
 from mds_core.storage.stores import FSSPEC_FALLBACK, store_kind
-from mds_core.storage.transfer_limits import Bound, Truncated, bound, copy_until, run_bounded, with_deadline
+from mds_core.storage.transfer_limits import Bound, Truncated, bound, download_blocking, run_bounded, with_deadline
 from mds_core.storage.urls import is_remote, local_path, redact
 
 T = TypeVar("T")
@@ -351,8 +350,8 @@ class RemoteStore:
 
     @property
     def _watches_first_bytes(self) -> bool:
-        """A registered async store's client reports the store's answer (``body_limit``), so a late one is seen."""
-        return self.kind is not FSSPEC_FALLBACK and self._is_async
+        """A registered store whose client shows the store's answer (``body_limit``, ``answers_on_open``)."""
+        return self.kind is not FSSPEC_FALLBACK and (self._is_async or self.kind.answers_on_open)
 
     @property
     def _is_async(self) -> bool:
@@ -365,12 +364,12 @@ class RemoteStore:
         elif self._is_async:  # the client's progress callback: one that never calls it is left to the size check
             run_bounded(lambda callback: self._transfer(self._get_file, rpath, lpath, watch, callback=callback), limit)
         else:
-            self._transfer(self._get_file, rpath, lpath, limit=limit)
+            self._get_file(rpath, lpath, limit, watch)
 
-    def _get_file(self, rpath: str, lpath: str, limit: Bound | None = None) -> None:
-        deadline = None if self.timeout is None else time.monotonic() + self.timeout
-        with self.fs.open(rpath, "rb") as source, open(lpath, "wb") as target:
-            copy_until(source, target, deadline, limit)
+    def _get_file(
+        self, rpath: str, lpath: str, limit: Bound | None = None, watch: FirstByteWatch | None = None
+    ) -> None:
+        download_blocking(self.fs, rpath, lpath, self.timeout, limit, watch)
 
     def _put_file(self, lpath: str, rpath: str) -> None:
         if self._is_local:

@@ -74,6 +74,8 @@ class StoreKind:
     opening it: a store that has one builds its client on first use, so a pinned version whose index and
     shards are cached imports no client library and builds no client (s3fs: about 0.3 s); None: opened when
     the store is made, so that a client that connects when made (ftp, sftp) fails there, naming the URL.
+    ``answers_on_open``: the filesystem's ``open`` returns when the store answers a download's request, so a
+    blocking client's late first byte is seen (``first_byte``); async stores see it from their progress callback.
     """
 
     name: str
@@ -89,6 +91,7 @@ class StoreKind:
     advice: Advice | None = None
     whole_read: Mapping[str, Any] = field(default_factory=dict)
     path: Callable[[str], str] | None = None
+    answers_on_open: bool = False
 
     def open(self, url: str, timeout: float | None, options: Mapping[str, Any]) -> tuple[Any, str]:
         """(fsspec filesystem, path inside it) for ``url``, with fsspec's listing cache off."""
@@ -245,6 +248,7 @@ STORES: Mapping[str, StoreKind] = MappingProxyType(
             ),
             package="databricks.sdk",
             extra="databricks",
+            answers_on_open=True,  # the Files API client sends its GET in open, streaming the body after
         ),
     }
 )

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from mds_core.storage.first_byte import FirstByteWatch
+
 COPY_CHUNK = 8 << 20
 
 
@@ -60,6 +62,20 @@ def copy_until(source: Any, target: Any, deadline: float | None, limit: Bound | 
         target.write(chunk)
         if deadline is not None and time.monotonic() > deadline:
             raise TimeoutError("did not finish within the download timeout")
+
+
+def download_blocking(
+    fs: Any, rpath: str, lpath: str, timeout: float | None, limit: Bound | None, watch: FirstByteWatch | None
+) -> None:
+    """``rpath`` of a blocking filesystem into ``lpath``, within ``timeout`` and ``limit``.
+
+    With a ``watch``, the request must be answered within its first-byte deadline (``FirstByteWatch.answer``): for a
+    filesystem whose ``open`` returns when the store answers (``StoreKind.answers_on_open``).
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    opened = functools.partial(fs.open, rpath, "rb")
+    with opened() if watch is None else watch.answer(opened, timeout) as source, open(lpath, "wb") as target:
+        copy_until(source, target, deadline, limit)
 
 
 @functools.cache

@@ -6,8 +6,8 @@ import pytest
 
 
 class VirtualClock:
-    """Stands in for ``time`` in mds_core.storage.remote and .retrying: ``sleep`` returns at once, moves ``monotonic`` on by
-    as much, and is recorded, so the store's waits are read exactly instead of measured on a loaded machine."""
+    """Stands in for ``time`` in mds_core.storage.retrying: ``sleep`` returns at once, moves ``monotonic`` on by as
+    much, and is recorded, so the store's waits are read exactly instead of measured on a loaded machine."""
 
     def __init__(self) -> None:
         self.now = 0.0
@@ -23,9 +23,8 @@ class VirtualClock:
 
 @pytest.fixture
 def clock(monkeypatch) -> VirtualClock:
-    from mds_core.storage import remote, retrying
+    from mds_core.storage import retrying
 
     clock = VirtualClock()
-    monkeypatch.setattr(remote, "time", clock)
     monkeypatch.setattr(retrying, "time", clock)
     return clock
