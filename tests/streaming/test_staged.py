@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -84,3 +85,14 @@ def test_the_rest_of_the_order_is_made_behind_the_first_batches_at_a_lower_prior
     assert StagedRow(np.arange(2), whole).whole().tolist() == list(range(8))
     assert seen == [min(19, own + BACKGROUND_NICENESS)]
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == own  # the iterating thread keeps its own
+
+
+def test_a_small_shuffle_block_is_warned_of_once_for_the_head_and_the_whole_order(tmp_path: Path) -> None:
+    root = write_rows(tmp_path / "data", {"id": "int"}, ({"id": i} for i in range(NUM_SAMPLES)), size_limit="4kb")
+    dataset = StreamingDataset(
+        local=str(root), shuffle=True, shuffle_block_size=10, batch_size=8, job_root=str(tmp_path / "jobs")
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")  # Python's own: a warning once per place it is raised from
+        assert len(list(dataset)) == NUM_SAMPLES  # the head's order first, then the whole order's
+    assert [str(w.message)[:41] for w in caught] == ["Shuffle block size was smaller than shard"]

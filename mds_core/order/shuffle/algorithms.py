@@ -204,17 +204,14 @@ def get_shuffle(
     # Only py1br and py1e use the block size, and they check it themselves: the reference accepts
     # any value (per-stream batching can pass 0) for the others.
     block_size = as_int("shuffle_block_size", block_size, None)
+    window: dict[str, list[int] | None] = {}
     if (starts is not None or stops is not None) and shuffle is shuffle_py1e:
-        return shuffle_py1e(
-            sizes,
-            num_canonical_nodes,
-            seed,
-            epoch,
-            block_size,
-            starts=_per_node("starts", starts, num_canonical_nodes),
-            stops=_per_node("stops", stops, num_canonical_nodes),
-        )
-    return shuffle(sizes, num_canonical_nodes, seed, epoch, block_size)
+        window = {
+            "starts": _per_node("starts", starts, num_canonical_nodes),
+            "stops": _per_node("stops", stops, num_canonical_nodes),
+        }
+    # One call for both: py1e's warning names this line, so a head and its whole order warn once.
+    return shuffle(sizes, num_canonical_nodes, seed, epoch, block_size, **window)
 
 
 def _per_node(name: str, values: Sequence[int] | None, num_canonical_nodes: int) -> list[int] | None:

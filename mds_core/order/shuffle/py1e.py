@@ -67,7 +67,7 @@ def shuffle_py1e(
             "those units are not mixed with their neighbours by the py1e shuffle; set a larger "
             "shuffle_block_size for a better shuffle",
             UserWarning,
-            stacklevel=3,
+            stacklevel=2,  # get_shuffle's line, whoever asks: an epoch's head and its whole order warn once
         )
     return ids
 
