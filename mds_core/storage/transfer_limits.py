@@ -74,7 +74,8 @@ def download_blocking(
     """
     deadline = None if timeout is None else time.monotonic() + timeout
     opened = functools.partial(fs.open, rpath, "rb")
-    with opened() if watch is None else watch.answer(opened, timeout) as source, open(lpath, "wb") as target:
+    source = opened() if watch is None else watch.answer(opened, timeout)
+    with source, open(lpath, "wb") as target:
         copy_until(source, target, deadline, limit)
 
 
