@@ -31,7 +31,8 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any, Generic, Protocol, TypeVar
+from concurrent.futures import Future, wait
+from typing import Any, Protocol, TypeVar
 
 from mds_core.errors import ConfigurationError
 
@@ -114,8 +115,7 @@ class FirstByteWatch:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):  # what the cancelled transfer raises
             await task
-        self.late += 1
-        raise LateFirstByte(f"no answer within {deadline:g} s; asked again")
+        raise self._late(deadline)
 
     def answer(self, request: Callable[[], Answer], timeout: float | None) -> Answer:
         """``request()``'s answer: a blocking call that returns once the store answers (an opened download).
@@ -131,13 +131,18 @@ class FirstByteWatch:
         if deadline is None:
             answered = request()
         else:
-            pending = _Pending(request)
-            if not pending.done.wait(deadline) and pending.abandon():
-                self.late += 1
-                raise LateFirstByte(f"no answer within {deadline:g} s; asked again")
-            answered = pending.result()
+            future = _in_thread(request)
+            if not wait([future], deadline).done:
+                future.add_done_callback(_close_answer)  # at once if it has just come
+                raise self._late(deadline)
+            answered = future.result()
         self.times.record(time.monotonic() - started)
         return answered
+
+    def _late(self, deadline: float) -> LateFirstByte:
+        """Count one late request of the file; the error that has it asked again."""
+        self.late += 1
+        return LateFirstByte(f"no answer within {deadline:g} s; asked again")
 
     def _deadline(self, timeout: float | None) -> float | None:
         """This request's first-byte deadline; None when there is none, or it would not come before ``timeout``."""
@@ -164,35 +169,21 @@ def _floor_from_environment() -> float | None:
     return seconds
 
 
-class _Pending(Generic[Answer]):
-    """A blocking request on a thread of its own, which may be left to finish alone (its answer then closed)."""
+def _in_thread(request: Callable[[], Answer]) -> Future[Answer]:
+    """``request()`` on a thread of its own: a blocking request that may be left to finish alone."""
+    future: Future[Answer] = Future()
 
-    def __init__(self, request: Callable[[], Answer]) -> None:
-        self.done, self._lock, self._abandoned = threading.Event(), threading.Lock(), False
-        self._answer: Answer | None = None
-        self._error: BaseException | None = None
-        threading.Thread(target=self._run, args=(request,), name="mds-first-byte", daemon=True).start()
-
-    def _run(self, request: Callable[[], Answer]) -> None:
+    def run() -> None:
         try:
-            self._answer = request()
-        except BaseException as err:  # raised to the caller by result(); dropped once abandoned
-            self._error = err
-        with self._lock:
-            self.done.set()
-            abandoned = self._abandoned
-        if abandoned and self._answer is not None:
-            self._answer.close()
+            future.set_result(request())
+        except BaseException as err:  # the caller's, through future.result(); dropped once abandoned
+            future.set_exception(err)
 
-    def abandon(self) -> bool:
-        """Leave the request to finish alone; False if it finished meanwhile (its ``result`` is the caller's)."""
-        with self._lock:
-            self._abandoned = not self.done.is_set()
-            return self._abandoned
+    threading.Thread(target=run, name="mds-first-byte", daemon=True).start()
+    return future
 
-    def result(self) -> Answer:
-        """The answer, once ``done``; what the request raised is raised here."""
-        if self._error is not None:
-            raise self._error
-        assert self._answer is not None  # done without an error
-        return self._answer
+
+def _close_answer(future: Future[Answer]) -> None:
+    """Close an abandoned request's answer, if it brought one."""
+    if future.exception() is None:
+        future.result().close()
