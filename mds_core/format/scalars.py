@@ -50,6 +50,12 @@ class BytesCoder:
         # A slice of bytes or of a map is bytes already (bytes() returns it as is); of a memoryview, a copy.
         return bytes(buf[offset : offset + size])
 
+    def decode_spans(self, buf: Any, starts: list[int], ends: list[int]) -> list[bytes]:
+        """Copies of ``buf[start:end]`` for many spans, for ``Schema.decode_block``: no call per value."""
+        if isinstance(buf, memoryview):  # its slices are views
+            return [bytes(buf[start:end]) for start, end in zip(starts, ends)]
+        return [buf[start:end] for start, end in zip(starts, ends)]  # a map's or bytes' slices are copies already
+
 
 @dataclass(frozen=True)
 class StrCoder:
@@ -66,6 +72,13 @@ class StrCoder:
         """The text, refused when it is not valid UTF-8."""
         try:
             return str(buf[offset : offset + size], "utf-8")  # any buffer: bytes, a map, a memoryview
+        except UnicodeDecodeError as err:
+            raise DecodeError(f"'str' value is not valid UTF-8: {err}") from err
+
+    def decode_spans(self, buf: Any, starts: list[int], ends: list[int]) -> list[str]:
+        """The texts at many spans of ``buf``, for ``Schema.decode_block``: no call per value."""
+        try:
+            return [str(buf[start:end], "utf-8") for start, end in zip(starts, ends)]
         except UnicodeDecodeError as err:
             raise DecodeError(f"'str' value is not valid UTF-8: {err}") from err
 

@@ -13,7 +13,7 @@ import struct
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -59,6 +59,7 @@ class Schema:
         self._fixed_columns = [i for i, c in enumerate(self.columns) if c.size is not None]
         self._fixed_sizes = [c.size for c in self.columns if c.size is not None]
         self._encode_plan = [(c.name, c.coder.encode, c.size, e) for c, e in zip(self.columns, self.encodings)]
+        self._row = _dict_display(self.names)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuilt from names and encodings: struct.Struct objects cannot be pickled.
@@ -160,13 +161,25 @@ class Schema:
                 columns.append(coder.decode_many(u8, starts[:, j]))
             elif hasattr(coder, "decode_views") and coder.size is not None:  # sizes checked above
                 columns.append(coder.decode_views(u8, starts[:, j], writable))
+            elif hasattr(coder, "decode_spans"):
+                columns.append(coder.decode_spans(buf, starts[:, j].tolist(), (starts[:, j] + sizes[:, j]).tolist()))
             else:
                 decode = plan[j][1]
                 columns.append([decode(buf, a, n) for a, n in zip(starts[:, j].tolist(), sizes[:, j].tolist())])
-        if len(self.names) == 1:  # a dict display is ~0.2 µs cheaper per sample than dict(zip(...))
-            name = self.names[0]
-            return [{name: value} for value in columns[0]]
-        return [dict(zip(self.names, row)) for row in zip(*columns)]
+        return list(map(self._row, *columns)) if columns else [{} for _ in range(len(begins))]
+
+
+def _dict_display(names: list[str]) -> Callable[..., dict[str, Any]]:
+    """``f(*values) -> {names[0]: values[0], ...}``: a dict display compiled for these column names.
+
+    About half the cost of ``dict(zip(names, values))`` per sample (0.17 against 0.38 µs for 5 columns).
+    The code holds only made-up identifiers; the names come in as the keys' default values, never parsed.
+    """
+    keys = {f"k{i}": name for i, name in enumerate(names)}
+    values = [f"v{i}" for i in range(len(names))]
+    params = ", ".join([*values, *(f"{k}={k}" for k in keys)])
+    pairs = ", ".join(f"{k}: {v}" for k, v in zip(keys, values))
+    return cast(Callable[..., dict[str, Any]], eval(f"lambda {params}: {{{pairs}}}", keys))
 
 
 def _first_bad(mask: np.ndarray, first: int, problem: str) -> None:

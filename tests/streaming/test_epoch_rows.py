@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from mds_core import StreamingDataset
+from mds_core.streaming import epochs
 from mds_core.streaming.epochs import _without_padding
 from mds_core.streaming.staged import StagedRow
 from tests.streaming.support import memory_owner, write_rows
@@ -32,7 +33,10 @@ def test_padding_inside_a_row_is_dropped_by_a_copy() -> None:
     assert not np.shares_memory(row, work)
 
 
-def test_the_node_order_is_int32_and_a_worker_reads_a_view_of_it(tmp_path: Path) -> None:
+def test_the_node_order_is_int32_and_a_worker_reads_a_view_of_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(epochs, "HEAD_MIN_SAMPLES", 0)  # first batches first, as for a long epoch
     root = write_rows(tmp_path / "data", {"id": "int"}, ({"id": i} for i in range(NUM_SAMPLES)), size_limit="1kb")
     dataset = StreamingDataset(local=str(root), shuffle=True, batch_size=4, job_root=str(tmp_path / "jobs"))
     assert sorted(sample["id"] for sample in dataset) == list(range(NUM_SAMPLES))
@@ -53,6 +57,7 @@ def test_only_the_process_that_computes_the_order_checks_it_against_the_indexes(
     # The check reads every shard's index entry. A DataLoader worker that reads them copies the pages they lie on
     # from the rank it forked from (2.7 MiB a worker at 10**4 shards), so a worker that finds the order computed
     # must not check it, and the entries are read only to name the largest claim in a refusal.
+    monkeypatch.setattr(epochs, "HEAD_MIN_SAMPLES", 0)  # first batches first, as for a long epoch
     checks: list[tuple[int, int]] = []
     monkeypatch.setattr(
         "mds_core.streaming.local.check_order_fits",

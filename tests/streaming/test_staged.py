@@ -50,6 +50,7 @@ def test_an_error_making_the_whole_row_is_raised_where_the_row_is_read() -> None
 def test_the_first_samples_come_while_the_rest_of_the_order_is_being_made(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(epochs, "HEAD_MIN_SAMPLES", 0)  # an epoch this small is ordered whole, at once
     root = write_rows(tmp_path / "data", {"id": "int"}, ({"id": i} for i in range(NUM_SAMPLES)), size_limit="4kb")
 
     def dataset(job_root: Path) -> StreamingDataset:
@@ -96,3 +97,14 @@ def test_a_small_shuffle_block_is_warned_of_once_for_the_head_and_the_whole_orde
         warnings.simplefilter("default")  # Python's own: a warning once per place it is raised from
         assert len(list(dataset)) == NUM_SAMPLES  # the head's order first, then the whole order's
     assert [str(w.message)[:41] for w in caught] == ["Shuffle block size was smaller than shard"]
+
+
+def test_a_small_epoch_is_ordered_whole_at_once(tmp_path: Path) -> None:
+    # Its whole order costs about what its first batches would: no second order, file or thread.
+    root = write_rows(tmp_path / "data", {"id": "int"}, ({"id": i} for i in range(NUM_SAMPLES)), size_limit="4kb")
+    dataset = StreamingDataset(local=str(root), shuffle=True, batch_size=8, job_root=str(tmp_path / "jobs"))
+    assert NUM_SAMPLES < epochs.HEAD_MIN_SAMPLES
+    row = dataset._epochs.row(dataset.world, 0, 0, None)
+    assert isinstance(row, np.ndarray)
+    assert [path.name.endswith("-head.npy") for path in (tmp_path / "jobs").rglob("work-e0-*.npy")] == [False]
+    assert sorted(row.tolist()) == list(range(NUM_SAMPLES))
