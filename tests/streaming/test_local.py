@@ -160,3 +160,32 @@ def test_a_shard_held_in_memory_iterates_from_memory(one_shard: Path) -> None:
     data = (one_shard / "shard.00000.mds").read_bytes()
     reader = ShardReader(data, str(one_shard / "not-a-file.mds"), Schema.from_columns(COLUMNS), 50, len(data))
     assert ids(reader) == list(range(50))
+
+
+def test_take_keys_samples_by_column_names_that_look_like_code_without_running_them(tmp_path: Path) -> None:
+    # Each sample's dict comes from code compiled for the schema's names: a name reaches it as a value, never as text.
+    marker = tmp_path / "ran"
+    names = [f"__import__('os').system('touch {marker}')", "k0", "v0", "a'b\"c}"]
+    columns = dict(zip(names, ["int", "bytes", "str", "ndarray:uint8:2"], strict=True))
+    rows = (
+        {names[0]: i, names[1]: bytes([i]) * 3, names[2]: f"t{i}", names[3]: np.full(2, i, np.uint8)} for i in range(20)
+    )
+    reader = LocalDataset(write_rows(tmp_path / "d", columns, rows, size_limit=1 << 20)).shard_reader(0)
+    taken = reader.take(np.array([5, 0, 19]))
+    assert [sorted(sample) for sample in taken] == [sorted(names)] * 3
+    assert [(s[names[0]], s[names[1]], s[names[2]], s[names[3]].tolist()) for s in taken] == [
+        (i, bytes([i]) * 3, f"t{i}", [i, i]) for i in (5, 0, 19)
+    ]
+    assert not marker.exists()
+
+
+def test_take_names_the_sample_and_column_of_text_that_is_not_utf8(one_shard: Path) -> None:
+    shard = one_shard / "shard.00000.mds"
+    data = bytearray(shard.read_bytes())
+    offsets = np.frombuffer(bytes(data[4 : 4 * 52]), np.uint32)
+    data[offsets[12] - 17] = 0xFF  # sample 11's text ("t11") ends before its 16 bytes of tokens (columns sorted)
+    shard.write_bytes(bytes(data))
+    reader = LocalDataset(one_shard).shard_reader(0)
+    assert [sample["text"] for sample in reader.take(np.array([10, 12]))] == ["t10", "t12"]
+    with pytest.raises(MDSError, match=r"shard\.00000\.mds: sample 11: column 'text': 'str' value is not valid UTF-8"):
+        reader.take(np.array([3, 11]))
