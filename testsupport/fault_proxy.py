@@ -78,6 +78,7 @@ class Fault:
     body: str = ""  # a regular expression searched in the request body too (GCS uploads name the object there)
     release: threading.Event = field(default_factory=threading.Event)  # ends a "hold"
     whole_only: bool = False  # only requests for a whole file (no Range header)
+    ranged_only: bool = False  # only requests for part of a file (a Range header)
 
 
 @dataclass
@@ -259,6 +260,7 @@ class FaultProxy:
                     and re.search(fault.path, path)
                     and (not fault.body or re.search(fault.body.encode(), body))
                     and not (fault.whole_only and ranged)
+                    and not (fault.ranged_only and not ranged)
                 ):
                     fault.hits += 1
                     return fault

@@ -104,6 +104,7 @@ class RangedBlock:
             spans = {
                 shard: sample_spans(self._shard_info(shard), self._wanted[shard], head)
                 for shard, head in zip(shards, heads)
+                if not shard_ready(*self._owners[shard])  # its whole file came first: read from there instead
             }
             ranges = [(names[shard], int(b), int(e)) for shard, span in spans.items() if span for b, e in span]
             answers = iter(store.read_ranges(ranges) if ranges else [])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -44,7 +45,7 @@ def _remote_dataset(
 def _expected(tmp_path: Path) -> list[int]:
     """The epoch's order: the same rows written to a local folder, read from there (no store, no ranges).
 
-    Not from the store: a ranged block whose shards came whole first still sends its last range requests.
+    Not from the store: a ranged block whose shards come whole first may still have range requests in flight.
     """
     _write(str(tmp_path / "copy"))
     return ids(StreamingDataset(local=str(tmp_path / "copy"), job_root=str(tmp_path / "j0"), **SETTINGS))
@@ -103,6 +104,21 @@ def test_the_first_block_comes_by_ranges_while_the_whole_shards_are_held(
     spanned = len(np.unique(np.searchsorted(ends, expected[:256], side="right")))
     assert len(heads) == len({path for path, _ in ranged_gets}) == spanned  # one head per shard of the block
     assert len(set(ranged_gets)) == len(heads) + 256  # and one range per sample
+
+
+def test_a_shard_whose_whole_file_comes_before_its_head_is_asked_for_no_sample_range(
+    s3_server, fault_proxy, tmp_path: Path, small_shards_ranged: None
+) -> None:
+    expected = _expected(tmp_path)
+    heads = fault_proxy.add(Fault("hold", SHARDS, times=10**6, value=60, ranged_only=True))
+    dataset = _remote_dataset(s3_server, tmp_path)
+    assert ids(dataset) == expected  # every sample from the whole files, while the heads are held
+    assert heads.hits >= 1 and not heads.release.is_set()
+    heads.release.set()
+    for thread in threading.enumerate():
+        if thread.name == "mds-first-ranges":
+            thread.join(timeout=60)
+    assert {header.split("-")[0] for _, header in _ranged_gets(fault_proxy)} == {"bytes=0"}  # the heads alone
 
 
 @pytest.mark.parametrize("setting", [{"compression": "zstd"}, {"hashes": ["sha1"]}], ids=["zstd", "validate_hash"])
