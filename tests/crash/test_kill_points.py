@@ -28,7 +28,7 @@ OLD, NEW = list(range(30)), list(range(100, 130))  # each a few shards
 
 # The steps each operation below takes, every one of them killed at: docs/remote-storage.md's table, in its
 # order (tests/docs/test_figures.py checks that the table quotes these).
-KILL_STEPS = {"commit (local)": 21, "commit (s3)": 17, "publish": 4, "vacuum": 10, "upload": 25, "epoch": 40}
+KILL_STEPS = {"commit (local)": 21, "commit (s3)": 17, "publish": 4, "vacuum": 10, "upload": 25, "epoch": 38}
 
 
 def _fresh_root(kind: str, tmp: Path, request: pytest.FixtureRequest, name: str) -> str:
