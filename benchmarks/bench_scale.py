@@ -381,6 +381,7 @@ def main(argv: list[str] | None = None) -> int:
         ],
     )
     args = parser.parse_args(argv)
+    harness.compile_project()
     if args._serve:
         rank_main(json.loads(args._serve))
         return 0

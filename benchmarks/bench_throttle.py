@@ -35,6 +35,7 @@ sys.path.insert(0, str(HERE.parent))  # testsupport: the tests' S3 server and fa
 
 from harness import (
     Consumer,
+    compile_project,
     header,
     median_of,
     option_parser,
@@ -166,6 +167,7 @@ OPTIONS = (
 
 def main() -> None:
     args = option_parser(__doc__ or "", OPTIONS).parse_args()
+    compile_project()
     if args._serve:
         print("RESULT " + json.dumps(child(json.loads(args._serve))), flush=True)
         return
