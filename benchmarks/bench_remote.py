@@ -7,7 +7,7 @@ mds_core and the reference) and once by litdata's ``BinaryWriter`` (read by litd
 ``--size-limit`` shards and ``--compression`` (zstd; ``none`` for uncompressed shards, whose first
 batch mds_core reads by byte ranges), and uploaded to each store:
 
-* ``s3``: the tests' moto server (``testsupport/s3.py``), read through s3fs (ours), boto3 (the reference)
+* ``s3``: the tests' moto server (``testsupport/s3.py``), read through botocore (ours), boto3 (the reference)
   and boto3 + obstore (litdata);
 * ``gcs``: the tests' fake-gcs-server (``testsupport/emulators.py``), read through gcsfs (ours). The peers'
   GCS client (google-cloud-storage) is not in ``benchmarks/.venv``: only ours and the plain

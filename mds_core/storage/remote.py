@@ -13,13 +13,12 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import threading
-import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 from mds_core.errors import ConfigurationError, MDSError, StorageError
+from mds_core.storage import clients
 from mds_core.storage.byte_ranges import RangeReads
 from mds_core.storage.exclusive import create_if_absent
 from mds_core.storage.files import atomic_write, staged_path
@@ -32,34 +31,6 @@ from mds_core.storage.transfer_limits import Bound, Truncated, bound, download_b
 from mds_core.storage.urls import is_remote, local_path, redact
 
 T = TypeVar("T")
-
-# Fork safety of clients: the only module state here, and it cannot live on a RemoteStore.
-# An async client (s3fs, gcsfs, adlfs) belongs to the fsspec event-loop thread of the process that
-# made it. A forked child (a DataLoader worker) inherits the object but not the thread, and when the
-# child frees the object, its finaliser waits on that missing thread: about 1 s per client, in every
-# worker, every epoch, also for a client that was already garbage in the parent. So every client is
-# registered here as it is opened; after a fork the child pins the inherited ones for the rest of
-# its life (never used, never finalised: their sockets are the parent's) and opens its own.
-_OPENED: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
-_INHERITED: list[Any] = []
-_OPEN_LOCK = threading.Lock()  # one client per store and process, whichever thread asks first
-
-
-def _pin_inherited_clients() -> None:
-    """In a forked child: keep every client opened before the fork alive, unused, for good."""
-    global _OPEN_LOCK
-    _OPEN_LOCK = threading.Lock()  # the parent's may have been held by another thread at the fork
-    _INHERITED.extend(client for client in list(_OPENED.values()) if client is not None)
-    _OPENED.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_pin_inherited_clients)
-
-
-def inherited_clients() -> int:
-    """How many clients this process inherited from its parent at a fork (and keeps unused)."""
-    return len(_INHERITED)
 
 
 class RemoteStore:
@@ -91,6 +62,8 @@ class RemoteStore:
         self.kind = store_kind(self.url, any_fsspec=any_fsspec)
         self._fs: Any = None
         self._pid = os.getpid()
+        self._reader: Any = None  # the kind's own reader (``StoreKind.reader``), opened by ``_open_reader``
+        self._reader_pid: int | None = None
         self._first_bytes = FirstByteTimes()  # shared by every thread of this process, and its forked children
         try:  # a kind that knows its path (``StoreKind.path``) builds its client on first use
             self.path = self.kind.unopened_path(self.url) or self._open()[1]
@@ -101,7 +74,7 @@ class RemoteStore:
 
     @property
     def fs(self) -> Any:
-        """The fsspec filesystem, one per process: a forked child opens its own (see ``_pin_inherited_clients``)."""
+        """The fsspec filesystem, one per process: a forked child opens its own (``mds_core.storage.clients``)."""
         fs = self._fs
         if fs is None or self._pid != os.getpid():
             fs = self._open()[0]
@@ -109,19 +82,38 @@ class RemoteStore:
 
     def _open(self) -> tuple[Any, str]:
         """Open this process's filesystem (once, whichever thread asks first)."""
-        with _OPEN_LOCK:
+        with clients.opening():
             if self._fs is None or self._pid != os.getpid():
                 options = self.storage_options
                 if self._fs is not None and self.kind.reopen_options is not None:  # in a forked child
                     options = {**self.kind.reopen_options(self._fs), **options}
                 fs, self.path = self.kind.open(self.url, self.timeout, options)
-                with contextlib.suppress(TypeError):  # not weak-referenceable: not a client that needs guarding
-                    _OPENED[id(fs)] = fs
+                clients.register(fs)
                 self._fs, self._pid = fs, os.getpid()
         return self._fs, self.path
 
+    @property
+    def reader(self) -> Any:
+        """This process's reader of whole files and byte ranges where the kind has its own (S3), else None."""
+        if self._reader_pid != os.getpid():
+            self._open_reader()
+        return self._reader
+
+    def _open_reader(self) -> None:
+        with clients.opening():
+            if self._reader_pid != os.getpid() and self.kind.reader is not None:
+                self.kind.require_installed(self.url, imported=False)
+                self._reader = self.kind.reader(self.timeout, self.storage_options, self._reader)
+                clients.register(self._reader)
+            self._reader_pid = os.getpid()
+
+    def connect(self) -> None:
+        """Open the client that downloads use now: in a process about to fork workers that take it over."""
+        if self.reader is None and callable(connect := getattr(self.fs, "connect", None)):
+            connect()  # else s3fs, for one, makes its session at the first call
+
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_fs": None}
+        return {**self.__dict__, "_fs": None, "_reader": None, "_reader_pid": None}
 
     def __repr__(self) -> str:
         return f"RemoteStore({redact(self.url)!r})"
@@ -190,7 +182,8 @@ class RemoteStore:
 
     def _cat(self, path: str) -> bytes:
         """The whole file at ``path``, in one request."""
-        data: bytes = self.fs.cat_file(path, **self.kind.whole_read)
+        reader = self.reader
+        data: bytes = reader.cat_file(path) if reader is not None else self.fs.cat_file(path, **self.kind.whole_read)
         return data
 
     @property
@@ -207,6 +200,9 @@ class RemoteStore:
             )
         reads = RangeReads([(self._path_of(rel), begin, end) for rel, begin, end in ranges])
         what = f"range reads of {self.url_of(ranges[0][0])} and {len(ranges) - 1} more"
+        reader = self.reader
+        if reader is not None:
+            return self._retrying(what, lambda: reads.attempt_blocking(reader.read_range, self.timeout))
         return self._retrying(what, lambda: reads.attempt(self.fs, read_range, self.timeout))
 
     def with_retry(self, retry: int) -> RemoteStore:
@@ -217,7 +213,8 @@ class RemoteStore:
         """
         if not isinstance(retry, int) or retry < 1:
             raise ConfigurationError(f"retry must be an int >= 1 (total attempts per file), got {retry!r}")
-        self._open()  # a store opened on first use: opened now, so that the twin shares its client
+        if self.reader is None:  # a store opened on first use: opened now, so that the twin shares its client
+            self._open()
         twin = object.__new__(RemoteStore)
         twin.__dict__.update(self.__dict__, retry=retry)  # not copy.copy: pickling's state drops the client
         return twin
@@ -351,7 +348,9 @@ class RemoteStore:
     @property
     def _watches_first_bytes(self) -> bool:
         """A registered store whose client shows the store's answer (``body_limit``, ``answers_on_open``)."""
-        return self.kind is not FSSPEC_FALLBACK and (self._is_async or self.kind.answers_on_open)
+        if self.kind is FSSPEC_FALLBACK:
+            return False
+        return self.reader is not None or self.kind.answers_on_open or self._is_async  # the reader first: no s3fs
 
     @property
     def _is_async(self) -> bool:
@@ -359,7 +358,9 @@ class RemoteStore:
 
     def _download_to(self, rpath: str, lpath: str, limit: Bound | None, watch: FirstByteWatch | None) -> None:
         """One download attempt, ended as soon as the body passes ``limit`` (see ``transfer_limits``)."""
-        if limit is None:
+        if (reader := self.reader) is not None:
+            download_blocking(reader, rpath, lpath, self.timeout, limit, watch)
+        elif limit is None:
             self._transfer(self._get_file, rpath, lpath)
         elif self._is_async:  # the client's progress callback: one that never calls it is left to the size check
             run_bounded(lambda callback: self._transfer(self._get_file, rpath, lpath, watch, callback=callback), limit)

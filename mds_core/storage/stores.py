@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from mds_core.errors import ConfigurationError, MissingDependencyError
-from mds_core.storage import azure, gcs, s3
+from mds_core.storage import azure, gcs, s3, s3_reads
 from mds_core.storage.files import create_exclusive
 from mds_core.storage.urls import is_remote, local_path
 
@@ -39,6 +39,9 @@ CreateIfAbsent = Callable[[Any, str, bytes], bool]
 AsyncGetFile = Callable[[Any], Callable[[str, str], Any]]
 # (async filesystem) -> its coroutine function (path, begin, end) that reads exactly those bytes in one request
 AsyncReadRange = Callable[[Any], Callable[[str, int, int], Any]]
+# (timeout, storage options, the reader inherited at a fork or None) -> a blocking reader of whole files and byte
+# ranges (``open(path, "rb")``, ``cat_file(path)``, ``read_range(path, begin, end)``), or None: read with the filesystem
+Reader = Callable[[float | None, dict[str, Any], Any], Any]
 # (filesystem inherited at a fork) -> options for the child's own filesystem, taken from it
 ReopenOptions = Callable[[Any], dict[str, Any]]
 # (a failed call's exception) -> what to set, for a failure no retry can fix (no credentials); else None
@@ -67,7 +70,9 @@ class StoreKind:
     (``RemoteStore.reads_ranges``). ``reopen_options``
     gives what a forked child's new filesystem may take over from the one it inherited (an S3
     session: credentials and parsed API models, no connections), so a DataLoader worker does not
-    build it again; None: nothing. ``advice`` recognises a failure that no retry can fix (no
+    build it again; None: nothing. ``reader`` opens a client that reads whole files and byte ranges without the
+    filesystem's library (S3: botocore alone, ``s3_reads``); its ``open`` returns when the store answers; None: the
+    filesystem reads. ``advice`` recognises a failure that no retry can fix (no
     credentials) and says what to set; None: every failure is retried.
     ``whole_read`` are the ``cat_file`` arguments that read a whole file in one request (s3fs otherwise asks
     for its size first, a HEAD, to split the read). ``path`` gives a URL's path inside the filesystem without
@@ -88,6 +93,7 @@ class StoreKind:
     get_file: AsyncGetFile | None = None
     read_range: AsyncReadRange | None = None
     reopen_options: ReopenOptions | None = None
+    reader: Reader | None = None
     advice: Advice | None = None
     whole_read: Mapping[str, Any] = field(default_factory=dict)
     path: Callable[[str], str] | None = None
@@ -206,6 +212,7 @@ STORES: Mapping[str, StoreKind] = MappingProxyType(
             path=s3.path_of,
             get_file=s3.get_file,
             read_range=s3.read_range,
+            reader=s3_reads.reader,
             whole_read={"max_concurrency": 1},
         ),
         "gcs": StoreKind(

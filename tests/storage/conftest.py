@@ -28,3 +28,15 @@ def clock(monkeypatch) -> VirtualClock:
     clock = VirtualClock()
     monkeypatch.setattr(retrying, "time", clock)
     return clock
+
+
+@pytest.fixture
+def no_credentials(s3_server, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loopback server's endpoint, and no AWS credentials anywhere botocore looks (nor an instance to ask)."""
+    import os
+
+    for name in [name for name in os.environ if name.startswith("AWS_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")

@@ -89,18 +89,6 @@ def test_an_upload_threads_error_reaches_the_caller_without_the_threads_frames(
     assert capfd.readouterr().err == ""  # no "Exception in thread ..." either
 
 
-@pytest.fixture
-def no_credentials(s3_server, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The loopback server's endpoint, and no AWS credentials anywhere botocore looks (nor an instance to ask)."""
-    import os
-
-    for name in [name for name in os.environ if name.startswith("AWS_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
-    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-
-
 def test_missing_credentials_are_not_retried_and_say_what_to_set(s3_server, no_credentials) -> None:
     from aiobotocore.session import AioSession
 
