@@ -381,10 +381,10 @@ def main(argv: list[str] | None = None) -> int:
         ],
     )
     args = parser.parse_args(argv)
-    harness.compile_project()
     if args._serve:
         rank_main(json.loads(args._serve))
         return 0
+    harness.compile_project()
     started = time.perf_counter()
     data = Path(args.data or tempfile.mkdtemp(prefix="bench-scale-"))
     sizes = parse_sizes(args.sizes)

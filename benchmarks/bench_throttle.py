@@ -167,10 +167,10 @@ OPTIONS = (
 
 def main() -> None:
     args = option_parser(__doc__ or "", OPTIONS).parse_args()
-    compile_project()
     if args._serve:
         print("RESULT " + json.dumps(child(json.loads(args._serve))), flush=True)
         return
+    compile_project()
     began, load = time.perf_counter(), os.getloadavg()
     sections: list[str] = []
     for samples in (int(size) for size in args.samples.split(",")):

@@ -1,4 +1,4 @@
-"""One client over fsspec for every remote store: retries with backoff, a real per-file deadline.
+"""One client for every remote store, over fsspec (S3 reads: botocore alone): retries, backoff, per-file deadlines.
 
 ``open_store(url)`` gives a ``RemoteStore`` rooted at ``url``: a local path, ``file://`` or a URL of any store in
 the registry (``mds_core.storage.stores``: S3, GCS, Azure, Hugging Face, Unity Catalog volumes), set up as its entry
