@@ -24,21 +24,32 @@ from mds_core.storage.transfer_limits import Truncated
 MAX_CONNECTIONS = 64
 
 
-def filesystem(url: str, timeout: float | None, options: dict[str, Any]) -> tuple[Any, str]:
-    """(S3FileSystem, ``bucket/key``) for an ``s3://`` or ``s3a://`` URL."""
-    import s3fs
+def client_settings(
+    timeout: float | None, options: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(client_kwargs, config_kwargs, the other options) for ``options``: what both S3 clients here are built with.
 
+    The endpoint, one attempt per call, ``MAX_CONNECTIONS`` and the timeouts, unless the options set them.
+    """
     options = dict(options)
     endpoint = options.pop("endpoint_url", None) or os.environ.get("S3_ENDPOINT_URL") or None
-    client_kwargs = dict(options.pop("client_kwargs", {}))
+    client_kwargs = dict(options.pop("client_kwargs", None) or {})
     if endpoint:
         client_kwargs.setdefault("endpoint_url", endpoint)
-    config_kwargs = dict(options.pop("config_kwargs", {}))
+    config_kwargs = dict(options.pop("config_kwargs", None) or {})
     config_kwargs.setdefault("retries", {"total_max_attempts": 1, "mode": "standard"})
     config_kwargs.setdefault("max_pool_connections", MAX_CONNECTIONS)
     if timeout is not None:
         config_kwargs.setdefault("connect_timeout", min(timeout, 30))
         config_kwargs.setdefault("read_timeout", timeout)
+    return client_kwargs, config_kwargs, options
+
+
+def filesystem(url: str, timeout: float | None, options: dict[str, Any]) -> tuple[Any, str]:
+    """(S3FileSystem, ``bucket/key``) for an ``s3://`` or ``s3a://`` URL."""
+    import s3fs
+
+    client_kwargs, config_kwargs, options = client_settings(timeout, options)
     fs = s3fs.S3FileSystem(
         client_kwargs=client_kwargs, config_kwargs=config_kwargs, skip_instance_cache=True, **options
     )

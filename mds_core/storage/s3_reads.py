@@ -7,17 +7,16 @@ of S3 with ``S3Reads`` (``StoreKind.reader``), and writes, lists and deletes wit
 
 Both clients are set up from the same storage options. An option this module does not know (``requester_pays``,
 ``version_aware``, ``session``...) sends reads to s3fs too, so s3fs keeps its meaning (``reader`` returns None).
-The client makes one attempt per call, as s3fs's does (``s3.filesystem``): ``RemoteStore`` counts the attempts.
+Both are built with the same settings (``s3.client_settings``): one attempt per call, as ``RemoteStore`` counts them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 from typing import Any
 
-from mds_core.storage.s3 import MAX_CONNECTIONS
+from mds_core.storage.s3 import client_settings
 from mds_core.storage.transfer_limits import Truncated
 
 # The storage options read the same way by both clients; any other one leaves reads to s3fs.
@@ -132,16 +131,7 @@ def reader(timeout: float | None, options: dict[str, Any], inherited: S3Reads | 
     from botocore.config import Config
 
     session = inherited.session if inherited is not None else botocore.session.Session(profile=options.get("profile"))
-    client_kwargs = dict(options.get("client_kwargs") or {})
-    endpoint = options.get("endpoint_url") or os.environ.get("S3_ENDPOINT_URL") or None
-    if endpoint:
-        client_kwargs.setdefault("endpoint_url", endpoint)
-    config_kwargs = dict(options.get("config_kwargs") or {})
-    config_kwargs.setdefault("retries", {"total_max_attempts": 1, "mode": "standard"})
-    config_kwargs.setdefault("max_pool_connections", MAX_CONNECTIONS)
-    if timeout is not None:
-        config_kwargs.setdefault("connect_timeout", min(timeout, 30))
-        config_kwargs.setdefault("read_timeout", timeout)
+    client_kwargs, config_kwargs, options = client_settings(timeout, options)
     if options.get("anon"):
         config_kwargs["signature_version"] = UNSIGNED
     credentials = {"aws_access_key_id": "key", "aws_secret_access_key": "secret", "aws_session_token": "token"}
