@@ -104,7 +104,8 @@ class RemoteStore:
             if self._reader_pid != os.getpid() and self.kind.reader is not None:
                 self.kind.require_installed(self.url, imported=False)
                 self._reader = self.kind.reader(self.timeout, self.storage_options, self._reader)
-                clients.register(self._reader)
+                if self._reader is not None:  # None: the options ask for the filesystem's reads
+                    clients.register(self._reader)
             self._reader_pid = os.getpid()
 
     def connect(self) -> None:

@@ -95,13 +95,20 @@ async def _read_range_once(fs: Any, rpath: str, begin: int, end: int) -> bytes:
     answer = await _call_once(fs, "get_object", Bucket=bucket, Key=key, **ranged, **version_id_kw(version), **fs.req_kw)
     body = answer["Body"]
     try:
-        # A store that ignores Range sends the whole object, 256 times for a first batch: refused unread.
-        if answer.get("ContentLength") != end - begin:
-            raise Truncated(f"bytes {begin}-{end - 1}: the store answers {answer.get('ContentLength')} bytes")
+        require_range_length(answer, begin, end)
         data: bytes = await body.read()
         return data
     finally:
         body.close()
+
+
+def require_range_length(answer: Any, begin: int, end: int) -> None:
+    """Refuse, unread, a ranged GET's answer whose length is not ``end - begin``.
+
+    A store that ignores ``Range`` sends the whole object, 256 times for a first batch.
+    """
+    if answer.get("ContentLength") != end - begin:
+        raise Truncated(f"bytes {begin}-{end - 1}: the store answers {answer.get('ContentLength')} bytes")
 
 
 async def _call_once(fs: Any, method: str, **kwargs: Any) -> Any:

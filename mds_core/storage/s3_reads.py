@@ -16,8 +16,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from mds_core.storage.s3 import client_settings
-from mds_core.storage.transfer_limits import Truncated
+from mds_core.storage.s3 import client_settings, require_range_length
 
 # The storage options read the same way by both clients; any other one leaves reads to s3fs.
 KNOWN_OPTIONS = frozenset(
@@ -37,7 +36,7 @@ class S3Reads:
     def __init__(self, session: Any, client: Any, timeout: float | None) -> None:
         self.session, self.client, self.timeout = session, client, timeout
 
-    def open(self, path: str, mode: str = "rb") -> Any:
+    def open(self, path: str, mode: str = "rb") -> _Body:
         """The object's body, opened once the store answers (``StoreKind.answers_on_open``); the caller closes it."""
         if mode != "rb":
             raise ValueError(f"S3Reads only reads: mode {mode!r}")
@@ -45,15 +44,14 @@ class S3Reads:
 
     def cat_file(self, path: str) -> bytes:
         """The whole object, in one GET."""
-        with _Body(self._get(path)["Body"], self.timeout) as body:
+        with self.open(path) as body:
             return body.read()
 
     def read_range(self, path: str, begin: int, end: int) -> bytes:
         """Bytes ``[begin, end)`` in one GET; an answer of another length (``Range`` ignored) is refused unread."""
         answer = self._get(path, Range=f"bytes={begin}-{end - 1}")
         with _Body(answer["Body"], self.timeout) as body:
-            if answer.get("ContentLength") != end - begin:
-                raise Truncated(f"bytes {begin}-{end - 1}: the store answers {answer.get('ContentLength')} bytes")
+            require_range_length(answer, begin, end)
             return body.read()
 
     def _get(self, path: str, **kwargs: Any) -> Any:
