@@ -94,7 +94,8 @@ class _Timer:
             first_fetch = np.zeros(len(fetched), bool)
             first_fetch[np.unique(fetched, return_index=True)[1]] = True  # a refetch is never in the first burst
             in_burst = np.isin(fetched, burst) & (steps <= lead) & first_fetch
-            heads = np.isin(fetched, _first_burst(first_shards[:, :, : request_window(predownload)], 1)) & in_burst
+            # A worker's first batch needs every shard of its samples: those download first, together.
+            heads = np.isin(fetched, _first_burst(first_shards[:, :, : self.batch_size], self.threads)) & in_burst
             fetches.append(NodeFetches(steps, sizes, in_burst, heads))
         for node, node_fetches in zip(figures.nodes, fetches):
             node.first_batch_bytes = bytes_before_first_batch(node_fetches)

@@ -9,8 +9,8 @@ The assumptions (also in ``docs/planning.md``):
 * A shard is requested when training starts the step ``lead_steps`` before the step that needs it
   (``predownload`` samples ahead of each worker, plus the DataLoader's own prefetch).
 * At the start every worker asks for its first shards, with as many in flight as it has download
-  threads; each worker's very first shard (the *head*) downloads alone, and the rest of the burst
-  starts once the heads are in. Downloads started together share the link and finish together. A
+  threads; the shards of each worker's first batch (the *heads*) download first, and the rest of the
+  burst starts once the heads are in. Downloads started together share the link and finish together. A
   remote stream hands samples out as their shards arrive, so the first batch waits for the shards
   its own step reads: the heads alone when those are all it needs.
 * Every rank runs the same step at the same time (gradient all-reduce): a step starts when the
@@ -32,7 +32,7 @@ class NodeFetches:
     needed_at: NDArray[np.int64]
     download_bytes: NDArray[np.int64]
     in_first_burst: NDArray[np.bool_]
-    in_head: NDArray[np.bool_] | None = None  # in the burst, and a worker's first shard (downloads alone)
+    in_head: NDArray[np.bool_] | None = None  # in the burst, and read by a worker's first batch (first)
 
 
 @dataclass(frozen=True)

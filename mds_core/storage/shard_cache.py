@@ -38,7 +38,7 @@ from mds_core.storage.raw_shards import decompress_shard
 from mds_core.storage.remote import RemoteStore
 
 CACHE_DIR = READER_CACHE  # lock files and the ledger, inside the stream's local directory
-HEAD_START_SECONDS = 1.0  # the longest the other downloads wait for the first one's bytes
+HEAD_START_SECONDS = 1.0  # the longest the other downloads wait for the bytes of the shards needed first
 _HASH_CHUNK = 8 << 20
 
 
@@ -92,7 +92,9 @@ class ShardCache:
         self._transfers: PriorityGate | None = None  # ``threads`` slots, made with the pool
         self._futures: dict[int, Future[bool]] = {}
         self._need_order: dict[int, int] = {}  # shard -> its place in the order prefetch was asked for
-        self._head_start = threading.Event()  # set when the first shard asked for has its bytes
+        self._head_start = threading.Event()  # set when the shards needed first (``_heads``) have their bytes
+        self._heads: set[int] = set()  # those of them still on their way
+        self._heads_lock = threading.Lock()
         self._gate = PriorityGate(self.decompressions)
         self._pid = os.getpid()
         self.stats = CacheStats()
@@ -108,14 +110,15 @@ class ShardCache:
             _need_order={},
             _gate=None,
             _head_start=None,
+            _heads=set(),
+            _heads_lock=None,
             stats=CacheStats(),
         )
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(
-            state, _gate=PriorityGate(state["decompressions"]), _head_start=threading.Event(), _pid=os.getpid()
-        )
+        self.__dict__.update(state, _gate=PriorityGate(state["decompressions"]), _pid=os.getpid())
+        self._head_start, self._heads_lock = threading.Event(), threading.Lock()
 
     @property
     def threads(self) -> int:
@@ -127,6 +130,7 @@ class ShardCache:
         if self._pid != os.getpid():
             self._pool, self._transfers, self._futures, self._need_order = None, None, {}, {}
             self._gate, self._head_start, self._pid = PriorityGate(self.decompressions), threading.Event(), os.getpid()
+            self._heads, self._heads_lock = set(), threading.Lock()
 
     def shard_bytes(self, shard_id: int) -> int:
         """Disk the shard takes while cached: its raw file, plus its zip when zips are kept."""
@@ -166,12 +170,13 @@ class ShardCache:
         """The shard's prefetch not yet collected by ``ensure`` (done when its file is here), or None."""
         return self._futures.get(shard_id) if self._pid == os.getpid() else None
 
-    def prefetch(self, shard_ids: Iterable[int]) -> None:
+    def prefetch(self, shard_ids: Iterable[int], heads: int = 1) -> None:
         """Start fetching these shards in the background, in this order.
 
-        The first shard asked for gets a head start: the others wait until its bytes are here (at
-        most ``HEAD_START_SECONDS``), so the first sample does not share the network with them. After
-        that, ``threads`` downloads run at once.
+        The first ``heads`` shards asked for since the cache was made or closed get a head start: the others
+        wait until their bytes are here (at most ``HEAD_START_SECONDS``), so the consumer's first step (a
+        sample; a DataLoader worker's first batch, which needs every shard of its samples) does not share the
+        network with shards needed later. After that, ``threads`` downloads run at once.
         """
         self._own_process()
         if self._pool is None:
@@ -180,13 +185,14 @@ class ShardCache:
             self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="mds-download")
         for shard_id in shard_ids:
             if shard_id not in self._futures:
-                self._need_order.setdefault(shard_id, len(self._need_order))
+                if self._need_order.setdefault(shard_id, len(self._need_order)) < heads:
+                    self._heads.add(shard_id)
                 self._futures[shard_id] = self._pool.submit(self._prefetched, shard_id)
 
     def _prefetched(self, shard_id: int) -> bool:
-        """``_make_present`` for prefetch: the first shard asked for first, alone, the others after it."""
+        """``_make_present`` for prefetch: the shards needed first first, alone, the others after them."""
         head_start = self._head_start  # this prefetch round's (close() starts a new one)
-        head = self._need_order.get(shard_id) == 0
+        head = shard_id in self._heads
         if not head:
             head_start.wait(HEAD_START_SECONDS)
             if head_start is not self._head_start:
@@ -195,7 +201,15 @@ class ShardCache:
             return self._make_present(shard_id)
         finally:
             if head:
-                head_start.set()  # (also when it was cached, came from another process or failed)
+                self._head_arrived(shard_id)  # (also when it was cached, came from another process or failed)
+
+    def _head_arrived(self, shard_id: int) -> None:
+        """One of the shards needed first has its bytes: once all have, the other downloads start."""
+        with self._heads_lock:
+            if shard_id in self._heads:
+                self._heads.discard(shard_id)
+                if not self._heads:
+                    self._head_start.set()
 
     def _make_present(self, shard_id: int) -> bool:
         """Make the raw file present; whether it was missing when first looked for (a cache miss)."""
@@ -223,7 +237,7 @@ class ShardCache:
         self._futures.clear()
         self._need_order.clear()
         self._head_start.set()  # wakes this round's waiters, which then see it closed
-        self._head_start = threading.Event()
+        self._head_start, self._heads = threading.Event(), set()
 
     # ---------------------------------------------------------------------------------------------
     # fetching
@@ -243,8 +257,7 @@ class ShardCache:
                 zip_path = os.path.join(self.root, shard.zip_data.basename)
                 if not has_size(zip_path, shard.zip_data.bytes):
                     self._download(shard.zip_data, zip_path, rank)
-                if self._need_order.get(shard_id) == 0:
-                    self._head_start.set()  # its bytes are here: the others may use the network
+                self._head_arrived(shard_id)  # its bytes are here: the others may use the network
                 # Downloads run several at once and end together; decompressing them all at once would
                 # share the CPUs among them, and the one the reader waits for would end last.
                 with self._gate.slot(self._need_order.get(shard_id, -1)):

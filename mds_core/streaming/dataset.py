@@ -40,7 +40,7 @@ from mds_core.streaming.scheduled import fingerprint as scheduled_fingerprint
 from mds_core.streaming.staged import ready, slices
 from mds_core.streaming.stream import Stream
 from mds_core.streaming.telemetry import WorkerMetrics
-from mds_core.streaming.world import freeze_inherited_heap, in_worker, rank_world
+from mds_core.streaming.world import first_step_samples, freeze_inherited_heap, in_worker, rank_world
 
 _ITER_CHUNK = 4096  # ids mapped to shards per numpy call while iterating
 DELETION_CHECK_SECONDS = 0.5  # how often iteration looks for cached shards deleted under it
@@ -219,9 +219,11 @@ class StreamingDataset(DatasetMetrics):
             for _, ids in slices(row, _ITER_CHUNK):
                 yield from self._samples(ids)
             return
-        prefetch = Prefetch(
-            self._shard_owners, lambda a, b: np.searchsorted(self._shard_ends, row[a:b], side="right"), ready(row)
-        )
+
+        def shards_of(begin: int, end: int) -> np.ndarray:
+            return np.searchsorted(self._shard_ends, row[begin:end], side="right")
+
+        prefetch = Prefetch(self._shard_owners, shards_of, ready(row), first_step_samples(self.batch_size))
         step = max(1, min(_ITER_CHUNK, self.predownload))
         wait = True
         try:

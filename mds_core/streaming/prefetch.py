@@ -18,12 +18,18 @@ class Prefetch:
             ``start .. end - 1``, in order (asked for in consecutive spans, as the consumer advances).
         ready: how many of this worker's samples are known now (all of them, or the first batches
             while the rest of the epoch's order is being made).
+        together: how many samples the consumer takes at once at first (1; a DataLoader worker's batch): their
+            shards download first, before those needed later (``ShardCache.prefetch``'s ``heads``).
     """
 
     def __init__(
-        self, owners: Sequence[tuple[Any, int]], shards_of: Callable[[int, int], np.ndarray], ready: Callable[[], int]
+        self,
+        owners: Sequence[tuple[Any, int]],
+        shards_of: Callable[[int, int], np.ndarray],
+        ready: Callable[[], int],
+        together: int = 1,
     ) -> None:
-        self._owners, self._shards_of, self._ready = owners, shards_of, ready
+        self._owners, self._shards_of, self._ready, self._together = owners, shards_of, ready, together
         self._position = 0  # samples looked at so far
         self._requested: set[int] = set()
         self._caches: dict[int, Any] = {}
@@ -34,9 +40,11 @@ class Prefetch:
         if end <= self._position:
             return
         span = self._shards_of(self._position, end)
+        heads = set(span[: self._together].tolist()) if not self._position else set()  # the first step's shards
         self._position = end
         unique, first_use = np.unique(span, return_index=True)
         wanted: dict[int, tuple[Any, list[int]]] = {}
+        first: dict[int, int] = {}  # per cache, how many of its shards the first step needs (they come first)
         for shard in unique[np.argsort(first_use, kind="stable")].tolist():
             if shard in self._requested:
                 continue
@@ -44,9 +52,10 @@ class Prefetch:
             dataset, shard_of_dataset = self._owners[shard]
             if dataset.shard_cache is not None:
                 wanted.setdefault(id(dataset), (dataset.shard_cache, []))[1].append(shard_of_dataset)
+                first[id(dataset)] = first.get(id(dataset), 0) + (shard in heads)
         for key, (cache, shards) in wanted.items():
             self._caches[key] = cache
-            cache.prefetch(shards)
+            cache.prefetch(shards, heads=first[key])
 
     def stop(self, wait: bool = True) -> None:
         """Drop queued downloads when iteration ends or is abandoned; running ones finish (waited for if ``wait``)."""

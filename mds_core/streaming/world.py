@@ -132,12 +132,20 @@ def _env_int(env: Mapping[str, str], name: str, default: int) -> int:
 
 def _worker_info() -> tuple[int, int]:
     """(workers per rank, this worker) inside a DataLoader worker, else (1, 0)."""
+    info = _loader_worker()
+    return (info.num_workers, info.id) if info is not None else (1, 0)
+
+
+def first_step_samples(batch_size: int | None) -> int:
+    """How many samples this process's consumer takes at once at first: a DataLoader worker's batch, else one."""
+    return (batch_size or 1) if _loader_worker() is not None else 1
+
+
+def _loader_worker() -> Any:
+    """The ``WorkerInfo`` of torch inside a DataLoader worker, else None."""
     # A DataLoader worker has torch loaded already; importing it otherwise would cost seconds.
     torch_data = sys.modules.get("torch.utils.data")
-    if torch_data is None:
-        return 1, 0
-    info = torch_data.get_worker_info()
-    return (info.num_workers, info.id) if info is not None else (1, 0)
+    return None if torch_data is None else torch_data.get_worker_info()
 
 
 def freeze_inherited_heap(checked_in_pid: int | None = None) -> int:

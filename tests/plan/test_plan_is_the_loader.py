@@ -1,7 +1,7 @@
 """The planner's model of the loader, parameter by parameter, against a real ``ShardCache`` and ``StreamingDataset``.
 
 ``plan_training`` models download threads, the ``predownload`` default, the window a worker asks shards for,
-the DataLoader's prefetched batches, what a shard costs to download and to keep, and the smallest
+the shards it downloads first (its first batch's), the DataLoader's prefetched batches, what a shard costs to download and to keep, and the smallest
 ``cache_limit`` the loader accepts. Each test builds the real object on a small dataset written here and
 reads the figure the loader uses; whichever side changes alone, a test fails.
 """
@@ -153,3 +153,25 @@ def test_the_smallest_cache_limit_and_the_order_are_the_datasets(tmp_path: Path,
     assert plan.settings["shuffle_block_size"] == spec.block_size(1)
     assert (plan.settings["shuffle"], plan.settings["shuffle_algo"]) == (spec.shuffle, spec.shuffle_algo)
     assert plan.settings["samples_per_epoch"] == accepted.epoch_size == 100
+
+
+def test_the_shards_downloaded_first_are_those_of_a_workers_first_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, remote
+) -> None:
+    """The planner's heads (downloaded before the rest of the burst) are the shards the loader's first batch reads."""
+    from mds_core.streaming.loader import StreamingDataLoader
+
+    url, shards = remote
+    timers, node_fetches = [], []
+    timer, fetches = plan_module._Timer, plan_module.NodeFetches
+    monkeypatch.setattr(plan_module, "_Timer", lambda *a, **k: timers.append(timer(*a, **k)) or timers[-1])
+    monkeypatch.setattr(
+        plan_module, "NodeFetches", lambda *a, **k: node_fetches.append(fetches(*a, **k)) or node_fetches[-1]
+    )
+    plan_training([shards], ONE_WORKER, BATCH, shuffle=True)
+    fetched = timers[0].nodes[0][1]
+    planned = set(fetched[node_fetches[0].in_head].tolist())
+    dataset = _dataset(tmp_path, url, "cache", shuffle=True)
+    first_batch = next(iter(StreamingDataLoader(dataset, batch_size=BATCH, num_workers=1)))
+    read = set(np.searchsorted(dataset._shard_ends, np.asarray(first_batch["id"]), side="right").tolist())
+    assert len(read) > 1 and planned == read  # a shuffled batch of 4 reads several shards

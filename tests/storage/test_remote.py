@@ -440,6 +440,23 @@ def test_the_first_shard_downloads_alone_before_the_others_start(s3_server, faul
     assert min(at for _, at in others) >= started + 0.5  # they waited for its bytes
 
 
+def test_a_loader_workers_first_batch_asks_for_all_its_shards_at_once(s3_server, fault_proxy, tmp_path: Path) -> None:
+    """A worker hands out whole batches: the shards of its first one start together, those needed later after them."""
+    from mds_core import StreamingDataLoader
+
+    url = f"s3://{s3_server.new_bucket()}/data"
+    _write(url, n=240)
+    first_shard = json.loads(open_store(url).read_bytes("index.json"))["shards"][0]["samples"]
+    fault_proxy.add(Fault("delay", path=r"/shard\.00000\.mds$", value=0.6))
+    dataset = _dataset(url, tmp_path, batch_size=first_shard + 1)  # the first batch: all of shard 0, one of shard 1
+    loader = StreamingDataLoader(dataset, batch_size=first_shard + 1, num_workers=1)
+    assert [int(i) for batch in loader for i in batch["id"]] == list(range(240))
+    requests = zip(fault_proxy.requests, fault_proxy.arrivals)
+    arrived = {path.rsplit("/", 1)[1]: at for (method, path), at in requests if method == "GET" and "/shard." in path}
+    assert arrived["shard.00001.mds"] < arrived["shard.00000.mds"] + 0.5  # did not wait for shard 0's bytes
+    assert arrived["shard.00002.mds"] >= arrived["shard.00000.mds"] + 0.5  # needed later: waited for them
+
+
 def test_an_iteration_left_early_does_not_wait_for_the_downloads_it_started(
     s3_server, fault_proxy, tmp_path: Path
 ) -> None:
