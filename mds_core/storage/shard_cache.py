@@ -173,10 +173,9 @@ class ShardCache:
     def prefetch(self, shard_ids: Iterable[int], heads: int = 1) -> None:
         """Start fetching these shards in the background, in this order.
 
-        The first ``heads`` shards asked for since the cache was made or closed get a head start: the others
-        wait until their bytes are here (at most ``HEAD_START_SECONDS``), so the consumer's first step (a
-        sample; a DataLoader worker's first batch, which needs every shard of its samples) does not share the
-        network with shards needed later. After that, ``threads`` downloads run at once.
+        The first ``heads`` shards asked for since the cache was made or closed go first: the others wait for their
+        bytes (at most ``HEAD_START_SECONDS``), so the consumer's first step (a sample, or a DataLoader worker's first
+        batch) does not share the network with later shards. Then ``threads`` downloads run at once.
         """
         self._own_process()
         if self._pool is None:
@@ -188,6 +187,9 @@ class ShardCache:
                 if self._need_order.setdefault(shard_id, len(self._need_order)) < heads:
                     self._heads.add(shard_id)
                 self._futures[shard_id] = self._pool.submit(self._prefetched, shard_id)
+        with self._heads_lock:
+            if not self._heads:  # none of this cache's shards is needed first (another stream's are): no wait
+                self._head_start.set()
 
     def _prefetched(self, shard_id: int) -> bool:
         """``_make_present`` for prefetch: the shards needed first first, alone, the others after them."""

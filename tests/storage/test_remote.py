@@ -457,6 +457,24 @@ def test_a_loader_workers_first_batch_asks_for_all_its_shards_at_once(s3_server,
     assert arrived["shard.00002.mds"] >= arrived["shard.00000.mds"] + 0.5  # needed later: waited for them
 
 
+def test_a_cache_none_of_whose_shards_goes_first_makes_none_wait(s3_server, fault_proxy, tmp_path: Path) -> None:
+    """The stream holding none of the first step's shards (``heads=0``) downloads at once, without a head start."""
+    import time
+
+    url = f"s3://{s3_server.new_bucket()}/data"
+    _write(url, n=240)
+    [reader] = _dataset(url, tmp_path).readers
+    cache, count = reader.shard_cache, len(reader.shards)
+    asked = time.monotonic()
+    cache.prefetch(range(count), heads=0)
+    for shard in range(count):
+        cache.ensure(shard)
+    cache.close()
+    requests = zip(fault_proxy.requests, fault_proxy.arrivals)
+    arrived = [at for (method, path), at in requests if method == "GET" and "/shard." in path]
+    assert len(arrived) == count and max(arrived) < asked + 0.5  # none waited out the 1 s head start
+
+
 def test_an_iteration_left_early_does_not_wait_for_the_downloads_it_started(
     s3_server, fault_proxy, tmp_path: Path
 ) -> None:
