@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ from mds_core.errors import ConfigurationError
 from mds_core.format.index import ShardInfo
 from mds_core.order.world import World
 from mds_core.plan import plan_training
-from mds_core.plan.timing import request_window
+from mds_core.plan.timing import NodeFetches, request_window
 from mds_core.storage.shard_cache import ShardCache
 from mds_core.streaming.dataset import StreamingDataset
 from mds_core.streaming.prefetch import Prefetch
@@ -162,12 +163,20 @@ def test_the_shards_downloaded_first_are_those_of_a_workers_first_batch(
     from mds_core.streaming.loader import StreamingDataLoader
 
     url, shards = remote
-    timers, node_fetches = [], []
-    timer, fetches = plan_module._Timer, plan_module.NodeFetches
-    monkeypatch.setattr(plan_module, "_Timer", lambda *a, **k: timers.append(timer(*a, **k)) or timers[-1])
-    monkeypatch.setattr(
-        plan_module, "NodeFetches", lambda *a, **k: node_fetches.append(fetches(*a, **k)) or node_fetches[-1]
-    )
+    timers: list[Any] = []
+    node_fetches: list[NodeFetches] = []
+    timer = plan_module._Timer
+
+    def recording_timer(*args: Any, **kwargs: Any) -> Any:
+        timers.append(timer(*args, **kwargs))
+        return timers[-1]
+
+    def recording_fetches(*args: Any, **kwargs: Any) -> NodeFetches:
+        node_fetches.append(NodeFetches(*args, **kwargs))
+        return node_fetches[-1]
+
+    monkeypatch.setattr(plan_module, "_Timer", recording_timer)
+    monkeypatch.setattr(plan_module, "NodeFetches", recording_fetches)
     plan_training([shards], ONE_WORKER, BATCH, shuffle=True)
     fetched = timers[0].nodes[0][1]
     planned = set(fetched[node_fetches[0].in_head].tolist())
