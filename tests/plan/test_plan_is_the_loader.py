@@ -21,7 +21,7 @@ from mds_core.errors import ConfigurationError
 from mds_core.format.index import ShardInfo
 from mds_core.order.world import World
 from mds_core.plan import plan_training
-from mds_core.plan.timing import NodeFetches, request_window
+from mds_core.plan.timing import request_window
 from mds_core.storage.shard_cache import ShardCache
 from mds_core.streaming.dataset import StreamingDataset
 from mds_core.streaming.prefetch import Prefetch
@@ -52,19 +52,25 @@ def _dataset(tmp_path: Path, remote: str, name: str, **kwargs) -> StreamingDatas
     )
 
 
-def _planned_threads(monkeypatch: pytest.MonkeyPatch, shards: list[ShardInfo], **kwargs) -> int:
-    """The download threads ``plan_training`` times each worker's first burst with."""
-    made = []
-    timer = plan_module._Timer
+def _recorded(monkeypatch: pytest.MonkeyPatch, name: str) -> list[Any]:
+    """Every object the planner makes with ``plan_module.<name>`` from now on, in order."""
+    made: list[Any] = []
+    make = getattr(plan_module, name)
 
-    def recording(*args, **timer_kwargs):
-        made.append(timer(*args, **timer_kwargs))
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        made.append(make(*args, **kwargs))
         return made[-1]
 
-    monkeypatch.setattr(plan_module, "_Timer", recording)
-    plan_training([shards], ONE_WORKER, BATCH, **kwargs)
-    monkeypatch.setattr(plan_module, "_Timer", timer)
-    return made[0].threads
+    monkeypatch.setattr(plan_module, name, recording)
+    return made
+
+
+def _planned_threads(monkeypatch: pytest.MonkeyPatch, shards: list[ShardInfo], **kwargs) -> int:
+    """The download threads ``plan_training`` times each worker's first burst with."""
+    with monkeypatch.context() as patched:
+        timers = _recorded(patched, "_Timer")
+        plan_training([shards], ONE_WORKER, BATCH, **kwargs)
+    return timers[0].threads
 
 
 def _pool_size(dataset: StreamingDataset) -> int:
@@ -163,20 +169,7 @@ def test_the_shards_downloaded_first_are_those_of_a_workers_first_batch(
     from mds_core.streaming.loader import StreamingDataLoader
 
     url, shards = remote
-    timers: list[Any] = []
-    node_fetches: list[NodeFetches] = []
-    timer = plan_module._Timer
-
-    def recording_timer(*args: Any, **kwargs: Any) -> Any:
-        timers.append(timer(*args, **kwargs))
-        return timers[-1]
-
-    def recording_fetches(*args: Any, **kwargs: Any) -> NodeFetches:
-        node_fetches.append(NodeFetches(*args, **kwargs))
-        return node_fetches[-1]
-
-    monkeypatch.setattr(plan_module, "_Timer", recording_timer)
-    monkeypatch.setattr(plan_module, "NodeFetches", recording_fetches)
+    timers, node_fetches = _recorded(monkeypatch, "_Timer"), _recorded(monkeypatch, "NodeFetches")
     plan_training([shards], ONE_WORKER, BATCH, shuffle=True)
     fetched = timers[0].nodes[0][1]
     planned = set(fetched[node_fetches[0].in_head].tolist())
