@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from mds_core import LocalDataset, StreamingDataset
+from mds_core.format.shard import MIN_TAKE_BLOCK
 from tests.streaming.support import memory_owner, run, write_rows
 
 COLUMNS = {"id": "int", "fixed": "ndarray:float32:16", "free": "ndarray", "typed": "ndarray:int16", "text": "str"}
@@ -116,7 +117,7 @@ def test_writing_into_a_sample_reaches_neither_the_shard_nor_a_later_read(tmp_pa
 
 @pytest.mark.parametrize(
     "read",
-    [lambda ds: [ds[i] for i in range(NUM_SAMPLES)], lambda ds: ds.shard_reader(0).take(np.arange(5))],
+    [lambda ds: [ds[i] for i in range(NUM_SAMPLES)], lambda ds: ds.shard_reader(0).take(np.arange(MIN_TAKE_BLOCK))],
     ids=["random access", "take"],
 )
 def test_a_reader_that_never_writes_gets_read_only_views_of_the_shard(tmp_path: Path, read: Callable) -> None:
