@@ -7,6 +7,7 @@ import pickle
 import stat
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -127,9 +128,14 @@ def test_a_few_samples_of_a_shard_are_decoded_one_at_a_time(one_shard: Path, mon
     reader = LocalDataset(one_shard).shard_reader(0)
     order = np.random.default_rng(1).permutation(50)[:MIN_TAKE_BLOCK]
     expected = [reader[i] for i in order.tolist()]
-    calls = []
+    calls: list[int] = []
     block_decode = Schema.decode_block
-    monkeypatch.setattr(Schema, "decode_block", lambda *a, **k: calls.append(len(a[3])) or block_decode(*a, **k))
+
+    def counted(schema: Schema, buf: Any, u8: np.ndarray, begins: np.ndarray, *rest: Any) -> list[dict[str, Any]]:
+        calls.append(len(begins))
+        return block_decode(schema, buf, u8, begins, *rest)
+
+    monkeypatch.setattr(Schema, "decode_block", counted)
     for count in (1, MIN_TAKE_BLOCK - 1, MIN_TAKE_BLOCK):
         taken = reader.take(order[:count])
         assert ids(taken) == order[:count].tolist()
